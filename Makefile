@@ -1,0 +1,45 @@
+# The single gate: CI runs `make test`; a new user runs `make demo`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEMO   := /tmp/rouse-demo
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	@rm -rf $(DEMO) && mkdir -p $(DEMO)
+	@echo '$$ rouse init $(DEMO)'
+	@$(BIN)/rouse init $(DEMO)
+	@echo; echo '$$ rouse tree'
+	@$(BIN)/rouse --memory $(DEMO)/memory tree
+	@echo; echo '$$ rouse check'
+	@$(BIN)/rouse --memory $(DEMO)/memory check
+	@echo; echo '$$ rouse due --now "2099-01-02 09:00"'
+	@$(BIN)/rouse --memory $(DEMO)/memory due --now "2099-01-02 09:00"
+	@echo; echo '$$ rouse explain example-call-the-dentist --now "2099-01-02 09:00"'
+	@$(BIN)/rouse --memory $(DEMO)/memory explain example-call-the-dentist --now "2099-01-02 09:00"
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP)
+	$(BIN)/pytest
+
+test: lint typecheck pytest
+
+bench: $(STAMP)
+	$(BIN)/python bench/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

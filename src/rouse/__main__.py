@@ -1,0 +1,5 @@
+"""``python -m rouse``."""
+
+from rouse.cli import main
+
+raise SystemExit(main())

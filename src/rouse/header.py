@@ -1,0 +1,213 @@
+"""The header subset: ``key: value`` lines between two ``---`` fences.
+
+Reads are header-only (stop at the closing fence; give up after 64 KiB or
+500 lines). Rewrites touch only header lines: every body byte is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rouse.errors import HeaderError
+from rouse.layout import KEY_RE
+
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_LINES = 500
+BOM = b"\xef\xbb\xbf"
+FENCE = "---"
+
+
+@dataclass
+class Entry:
+    key: str
+    value: str
+    line: int  # 1-based line number in the file
+
+
+@dataclass
+class Header:
+    """What a header says. ``fields`` holds the first occurrence of each key."""
+
+    fenced: bool = False
+    fields: dict[str, str] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+    duplicates: list[Entry] = field(default_factory=list)
+    continued: list[int] = field(default_factory=list)
+    bad_lines: list[tuple[int, str]] = field(default_factory=list)
+    end_line: int = 0  # line number of the closing fence (0 when unfenced)
+
+    def get(self, key: str) -> str | None:
+        return self.fields.get(key)
+
+    def line_of(self, key: str) -> int | None:
+        for entry in self.entries:
+            if entry.key == key:
+                return entry.line
+        return None
+
+
+def _is_fence(line: str) -> bool:
+    return line.rstrip(" \t\r\n") == FENCE
+
+
+def _split_lines(data: bytes) -> tuple[bytes, list[bytes]]:
+    """Strip a BOM and split into lines keeping their ends."""
+    bom = BOM if data.startswith(BOM) else b""
+    return bom, data[len(bom) :].splitlines(keepends=True)
+
+
+def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
+    """Parse header lines; return the header and the index of the first body line."""
+    header = Header()
+    if not lines or not _is_fence(lines[0].decode("utf-8", "replace")):
+        return header, 0
+    header.fenced = True
+    size = len(lines[0])
+    last: Entry | None = None
+    for index in range(1, len(lines)):
+        raw = lines[index]
+        size += len(raw)
+        if index >= MAX_HEADER_LINES or size > MAX_HEADER_BYTES:
+            break
+        if b"\x00" in raw:
+            raise HeaderError("binary data in header: not a text file", path=path, line=index + 1)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HeaderError(
+                "not valid UTF-8: re-save the file as UTF-8", path=path, line=index + 1
+            ) from None
+        lineno = index + 1
+        if _is_fence(line):
+            header.end_line = lineno
+            return header, index + 1
+        text = line.rstrip("\r\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if text[0] in " \t":
+            if last is None:
+                header.bad_lines.append((lineno, text))
+                continue
+            last.value = f"{last.value} {text.strip()}".strip()
+            if header.fields.get(last.key) is not None and header.line_of(last.key) == last.line:
+                header.fields[last.key] = last.value
+            header.continued.append(lineno)
+            continue
+        key, colon, value = text.partition(":")
+        key = key.strip()
+        if not colon or not KEY_RE.match(key):
+            header.bad_lines.append((lineno, text))
+            last = None
+            continue
+        entry = Entry(key.lower(), value.strip(), lineno)
+        if entry.key in header.fields:
+            header.duplicates.append(entry)
+        else:
+            header.fields[entry.key] = entry.value
+        header.entries.append(entry)
+        last = entry
+    raise HeaderError(
+        f"unterminated header: no closing '---' within {MAX_HEADER_LINES} lines / "
+        f"{MAX_HEADER_BYTES // 1024} KiB",
+        path=path,
+        line=1,
+    )
+
+
+def parse_header(data: bytes | str, path: str | None = None) -> Header:
+    """Parse the header of a whole file's content."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    _, lines = _split_lines(raw)
+    return _scan(lines, path)[0]
+
+
+def split(data: bytes, path: str | None = None) -> tuple[Header, bytes]:
+    """Split a whole file into its header and its body bytes."""
+    _, lines = _split_lines(data)
+    header, body_index = _scan(lines, path)
+    return header, b"".join(lines[body_index:])
+
+
+def read_header(path: Path, rel: str | None = None) -> Header:
+    """Read only the header of ``path``; never follow a symlink.
+
+    Raises HeaderError for a non-regular file, binary or non-UTF-8 header
+    data, or an unterminated header.
+    """
+    where = rel or str(path)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise HeaderError(f"cannot stat: {exc.strerror}", path=where) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise HeaderError("not a regular file (symlinks are never followed)", path=where)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise HeaderError(f"cannot open: {exc.strerror}", path=where) from None
+    with os.fdopen(fd, "rb") as handle:
+        head = handle.read(MAX_HEADER_BYTES + 8)
+    if b"\x00" in head.split(b"\n", 1)[0]:
+        raise HeaderError("binary data: not a text file", path=where, line=1)
+    _, lines = _split_lines(head)
+    if lines and len(head) > MAX_HEADER_BYTES and not lines[-1].endswith(b"\n"):
+        lines = lines[:-1]  # a line cut by our read limit is not a line
+    return _scan(lines, where)[0]
+
+
+def format_header(fields: Mapping[str, str], newline: str = "\n") -> str:
+    """A fresh header block for the given fields, in order."""
+    body = "".join(f"{key}: {value}{newline}" for key, value in fields.items())
+    return f"{FENCE}{newline}{body}{FENCE}{newline}"
+
+
+def _check_update(key: str, value: str | None) -> None:
+    if not KEY_RE.match(key) or key != key.lower():
+        raise ValueError(f"bad header key {key!r}: use lowercase letters, digits and '-'")
+    if value is not None and ("\n" in value or "\r" in value):
+        raise ValueError(f"header value for {key!r} must be one line")
+
+
+def set_fields(data: bytes, updates: Mapping[str, str | None], path: str | None = None) -> bytes:
+    """Rewrite header keys in ``data``: set each to its value, or remove it (None).
+
+    The first occurrence is replaced in place, later copies (and their
+    continuation lines) are removed, new keys go just before the closing
+    fence, and a file with no fence gets one. Body bytes are untouched.
+    """
+    for key, value in updates.items():
+        _check_update(key, value)
+    bom, lines = _split_lines(data)
+    header, body_index = _scan(lines, path)
+    newline = "\r\n" if lines and lines[0].endswith(b"\r\n") else "\n"
+    if not header.fenced:
+        added = {k: v for k, v in updates.items() if v is not None}
+        return bom + format_header(added, newline).encode("utf-8") + b"".join(lines)
+    written: set[str] = set()
+    out: list[bytes] = [lines[0]]
+    dropping = False
+    for index in range(1, body_index - 1):
+        raw = lines[index]
+        text = raw.decode("utf-8")
+        if dropping and text[:1] in (" ", "\t") and text.strip():
+            continue
+        dropping = False
+        key = text.partition(":")[0].strip().lower()
+        if text[:1] not in (" ", "\t", "#") and key in updates and KEY_RE.match(key):
+            dropping = True
+            value = updates[key]
+            if key not in written and value is not None:
+                out.append(f"{key}: {value}{newline}".encode())
+            written.add(key)
+            continue
+        out.append(raw)
+    for key, value in updates.items():
+        if key not in written and value is not None:
+            out.append(f"{key}: {value}{newline}".encode())
+    out.append(lines[body_index - 1])
+    return bom + b"".join(out) + b"".join(lines[body_index:])

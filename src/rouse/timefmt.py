@@ -1,0 +1,112 @@
+"""Stamps, intervals and human ages. Every function that needs "now" takes it.
+
+Times are naive ``datetime`` values in the process's local time zone (``TZ``
+is honoured); stamps carrying an offset are converted to local time on read.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+STAMP_FORMAT = "%Y-%m-%d %H:%M"
+FLOOR = timedelta(minutes=15)
+
+_STAMP_RE = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})"
+    r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?"
+    r"\s*(Z|[+-]\d{2}:?\d{2})?$"
+)
+_INTERVAL_RE = re.compile(r"(\d+)\s*([smhdw])")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_stamp(text: str) -> datetime:
+    """Parse a stamp (``YYYY-MM-DD[ HH:MM[:SS]][offset]``) into local naive time."""
+    match = _STAMP_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"not a stamp (want YYYY-MM-DD HH:MM): {text!r}")
+    year, month, day, hour, minute, second, offset = match.groups()
+    try:
+        value = datetime(
+            int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0)
+        )
+    except ValueError as exc:
+        raise ValueError(f"not a real date/time: {text!r}") from exc
+    if offset:
+        iso = "+00:00" if offset == "Z" else offset
+        if ":" not in iso:
+            iso = f"{iso[:3]}:{iso[3:]}"
+        aware = datetime.fromisoformat(value.isoformat() + iso)
+        value = aware.astimezone().replace(tzinfo=None)
+    return value
+
+
+def format_stamp(value: datetime) -> str:
+    """Write a stamp in local minutes."""
+    return value.strftime(STAMP_FORMAT)
+
+
+def parse_interval(text: str) -> timedelta:
+    """Parse ``45m``, ``2h``, ``1d``, ``2w`` or combinations like ``1h30m``."""
+    compact = text.strip().lower().replace(" ", "")
+    if not compact:
+        raise ValueError("empty interval (want e.g. 45m, 2h, 1d)")
+    pos = 0
+    total = 0
+    for match in _INTERVAL_RE.finditer(compact):
+        if match.start() != pos:
+            break
+        total += int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        pos = match.end()
+    if pos != len(compact):
+        raise ValueError(f"not an interval (want e.g. 45m, 2h, 1d, 1h30m): {text!r}")
+    return timedelta(seconds=total)
+
+
+def format_interval(value: timedelta) -> str:
+    """The shortest ``1d2h30m`` spelling of an interval (minutes precision)."""
+    minutes = int(value.total_seconds() // 60)
+    if minutes <= 0:
+        return "0m"
+    parts = []
+    for unit, size in (("d", 1440), ("h", 60), ("m", 1)):
+        count, minutes = divmod(minutes, size)
+        if count:
+            parts.append(f"{count}{unit}")
+    return "".join(parts)
+
+
+def floored(value: timedelta) -> timedelta:
+    """No interval below the 15-minute floor is ever used."""
+    return max(value, FLOOR)
+
+
+def parse_when(text: str, now: datetime) -> datetime:
+    """A CLI time: a stamp, or ``+INTERVAL`` relative to now."""
+    text = text.strip()
+    if text.startswith("+"):
+        return now + parse_interval(text[1:])
+    return parse_stamp(text)
+
+
+def human_age(then: datetime, now: datetime) -> str:
+    """A relative age: ``just now``, ``25m ago``, ``3h ago``, ``yesterday``, ``9d ago``.
+
+    Future instants read the same way: ``in 25m``, ``in 2h``, ``tomorrow``, ``in 3d``.
+    """
+    future = then > now
+    delta = (then - now) if future else (now - then)
+    seconds = delta.total_seconds()
+    if seconds < 60:
+        return "just now"
+    day_gap = abs((then.date() - now.date()).days)
+    if seconds < 90 * 60:
+        amount = f"{int(seconds // 60)}m"
+    elif seconds < 12 * 3600 or day_gap == 0:
+        amount = f"{int(seconds // 3600)}h"
+    elif day_gap == 1:
+        return "tomorrow" if future else "yesterday"
+    else:
+        amount = f"{max(day_gap, 2)}d"
+    return f"in {amount}" if future else f"{amount} ago"
