@@ -63,7 +63,15 @@ def _split_lines(data: bytes) -> tuple[bytes, list[bytes]]:
 def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
     """Parse header lines; return the header and the index of the first body line."""
     header = Header()
-    if not lines or not _is_fence(lines[0].decode("utf-8", "replace")):
+    if not lines:
+        return header, 0
+    if b"\x00" in lines[0]:
+        raise HeaderError("binary data: not a text file", path=path, line=1)
+    try:
+        first = lines[0].decode("utf-8")
+    except UnicodeDecodeError:
+        raise HeaderError("not valid UTF-8: re-save the file as UTF-8", path=path, line=1) from None
+    if not _is_fence(first):
         return header, 0
     header.fenced = True
     size = len(lines[0])
@@ -193,12 +201,18 @@ def set_fields(data: bytes, updates: Mapping[str, str | None], path: str | None 
     dropping = False
     for index in range(1, body_index - 1):
         raw = lines[index]
-        text = raw.decode("utf-8")
-        if dropping and text[:1] in (" ", "\t") and text.strip():
+        text = raw.decode("utf-8").rstrip("\r\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            out.append(raw)  # ignored by readers: it does not end a continued value
+            continue
+        if text[0] in " \t":
+            if not dropping:
+                out.append(raw)
             continue
         dropping = False
-        key = text.partition(":")[0].strip().lower()
-        if text[:1] not in (" ", "\t", "#") and key in updates and KEY_RE.match(key):
+        name, colon, _ = text.partition(":")
+        key = name.strip().lower()
+        if colon and KEY_RE.match(key) and key in updates:
             dropping = True
             value = updates[key]
             if key not in written and value is not None:

@@ -71,3 +71,8 @@ def record_type_of(filename: str) -> str | None:
 def is_inside(rel: PurePosixPath, ancestor: str) -> bool:
     """True if ``rel`` is ``ancestor`` or below it (tree-relative paths)."""
     return rel == PurePosixPath(ancestor) or PurePosixPath(ancestor) in rel.parents
+
+
+def is_inside_str(rel: str, ancestor: str) -> bool:
+    """``is_inside`` for plain strings."""
+    return rel == ancestor or rel.startswith(ancestor + "/")

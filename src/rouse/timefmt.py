@@ -37,8 +37,11 @@ def parse_stamp(text: str) -> datetime:
         iso = "+00:00" if offset == "Z" else offset
         if ":" not in iso:
             iso = f"{iso[:3]}:{iso[3:]}"
-        aware = datetime.fromisoformat(value.isoformat() + iso)
-        value = aware.astimezone().replace(tzinfo=None)
+        try:
+            aware = datetime.fromisoformat(value.isoformat() + iso)
+            value = aware.astimezone().replace(tzinfo=None)
+        except (OverflowError, ValueError) as exc:
+            raise ValueError(f"not a representable local time: {text!r}") from exc
     return value
 
 
@@ -61,7 +64,10 @@ def parse_interval(text: str) -> timedelta:
         pos = match.end()
     if pos != len(compact):
         raise ValueError(f"not an interval (want e.g. 45m, 2h, 1d, 1h30m): {text!r}")
-    return timedelta(seconds=total)
+    try:
+        return timedelta(seconds=total)
+    except OverflowError as exc:
+        raise ValueError(f"interval too large: {text!r}") from exc
 
 
 def format_interval(value: timedelta) -> str:

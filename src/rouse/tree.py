@@ -20,6 +20,8 @@ from rouse.header import Header, read_header
 
 HeaderReader = Callable[[Path, str, os.stat_result], Header]
 SKIP_NAMES = frozenset({layout.STATE_DIR, ".git"})
+#: intentions/ and everything above it are never records (a top-level intention has no parent).
+NEVER_RECORDS = frozenset({layout.ENTRYPOINT, layout.BELIEFS, layout.MOTIVATIONS, layout.INTENTIONS})
 
 
 @dataclass
@@ -168,7 +170,7 @@ class _Walker:
         here = PurePosixPath(rel)
         in_notes = layout.is_inside(here, layout.NOTES)
         record_files = [(e, i) for e, i in files if layout.record_type_of(e.name)]
-        if record_files and not in_notes and rel:
+        if record_files and not in_notes and rel and rel not in NEVER_RECORDS:
             parent = self.add_record(rel, record_files, parent)
             files = [(e, i) for e, i in files if not layout.record_type_of(e.name)]
             record_dir = True

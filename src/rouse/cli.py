@@ -1,0 +1,387 @@
+"""The command line: one small function per verb — parse, call, print.
+
+No behaviour lives only here; every verb calls a library function that the
+MCP server can call too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rouse import __version__, layout
+from rouse.errors import RouseError, UsageError
+from rouse.home import find_tree, global_tree
+from rouse.timefmt import format_stamp, parse_stamp, parse_when
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+# -- shared plumbing ----------------------------------------------------------
+
+
+def resolve_now(args: argparse.Namespace) -> datetime:
+    """``--now``, else ``$ROUSE_NOW``, else the wall clock (local time)."""
+    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
+    if not given:
+        return datetime.now().replace(microsecond=0)
+    try:
+        return parse_stamp(given)
+    except ValueError:
+        raise UsageError(f"bad --now {given!r}: use 'YYYY-MM-DD HH:MM'") from None
+
+
+def tree_root(args: argparse.Namespace) -> Path:
+    return find_tree(getattr(args, "memory", None))
+
+
+def emit(lines: Sequence[str]) -> None:
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_body(text: str | None) -> str:
+    if text == "-":
+        return sys.stdin.read()
+    return text or ""
+
+
+# -- verbs --------------------------------------------------------------------
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from rouse import scaffold
+
+    if args.glob and args.dir:
+        raise UsageError("give DIR or --global, not both")
+    target = global_tree() if args.glob else Path(args.dir or ".").resolve() / "memory"
+    result = scaffold.init(target, resolve_now(args), examples=not args.no_examples)
+    instructions = target / layout.INSTRUCTIONS
+    emit(
+        [
+            f"laid a memory tree at {target}",
+            *result.notes,
+            "",
+            "Add this line to your agent's instruction file (CLAUDE.md, AGENTS.md, ...):",
+            "  " + scaffold.AGENT_LINE.format(instructions=instructions),
+            "",
+            f"persona.md is optional: `rouse new persona` writes one at {target / 'persona.md'}.",
+        ]
+    )
+    return 0
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    from rouse.tree import walk
+    from rouse.views import tree_lines
+
+    emit(tree_lines(walk(tree_root(args))))
+    return 0
+
+
+def cmd_due(args: argparse.Namespace) -> int:
+    from rouse import clock
+    from rouse.tree import walk
+    from rouse.views import display_ids, due_item, due_lines
+
+    now = resolve_now(args)
+    at = now
+    if args.until:
+        try:
+            at = parse_when(args.until, now)
+        except ValueError as exc:
+            raise UsageError(f"bad --until: {exc}") from None
+    tree = walk(tree_root(args))
+    found = clock.due(tree, at)
+    if args.json:
+        ids = display_ids(tree)
+        emit_json([due_item(d, ids[d.record.dir]) for d in found])
+    else:
+        emit(due_lines(tree, found, at))
+    skipped = [p.render() for p in tree.untrackable]
+    skipped += [p.render() for p in clock.field_problems(tree, at)]
+    for line in skipped:
+        print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from rouse.check import check
+    from rouse.tree import walk
+
+    findings = check(walk(tree_root(args)), resolve_now(args))
+    if args.json:
+        emit_json(
+            [
+                {"level": f.level, "path": f.path, "line": f.line, "message": f.message}
+                for f in findings
+            ]
+        )
+    else:
+        emit([f.render() for f in findings])
+        errors = sum(f.level == "error" for f in findings)
+        print(f"{errors} error(s), {len(findings) - errors} warning(s)", file=sys.stderr)
+    if any(f.level == "error" for f in findings):
+        return 1
+    return 1 if args.strict and findings else 0
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    from rouse import scaffold
+
+    now = resolve_now(args)
+    created = scaffold.new(
+        tree_root(args),
+        args.type,
+        args.slug,
+        now,
+        under=args.under,
+        fields=scaffold.parse_assignments(args.set or [], now),
+        body=read_body(args.body),
+    )
+    lines = [str(created.path)]
+    if created.todo:
+        lines.append(f"fill in: {', '.join(created.todo)}")
+    emit(lines)
+    return 0
+
+
+def cmd_remind(args: argparse.Namespace) -> int:
+    from rouse import scaffold
+
+    created = scaffold.remind(
+        tree_root(args),
+        args.slug,
+        args.due,
+        resolve_now(args),
+        nag=args.nag,
+        body=read_body(args.body),
+    )
+    emit([str(created.path)])
+    return 0
+
+
+def cmd_move(args: argparse.Namespace) -> int:
+    from rouse import lifecycle
+
+    emit([lifecycle.move(tree_root(args), args.ref, resolve_now(args), args.note).summary])
+    return 0
+
+
+def cmd_snooze(args: argparse.Namespace) -> int:
+    from rouse import lifecycle
+
+    changed = lifecycle.snooze(
+        tree_root(args),
+        args.ref,
+        resolve_now(args),
+        until=args.until,
+        duration=getattr(args, "for"),
+        note=args.note,
+    )
+    lines = [changed.summary]
+    if changed.next_due is not None:
+        lines.append(f"next due: {format_stamp(changed.next_due)}")
+    emit(lines)
+    return 0
+
+
+def cmd_close(args: argparse.Namespace) -> int:
+    from rouse import lifecycle
+
+    if args.done:
+        ending, why = "done", None
+    elif args.dropped is not None:
+        ending, why = "dropped", args.dropped
+    else:
+        ending, why = "abandoned", args.abandoned
+    changed = lifecycle.close(
+        tree_root(args), args.ref, resolve_now(args), ending, why, args.outcome
+    )
+    emit([changed.summary])
+    return 0
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    from rouse import lifecycle
+
+    changed = lifecycle.promote(
+        tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under
+    )
+    emit([changed.summary])
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from rouse import views
+    from rouse.tree import walk
+
+    now = resolve_now(args)
+    tree = walk(tree_root(args))
+    data = views.explain(tree, tree.resolve(args.ref), now)
+    if args.json:
+        emit_json(data)
+    else:
+        emit(views.explain_lines(data, now))
+    return 0
+
+
+def cmd_stamp(args: argparse.Namespace) -> int:
+    from rouse import provenance
+
+    if not args.files:
+        raise UsageError("stamp needs at least one FILE")
+    done = provenance.stamp(tree_root(args), args.files, args.origin, args.turn)
+    emit([f"stamped {rel} origin={args.origin}" for rel in done.written])
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from rouse import views
+    from rouse.tree import walk
+
+    now = resolve_now(args)
+    data = views.status(walk(tree_root(args)), now)
+    if args.json:
+        emit_json(data)
+    else:
+        emit(views.status_lines(data))
+    return 0
+
+
+# -- the parser ---------------------------------------------------------------
+
+
+def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--memory",
+        metavar="DIR",
+        default=default,
+        help="the tree (else $ROUSE_HOME, ./memory, ~/.rouse)",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="WHEN",
+        default=default,
+        help="evaluate the clock at this instant, 'YYYY-MM-DD HH:MM' (else $ROUSE_NOW)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rouse",
+        description="Agent memory with a clock: plain markdown that comes and finds the agent.",
+    )
+    parser.add_argument("--version", action="version", version=f"rouse {__version__}")
+    _globals(parser, suppress=False)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+
+    def verb(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
+        sub = verbs.add_parser(name, help=help_text, description=help_text)
+        _globals(sub, suppress=True)
+        sub.set_defaults(handler=handler)
+        return sub
+
+    sub = verb("init", cmd_init, "lay a new memory tree with examples and its own git repository")
+    sub.add_argument("dir", nargs="?", metavar="DIR", help="lay DIR/memory (default ./memory)")
+    sub.add_argument("--global", dest="glob", action="store_true", help="lay ~/.rouse instead")
+    sub.add_argument("--no-examples", action="store_true", help="only the instruction file")
+
+    sub = verb("due", cmd_due, "what the clock would wake about now, one line each")
+    sub.add_argument("--json", action="store_true", help="a JSON array of due items")
+    sub.add_argument("--until", metavar="WHEN", help="forecast what comes due by WHEN (or +2h)")
+
+    sub = verb("tree", cmd_tree, "the ladder: context, records by nesting, inventory")
+
+    sub = verb("check", cmd_check, "lint the tree; exit 1 on errors")
+    sub.add_argument("--json", action="store_true", help="findings as a JSON array")
+    sub.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+
+    sub = verb("new", cmd_new, "write a record, context file or note with a fresh header")
+    sub.add_argument("type", metavar="TYPE", help="intention goal action task reminder backlog "
+                     "belief motivation persona note")
+    sub.add_argument("slug", nargs="?", metavar="SLUG", help="lowercase letters, digits and -")
+    sub.add_argument("--under", metavar="REF", help="the record it nests under")
+    sub.add_argument("--set", action="append", metavar="K=V", help="a header field (repeatable)")
+    sub.add_argument("--body", metavar="TEXT", help="the body text, or - to read stdin")
+
+    sub = verb("move", cmd_move, "stamp last-moved: now (the record moved)")
+    sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
+    sub.add_argument("--note", metavar="TEXT", help="append a dated line to the body")
+
+    sub = verb("snooze", cmd_snooze, "push a record so it next comes due at WHEN")
+    sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
+    when = sub.add_mutually_exclusive_group(required=True)
+    when.add_argument("--until", metavar="WHEN", help="a stamp or +INTERVAL")
+    when.add_argument("--for", metavar="INTERVAL", help="e.g. 2h, 3d")
+    sub.add_argument("--note", metavar="TEXT", help="why, appended as a dated line")
+
+    sub = verb("explain", cmd_explain, "why a record is or is not due, and when it next will be")
+    sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
+    sub.add_argument("--json", action="store_true", help="the explanation as JSON")
+
+    sub = verb("close", cmd_close, "end a record out loud (nothing is deleted)")
+    sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
+    ending = sub.add_mutually_exclusive_group(required=True)
+    ending.add_argument("--done", action="store_true", help="it is done")
+    ending.add_argument("--dropped", metavar="WHY", help="dropped, with the reason")
+    ending.add_argument("--abandoned", metavar="WHY", help="a goal given up, with the reason")
+    sub.add_argument("--outcome", metavar="O", help="an action's: as-expected surprising contradicts")
+
+    sub = verb("promote", cmd_promote, "turn a backlog item into an open intention")
+    sub.add_argument("slug", metavar="SLUG", help="the backlog item's slug")
+    sub.add_argument("--closes-when", required=True, metavar="TEXT", help="how you'll know")
+    sub.add_argument("--under", metavar="REF", help="nest it under this record")
+
+    sub = verb("remind", cmd_remind, "shorthand for a new reminder")
+    sub.add_argument("slug", metavar="SLUG", help="the reminder's slug")
+    sub.add_argument("--due", required=True, metavar="WHEN", help="a stamp or +2h")
+    sub.add_argument("--nag", metavar="INTERVAL", help="re-fire until done, starting every I")
+    sub.add_argument("--body", metavar="TEXT", help="what to say when it fires, or - for stdin")
+
+    sub = verb("stamp", cmd_stamp, "write origin (and origin-turn) into files: for wrappers")
+    sub.add_argument("--origin", required=True, metavar="CLASS",
+                     help="owner system agent untrusted unknown")
+    sub.add_argument("--turn", metavar="ID", help="the id of the turn that wrote the files")
+    sub.add_argument("files", nargs="*", metavar="FILE", help="files in the tree")
+
+    sub = verb("status", cmd_status, "counts per level, what is due, the sweeper and ledger")
+    sub.add_argument("--json", action="store_true", help="the status as JSON")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.handler(args))
+    except RouseError as exc:
+        print(f"rouse: {exc.render()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if os.environ.get("ROUSE_DEBUG") == "1":
+            traceback.print_exc()
+        else:
+            print(
+                f"rouse: internal error: {type(exc).__name__}: {exc} "
+                "(set ROUSE_DEBUG=1 for a traceback)",
+                file=sys.stderr,
+            )
+        return 1

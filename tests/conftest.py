@@ -1,0 +1,118 @@
+"""Shared test helpers: a fixed ``NOW`` and a ``make_tree`` fixture.
+
+``make_tree({"entrypoint/beliefs/belief-x.md": "...", ...})`` writes the files
+under ``tmp_path/memory`` (creating directories), sets every file's mtime to
+``OLD`` so mtime never matters unless a test wants it, and returns the root.
+
+- ``str`` values are dedented (``textwrap.dedent``) and lose one leading
+  newline, so a test can write an indented triple-quoted literal header;
+  ``bytes`` values are written exactly as given.
+- A path ending in ``/`` makes an empty directory.
+- Calling it again with the same ``name`` adds files to the same tree.
+- ``mtime=`` sets a different instant for the files written by that call.
+
+Helpers importable from tests (``from conftest import NOW, OLD, set_mtime``):
+``NOW`` (the fixed "now"), ``OLD`` (the default mtime), ``set_mtime``,
+``stamp`` (a datetime as a header stamp) and ``INTENTIONS`` etc. (the tree's
+fixed directories, as strings).
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+#: The fixed instant every clock test evaluates at (a Saturday), local time.
+NOW = datetime(2026, 3, 14, 12, 0)
+#: The mtime every file made by ``make_tree`` gets unless told otherwise.
+OLD = datetime(2020, 1, 1, 0, 0)
+
+BELIEFS = "entrypoint/beliefs"
+MOTIVATIONS = "entrypoint/beliefs/motivations"
+INTENTIONS = "entrypoint/beliefs/motivations/intentions"
+PLUGINS = "entrypoint/plugins"
+NOTES = "inventory/notes"
+REMINDERS = "inventory/reminders"
+BACKLOG = "inventory/backlog"
+
+MakeTree = Callable[..., Path]
+
+
+def stamp(value: datetime) -> str:
+    """A datetime written the way rouse writes stamps (local minutes)."""
+    return value.strftime("%Y-%m-%d %H:%M")
+
+
+def set_mtime(path: Path, when: datetime) -> None:
+    """Set a file's atime and mtime to the local naive instant ``when``."""
+    seconds = when.timestamp()
+    os.utime(path, (seconds, seconds), follow_symlinks=False)
+
+
+def ago(**delta: float) -> datetime:
+    """``NOW`` minus a timedelta given as keyword arguments (``ago(hours=2)``)."""
+    return NOW - timedelta(**delta)
+
+
+def write_tree(
+    root: Path, files: Mapping[str, str | bytes], mtime: datetime | None = OLD
+) -> Path:
+    """Write ``files`` under ``root`` (see the module docstring) and return ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        if rel.startswith("/") or ".." in Path(rel).parts:
+            raise ValueError(f"make_tree paths are tree-relative: {rel!r}")
+        target = root / rel
+        if rel.endswith("/"):
+            target.mkdir(parents=True, exist_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            text = textwrap.dedent(content)
+            if text.startswith("\n"):
+                text = text[1:]
+            target.write_bytes(text.encode("utf-8"))
+        if mtime is not None:
+            set_mtime(target, mtime)
+    return root
+
+
+@pytest.fixture
+def now() -> datetime:
+    return NOW
+
+
+@pytest.fixture
+def make_tree(tmp_path: Path) -> MakeTree:
+    def make(
+        files: Mapping[str, str | bytes] | None = None,
+        *,
+        name: str = "memory",
+        mtime: datetime | None = OLD,
+    ) -> Path:
+        return write_tree(tmp_path / name, files or {}, mtime)
+
+    return make
+
+
+@pytest.fixture
+def local_tz(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]:
+    """Switch the process's time zone (``TZ`` + ``time.tzset``); restored afterwards."""
+    import time
+
+    def use(zone: str) -> None:
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+
+    try:
+        yield use
+    finally:
+        monkeypatch.undo()
+        time.tzset()

@@ -1,0 +1,472 @@
+"""The CLI as a user runs it: real processes on real trees."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LATER = "2099-01-02 09:00"
+REMINDER = "inventory/reminders/example-renew-the-tls-certificate"
+INTENTION = "entrypoint/beliefs/motivations/intentions/example-stabilise-nightly-build"
+TASK = f"{INTENTION}/example-bisect-the-flaky-test"
+
+
+def run(
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    stdin: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    full_env.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", *args],
+        cwd=cwd,
+        env=full_env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A fresh example tree laid by `rouse init`, at tmp_path/memory."""
+    done = run("init", str(tmp_path), "--now", "2026-03-14 12:00")
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "memory"
+
+
+def rouse(home: Path, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return run("--memory", str(home), *args, **kwargs)  # type: ignore[arg-type]
+
+
+def header_of(path: Path) -> dict[str, str]:
+    lines = path.read_text().split("---\n")[1].splitlines()
+    return dict(line.split(": ", 1) if ": " in line else (line.rstrip(":"), "") for line in lines)
+
+
+# -- init ---------------------------------------------------------------------
+
+
+def test_init_then_check_is_clean(home: Path) -> None:
+    done = rouse(home, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "error:" not in done.stdout
+    assert "0 error(s)" in done.stderr
+
+
+def test_init_lays_examples_and_prints_the_agent_line(tmp_path: Path) -> None:
+    done = run("init", str(tmp_path))
+    assert done.returncode == 0
+    assert "rouse pack" in done.stdout and "persona.md is optional" in done.stdout
+    root = tmp_path / "memory"
+    instructions = (root / "entrypoint/rouse.md").read_text()
+    assert len(instructions.encode()) >= 2048
+    assert (root / ".gitignore").read_text().strip() == ".rouse/"
+    slugs = {p.parent.name if p.name.endswith("ion.md") else p.stem for p in root.rglob("*.md")}
+    assert any(s.startswith("example-") or "example-" in s for s in slugs)
+
+
+def test_init_makes_one_commit_in_its_own_repository(home: Path) -> None:
+    log = subprocess.run(
+        ["git", "log", "--oneline"], cwd=home, capture_output=True, text=True, check=True
+    )
+    assert len(log.stdout.strip().splitlines()) == 1
+    top = subprocess.run(
+        ["git", "rev-parse", "--show-toplevel"], cwd=home, capture_output=True, text=True
+    )
+    assert Path(top.stdout.strip()).resolve() == home.resolve()
+
+
+def test_init_inside_a_work_tree_commits_nothing(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    done = run("init", str(tmp_path / "project"))
+    assert done.returncode == 0
+    assert "existing git work tree" in done.stdout
+    assert not (tmp_path / "project/memory/.git").exists()
+
+
+def test_init_refuses_an_existing_tree(home: Path) -> None:
+    before = sorted(p.as_posix() for p in home.rglob("*"))
+    done = run("init", str(home.parent))
+    assert done.returncode == 2
+    assert "already exists" in done.stderr
+    assert sorted(p.as_posix() for p in home.rglob("*")) == before
+
+
+def test_init_no_examples_lays_only_instructions(tmp_path: Path) -> None:
+    done = run("init", str(tmp_path), "--no-examples")
+    assert done.returncode == 0
+    mds = sorted(p.relative_to(tmp_path / "memory").as_posix() for p in tmp_path.rglob("*.md"))
+    assert mds == ["entrypoint/rouse.md"]
+
+
+def test_init_global_uses_home(tmp_path: Path) -> None:
+    done = run("init", "--global", env={"HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / ".rouse/entrypoint/rouse.md").is_file()
+    found = run("tree", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert found.returncode == 0 and "example-" in found.stdout
+
+
+# -- tree, due, explain ---------------------------------------------------------
+
+
+def test_tree_shows_every_example(home: Path) -> None:
+    done = rouse(home, "tree")
+    assert done.returncode == 0
+    for line in (
+        "belief example-small-reversible-steps",
+        "belief example-say-what-you-dont-know",
+        "motivation example-flaky-nightly-build",
+        "intention example-stabilise-nightly-build [open]",
+        "    task example-bisect-the-flaky-test [pending]",
+        "reminder example-renew-the-tls-certificate [pending]",
+        "backlog example-try-a-build-cache [open]",
+        "note example-how-the-nightly-build-runs",
+        "probes inventory/probes.md",
+    ):
+        assert line in done.stdout
+
+
+def test_fresh_tree_is_quiet_on_day_one(home: Path) -> None:
+    done = rouse(home, "due", "--now", "2026-03-14 18:00")
+    assert done.returncode == 0
+    assert done.stdout == ""
+
+
+def test_due_later_lists_the_example_reminder(home: Path) -> None:
+    done = rouse(home, "due", "--now", LATER)
+    assert done.returncode == 0
+    lines = [line.split("\t") for line in done.stdout.splitlines()]
+    assert ["reminder/example-renew-the-tls-certificate", "due", "yesterday", REMINDER] in lines
+
+
+def test_due_json_fields(home: Path) -> None:
+    done = rouse(home, "due", "--json", "--now", LATER)
+    items = {item["record"]: item for item in json.loads(done.stdout)}
+    reminder = items["reminder/example-renew-the-tls-certificate"]
+    assert reminder == {
+        "record": "reminder/example-renew-the-tls-certificate",
+        "type": "reminder",
+        "slug": "example-renew-the-tls-certificate",
+        "path": REMINDER,
+        "reason": "due",
+        "due_at": "2099-01-01 09:00",
+        "moved_at": "2026-03-14 12:00",
+        "nudge": 1,
+    }
+    task = items["task/example-bisect-the-flaky-test"]
+    assert task["reason"] == "stale" and task["due_at"] == "2026-03-15 12:00"
+
+
+def test_due_until_forecasts(home: Path) -> None:
+    quiet = rouse(home, "due", "--json", "--now", "2026-03-14 13:00")
+    assert json.loads(quiet.stdout) == []
+    ahead = rouse(home, "due", "--json", "--now", "2026-03-14 13:00", "--until", "+1d")
+    assert [i["record"] for i in json.loads(ahead.stdout)] == ["task/example-bisect-the-flaky-test"]
+
+
+def test_rouse_now_environment(home: Path) -> None:
+    done = rouse(home, "due", env={"ROUSE_NOW": LATER})
+    assert "reminder/example-renew-the-tls-certificate" in done.stdout
+
+
+def test_global_options_after_the_verb(home: Path) -> None:
+    done = run("due", "--now", LATER, "--memory", str(home))
+    assert done.returncode == 0 and "example-renew" in done.stdout
+
+
+def test_explain_names_the_silencing_task(home: Path) -> None:
+    done = rouse(home, "explain", "example-stabilise-nightly-build", "--now", "2026-03-15 09:00")
+    assert done.returncode == 0
+    assert "kept quiet by open records under it" in done.stdout
+    assert TASK in done.stdout
+    data = json.loads(
+        rouse(home, "explain", "example-bisect-the-flaky-test", "--json", "--now", LATER).stdout
+    )
+    assert data["reason"] == "stale" and data["stale_after"] == "1d"
+
+
+# -- finding the tree -------------------------------------------------------------
+
+
+def test_missing_memory_dir_is_an_error(tmp_path: Path) -> None:
+    done = run("--memory", str(tmp_path / "nope"), "tree")
+    assert done.returncode == 2
+    assert str(tmp_path / "nope") in done.stderr and "$ROUSE_HOME" in done.stderr
+
+
+def test_missing_rouse_home_never_falls_through(home: Path) -> None:
+    done = run("tree", cwd=home.parent, env={"ROUSE_HOME": str(home.parent / "gone")})
+    assert done.returncode == 2 and "gone" in done.stderr
+
+
+def test_local_memory_dir_is_found(home: Path) -> None:
+    done = run("tree", cwd=home.parent, env={"HOME": str(home.parent / "nohome")})
+    assert done.returncode == 0 and "example-" in done.stdout
+
+
+def test_no_tree_says_how_to_make_one(tmp_path: Path) -> None:
+    done = run("tree", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert done.returncode == 2
+    assert "rouse init" in done.stderr and "--global" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+# -- writing ------------------------------------------------------------------
+
+
+def test_new_intention_and_task_under_it(home: Path) -> None:
+    done = rouse(home, "new", "intention", "ship-it", "--now", "2026-03-14 12:00")
+    assert done.returncode == 0
+    path = Path(done.stdout.splitlines()[0])
+    assert path == home / "entrypoint/beliefs/motivations/intentions/ship-it/intention.md"
+    assert "fill in: closes-when" in done.stdout
+    fields = header_of(path)
+    assert fields["status"] == "open"
+    assert fields["opened"] == fields["last-moved"] == "2026-03-14 12:00"
+    task = rouse(home, "new", "task", "write-tests", "--under", "ship-it", "--body", "do it")
+    assert task.returncode == 0
+    task_path = Path(task.stdout.splitlines()[0])
+    assert task_path.parent.parent == path.parent
+    assert task_path.read_text().endswith("---\ndo it\n")
+    tree = rouse(home, "tree").stdout
+    assert "intention ship-it [open]\n    task write-tests [pending]" in tree
+
+
+def test_new_refuses_machine_fields_and_writes_nothing(home: Path) -> None:
+    before = sorted(p.as_posix() for p in home.rglob("*"))
+    done = rouse(home, "new", "intention", "sneaky", "--set", "swept=2026-01-01 00:00")
+    assert done.returncode == 2
+    assert "machine field" in done.stderr
+    assert sorted(p.as_posix() for p in home.rglob("*")) == before
+
+
+@pytest.mark.parametrize("slug", ["../x", "a/b", "", "x" * 81, "-x", "Caps", "..", "a b"])
+def test_hostile_slugs_are_refused(home: Path, slug: str) -> None:
+    before = sorted(p.as_posix() for p in home.parent.rglob("*"))
+    done = rouse(home, "new", "backlog", "--", slug)
+    assert done.returncode == 2, done.stdout
+    assert "slug" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(p.as_posix() for p in home.parent.rglob("*")) == before
+
+
+def test_goal_needs_a_parent(home: Path) -> None:
+    done = rouse(home, "new", "goal", "lonely")
+    assert done.returncode == 2 and "--under" in done.stderr
+
+
+def test_new_context_files_and_note(home: Path) -> None:
+    for args in (("belief", "tests-first"), ("motivation", "a-signal"), ("note", "tips")):
+        done = rouse(home, "new", *args, "--body", "text")
+        assert done.returncode == 0, done.stderr
+    assert (home / "entrypoint/beliefs/belief-tests-first.md").is_file()
+    assert (home / "entrypoint/beliefs/motivations/motivation-a-signal.md").is_file()
+    note = home / "inventory/notes/tips.md"
+    assert "keywords:" in note.read_text()
+    persona = rouse(home, "new", "persona", "--body", "terse")
+    assert persona.returncode == 0 and (home / "persona.md").is_file()
+
+
+def test_new_body_from_stdin(home: Path) -> None:
+    done = rouse(home, "new", "backlog", "idea", "--body", "-", stdin="line one\nline two\n")
+    assert done.returncode == 0
+    assert (home / "inventory/backlog/idea/backlog.md").read_text().endswith("line one\nline two\n")
+
+
+def test_new_refuses_an_existing_slug_location(home: Path) -> None:
+    assert rouse(home, "new", "backlog", "twice").returncode == 0
+    again = rouse(home, "new", "backlog", "twice")
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+
+def test_move_stamps_and_appends_note(home: Path) -> None:
+    done = rouse(home, "move", "example-stabilise-nightly-build", "--note", "bisected half",
+                 "--now", "2026-03-15 10:30")
+    assert done.returncode == 0
+    text = (home / INTENTION / "intention.md").read_text()
+    assert "last-moved: 2026-03-15 10:30" in text
+    assert text.endswith("- 2026-03-15 10:30: bisected half\n")
+
+
+def test_snooze_for_pushes_the_next_due(home: Path) -> None:
+    done = rouse(home, "snooze", "example-bisect-the-flaky-test", "--for", "3d",
+                 "--note", "waiting on CI", "--now", "2026-03-14 12:00")
+    assert done.returncode == 0, done.stderr
+    assert "next due: 2026-03-17 12:00" in done.stdout
+    quiet = rouse(home, "due", "--json", "--now", "2026-03-17 11:59")
+    assert json.loads(quiet.stdout) == []
+    loud = rouse(home, "due", "--json", "--now", "2026-03-17 12:00")
+    assert [i["record"] for i in json.loads(loud.stdout)] == ["task/example-bisect-the-flaky-test"]
+    assert "snoozed until 2026-03-17 12:00: waiting on CI" in (home / TASK / "task.md").read_text()
+
+
+def test_snooze_reminder_sets_due(home: Path) -> None:
+    done = rouse(home, "snooze", "example-renew-the-tls-certificate", "--until", "2030-01-01 08:00")
+    assert done.returncode == 0
+    assert header_of(home / REMINDER / "reminder.md")["due"] == "2030-01-01 08:00"
+
+
+def test_close_done_and_dropped(home: Path) -> None:
+    done = rouse(home, "close", "example-bisect-the-flaky-test", "--done", "--now",
+                 "2026-03-14 13:00")
+    assert done.returncode == 0
+    fields = header_of(home / TASK / "task.md")
+    assert fields["status"] == "done" and fields["last-moved"] == "2026-03-14 13:00"
+    dropped = rouse(home, "close", "example-stabilise-nightly-build", "--dropped", "not ours")
+    assert dropped.returncode == 0
+    assert "dropped: not ours" in (home / INTENTION / "intention.md").read_text()
+
+
+def test_close_refuses_empty_reason_and_wrong_ending(home: Path) -> None:
+    empty = rouse(home, "close", "example-stabilise-nightly-build", "--dropped", " ")
+    assert empty.returncode == 2 and "reason" in empty.stderr
+    wrong = rouse(home, "close", "example-bisect-the-flaky-test", "--abandoned", "meh")
+    assert wrong.returncode == 2 and "cannot end 'abandoned'" in wrong.stderr
+    assert rouse(home, "new", "goal", "g", "--under", "example-stabilise-nightly-build").returncode == 0
+    goal = rouse(home, "close", "g", "--dropped", "bored")
+    assert goal.returncode == 2 and "--abandoned" in goal.stderr
+    assert rouse(home, "close", "g", "--abandoned", "bored").returncode == 0
+
+
+def test_close_action_with_outcome(home: Path) -> None:
+    assert rouse(home, "new", "action", "try", "--under", "example-stabilise-nightly-build").returncode == 0
+    done = rouse(home, "close", "try", "--done", "--outcome", "surprising")
+    assert done.returncode == 0
+    bad = rouse(home, "close", "example-stabilise-nightly-build", "--done", "--outcome", "meh")
+    assert bad.returncode == 2
+
+
+def test_promote_moves_the_whole_directory(home: Path) -> None:
+    backlog = home / "inventory/backlog/example-try-a-build-cache"
+    (backlog / "notes.txt").write_text("attachment\n")
+    done = rouse(home, "promote", "example-try-a-build-cache", "--closes-when",
+                 "builds take under 5 minutes", "--now", "2026-03-20 10:00")
+    assert done.returncode == 0, done.stderr
+    target = home / "entrypoint/beliefs/motivations/intentions/example-try-a-build-cache"
+    assert not backlog.exists()
+    assert (target / "notes.txt").read_text() == "attachment\n"
+    fields = header_of(target / "intention.md")
+    assert fields["status"] == "open"
+    assert fields["promoted"] == fields["last-moved"] == "2026-03-20 10:00"
+    assert fields["was"] == "inventory/backlog/example-try-a-build-cache"
+    assert fields["closes-when"] == "builds take under 5 minutes"
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=home, capture_output=True,
+                            text=True, check=True).stdout
+    renamed = "inventory/backlog/example-try-a-build-cache/backlog.md -> " + (
+        "entrypoint/beliefs/motivations/intentions/example-try-a-build-cache/intention.md"
+    )
+    assert renamed in status  # git mv: the history follows the item
+
+
+def test_promote_refuses_a_missing_item(home: Path) -> None:
+    done = rouse(home, "promote", "nothing-here", "--closes-when", "x")
+    assert done.returncode == 2 and "no backlog item" in done.stderr
+
+
+def test_remind_relative_due_with_nag(home: Path) -> None:
+    done = rouse(home, "remind", "call-bob", "--due", "+2h", "--nag", "30m",
+                 "--body", "Call Bob.", "--now", "2026-03-14 12:00")
+    assert done.returncode == 0
+    fields = header_of(home / "inventory/reminders/call-bob/reminder.md")
+    assert fields["due"] == "2026-03-14 14:00" and fields["nag"] == "30m"
+    due = rouse(home, "due", "--json", "--now", "2026-03-14 14:00")
+    assert [(i["record"], i["reason"]) for i in json.loads(due.stdout)] == [("reminder/call-bob", "nag")]
+
+
+def test_ambiguous_slug_lists_paths(home: Path) -> None:
+    rouse(home, "new", "backlog", "twin")
+    rouse(home, "new", "task", "twin", "--under", "example-stabilise-nightly-build")
+    done = rouse(home, "move", "twin")
+    assert done.returncode == 2
+    assert "ambiguous" in done.stderr and "inventory/backlog/twin" in done.stderr
+    by_path = rouse(home, "move", "inventory/backlog/twin")
+    assert by_path.returncode == 0
+
+
+# -- stamp --------------------------------------------------------------------
+
+
+def test_stamp_writes_origin_and_turn(home: Path) -> None:
+    belief = home / "entrypoint/beliefs/belief-example-small-reversible-steps.md"
+    done = rouse(home, "stamp", "--origin", "owner", "--turn", "t-1", str(belief))
+    assert done.returncode == 0
+    fields = header_of(belief)
+    assert fields["origin"] == "owner" and fields["origin-turn"] == "t-1"
+    again = rouse(home, "stamp", "--origin", "agent", str(belief))
+    assert again.returncode == 0
+    fields = header_of(belief)
+    assert fields["origin"] == "agent" and "origin-turn" not in fields
+
+
+def test_stamp_inserts_a_fence_into_a_fenceless_context_file(home: Path) -> None:
+    belief = home / "entrypoint/beliefs/belief-bare.md"
+    belief.write_text("Just a truth.\n")
+    assert rouse(home, "stamp", "--origin", "owner", str(belief)).returncode == 0
+    assert belief.read_text() == "---\norigin: owner\n---\nJust a truth.\n"
+
+
+def test_stamp_missing_or_outside_is_exit_1(home: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("x\n")
+    done = rouse(home, "stamp", "--origin", "owner", str(home / "nope.md"), str(outside))
+    assert done.returncode == 1
+    assert "nope.md" in done.stderr and "outside.md" in done.stderr
+    assert outside.read_text() == "x\n"
+
+
+def test_stamp_unknown_origin_is_usage_error(home: Path) -> None:
+    done = rouse(home, "stamp", "--origin", "god", str(home / "entrypoint/rouse.md"))
+    assert done.returncode == 2
+
+
+# -- bad input ----------------------------------------------------------------
+
+
+def test_bad_files_never_crash_the_read_verbs(home: Path, tmp_path: Path) -> None:
+    reminders = home / "inventory/reminders"
+    cases = {
+        "unterminated": b"---\nstatus: pending\n" + b"x: y\n" * 600,
+        "nonutf8": b"---\nstatus: \xff\xfe\n---\n",
+        "binary": b"\x00\x01\x02" * 1000,
+        "dupkey": b"---\nstatus: pending\nstatus: done\ndue: 2026-01-01\n---\n",
+        "malformed": b"---\nthis is not a header line\ndue: 2026-01-01\n---\n",
+    }
+    for slug, data in cases.items():
+        (reminders / slug).mkdir()
+        (reminders / slug / "reminder.md").write_bytes(data)
+    (reminders / "huge").mkdir()
+    with open(reminders / "huge/reminder.md", "wb") as handle:
+        handle.write(b"---\nstatus: pending\ndue: 2026-01-01\n---\n")
+        handle.truncate(50 * 1024 * 1024)
+    target = tmp_path / "secret.md"
+    target.write_text("---\nstatus: pending\ndue: 2000-01-01\n---\n")
+    (reminders / "linked").mkdir()
+    (reminders / "linked/reminder.md").symlink_to(target)
+    for verb in ("tree", "due"):
+        done = rouse(home, verb, "--now", LATER)
+        assert done.returncode == 0, (verb, done.stderr)
+        assert "Traceback" not in done.stderr
+    due = rouse(home, "due", "--now", LATER)
+    assert "inventory/reminders/unterminated/reminder.md" in due.stderr
+    assert "reminder/dupkey" in due.stdout and "reminder/huge" in due.stdout
+    assert "linked" not in due.stdout
+    check = rouse(home, "check", "--now", LATER)
+    assert check.returncode == 1
+    for slug in ("unterminated", "nonutf8", "binary", "dupkey", "malformed"):
+        assert f"inventory/reminders/{slug}/reminder.md" in check.stdout, slug
+    assert "inventory/reminders/linked/reminder.md" in check.stdout
+
+
+def test_no_traceback_without_debug(home: Path) -> None:
+    done = rouse(home, "due", "--now", "not a time")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "bad --now" in done.stderr
