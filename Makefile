@@ -23,8 +23,8 @@ demo: $(STAMP)
 	@$(BIN)/rouse --memory $(DEMO)/memory check
 	@echo; echo '$$ rouse due --now "2099-01-02 09:00"'
 	@$(BIN)/rouse --memory $(DEMO)/memory due --now "2099-01-02 09:00"
-	@echo; echo '$$ rouse explain example-call-the-dentist --now "2099-01-02 09:00"'
-	@$(BIN)/rouse --memory $(DEMO)/memory explain example-call-the-dentist --now "2099-01-02 09:00"
+	@echo; echo '$$ rouse explain example-renew-the-tls-certificate --now "2099-01-02 09:00"'
+	@$(BIN)/rouse --memory $(DEMO)/memory explain example-renew-the-tls-certificate --now "2099-01-02 09:00"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, PLUGINS, REMINDERS
 
+from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, PLUGINS, REMINDERS
 from rouse.check import Finding, check
 from rouse.tree import walk
 
@@ -120,9 +120,7 @@ def lint(make_tree):
 
 
 def find(findings: list[Finding], level: str, path: str, text: str) -> Finding:
-    matches = [
-        f for f in findings if f.level == level and f.path == path and text in f.message
-    ]
+    matches = [f for f in findings if f.level == level and f.path == path and text in f.message]
     assert matches, f"no {level} at {path} with {text!r} in:\n" + "\n".join(
         f.render() for f in findings
     )
@@ -202,10 +200,7 @@ def test_two_record_files_in_one_directory_is_an_error(lint):
 
 def test_unparseable_stamp_read_by_the_clock_is_an_error(lint):
     findings = lint(
-        {
-            f"{SHIP}/intention.md": "---\nstatus: open\nlast-moved: yesterday\n"
-            "closes-when: x\n---\n"
-        }
+        {f"{SHIP}/intention.md": "---\nstatus: open\nlast-moved: yesterday\ncloses-when: x\n---\n"}
     )
     finding = find(findings, "error", f"{SHIP}/intention.md", "'last-moved' must look like")
     assert finding.line == 3
@@ -258,7 +253,11 @@ def test_unparseable_stamp_the_clock_does_not_read_is_an_error(lint, rel, conten
             "---\nstatus: done\ncloses-when: x\nstale-after: 2 days\n---\n",
             "stale-after",
         ),
-        (f"{SHIP}/intention.md", "---\ncloses-when: x\nreview-every: weekly\n---\n", "review-every"),
+        (
+            f"{SHIP}/intention.md",
+            "---\ncloses-when: x\nreview-every: weekly\n---\n",
+            "review-every",
+        ),
         (
             f"{REMINDERS}/example-call/reminder.md",
             "---\ndue: 2099-01-01\nnag: often\n---\n",
@@ -417,7 +416,7 @@ def test_stray_is_a_warning(lint, rel, path, text):
 )
 def test_context_file_with_clock_or_status_field_is_a_warning(lint, rel, key):
     findings = lint({rel: f"---\n{key}: 2h\n---\nA truth.\n"})
-    finding = find(findings, "warn", rel, f"'{key}' on a")
+    finding = find(findings, "warn", rel, f"'{key}' on ")
     assert "context has no clock" in finding.message
     assert not [f for f in findings if f.level == "error"], "a misplaced field is not parsed"
 
@@ -596,13 +595,14 @@ def test_field_nothing_reads_is_a_warning(lint, rel, key, value):
         "example-host": "keywords: k\n",
     }.get(Path(rel).stem, "")
     findings = lint({rel: f"---\n{base}{key}: {value}\n---\n"})
-    find(findings, "warn", rel, f"'{key}' on a")
+    finding = find(findings, "warn", rel, f"'{key}' on ")
+    assert "nothing reads it" in finding.message or "no clock" in finding.message
 
 
 def test_misplaced_unparseable_field_is_only_a_warning(lint):
     rel = f"{SHIP}/intention.md"
     findings = lint({rel: "---\ncloses-when: x\ndue: whenever\n---\n"})
-    find(findings, "warn", rel, "'due' on a intention")
+    find(findings, "warn", rel, "'due' on an intention")
     assert not [f for f in findings if f.level == "error"]
 
 

@@ -131,6 +131,10 @@ def _files(tree: Tree) -> list[File]:
     return files
 
 
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
 def _error(problem: Problem, fix: str = "") -> Finding:
     message = f"{problem.message} — {fix}" if fix else problem.message
     return Finding("error", problem.path, message, problem.line)
@@ -322,7 +326,7 @@ def _misplaced(file: File, kind: str, fields: Iterable[str]) -> Iterator[tuple[s
             Finding(
                 "warn",
                 file.rel,
-                f"'{key}' on a {kind}: nothing reads it ({why}) — remove it",
+                f"'{key}' on {_a(kind)}: nothing reads it ({why}) — remove it",
                 file.header.line_of(key),
             ),
         )
@@ -392,7 +396,7 @@ def _states(record: Record) -> Iterator[Finding]:
         yield Finding(
             "error",
             record.rel,
-            f"unknown status {status!r} for a {record.type} — use one of "
+            f"unknown status {status!r} for {_a(record.type)} — use one of "
             f"{', '.join(level.states)} (until then it counts as open)",
             header.line_of("status"),
         )
@@ -407,7 +411,7 @@ def _states(record: Record) -> Iterator[Finding]:
         yield Finding(
             "warn",
             record.rel,
-            "MUTATED — add 'success-when:' saying what success looks like",
+            "goal with no success-when — add 'success-when:' saying what success looks like",
             header.line_of("success-when"),
         )
     if record.type == "action":
@@ -480,14 +484,14 @@ def _context_file(ctx: Context) -> Iterator[Finding]:
             yield Finding(
                 "warn",
                 ctx.rel,
-                f"'{key}' on a {ctx.kind}: context has no clock and no status — remove it",
+                f"'{key}' on {_a(ctx.kind)}: context has no clock and no status — remove it",
                 header.line_of(key),
             )
     if "keywords" in header.fields and ctx.kind in ("belief", "persona"):
         yield Finding(
             "warn",
             ctx.rel,
-            f"'keywords' on a {ctx.kind}: nothing reads it ({ctx.kind}s are always injected "
+            f"'keywords' on {_a(ctx.kind)}: nothing reads it ({ctx.kind}s are always injected "
             "whole) — remove it",
             header.line_of("keywords"),
         )

@@ -82,6 +82,52 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def probes_enabled() -> bool:
+    return os.environ.get("ROUSE_PROBES", "").strip().lower() != "off"
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    from rouse.pack import build_pack
+
+    if args.max_chars < 200:
+        raise UsageError("--max-chars must be at least 200")
+    pack = build_pack(
+        tree_root(args),
+        resolve_now(args),
+        query=args.query,
+        max_chars=args.max_chars,
+        probe_budget_ms=args.probe_budget,
+        probes_enabled=probes_enabled(),
+    )
+    if args.json:
+        emit_json(pack.to_json())
+    else:
+        sys.stdout.write(pack.text)
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from rouse import probes, readings
+    from rouse.tree import walk
+
+    root = tree_root(args)
+    found, problems = probes.load_probes(walk(root))
+    for problem in problems:
+        print(f"rouse: {problem.render()}", file=sys.stderr)
+    if not probes_enabled():
+        raise RouseError("probes are off (ROUSE_PROBES=off)")
+    if args.name:
+        chosen = [p for p in found if p.name == args.name]
+        if not chosen:
+            names = ", ".join(p.name for p in found) or "none"
+            raise UsageError(f"no probe named {args.name!r} in {layout.PROBES} (have: {names})")
+        reading = readings.run_demand(root, chosen[0])
+        emit([reading])
+        return 1 if reading == readings.UNKNOWN else 0
+    emit([f"{p.name}\t{p.tier}\t{readings.run_demand(root, p)}" for p in found])
+    return 0
+
+
 def cmd_tree(args: argparse.Namespace) -> int:
     from rouse.tree import walk
     from rouse.views import tree_lines
@@ -298,6 +344,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("dir", nargs="?", metavar="DIR", help="lay DIR/memory (default ./memory)")
     sub.add_argument("--global", dest="glob", action="store_true", help="lay ~/.rouse instead")
     sub.add_argument("--no-examples", action="store_true", help="only the instruction file")
+
+    sub = verb("pack", cmd_pack, "print the block for the top of a session (read-only)")
+    sub.add_argument("--query", metavar="TEXT", help="thin motivations that share no keyword")
+    sub.add_argument("--json", action="store_true", help="the same content as one JSON object")
+    sub.add_argument("--max-chars", type=int, default=9000, metavar="N",
+                     help="fit in N characters: trims the index, then the due list (default 9000)")
+    sub.add_argument("--probe-budget", type=int, default=150, metavar="MS",
+                     help="shared deadline for pack-tier probes (default 150)")
+
+    sub = verb("probe", cmd_probe, "run one demand probe, or list every probe with its reading")
+    sub.add_argument("name", nargs="?", metavar="NAME", help="the probe to run")
 
     sub = verb("due", cmd_due, "what the clock would wake about now, one line each")
     sub.add_argument("--json", action="store_true", help="a JSON array of due items")

@@ -95,6 +95,8 @@ class _Fields:
         self.problems = problems
 
     def _bad(self, key: str, value: str, message: str) -> None:
+        if any(p.path == self.record.rel and p.key == key for p in self.problems):
+            return  # read twice, reported once
         line = self.record.header.line_of(key)
         self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
 
@@ -125,7 +127,7 @@ class _Fields:
         value = self.text(key)
         if not value:
             return default
-        if value.isdigit():
+        if value.isascii() and value.isdigit():
             return int(value)
         self._bad(key, value, f"'{key}' must be a whole number, got {value!r}")
         return default
@@ -208,6 +210,14 @@ def moved_at(record: Record, problems: list[FieldProblem] | None = None) -> tupl
 # -- the decision -------------------------------------------------------------
 
 
+def _later(base: datetime, interval: timedelta) -> datetime:
+    """``base + interval``, saturating at the end of the calendar instead of crashing."""
+    try:
+        return base + interval
+    except OverflowError:
+        return datetime.max
+
+
 def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     """Decide whether ``record`` is due at ``now``, why, and when it next will be."""
     decision = Decision(record=record, now=now)
@@ -238,13 +248,13 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: dateti
         decision.own_clock = max(ends) if ends else None
     assert decision.moved_at is not None
     base = max(t for t in (decision.moved_at, decision.swept, decision.own_clock) if t)
-    decision.stale_at = base + decision.stale_after
+    decision.stale_at = _later(base, decision.stale_after)
     decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
 
     review_every = fields.interval("review-every")
     if review_every is not None:
         review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
-        decision.review_at = review_base + floored(review_every)
+        decision.review_at = _later(review_base, floored(review_every))
 
     if decision.review_at is not None and now >= decision.review_at:
         decision.reason, decision.due_at = "review", decision.review_at
@@ -312,7 +322,10 @@ def field_problems(tree: Tree, now: datetime) -> list[FieldProblem]:
 
 def nag_step(nag: timedelta, backoff: float, fires: int) -> timedelta:
     """``clamp(nag × backoff^(fires-1), 15m, 1d)`` where ``fires`` is the new count."""
-    seconds = nag.total_seconds() * backoff ** max(fires - 1, 0)
+    try:
+        seconds = nag.total_seconds() * backoff ** max(fires - 1, 0)
+    except OverflowError:
+        seconds = MAX_NAG_STEP.total_seconds()
     seconds = min(seconds, MAX_NAG_STEP.total_seconds())
     return floored(timedelta(seconds=seconds))
 

@@ -15,6 +15,15 @@ def global_tree() -> Path:
     return Path.home() / ".rouse"
 
 
+def stamp_key_path(env: Mapping[str, str] | None = None) -> Path:
+    """Where the stamp key lives: ``$ROUSE_STAMP_KEY``, else ``~/.config/rouse/stamp.key``."""
+    env = os.environ if env is None else env
+    given = env.get("ROUSE_STAMP_KEY")
+    if given:
+        return Path(given).expanduser().absolute()
+    return Path.home() / ".config" / "rouse" / "stamp.key"
+
+
 def find_tree(
     memory: str | None, env: Mapping[str, str] | None = None, cwd: Path | None = None
 ) -> Path:

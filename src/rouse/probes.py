@@ -72,14 +72,19 @@ class _Block:
         key, colon, value = stripped.partition(":")
         key = key.strip().lower()
         if not colon or not key:
-            self.bad(f"not a 'key: value' line in a probe block: {stripped!r}; fix it", lineno)
+            self.bad(
+                f"not a 'key: value' line in a probe block: {stripped!r} — write it as key: value",
+                lineno,
+            )
             return
         if key not in KEYS:
-            self.bad(f"unknown probe key {key!r}: use one of {', '.join(KEYS)}", lineno)
+            self.bad(f"unknown probe key {key!r} — use one of {', '.join(KEYS)}", lineno)
             return
         if key in self.values:
             first = self.values[key][1]
-            self.bad(f"duplicate {key!r} (first on line {first}): keep one", lineno)
+            self.bad(
+                f"duplicate {key!r} in a probe block (first on line {first}) — keep one", lineno
+            )
             return
         self.values[key] = (value.strip(), lineno)
 
@@ -87,12 +92,12 @@ class _Block:
         missing = [k for k in ("name", "cmd") if not self.values.get(k, ("", 0))[0]]
         if missing:
             what = " and ".join(f"'{k}'" for k in missing)
-            self.bad(f"probe block without {what}: every probe needs a name and a cmd", self.line)
+            self.bad(f"probe block without {what} — every probe needs a name and a cmd", self.line)
             return None
         name, name_line = self.values["name"]
         if not NAME_RE.match(name):
             self.bad(
-                f"bad probe name {name!r}: use letters, digits, '-', '_' or '.' (no spaces or "
+                f"bad probe name {name!r} — use letters, digits, '-', '_' or '.' (no spaces or "
                 "commas: notes list probes comma-separated)",
                 name_line,
             )
@@ -103,30 +108,41 @@ class _Block:
             if tier.lower() in TIERS:
                 probe.tier = tier.lower()
             else:
-                self.bad(f"'tier' must be pack or demand, got {tier!r}; using demand", lineno)
+                self.bad(
+                    f"'tier' must be pack or demand, got {tier!r} — fix it (until then: demand)",
+                    lineno,
+                )
         if "ttl" in self.values:
             value, lineno = self.values["ttl"]
             try:
                 probe.ttl = _duration(value)
             except ValueError:
-                self.bad(f"'ttl' must be seconds or like 45m, 2h, 1d, got {value!r}", lineno)
+                self.bad(
+                    f"'ttl' must be seconds or like 45m, 2h, 1d, got {value!r} — fix it", lineno
+                )
         if "timeout" in self.values:
             value, lineno = self.values["timeout"]
             try:
                 timeout = _duration(value)
             except ValueError:
-                self.bad(f"'timeout' must be seconds or like 30s, 2m, got {value!r}", lineno)
+                self.bad(
+                    f"'timeout' must be seconds or like 30s, 2m, got {value!r} — fix it", lineno
+                )
             else:
                 if timeout > timedelta(0):
                     probe.timeout = timeout
                 else:
-                    self.bad(f"'timeout' must be more than zero, got {value!r}", lineno)
+                    self.bad(
+                        f"'timeout' must be more than zero, got {value!r} — fix it "
+                        "(until then: 10s)",
+                        lineno,
+                    )
         if "unknown-ok" in self.values:
             value, lineno = self.values["unknown-ok"]
             if value.lower() in ("yes", "no"):
                 probe.unknown_ok = value.lower() == "yes"
             else:
-                self.bad(f"'unknown-ok' must be yes or no, got {value!r}", lineno)
+                self.bad(f"'unknown-ok' must be yes or no, got {value!r} — fix it", lineno)
         return probe
 
 
@@ -171,7 +187,7 @@ def parse_probes(text: str, path: str) -> tuple[list[Probe], list[Problem]]:
                     Problem(
                         path,
                         f"duplicate probe name {probe.name!r} (first on line "
-                        f"{seen[probe.name]}): rename or remove one",
+                        f"{seen[probe.name]}) — rename or remove one",
                         probe.line,
                     )
                 )
@@ -182,7 +198,7 @@ def parse_probes(text: str, path: str) -> tuple[list[Probe], list[Problem]]:
         block.add(raw, lineno)
     if block is not None:
         problems.append(
-            Problem(path, "unterminated probe block: close it with a line ```", block.line)
+            Problem(path, "unterminated probe block — close it with a line ```", block.line)
         )
     elif other_fence is not None and any(
         line.rstrip() == OPENER for line in lines[other_fence[2] :]
@@ -190,7 +206,7 @@ def parse_probes(text: str, path: str) -> tuple[list[Probe], list[Problem]]:
         problems.append(
             Problem(
                 path,
-                "unterminated ``` fence: the probe blocks after it are hidden; close it",
+                "unterminated ``` fence hides the probe blocks after it — close it",
                 other_fence[2],
             )
         )
@@ -208,12 +224,12 @@ def load_probes(tree: Tree) -> tuple[list[Probe], list[Problem]]:
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_PROBES_BYTES + 1)
     except OSError as exc:
-        return [], [Problem(rel, f"cannot read: {exc.strerror}; check its permissions")]
+        return [], [Problem(rel, f"cannot read: {exc.strerror} — check its permissions")]
     if len(data) > MAX_PROBES_BYTES:
-        return [], [Problem(rel, "over 1 MiB: too large for a probes file; trim it")]
+        return [], [Problem(rel, "over 1 MiB, too large for a probes file — trim it")]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
-        return [], [Problem(rel, "not valid UTF-8: re-save the file as UTF-8", line)]
+        return [], [Problem(rel, "not valid UTF-8 — re-save the file as UTF-8", line)]
     return parse_probes(text, rel)

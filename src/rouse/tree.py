@@ -177,7 +177,7 @@ class _Walker:
         else:
             record_dir = False
         for entry, info in files:
-            self.add_file(here, entry, info, record_dir)
+            self.add_file(here, entry, info, record_dir or parent is not None)
         for entry in dirs:
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
             self.walk(Path(entry.path), child_rel, parent)

@@ -1,0 +1,372 @@
+"""The pack: the block printed at the top of every session (seam one).
+
+Read-only toward memory (its only writes are its own caches in ``.rouse/``,
+and it still works when it cannot write them) and fresh (computed now; the
+header cache only saves re-reading files whose size and mtime are unchanged).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rouse import clock, header, layout, nudges, probes, readings
+from rouse.cache import HeaderCache
+from rouse.provenance import effective_origin
+from rouse.timefmt import format_stamp, human_age
+from rouse.tree import Context, File, Tree, walk
+from rouse.views import display_ids, still_since
+
+DEFAULT_MAX_CHARS = 9000
+CONTEXT_BUDGET = 8000
+LIST_CAP = 20
+INDEX_CAP = 40
+FRESH = timedelta(hours=36)
+MAX_CONTEXT_BYTES = 1024 * 1024
+LADDER = ("intention", "goal", "action", "task", "reminder")
+QUARANTINE_TEXT = "from an untrusted source — review it, then re-stamp or delete"
+_WORD = re.compile(r"[a-z0-9]+")
+
+OriginOf = Callable[[File], str]
+
+
+@dataclass
+class Pack:
+    data: dict[str, Any]
+    text: str
+    trimmed: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _body(root: Path, file: File) -> str:
+    """A context file's body (the pack injects it whole)."""
+    with open(root / file.rel, "rb") as handle:
+        data = handle.read(MAX_CONTEXT_BYTES)
+    try:
+        _, body = header.split(data, file.rel)
+    except header.HeaderError:
+        body = data
+    return body.decode("utf-8", "replace").strip("\n")
+
+
+# -- sections -------------------------------------------------------------------
+
+
+def _now_line(now: datetime) -> str:
+    zone = now.astimezone().tzname() or "local"
+    return f"{now.strftime('%A %Y-%m-%d %H:%M')} {zone}"
+
+
+def _woken(root: Path, tree: Tree, ids: Mapping[str, str], now: datetime) -> list[dict[str, Any]]:
+    return [
+        {
+            "record": ids.get(n.record_dir, n.record_dir),
+            "path": n.record_dir,
+            "at": format_stamp(n.at),
+            "age": human_age(n.at, now),
+            "wake": n.title,
+            "file": n.path.relative_to(root).as_posix(),
+        }
+        for n in nudges.woken(root, tree)
+    ]
+
+
+def _due(
+    found: list[clock.Decision], ids: Mapping[str, str], now: datetime, skip: set[str]
+) -> list[dict[str, Any]]:
+    items = []
+    for decision in found:
+        record = decision.record
+        if record.dir in skip:
+            continue
+        line = None
+        for key in ("closes-when", "success-when", "due"):
+            value = (record.get(key) or "").strip()
+            if value:
+                line = f"{key}: {value}"
+                break
+        items.append(
+            {
+                "record": ids[record.dir],
+                "path": record.dir,
+                "reason": decision.reason,
+                "still": human_age(still_since(decision), now),
+                "since": format_stamp(still_since(decision)),
+                "nudge": decision.nudge if decision.nudge > 1 else None,
+                "line": line,
+            }
+        )
+    items.sort(key=lambda item: (item["since"], item["path"]))
+    return items
+
+
+def _context(
+    root: Path, tree: Tree, origin_of: OriginOf, query: str | None, now: datetime
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    layers: dict[str, Any] = {"persona": None, "beliefs": [], "motivations": []}
+    quarantined: list[dict[str, str]] = []
+    asked = _words(query) if query else None
+    for ctx in sorted(tree.context, key=lambda c: c.slug):
+        origin = origin_of(ctx)
+        if origin == "untrusted":
+            quarantined.append({"kind": ctx.kind, "slug": ctx.slug, "path": ctx.rel})
+            continue
+        entry: dict[str, Any] = {"slug": ctx.slug, "path": ctx.rel, "origin": origin}
+        if ctx.kind == "motivation" and asked is not None:
+            keywords = _words((ctx.get("keywords") or "").replace(",", " "))
+            if not keywords & asked:
+                entry["age"] = human_age(ctx.mtime, now)
+                entry["body"] = None  # on disk, thinned by --query
+                layers["motivations"].append(entry)
+                continue
+        entry["body"] = _body(root, ctx)
+        if ctx.kind == "persona":
+            layers["persona"] = entry
+        else:
+            layers[f"{ctx.kind}s"].append(entry)
+    return layers, quarantined
+
+
+def _index(
+    root: Path, tree: Tree, origin_of: OriginOf, now: datetime, known: Mapping[str, probes.Probe]
+) -> list[dict[str, Any]]:
+    files: list[File] = list(tree.notes)
+    files += [r for r in tree.records.values() if r.type == "backlog" and clock.is_open(r)]
+    files.sort(key=lambda f: (-f.mtime_ns, f.rel))
+    cache = readings.load_cache(root)
+    items = []
+    for file in files:
+        names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
+        shown = {}
+        for name in names:
+            probe = known.get(name)
+            reading = readings.cached_reading(root, probe, cache) if probe else None
+            if reading is not None:
+                shown[name] = reading
+        items.append(
+            {
+                "path": file.rel,
+                "origin": origin_of(file),
+                "age": human_age(file.mtime, now),
+                "fresh": file.mtime >= now - FRESH,
+                "keywords": (file.get("keywords") or "").strip(),
+                "probes": shown,
+            }
+        )
+    return items
+
+
+def _ladder(tree: Tree) -> dict[str, int]:
+    counts = dict.fromkeys(LADDER, 0)
+    for record in tree.records.values():
+        if record.type in counts and clock.is_open(record):
+            counts[record.type] += 1
+    return counts
+
+
+def _context_chars(layers: Mapping[str, Any]) -> int:
+    entries = [layers["persona"]] if layers["persona"] else []
+    entries += layers["beliefs"] + layers["motivations"]
+    return sum(len(e["body"] or "") for e in entries)
+
+
+def _warnings(
+    root: Path, tree: Tree, now: datetime, layers: Mapping[str, Any], extra: list[str]
+) -> list[str]:
+    warnings = list(extra)
+    size = _context_chars(layers)
+    if size > CONTEXT_BUDGET:
+        warnings.append(
+            f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
+            "merge or retire beliefs and motivations"
+        )
+    warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
+    warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(tree, now)]
+    return warnings
+
+
+# -- building -------------------------------------------------------------------
+
+
+def build_pack(
+    root: Path,
+    now: datetime,
+    *,
+    query: str | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    probe_budget_ms: int = readings.DEFAULT_BUDGET_MS,
+    probes_enabled: bool = True,
+    origin_of: OriginOf | None = None,
+) -> Pack:
+    """Compute the pack for the tree at ``root`` at ``now``."""
+    cache = HeaderCache(root)
+    tree = walk(root, cache)
+    cache.save()
+    origin_of = origin_of or effective_origin
+    ids = display_ids(tree)
+    probe_list, _ = probes.load_probes(tree)
+    known = {p.name: p for p in probe_list} if probes_enabled else {}
+    probe_notes = []
+    if probe_list and not probes_enabled:
+        probe_notes.append("probes are off (ROUSE_PROBES=off): every reading is <unknown>")
+    if probes_enabled:
+        measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
+    else:
+        measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
+    woken = _woken(root, tree, ids, now)
+    due = _due(clock.due(tree, now), ids, now, {w["path"] for w in woken})
+    layers, quarantined = _context(root, tree, origin_of, query, now)
+    index = _index(root, tree, origin_of, now, known)
+    closed = sum(not clock.is_open(r) for r in tree.records.values())
+    data: dict[str, Any] = {
+        "now": _now_line(now),
+        "probes": [{"name": name, "reading": value} for name, value in measured],
+        "woken": woken,
+        "due": due,
+        "persona": layers["persona"],
+        "beliefs": layers["beliefs"],
+        "motivations": layers["motivations"],
+        "quarantined": quarantined,
+        "ladder": _ladder(tree),
+        "plugins": [Path(p.rel).stem for p in tree.plugins],
+        "index": index,
+        "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
+        "warnings": _warnings(root, tree, now, layers, probe_notes),
+    }
+    return _fit(data, max_chars)
+
+
+def _fit(data: dict[str, Any], max_chars: int) -> Pack:
+    """Render within ``max_chars``: trim the index first, then the due list, never context."""
+    index_cap = min(INDEX_CAP, len(data["index"]))
+    due_cap = min(LIST_CAP, len(data["due"]))
+    woken_cap = min(LIST_CAP, len(data["woken"]))
+    trimmed: list[str] = []
+    while True:
+        text = render_text(data, index_cap, due_cap, woken_cap)
+        if len(text) <= max_chars:
+            break
+        if index_cap > 0:
+            index_cap -= 1
+        elif due_cap > 0:
+            due_cap -= 1
+        else:
+            break
+    if index_cap < min(INDEX_CAP, len(data["index"])):
+        trimmed.append("index")
+    if due_cap < min(LIST_CAP, len(data["due"])):
+        trimmed.append("due")
+    if len(text) > max_chars:
+        data["warnings"].append(
+            f"the context layers alone exceed --max-chars {max_chars}: "
+            "they are never cut, so the pack is longer than asked"
+        )
+        text = render_text(data, index_cap, due_cap, woken_cap)
+    data["not_listed"].update(
+        index=len(data["index"]) - index_cap,
+        due=len(data["due"]) - due_cap,
+        woken=len(data["woken"]) - woken_cap,
+        trimmed_for_size=trimmed,
+    )
+    shown = dict(data)
+    shown["index"] = data["index"][:index_cap]
+    shown["due_total"] = len(data["due"])
+    shown["due"] = data["due"][:due_cap]
+    shown["woken"] = data["woken"][:woken_cap]
+    return Pack(shown, text, trimmed)
+
+
+# -- text -----------------------------------------------------------------------
+
+
+def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
+    name = "persona" if kind == "persona" else f"{kind} {entry['slug']}"
+    if entry["body"] is None:
+        return [f"{kind} [{entry['slug']}] — {entry['age']} (on disk: no keyword matches the query)"]
+    return [f"{name} [{entry['origin']}]:", entry["body"], ""]
+
+
+def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap: int) -> str:
+    out: list[str] = [f"now: {data['now']}", ""]
+    if data["probes"]:
+        out.append("probes (measured now; a reading outranks any memory file; <unknown> means go check):")
+        out += [f"  {p['name']}: {p['reading']}" for p in data["probes"]]
+        out.append("")
+    woken = data["woken"]
+    if woken:
+        out.append(f"woken: {len(woken)} record(s) woke you and have not moved since")
+        for item in woken[:woken_cap]:
+            out += [f"  {item['wake']}", f"    at: {item['path']}"]
+        if len(woken) > woken_cap:
+            out.append(f"  … and {len(woken) - woken_cap} more — ls .rouse/nudges")
+        out.append("")
+    due = data["due"]
+    if due:
+        out.append(f"due: {len(due)} record(s) want you")
+        for item in due[:due_cap]:
+            nudge = f", nudge {item['nudge']}" if item["nudge"] else ""
+            still = "due" if item["reason"] in ("due", "nag", "expire") else "last moved"
+            out.append(f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}")
+            out.append(f"    at: {item['path']}")
+            if item["line"]:
+                out.append(f"    {item['line']}")
+        if len(due) > due_cap:
+            out.append(f"  … and {len(due) - due_cap} more — rouse due")
+        out.append("")
+    if data["persona"] or data["beliefs"] or data["motivations"]:
+        out += ["standing truth (context layers: true until edited, not news):", ""]
+        if data["persona"]:
+            out += _context_block("persona", data["persona"])
+        for entry in data["beliefs"]:
+            out += _context_block("belief", entry)
+        for entry in data["motivations"]:
+            out += _context_block("motivation", entry)
+        if out[-1] != "":
+            out.append("")
+    if data["quarantined"]:
+        out.append(f"quarantined ({QUARANTINE_TEXT}):")
+        out += [f"  {q['kind']} {q['slug']} — {q['path']}" for q in data["quarantined"]]
+        out.append("")
+    ladder = data["ladder"]
+    out.append("ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open")
+    if data["plugins"]:
+        out.append(f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "
+                   f"settings in {layout.PLUGINS}/")
+    out.append("")
+    index = data["index"][:index_cap]
+    if index:
+        out.append("memory index (bodies stay on disk; open a file to read it):")
+        for label, fresh in (("fresh", True), ("older", False)):
+            group = [item for item in index if item["fresh"] is fresh]
+            if group:
+                out.append(f"{label}:")
+            for item in group:
+                keywords = f" — {item['keywords']}" if item["keywords"] else ""
+                out.append(f"  {item['path']} [{item['origin']}] ({item['age']}{keywords})")
+                if item["probes"]:
+                    shown = ", ".join(f"{k}={v}" for k, v in item["probes"].items())
+                    out.append(f"    probes: {shown}")
+        out.append("")
+    hidden = len(data["index"]) - index_cap
+    closed = data["not_listed"]["closed_records"]
+    parts = []
+    if hidden:
+        parts.append(f"{hidden} more notes/backlog items")
+    if closed:
+        parts.append(f"{closed} closed records")
+    parts.append("every body")
+    out.append(f"not listed: {', '.join(parts)} — `rouse recall QUERY` or grep finds them")
+    if data["warnings"]:
+        out += ["", "warnings:"]
+        out += [f"  {w}" for w in data["warnings"]]
+    return "\n".join(out) + "\n"
