@@ -16,11 +16,38 @@ from pathlib import Path
 
 INTENTIONS = "entrypoint/beliefs/motivations/intentions"
 ORIGINS = ("owner", "system", "agent", "untrusted", "unknown")
-WORDS = (
-    "deploy staging postgres migration backup restore cache build nightly flaky "
-    "latency billing invoice customer onboarding docs release rollback schema index "
-    "queue worker cron alert pager dashboard budget review security token"
-).split()
+WORDS = [
+    "deploy",
+    "staging",
+    "postgres",
+    "migration",
+    "backup",
+    "restore",
+    "cache",
+    "build",
+    "nightly",
+    "flaky",
+    "latency",
+    "billing",
+    "invoice",
+    "customer",
+    "onboarding",
+    "docs",
+    "release",
+    "rollback",
+    "schema",
+    "index",
+    "queue",
+    "worker",
+    "cron",
+    "alert",
+    "pager",
+    "dashboard",
+    "budget",
+    "review",
+    "security",
+    "token",
+]
 
 
 def _stamp(value: datetime) -> str:
@@ -46,44 +73,66 @@ def generate(root: Path, scale: int = 1, now: datetime | None = None, seed: int 
     count = 1
     for i in range(20 * scale):
         words = " ".join(rng.sample(WORDS, 12))
-        _write(root / f"entrypoint/beliefs/belief-b{i:05d}.md", {"origin": "owner"},
-               f"Belief {i}: {words}.")
+        _write(
+            root / f"entrypoint/beliefs/belief-b{i:05d}.md",
+            {"origin": "owner"},
+            f"Belief {i}: {words}.",
+        )
         count += 1
     for i in range(10 * scale):
-        _write(root / f"entrypoint/beliefs/motivations/motivation-m{i:05d}.md",
-               {"keywords": ", ".join(rng.sample(WORDS, 3)), "origin": "owner"},
-               f"Signal {i}: {' '.join(rng.sample(WORDS, 10))}.")
+        _write(
+            root / f"entrypoint/beliefs/motivations/motivation-m{i:05d}.md",
+            {"keywords": ", ".join(rng.sample(WORDS, 3)), "origin": "owner"},
+            f"Signal {i}: {' '.join(rng.sample(WORDS, 10))}.",
+        )
         count += 1
     for i in range(2000 * scale):
         moved = now - timedelta(hours=rng.randint(3, 24 * 20))
         directory = root / INTENTIONS / f"i{i:06d}"
-        _write(directory / "intention.md", {
-            "status": "open" if i % 10 else "done",
-            "opened": _stamp(moved - timedelta(days=3)),
-            "last-moved": _stamp(moved),
-            "closes-when": f"the {rng.choice(WORDS)} check passes for item {i}",
-            "origin": rng.choice(ORIGINS[:3]),
-        }, f"Intention {i}: {' '.join(rng.sample(WORDS, 20))}.\n" * 3)
+        _write(
+            directory / "intention.md",
+            {
+                "status": "open" if i % 10 else "done",
+                "opened": _stamp(moved - timedelta(days=3)),
+                "last-moved": _stamp(moved),
+                "closes-when": f"the {rng.choice(WORDS)} check passes for item {i}",
+                "origin": rng.choice(ORIGINS[:3]),
+            },
+            f"Intention {i}: {' '.join(rng.sample(WORDS, 20))}.\n" * 3,
+        )
         count += 1
         if i % 2 == 0:
             task_moved = now - timedelta(hours=rng.randint(1, 60))
-            _write(directory / f"t{i:06d}" / "task.md", {
-                "status": "pending",
-                "opened": _stamp(task_moved),
-                "last-moved": _stamp(task_moved),
-            }, f"Task for {i}.")
+            _write(
+                directory / f"t{i:06d}" / "task.md",
+                {
+                    "status": "pending",
+                    "opened": _stamp(task_moved),
+                    "last-moved": _stamp(task_moved),
+                },
+                f"Task for {i}.",
+            )
             count += 1
     for i in range(500 * scale):
         age = timedelta(hours=rng.choice((1, 5, 20, 30, 50, 200, 900)))
-        _write(root / f"inventory/notes/n{i:05d}.md", {
-            "updated": _stamp(now - age),
-            "keywords": ", ".join(rng.sample(WORDS, 4)),
-            "origin": rng.choice(ORIGINS),
-        }, f"Note {i}: {' '.join(rng.sample(WORDS, 25))}.\n" * 4, mtime=now - age)
+        _write(
+            root / f"inventory/notes/n{i:05d}.md",
+            {
+                "updated": _stamp(now - age),
+                "keywords": ", ".join(rng.sample(WORDS, 4)),
+                "origin": rng.choice(ORIGINS),
+            },
+            f"Note {i}: {' '.join(rng.sample(WORDS, 25))}.\n" * 4,
+            mtime=now - age,
+        )
         count += 1
     for i in range(50 * scale):
         due = now + timedelta(hours=rng.randint(-48, 48))
-        fields = {"status": "pending", "due": _stamp(due), "opened": _stamp(now - timedelta(days=5))}
+        fields = {
+            "status": "pending",
+            "due": _stamp(due),
+            "opened": _stamp(now - timedelta(days=5)),
+        }
         if i % 3 == 0:
             fields["nag"] = "30m"
         _write(root / f"inventory/reminders/r{i:05d}/reminder.md", fields, f"Remind {i}.")

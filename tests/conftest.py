@@ -59,9 +59,7 @@ def ago(**delta: float) -> datetime:
     return NOW - timedelta(**delta)
 
 
-def write_tree(
-    root: Path, files: Mapping[str, str | bytes], mtime: datetime | None = OLD
-) -> Path:
+def write_tree(root: Path, files: Mapping[str, str | bytes], mtime: datetime | None = OLD) -> Path:
     """Write ``files`` under ``root`` (see the module docstring) and return ``root``."""
     root.mkdir(parents=True, exist_ok=True)
     for rel, content in files.items():

@@ -289,8 +289,15 @@ def test_new_refuses_an_existing_slug_location(home: Path) -> None:
 
 
 def test_move_stamps_and_appends_note(home: Path) -> None:
-    done = rouse(home, "move", "example-stabilise-nightly-build", "--note", "bisected half",
-                 "--now", "2026-03-15 10:30")
+    done = rouse(
+        home,
+        "move",
+        "example-stabilise-nightly-build",
+        "--note",
+        "bisected half",
+        "--now",
+        "2026-03-15 10:30",
+    )
     assert done.returncode == 0
     text = (home / INTENTION / "intention.md").read_text()
     assert "last-moved: 2026-03-15 10:30" in text
@@ -298,8 +305,17 @@ def test_move_stamps_and_appends_note(home: Path) -> None:
 
 
 def test_snooze_for_pushes_the_next_due(home: Path) -> None:
-    done = rouse(home, "snooze", "example-bisect-the-flaky-test", "--for", "3d",
-                 "--note", "waiting on CI", "--now", "2026-03-14 12:00")
+    done = rouse(
+        home,
+        "snooze",
+        "example-bisect-the-flaky-test",
+        "--for",
+        "3d",
+        "--note",
+        "waiting on CI",
+        "--now",
+        "2026-03-14 12:00",
+    )
     assert done.returncode == 0, done.stderr
     assert "next due: 2026-03-17 12:00" in done.stdout
     quiet = rouse(home, "due", "--json", "--now", "2026-03-17 11:59")
@@ -316,8 +332,9 @@ def test_snooze_reminder_sets_due(home: Path) -> None:
 
 
 def test_close_done_and_dropped(home: Path) -> None:
-    done = rouse(home, "close", "example-bisect-the-flaky-test", "--done", "--now",
-                 "2026-03-14 13:00")
+    done = rouse(
+        home, "close", "example-bisect-the-flaky-test", "--done", "--now", "2026-03-14 13:00"
+    )
     assert done.returncode == 0
     fields = header_of(home / TASK / "task.md")
     assert fields["status"] == "done" and fields["last-moved"] == "2026-03-14 13:00"
@@ -331,14 +348,20 @@ def test_close_refuses_empty_reason_and_wrong_ending(home: Path) -> None:
     assert empty.returncode == 2 and "reason" in empty.stderr
     wrong = rouse(home, "close", "example-bisect-the-flaky-test", "--abandoned", "meh")
     assert wrong.returncode == 2 and "cannot end 'abandoned'" in wrong.stderr
-    assert rouse(home, "new", "goal", "g", "--under", "example-stabilise-nightly-build").returncode == 0
+    assert (
+        rouse(home, "new", "goal", "g", "--under", "example-stabilise-nightly-build").returncode
+        == 0
+    )
     goal = rouse(home, "close", "g", "--dropped", "bored")
     assert goal.returncode == 2 and "--abandoned" in goal.stderr
     assert rouse(home, "close", "g", "--abandoned", "bored").returncode == 0
 
 
 def test_close_action_with_outcome(home: Path) -> None:
-    assert rouse(home, "new", "action", "try", "--under", "example-stabilise-nightly-build").returncode == 0
+    assert (
+        rouse(home, "new", "action", "try", "--under", "example-stabilise-nightly-build").returncode
+        == 0
+    )
     done = rouse(home, "close", "try", "--done", "--outcome", "surprising")
     assert done.returncode == 0
     bad = rouse(home, "close", "example-stabilise-nightly-build", "--done", "--outcome", "meh")
@@ -348,8 +371,15 @@ def test_close_action_with_outcome(home: Path) -> None:
 def test_promote_moves_the_whole_directory(home: Path) -> None:
     backlog = home / "inventory/backlog/example-try-a-build-cache"
     (backlog / "notes.txt").write_text("attachment\n")
-    done = rouse(home, "promote", "example-try-a-build-cache", "--closes-when",
-                 "builds take under 5 minutes", "--now", "2026-03-20 10:00")
+    done = rouse(
+        home,
+        "promote",
+        "example-try-a-build-cache",
+        "--closes-when",
+        "builds take under 5 minutes",
+        "--now",
+        "2026-03-20 10:00",
+    )
     assert done.returncode == 0, done.stderr
     target = home / "entrypoint/beliefs/motivations/intentions/example-try-a-build-cache"
     assert not backlog.exists()
@@ -359,8 +389,9 @@ def test_promote_moves_the_whole_directory(home: Path) -> None:
     assert fields["promoted"] == fields["last-moved"] == "2026-03-20 10:00"
     assert fields["was"] == "inventory/backlog/example-try-a-build-cache"
     assert fields["closes-when"] == "builds take under 5 minutes"
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=home, capture_output=True,
-                            text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=home, capture_output=True, text=True, check=True
+    ).stdout
     renamed = "inventory/backlog/example-try-a-build-cache/backlog.md -> " + (
         "entrypoint/beliefs/motivations/intentions/example-try-a-build-cache/intention.md"
     )
@@ -373,13 +404,26 @@ def test_promote_refuses_a_missing_item(home: Path) -> None:
 
 
 def test_remind_relative_due_with_nag(home: Path) -> None:
-    done = rouse(home, "remind", "call-bob", "--due", "+2h", "--nag", "30m",
-                 "--body", "Call Bob.", "--now", "2026-03-14 12:00")
+    done = rouse(
+        home,
+        "remind",
+        "call-bob",
+        "--due",
+        "+2h",
+        "--nag",
+        "30m",
+        "--body",
+        "Call Bob.",
+        "--now",
+        "2026-03-14 12:00",
+    )
     assert done.returncode == 0
     fields = header_of(home / "inventory/reminders/call-bob/reminder.md")
     assert fields["due"] == "2026-03-14 14:00" and fields["nag"] == "30m"
     due = rouse(home, "due", "--json", "--now", "2026-03-14 14:00")
-    assert [(i["record"], i["reason"]) for i in json.loads(due.stdout)] == [("reminder/call-bob", "nag")]
+    assert [(i["record"], i["reason"]) for i in json.loads(due.stdout)] == [
+        ("reminder/call-bob", "nag")
+    ]
 
 
 def test_ambiguous_slug_lists_paths(home: Path) -> None:

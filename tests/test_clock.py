@@ -13,10 +13,20 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from conftest import BACKLOG, INTENTIONS, NOW, OLD, REMINDERS, MakeTree, set_mtime, stamp, write_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import (
+    BACKLOG,
+    INTENTIONS,
+    NOW,
+    OLD,
+    REMINDERS,
+    MakeTree,
+    set_mtime,
+    stamp,
+    write_tree,
+)
 from rouse import clock
 from rouse.clock import Decision, evaluate, stamps_after_delivery
 from rouse.header import set_fields
@@ -58,9 +68,7 @@ def deliver(root: Path, path: str, now: datetime) -> Decision:
     before = file.read_bytes()
     file.write_bytes(set_fields(before, stamps_after_delivery(decision, now)))
     set_mtime(file, now)  # the sweeper writes at (about) its tick's now
-    assert file.read_bytes().endswith(b"---\nBody text.\n") == before.endswith(
-        b"---\nBody text.\n"
-    )
+    assert file.read_bytes().endswith(b"---\nBody text.\n") == before.endswith(b"---\nBody text.\n")
     return decision
 
 
@@ -148,7 +156,9 @@ def test_unparseable_opened_and_last_moved_fall_back_to_mtime(make_tree: MakeTre
         ("task", "running", 1 * D),
     ],
 )
-def test_default_stale_after(make_tree: MakeTree, level: str, status: str, default: timedelta) -> None:
+def test_default_stale_after(
+    make_tree: MakeTree, level: str, status: str, default: timedelta
+) -> None:
     root = make_tree({f"{X}/{level}.md": md({"status": status, "last-moved": T0})})
     boundary(root, X, T0 + default, "stale")
     assert state(root, X, T0).stale_after == default
@@ -158,7 +168,9 @@ def test_default_stale_after(make_tree: MakeTree, level: str, status: str, defau
     ("level", "default"),
     [("intention", 2 * H), ("goal", H), ("action", D), ("task", D)],
 )
-def test_missing_status_is_the_first_state(make_tree: MakeTree, level: str, default: timedelta) -> None:
+def test_missing_status_is_the_first_state(
+    make_tree: MakeTree, level: str, default: timedelta
+) -> None:
     root = make_tree({f"{X}/{level}.md": md({"last-moved": T0})})
     boundary(root, X, T0 + default, "stale")
 
@@ -412,6 +424,19 @@ def test_goal_own_clock_older_than_moved_at_changes_nothing(make_tree: MakeTree)
     boundary(root, g, T0 + H, "stale")
 
 
+def test_goal_own_clock_ignores_records_that_are_still_open(make_tree: MakeTree) -> None:
+    """An open backlog item never silences, and it has not ended either: no own clock."""
+    g = f"{INTENTIONS}/g"
+    root = make_tree(
+        {
+            f"{g}/goal.md": md({"last-moved": T0}),
+            f"{g}/idea/backlog.md": md({"status": "open", "last-moved": T0 + 5 * H}),
+        }
+    )
+    assert state(root, g, NOW).own_clock is None
+    boundary(root, g, T0 + H, "stale")
+
+
 def test_only_goals_have_an_own_clock(make_tree: MakeTree) -> None:
     root = make_tree(
         {
@@ -521,8 +546,12 @@ def test_a_delivered_review_is_not_due_again_until_the_next_period(make_tree: Ma
 
 
 @pytest.mark.parametrize("outcome", ["as-expected", "surprising", "contradicts", "weird"])
-def test_an_action_with_an_outcome_is_judged_and_not_swept(make_tree: MakeTree, outcome: str) -> None:
-    root = make_tree({f"{X}/action.md": md({"status": "open", "outcome": outcome, "last-moved": OLD})})
+def test_an_action_with_an_outcome_is_judged_and_not_swept(
+    make_tree: MakeTree, outcome: str
+) -> None:
+    root = make_tree(
+        {f"{X}/action.md": md({"status": "open", "outcome": outcome, "last-moved": OLD})}
+    )
     decision = state(root, X, NOW)
     assert decision.reason is None and decision.due_at is None
 
@@ -1031,4 +1060,4 @@ def test_a_record_with_an_open_record_under_it_is_never_stale_due(
                 assert decision.reason is None  # (no review-every here)
             else:
                 assert decision.stale_at is not None
-                assert (decision.reason == "stale") == (NOW >= decision.stale_at)
+                assert (decision.reason == "stale") == (decision.stale_at <= NOW)

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 import pytest
-from conftest import NOW
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import NOW
 from rouse.timefmt import (
     FLOOR,
     floored,
@@ -207,7 +207,7 @@ def test_interval_round_trip(minutes: int) -> None:
     ],
 )
 def test_floor_is_15_minutes(value: timedelta, expected: timedelta) -> None:
-    assert FLOOR == timedelta(minutes=15)
+    assert timedelta(minutes=15) == FLOOR
     assert floored(value) == expected
 
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from conftest import (
     BACKLOG,
     BELIEFS,
@@ -17,7 +18,6 @@ from conftest import (
     REMINDERS,
     MakeTree,
 )
-
 from rouse.errors import HeaderError, UsageError
 from rouse.header import Header
 from rouse.tree import Tree, walk
@@ -431,9 +431,7 @@ def test_resolve_by_slug_id_or_path(refs: Tree, ref: str, expected: str) -> None
         ("goal/twin", [f"{I}/other/twin", f"{I}/ship/twin"]),
     ],
 )
-def test_resolve_says_ambiguous_and_lists_the_paths(
-    refs: Tree, ref: str, paths: list[str]
-) -> None:
+def test_resolve_says_ambiguous_and_lists_the_paths(refs: Tree, ref: str, paths: list[str]) -> None:
     with pytest.raises(UsageError, match="ambiguous") as info:
         refs.resolve(ref)
     for path in paths:

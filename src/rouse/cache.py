@@ -98,8 +98,9 @@ class HeaderCache:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".headers.", suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"version": VERSION, "entries": self.entries}, handle,
-                          separators=(",", ":"))
+                json.dump(
+                    {"version": VERSION, "entries": self.entries}, handle, separators=(",", ":")
+                )
             os.replace(temp, self.path)
         except OSError:
             return

@@ -20,6 +20,7 @@ from rouse import clock
 from rouse.errors import HeaderError
 from rouse.header import split
 from rouse.probes import load_probes
+from rouse.provenance import OriginReader, stamp_findings
 from rouse.timefmt import FLOOR, parse_interval, parse_stamp
 from rouse.tree import Context, File, Note, Problem, Record, Tree
 
@@ -97,9 +98,13 @@ class Finding:
         return (0 if self.level == "error" else 1, self.path, self.line or 0, self.message)
 
 
-def check(tree: Tree, now: datetime) -> list[Finding]:
-    """Lint ``tree``: every finding, errors first, then by path and line."""
+def check(tree: Tree, now: datetime, origins: OriginReader | None = None) -> list[Finding]:
+    """Lint ``tree``: every finding, errors first, then by path and line.
+
+    With ``origins`` (a ``provenance.origin_reader``), stamps are checked too."""
     findings = list(_all_findings(tree, now))
+    stamps = stamp_findings(tree, origins) if origins is not None else []
+    findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
 
@@ -120,8 +125,6 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     yield from _duplicate_slugs(tree)
     # Probe readings go here (later issue): a pack-tier probe reading <unknown>
     # unless unknown-ok, and one taking most of the budget.
-    # Stamp keys go here (later issue): with a key, origins that do not verify,
-    # and, without one, that probes.md is unprotected.
 
 
 def _files(tree: Tree) -> list[File]:

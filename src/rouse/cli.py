@@ -7,6 +7,7 @@ MCP server can call too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 
 from rouse import __version__, layout
 from rouse.errors import RouseError, UsageError
-from rouse.home import find_tree, global_tree
+from rouse.home import find_tree, global_tree, stamp_key_path
 from rouse.timefmt import format_stamp, parse_stamp, parse_when
 
 Handler = Callable[[argparse.Namespace], int]
@@ -61,12 +62,13 @@ def read_body(text: str | None) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from rouse import scaffold
+    from rouse import provenance, scaffold
 
     if args.glob and args.dir:
         raise UsageError("give DIR or --global, not both")
     target = global_tree() if args.glob else Path(args.dir or ".").resolve() / "memory"
-    result = scaffold.init(target, resolve_now(args), examples=not args.no_examples)
+    key = provenance.load_key(stamp_key_path())
+    result = scaffold.init(target, resolve_now(args), examples=not args.no_examples, stamp_key=key)
     instructions = target / layout.INSTRUCTIONS
     emit(
         [
@@ -79,6 +81,11 @@ def cmd_init(args: argparse.Namespace) -> int:
             f"persona.md is optional: `rouse new persona` writes one at {target / 'persona.md'}.",
         ]
     )
+    if args.wire:
+        from rouse import wire
+
+        wired = wire.wire(target, home=Path.home())
+        emit(["", *wired.done, *wired.printed])
     return 0
 
 
@@ -87,6 +94,10 @@ def probes_enabled() -> bool:
 
 
 def cmd_pack(args: argparse.Namespace) -> int:
+    if getattr(args, "hook", None):
+        from rouse import wire
+
+        return wire.pack_hook(args, cmd_pack)
     from rouse.pack import build_pack
 
     if args.max_chars < 200:
@@ -128,6 +139,28 @@ def cmd_probe(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_recall(args: argparse.Namespace) -> int:
+    from rouse import index
+
+    query = " ".join(args.query)
+    hits = index.recall(
+        tree_root(args),
+        query,
+        resolve_now(args),
+        limit=args.limit,
+        kind=args.kind,
+        run_probes=probes_enabled(),
+    )
+    if args.json:
+        emit_json([hit.to_json() for hit in hits])
+    else:
+        emit(index.render(hits))
+    if not hits:
+        where = f" among {args.kind} files" if args.kind else ""
+        raise RouseError(f"nothing recalled for {query!r}{where}: try other words, or grep")
+    return 0
+
+
 def cmd_tree(args: argparse.Namespace) -> int:
     from rouse.tree import walk
     from rouse.views import tree_lines
@@ -164,9 +197,11 @@ def cmd_due(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from rouse.check import check
+    from rouse.provenance import origin_reader
     from rouse.tree import walk
 
-    findings = check(walk(tree_root(args)), resolve_now(args))
+    root = tree_root(args)
+    findings = check(walk(root), resolve_now(args), origin_reader(root, stamp_key_path()))
     if args.json:
         emit_json(
             [
@@ -286,10 +321,101 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_stamp(args: argparse.Namespace) -> int:
     from rouse import provenance
 
+    if args.init_key:
+        if args.origin or args.turn or args.files:
+            raise UsageError("--init-key takes no --origin, --turn or FILE")
+        trees = [Path(args.memory)] if getattr(args, "memory", None) else []
+        with contextlib.suppress(UsageError):
+            trees.append(tree_root(args))
+        path = provenance.init_key(stamp_key_path(), trees)
+        emit(
+            [
+                f"made a stamp key at {path} (mode 600): `rouse stamp` now signs origins",
+                "keep it out of the agent's reach: see docs/provenance.md",
+            ]
+        )
+        return 0
+    if not args.origin:
+        raise UsageError("stamp needs --origin CLASS (or --init-key)")
     if not args.files:
         raise UsageError("stamp needs at least one FILE")
-    done = provenance.stamp(tree_root(args), args.files, args.origin, args.turn)
-    emit([f"stamped {rel} origin={args.origin}" for rel in done.written])
+    key = provenance.load_key(stamp_key_path())
+    done = provenance.stamp(
+        tree_root(args), args.files, args.origin, args.turn, key=key, if_changed=args.if_changed
+    )
+    signed = " (signed)" if done.signed else ""
+    emit(
+        [f"stamped {rel} origin={args.origin}{signed}" for rel in done.written]
+        + [f"kept {rel}: its stamp still verifies" for rel in done.skipped]
+    )
+    return 0
+
+
+def cmd_wire(args: argparse.Namespace) -> int:
+    from rouse import wire
+
+    wired = wire.wire(
+        tree_root(args),
+        home=Path.home(),
+        claude_hooks=args.claude_hooks,
+        shared=args.shared,
+        codex_hooks=args.codex_hooks,
+        cursor=args.cursor,
+        mcp=args.mcp,
+    )
+    emit([*wired.done, *wired.printed])
+    return 0
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    root = tree_root(args)
+    try:
+        from rouse import mcp_server
+    except ImportError as exc:
+        raise UsageError(
+            f"`rouse mcp` needs the mcp extra ({exc}): pipx install 'rouse-memory[mcp]'"
+        ) from None
+    resolve_now(args)  # a bad --now fails here, before the server starts
+    mcp_server.serve(root, now=lambda: resolve_now(args), env=dict(os.environ))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from rouse import sinks, sweep
+    from rouse.ledger import QuietHours
+    from rouse.provenance import origin_reader
+
+    root = tree_root(args)
+    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
+    sink = sinks.make_sink(
+        args.sink,
+        args.command,
+        root=root,
+        timeout=args.timeout,
+        secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
+        base_env=os.environ,
+    )
+    return sweep.sweep(
+        root,
+        sink,
+        once=args.once,
+        every=args.every,
+        now=resolve_now(args) if given else None,
+        quiet=QuietHours.parse(args.quiet) if args.quiet else None,
+        origins=origin_reader(root, stamp_key_path()),
+    )
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from rouse import ledger
+
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    entries = ledger.recent(tree_root(args), args.limit)
+    if args.json:
+        emit_json([entry.as_json() for entry in entries])
+    else:
+        emit(ledger.log_lines(entries))
     return 0
 
 
@@ -344,17 +470,51 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("dir", nargs="?", metavar="DIR", help="lay DIR/memory (default ./memory)")
     sub.add_argument("--global", dest="glob", action="store_true", help="lay ~/.rouse instead")
     sub.add_argument("--no-examples", action="store_true", help="only the instruction file")
+    sub.add_argument("--wire", action="store_true", help="then `rouse wire` (CLAUDE.md/AGENTS.md)")
 
     sub = verb("pack", cmd_pack, "print the block for the top of a session (read-only)")
     sub.add_argument("--query", metavar="TEXT", help="thin motivations that share no keyword")
     sub.add_argument("--json", action="store_true", help="the same content as one JSON object")
-    sub.add_argument("--max-chars", type=int, default=9000, metavar="N",
-                     help="fit in N characters: trims the index, then the due list (default 9000)")
-    sub.add_argument("--probe-budget", type=int, default=150, metavar="MS",
-                     help="shared deadline for pack-tier probes (default 150)")
+    sub.add_argument(
+        "--max-chars",
+        type=int,
+        default=9000,
+        metavar="N",
+        help="fit in N characters: trims the index, then the due list (default 9000)",
+    )
+    sub.add_argument(
+        "--probe-budget",
+        type=int,
+        default=150,
+        metavar="MS",
+        help="shared deadline for pack-tier probes (default 150)",
+    )
+    sub.add_argument(
+        "--hook",
+        choices=("claude", "codex"),
+        help="as a SessionStart hook: fit 10,000 chars, always exit 0 (codex: JSON)",
+    )
 
     sub = verb("probe", cmd_probe, "run one demand probe, or list every probe with its reading")
     sub.add_argument("name", nargs="?", metavar="NAME", help="the probe to run")
+
+    sub = verb("recall", cmd_recall, "search notes, backlog, records and context by keywords")
+    sub.add_argument(
+        "query",
+        nargs="+",
+        metavar="QUERY",
+        help="words to look for (any of them; -- before a word starting with -)",
+    )
+    sub.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="at most N hits (default 10)"
+    )
+    sub.add_argument(
+        "--kind",
+        metavar="K",
+        help="only this kind: note backlog intention goal action task reminder persona "
+        "belief motivation",
+    )
+    sub.add_argument("--json", action="store_true", help="a JSON array of hits, best first")
 
     sub = verb("due", cmd_due, "what the clock would wake about now, one line each")
     sub.add_argument("--json", action="store_true", help="a JSON array of due items")
@@ -367,8 +527,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
 
     sub = verb("new", cmd_new, "write a record, context file or note with a fresh header")
-    sub.add_argument("type", metavar="TYPE", help="intention goal action task reminder backlog "
-                     "belief motivation persona note")
+    sub.add_argument(
+        "type",
+        metavar="TYPE",
+        help="intention goal action task reminder backlog belief motivation persona note",
+    )
     sub.add_argument("slug", nargs="?", metavar="SLUG", help="lowercase letters, digits and -")
     sub.add_argument("--under", metavar="REF", help="the record it nests under")
     sub.add_argument("--set", action="append", metavar="K=V", help="a header field (repeatable)")
@@ -395,7 +558,9 @@ def build_parser() -> argparse.ArgumentParser:
     ending.add_argument("--done", action="store_true", help="it is done")
     ending.add_argument("--dropped", metavar="WHY", help="dropped, with the reason")
     ending.add_argument("--abandoned", metavar="WHY", help="a goal given up, with the reason")
-    sub.add_argument("--outcome", metavar="O", help="an action's: as-expected surprising contradicts")
+    sub.add_argument(
+        "--outcome", metavar="O", help="an action's: as-expected surprising contradicts"
+    )
 
     sub = verb("promote", cmd_promote, "turn a backlog item into an open intention")
     sub.add_argument("slug", metavar="SLUG", help="the backlog item's slug")
@@ -409,13 +574,54 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--body", metavar="TEXT", help="what to say when it fires, or - for stdin")
 
     sub = verb("stamp", cmd_stamp, "write origin (and origin-turn) into files: for wrappers")
-    sub.add_argument("--origin", required=True, metavar="CLASS",
-                     help="owner system agent untrusted unknown")
+    sub.add_argument("--origin", metavar="CLASS", help="owner system agent untrusted unknown")
     sub.add_argument("--turn", metavar="ID", help="the id of the turn that wrote the files")
     sub.add_argument("files", nargs="*", metavar="FILE", help="files in the tree")
+    sub.add_argument(
+        "--if-changed",
+        action="store_true",
+        help="with a key: leave files whose stamp still verifies as they are",
+    )
+    sub.add_argument(
+        "--init-key",
+        action="store_true",
+        help="make the stamp key ($ROUSE_STAMP_KEY, else ~/.config/rouse/stamp.key)",
+    )
 
     sub = verb("status", cmd_status, "counts per level, what is due, the sweeper and ledger")
     sub.add_argument("--json", action="store_true", help="the status as JSON")
+
+    sub = verb("sweep", cmd_sweep, "run the clock: deliver a wake for each due record, then stamp")
+    sub.add_argument("--once", action="store_true", help="one tick (cron); exit 1 if undelivered")
+    sub.add_argument(
+        "--sink",
+        nargs="+",
+        metavar="KIND",
+        help="file (default), stdout, webhook URL, or exec (command after --)",
+    )
+    sub.add_argument("--every", type=float, metavar="S", help="seconds between ticks (default 60)")
+    sub.add_argument(
+        "--timeout", type=float, metavar="S", help="sink timeout in seconds (exec 60, webhook 10)"
+    )
+    sub.add_argument(
+        "--quiet", metavar="HH:MM-HH:MM", help="hold exec/webhook wakes in this window"
+    )
+    sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")
+
+    sub = verb("log", cmd_log, "the ledger's recent wakes: id, record, reason, sink, state, times")
+    sub.add_argument("--json", action="store_true", help="a JSON array of wakes, newest first")
+    sub.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
+
+    sub = verb("wire", cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules")
+    sub.add_argument(
+        "--claude-hooks", action="store_true", help="SessionStart hook in .claude/ settings"
+    )
+    sub.add_argument("--shared", action="store_true", help="with --claude-hooks: settings.json")
+    sub.add_argument("--codex-hooks", action="store_true", help="SessionStart hook in .codex/")
+    sub.add_argument("--cursor", action="store_true", help="an always-applied .cursor rule")
+    sub.add_argument("--mcp", action="store_true", help="print how to register `rouse mcp`")
+
+    verb("mcp", cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])")
     return parser
 
 

@@ -292,9 +292,7 @@ def _evaluate_reminder(decision: Decision, fields: _Fields, now: datetime) -> No
     if now < due:
         return
     max_fires = fields.integer("max-fires", DEFAULT_MAX_FIRES) if nagging else None
-    if expires is not None and now >= expires:
-        decision.reason = "expire"
-    elif max_fires is not None and fires + 1 >= max_fires:
+    if (expires is not None and now >= expires) or (max_fires is not None and fires + 1 >= max_fires):
         decision.reason = "expire"
     else:
         decision.reason = "nag" if nagging else "due"

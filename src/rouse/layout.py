@@ -30,7 +30,20 @@ CONTEXT_TYPES = ("persona", "belief", "motivation")
 
 #: Fields only rouse writes; verbs taking fields from a user or model refuse them.
 MACHINE_FIELDS = frozenset(
-    "swept nudges reviewed fires set fired ended origin origin-turn origin-sig promoted was".split()
+    [
+        "swept",
+        "nudges",
+        "reviewed",
+        "fires",
+        "set",
+        "fired",
+        "ended",
+        "origin",
+        "origin-turn",
+        "origin-sig",
+        "promoted",
+        "was",
+    ]
 )
 
 #: Where a new record of each type goes when no ``--under`` is given.

@@ -16,9 +16,10 @@ from typing import Any
 
 from rouse import clock, header, layout, nudges, probes, readings
 from rouse.cache import HeaderCache
+from rouse.errors import HeaderError
 from rouse.provenance import effective_origin
 from rouse.timefmt import format_stamp, human_age
-from rouse.tree import Context, File, Tree, walk
+from rouse.tree import File, Tree, walk
 from rouse.views import display_ids, still_since
 
 DEFAULT_MAX_CHARS = 9000
@@ -54,7 +55,7 @@ def _body(root: Path, file: File) -> str:
         data = handle.read(MAX_CONTEXT_BYTES)
     try:
         _, body = header.split(data, file.rel)
-    except header.HeaderError:
+    except HeaderError:
         body = data
     return body.decode("utf-8", "replace").strip("\n")
 
@@ -292,14 +293,18 @@ def _fit(data: dict[str, Any], max_chars: int) -> Pack:
 def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
     name = "persona" if kind == "persona" else f"{kind} {entry['slug']}"
     if entry["body"] is None:
-        return [f"{kind} [{entry['slug']}] — {entry['age']} (on disk: no keyword matches the query)"]
+        return [
+            f"{kind} [{entry['slug']}] — {entry['age']} (on disk: no keyword matches the query)"
+        ]
     return [f"{name} [{entry['origin']}]:", entry["body"], ""]
 
 
 def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap: int) -> str:
     out: list[str] = [f"now: {data['now']}", ""]
     if data["probes"]:
-        out.append("probes (measured now; a reading outranks any memory file; <unknown> means go check):")
+        out.append(
+            "probes (measured now; a reading outranks any memory file; <unknown> means go check):"
+        )
         out += [f"  {p['name']}: {p['reading']}" for p in data["probes"]]
         out.append("")
     woken = data["woken"]
@@ -340,8 +345,10 @@ def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap
     ladder = data["ladder"]
     out.append("ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open")
     if data["plugins"]:
-        out.append(f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "
-                   f"settings in {layout.PLUGINS}/")
+        out.append(
+            f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "
+            f"settings in {layout.PLUGINS}/"
+        )
     out.append("")
     index = data["index"][:index_cap]
     if index:

@@ -1,34 +1,120 @@
-"""Provenance: ``origin:`` classes, stamping, and the effective origin.
+"""Provenance: ``origin:`` classes, stamping, signing, and the effective origin.
 
-Signing (``origin-sig:``) comes with the stamp key; without a key, an origin
-reads as written.
+Without a stamp key an origin reads as written. With one (SPEC §7), ``stamp``
+also writes ``origin-sig:``, an HMAC-SHA256 over a versioned canonical message
+(:func:`signing_message`), and an origin counts only when its signature
+verifies; anything else reads ``unknown``. :func:`origin_reader` answers
+"what is this file's effective origin?" cheaply, from a cache in ``.rouse/``
+whose entries are themselves authenticated with the key, so editing the cache
+forges nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
-from collections.abc import Iterable
+import stat
+import tempfile
+import time
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
-from rouse.errors import RouseError, UsageError
+from rouse import header, home, layout
+from rouse.errors import HeaderError, RouseError, UsageError
+from rouse.stampkey import SIG_VERSION, StampKey, init_key, load_key, sign, signing_message, verify
 from rouse.store import Store
-from rouse.tree import File
+from rouse.tree import File, Tree
+
+__all__ = [
+    "ORIGINS",
+    "SIG_VERSION",
+    "OriginReader",
+    "StampKey",
+    "Verdict",
+    "effective_origin",
+    "init_key",
+    "load_key",
+    "origin_reader",
+    "probes_allowed",
+    "sign",
+    "signing_message",
+    "stamp",
+    "stamp_findings",
+    "verify",
+]
 
 ORIGINS = ("owner", "system", "agent", "untrusted", "unknown")
 TRUST_ORDER = ("owner", "system", "agent", "untrusted")
+#: Origins whose probes.md may run under a key (SPEC §6).
+PROBE_ORIGINS = frozenset({"owner", "system", "agent"})
+
+CACHE_FILE = "origins.json"
+CACHE_VERSION = 1
+RACY_NS = 2_000_000_000  # a file touched this recently is re-verified next time
+MAX_FILE_BYTES = 8 * 1024 * 1024
+
+#: Why an origin reads the way it does, by verdict state.
+STATES = {
+    "as-written": "no stamp key: read as written, unverified",
+    "verified": "its signature verifies",
+    "unstamped": "it was never stamped",
+    "unsigned": "its origin has no origin-sig (typed by hand, or stamped before the key existed)",
+    "mismatch": (
+        "its origin-sig does not match (edited since it was stamped, copied from another "
+        "file, or signed with another key)"
+    ),
+    "bad-key": "the stamp key cannot be used",
+    "unreadable": "the file cannot be read",
+}
 
 
 def effective_origin(file: File) -> str:
-    """The origin to show and act on: as written when known, else ``unknown``."""
-    value = (file.get("origin") or "").strip().lower()
+    """The origin as written (unverified): for callers that have no tree root.
+
+    Prefer :func:`origin_reader`, which verifies signatures when a key exists.
+    """
+    return _normal(file.get("origin"))
+
+
+def _normal(value: str | None) -> str:
+    value = (value or "").strip().lower()
     return value if value in ORIGINS else "unknown"
+
+
+def _stamp_bytes(
+    data: bytes, rel: str, origin: str, turn: str | None, secret: bytes | None
+) -> bytes:
+    updates: dict[str, str | None] = {"origin": origin, "origin-turn": turn, "origin-sig": None}
+    data = header.set_fields(data, updates, rel)
+    if secret is None:
+        return data
+    _, body = header.split(data, rel)
+    return header.set_fields(data, {"origin-sig": sign(secret, rel, origin, turn or "", body)}, rel)
+
+
+def _stamper(
+    rel: str, origin: str, turn: str | None, secret: bytes | None
+) -> Callable[[bytes], bytes]:
+    def change(data: bytes) -> bytes:
+        return _stamp_bytes(data, rel, origin, turn, secret)
+
+    return change
+
+
+# -- stamping -----------------------------------------------------------------
 
 
 @dataclass
 class Stamped:
     written: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # still verified (--if-changed)
+    signed: bool = False
 
 
 def _tree_relative(root: Path, given: str, cwd: Path) -> str | None:
@@ -46,29 +132,50 @@ def _tree_relative(root: Path, given: str, cwd: Path) -> str | None:
     return None
 
 
+def _usable_secret(key: StampKey | None) -> bytes | None:
+    if key is None:
+        return None
+    if key.secret is None:
+        raise UsageError(f"the stamp key {key.path} {key.problem}: fix it before stamping")
+    return key.secret
+
+
 def stamp(
-    root: Path, files: Iterable[str], origin: str, turn: str | None, cwd: Path | None = None
+    root: Path,
+    files: Iterable[str],
+    origin: str,
+    turn: str | None,
+    cwd: Path | None = None,
+    key: StampKey | None = None,
+    if_changed: bool = False,
 ) -> Stamped:
-    """Write ``origin`` (and ``origin-turn``) into each file's header.
+    """Write ``origin`` (and ``origin-turn``, and with a key ``origin-sig``) into each file.
 
     Files that do not exist or are not in the tree are named in the error
     raised after the others are stamped (exit 1), never skipped silently.
+    With ``if_changed`` (and a key), a file whose stamp still verifies is left
+    as it is: a wrapper can pass every file a turn may have touched without
+    re-stamping the owner's files as the agent's.
     """
     if origin not in ORIGINS:
         raise UsageError(f"unknown origin class {origin!r}: use one of {', '.join(ORIGINS)}")
-    if turn is not None and (not turn.strip() or "\n" in turn):
+    if turn is not None and (not turn.strip() or "\n" in turn or "\r" in turn):
         raise UsageError("--turn must be a one-line id")
+    secret = _usable_secret(key)
+    turn = turn.strip() if turn is not None else None
     cwd = Path.cwd() if cwd is None else cwd
     store = Store(root)
-    result = Stamped()
-    updates: dict[str, str | None] = {"origin": origin, "origin-turn": turn}
+    result = Stamped(signed=secret is not None)
     with store.lock():
         for given in files:
             rel = _tree_relative(root, given, cwd)
             if rel is None or not (root / rel).is_file() or (root / rel).is_symlink():
                 result.missing.append(given)
                 continue
-            store.set_fields(rel, updates)
+            if if_changed and secret is not None and _verifies(root, rel, secret):
+                result.skipped.append(rel)
+                continue
+            store.update(rel, _stamper(rel, origin, turn, secret))
             result.written.append(rel)
     if result.missing:
         raise RouseError(
@@ -77,3 +184,286 @@ def stamp(
             + (f"; stamped {len(result.written)} other file(s)" if result.written else "")
         )
     return result
+
+
+def _verifies(root: Path, rel: str, secret: bytes) -> bool:
+    try:
+        return verify(secret, rel, (root / rel).read_bytes())[1] == "verified"
+    except (OSError, HeaderError):
+        return False
+
+
+def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
+    """Sign the origins rouse itself just wrote (``init``'s example files).
+
+    Only for files rouse laid down a moment ago: signing whatever origin a
+    file claims is exactly what a forger wants, so no verb offers this.
+    """
+    secret = _usable_secret(key)
+    assert secret is not None
+    count = 0
+    store = Store(root)
+    for rel in rels:
+        head = header.read_header(root / rel, rel)
+        written, turn = head.get("origin"), head.get("origin-turn")
+        if written:
+            store.update(rel, _stamper(rel, written, turn, secret))
+            count += 1
+    return count
+
+
+# -- reading origins ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A file's effective ``origin`` and how it was reached."""
+
+    origin: str  # the effective origin: what to show and act on
+    written: str  # as written in the header ('' when absent)
+    state: str  # a key of STATES
+
+    @property
+    def why(self) -> str:
+        return STATES[self.state]
+
+
+class _Cache:
+    """Verdicts by (rel, size, mtime_ns, ctime_ns), each entry MACed with the key."""
+
+    def __init__(self, root: Path, secret: bytes):
+        self.path = root / layout.STATE_DIR / "cache" / CACHE_FILE
+        self.secret = secret
+        self.root = root
+        self.entries: dict[str, list[Any]] = {}
+        self.seen: set[str] = set()
+        self.dirty = False
+        try:
+            raw = json.loads(self.path.read_bytes())
+            if raw.get("version") == CACHE_VERSION and isinstance(raw.get("entries"), dict):
+                self.entries = raw["entries"]
+        except (OSError, ValueError, AttributeError):
+            self.entries = {}
+
+    def _mac(self, rel: str, fields: list[Any]) -> str:
+        message = json.dumps(["rouse-origin-cache", CACHE_VERSION, rel, *fields])
+        return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def get(self, rel: str, key: list[int]) -> Verdict | None:
+        self.seen.add(rel)
+        entry = self.entries.get(rel)
+        if not isinstance(entry, list) or len(entry) != 7 or entry[:3] != key:
+            return None
+        if not isinstance(entry[6], str) or not hmac.compare_digest(
+            entry[6], self._mac(rel, entry[:6])
+        ):
+            return None
+        origin, written, state = entry[3:6]
+        if state not in STATES or origin not in ORIGINS:
+            return None
+        return Verdict(str(origin), str(written), str(state))
+
+    def put(self, rel: str, key: list[int], verdict: Verdict) -> None:
+        fields = [*key, verdict.origin, verdict.written, verdict.state]
+        self.entries[rel] = [*fields, self._mac(rel, fields)]
+        self.dirty = True
+
+    def drop(self, rel: str) -> None:
+        if self.entries.pop(rel, None) is not None:
+            self.dirty = True
+
+    def save(self) -> None:
+        """Write the cache if it changed; silently skip when the tree is read-only."""
+        if not self.dirty:
+            return
+        self.dirty = False
+        for rel in [r for r in self.entries if r not in self.seen]:
+            if not os.path.lexists(self.root / rel):
+                del self.entries[rel]
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".origins.", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    data = {"version": CACHE_VERSION, "entries": self.entries}
+                    json.dump(data, handle, separators=(",", ":"))
+                os.replace(temp, self.path)
+            finally:
+                if os.path.exists(temp):
+                    os.unlink(temp)
+        except OSError:
+            return
+
+
+class OriginReader:
+    """``reader(file)`` → the file's effective origin; ``reader.verdict(file)`` says why.
+
+    Without a key: the origin as written. With a key: the written origin only
+    if its ``origin-sig`` verifies, else ``unknown``. Verdicts are cached in
+    ``.rouse/cache/origins.json`` (best effort: saved when the reader is
+    flushed or garbage-collected, never required).
+    """
+
+    def __init__(self, root: Path, key: StampKey | None, key_path: Path | None = None):
+        self.root = root
+        self.key = key
+        self.key_path = key.path if key is not None else key_path
+        self._cache = _Cache(root, key.secret) if key and key.secret is not None else None
+        if self._cache is not None:
+            weakref.finalize(self, self._cache.save)
+
+    @property
+    def keyed(self) -> bool:
+        """True when a key file exists (even an unusable one: then all reads are unknown)."""
+        return self.key is not None
+
+    def __call__(self, file: File) -> str:
+        return self.verdict(file).origin
+
+    def verdict(self, file: File) -> Verdict:
+        if self.key is None:
+            written = (file.get("origin") or "").strip()
+            return Verdict(_normal(written), written, "as-written" if written else "unstamped")
+        if self._cache is None:
+            return Verdict("unknown", (file.get("origin") or "").strip(), "bad-key")
+        return self._verified(file.rel)
+
+    def _verified(self, rel: str) -> Verdict:
+        assert self._cache is not None and self.key is not None and self.key.secret is not None
+        path = self.root / rel
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return Verdict("unknown", "", "unreadable")
+        key = [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+        cached = self._cache.get(rel, key)
+        if cached is not None:
+            return cached
+        verdict = self._read(path, rel, info)
+        racy = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS
+        if racy:
+            self._cache.drop(rel)
+        else:
+            self._cache.put(rel, key, verdict)
+        return verdict
+
+    def _read(self, path: Path, rel: str, info: os.stat_result) -> Verdict:
+        assert self.key is not None and self.key.secret is not None
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return Verdict("unknown", "", "unreadable")
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(path, flags)
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read(MAX_FILE_BYTES + 1)
+            written, state = verify(self.key.secret, rel, data)
+        except (OSError, HeaderError):
+            return Verdict("unknown", "", "unreadable")
+        origin = _normal(written) if state == "verified" else "unknown"
+        return Verdict(origin, written, state)
+
+    def flush(self) -> None:
+        """Save the cache now (it is also saved when the reader is collected)."""
+        if self._cache is not None:
+            self._cache.save()
+
+
+def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
+    """A reader for ``root`` with the key at ``key_path`` (default: ``home.stamp_key_path()``)."""
+    path = key_path or home.stamp_key_path()
+    return OriginReader(root, load_key(path), path)
+
+
+# -- what check and the probe runner ask --------------------------------------
+
+
+@dataclass
+class StampFinding:
+    """A ``check`` finding about stamps (check.py turns it into its own Finding)."""
+
+    level: Literal["error", "warn"]
+    path: str
+    message: str
+    line: int | None = None
+
+
+def _stamped_files(tree: Tree) -> list[File]:
+    files: list[File] = [*tree.context, *tree.records.values(), *tree.notes, *tree.plugins]
+    if tree.probes is not None:
+        files.append(tree.probes)
+    return sorted(files, key=lambda f: f.rel)
+
+
+def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
+    """Without a key: one warning that stamps are unsigned and probes unprotected.
+    With a key: each written origin that does not verify, by file."""
+    probes_rel = tree.probes.rel if tree.probes is not None else "."
+    if reader.key is None:
+        return [
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"stamps are unsigned (no stamp key at {reader.key_path}): an origin reads as "
+                "written, so a typed 'origin: owner' counts, and probes run unprotected — "
+                "make a key with `rouse stamp --init-key`, then re-stamp what you trust",
+            )
+        ]
+    key = reader.key
+    if key.secret is None:
+        return [
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"the stamp key {key.path} {key.problem}: every origin reads as unknown and "
+                "no probe runs — fix the key file (or remove it to go unsigned)",
+            )
+        ]
+    findings: list[StampFinding] = []
+    if key.mode is not None and key.mode & 0o077:
+        findings.append(
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"the stamp key {key.path} is readable by others (mode {key.mode:o}): "
+                f"chmod 600 {key.path}",
+            )
+        )
+    for file in _stamped_files(tree):
+        verdict = reader.verdict(file)
+        if verdict.state in ("mismatch", "unsigned", "unreadable"):
+            shown = verdict.written or "(none)"
+            findings.append(
+                StampFinding(
+                    "warn",
+                    file.rel,
+                    f"origin {shown!r} does not verify: {verdict.why}; it reads as unknown — "
+                    "review the file, then re-stamp it from outside the agent",
+                    file.header.line_of("origin"),
+                )
+            )
+    reader.flush()
+    return findings
+
+
+def probes_allowed(tree: Tree, reader: OriginReader, env: Mapping[str, str]) -> tuple[bool, str]:
+    """May the tree's probes run? ``(allowed, reason)`` — the reason is shown when they may not.
+
+    ``ROUSE_PROBES=off`` disables probes. With a stamp key, ``probes.md`` runs
+    only when its verified origin is owner, system or agent.
+    """
+    if env.get("ROUSE_PROBES", "").strip().lower() == "off":
+        return False, "probes are off (ROUSE_PROBES=off): every probe reads <unknown>"
+    if tree.probes is None:
+        return True, "no probes file"
+    rel = tree.probes.rel
+    if not reader.keyed:
+        return True, f"{rel} runs unprotected: no stamp key (`rouse stamp --init-key` makes one)"
+    verdict = reader.verdict(tree.probes)
+    reader.flush()
+    if verdict.origin in PROBE_ORIGINS:
+        return True, f"{rel} verified as {verdict.origin}"
+    return False, (
+        f"probes did not run: {rel} reads as {verdict.origin} ({verdict.why}), so every "
+        "probe reads <unknown>. The owner reviews the file and re-stamps it from outside "
+        f"the agent: rouse --memory {tree.root} stamp --origin owner {tree.root / rel}"
+    )

@@ -134,7 +134,9 @@ def load_cache(root: Path) -> dict[str, dict[str, object]]:
     return data if isinstance(data, dict) else {}
 
 
-def cached_reading(root: Path, probe: Probe, cache: dict[str, dict[str, object]] | None = None) -> str | None:
+def cached_reading(
+    root: Path, probe: Probe, cache: dict[str, dict[str, object]] | None = None
+) -> str | None:
     """A reading of ``probe`` younger than its ttl (same command), else None."""
     if probe.ttl is None:
         return None

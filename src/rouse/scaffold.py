@@ -9,10 +9,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse import layout
+from rouse import layout, provenance
 from rouse.clock import LEVELS
 from rouse.errors import UsageError
 from rouse.header import format_header
+from rouse.stampkey import StampKey
 from rouse.store import Store
 from rouse.timefmt import format_stamp, parse_interval, parse_when
 from rouse.tree import walk
@@ -47,8 +48,13 @@ class Created:
 # -- init ---------------------------------------------------------------------
 
 
-def init(target: Path, now: datetime, *, examples: bool = True) -> Created:
-    """Lay a new tree at ``target``: examples, .gitignore, and its own git repo."""
+def init(
+    target: Path, now: datetime, *, examples: bool = True, stamp_key: StampKey | None = None
+) -> Created:
+    """Lay a new tree at ``target``: examples, .gitignore, and its own git repo.
+
+    With a stamp key, the example files' ``origin: system`` is signed.
+    """
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         raise UsageError(f"{target} already exists: refusing to lay a tree over it")
     target.mkdir(parents=True, exist_ok=True)
@@ -68,8 +74,18 @@ def init(target: Path, now: datetime, *, examples: bool = True) -> Created:
             (path / ".gitkeep").touch()
     (target / ".gitignore").write_text(f"{layout.STATE_DIR}/\n", "utf-8")
     result = Created(target, ".")
+    if stamp_key is not None:
+        result.notes.append(_sign_examples(target, stamp_key))
     result.notes.append(_git_init(target))
     return result
+
+
+def _sign_examples(target: Path, key: StampKey) -> str:
+    if key.secret is None:
+        return f"the stamp key {key.path} {key.problem}: the example files are unsigned"
+    laid = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.md"))
+    count = provenance.sign_laid_files(target, key, laid)
+    return f"signed the origin of {count} example file(s) with the stamp key {key.path}"
 
 
 def _git_init(target: Path) -> str:
@@ -85,7 +101,9 @@ def _git_init(target: Path) -> str:
         check=False,
     )
     if inside.returncode == 0 and inside.stdout.strip() == "true":
-        return "the tree sits inside an existing git work tree: no repository made, nothing committed"
+        return (
+            "the tree sits inside an existing git work tree: no repository made, nothing committed"
+        )
     identity = ["-c", "user.name=rouse", "-c", "user.email=rouse@localhost"]
     configured = subprocess.run(
         [git, "config", "user.email"], cwd=target, capture_output=True, check=False
@@ -93,13 +111,21 @@ def _git_init(target: Path) -> str:
     steps = [
         [git, "init", "-q"],
         [git, "add", "-A"],
-        [git, *([] if configured.returncode == 0 else identity), "commit", "-q", "-m",
-         "rouse init"],
+        [
+            git,
+            *([] if configured.returncode == 0 else identity),
+            "commit",
+            "-q",
+            "-m",
+            "rouse init",
+        ],
     ]
     for step in steps:
         done = subprocess.run(step, cwd=target, capture_output=True, text=True, check=False)
         if done.returncode != 0:
-            return f"git {step[-1]} failed ({done.stderr.strip()}): the tree is laid but not committed"
+            return (
+                f"git {step[-1]} failed ({done.stderr.strip()}): the tree is laid but not committed"
+            )
     return "made the tree's own git repository (one commit)"
 
 
@@ -159,6 +185,7 @@ def new(
     if kind not in NEW_TYPES:
         raise UsageError(f"unknown type {kind!r}: use one of {', '.join(NEW_TYPES)}")
     given = validate_fields(fields or {}, now)
+    header: dict[str, str]
     if kind == "persona":
         rel, header = layout.PERSONA, {}
     elif slug is None:

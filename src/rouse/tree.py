@@ -21,7 +21,9 @@ from rouse.header import Header, read_header
 HeaderReader = Callable[[Path, str, os.stat_result], Header]
 SKIP_NAMES = frozenset({layout.STATE_DIR, ".git"})
 #: intentions/ and everything above it are never records (a top-level intention has no parent).
-NEVER_RECORDS = frozenset({layout.ENTRYPOINT, layout.BELIEFS, layout.MOTIVATIONS, layout.INTENTIONS})
+NEVER_RECORDS = frozenset(
+    {layout.ENTRYPOINT, layout.BELIEFS, layout.MOTIVATIONS, layout.INTENTIONS}
+)
 
 
 @dataclass
@@ -228,7 +230,9 @@ class _Walker:
             header = load()
             if header is None:
                 return None
-            return cls(rel=rel, header=header, size=info.st_size, mtime_ns=info.st_mtime_ns, **extra)  # type: ignore[call-arg]
+            return cls(
+                rel=rel, header=header, size=info.st_size, mtime_ns=info.st_mtime_ns, **extra
+            )
 
         if where == "" and name == layout.PERSONA:
             ctx = make(Context, kind="persona", slug="persona")

@@ -24,9 +24,7 @@ def _stamp(value: datetime | None) -> str | None:
 def display_ids(tree: Tree) -> dict[str, str]:
     """Record dir → id: ``type/slug``, or the path when the slug collides."""
     counts = Counter(r.slug for r in tree.records.values())
-    return {
-        r.dir: (r.id if counts[r.slug] == 1 else r.dir) for r in tree.records.values()
-    }
+    return {r.dir: (r.id if counts[r.slug] == 1 else r.dir) for r in tree.records.values()}
 
 
 # -- due ----------------------------------------------------------------------
@@ -57,9 +55,7 @@ def still_since(decision: Decision) -> datetime:
 def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
     ids = display_ids(tree)
     return [
-        "\t".join(
-            (ids[d.record.dir], d.reason or "", human_age(still_since(d), now), d.record.dir)
-        )
+        "\t".join((ids[d.record.dir], d.reason or "", human_age(still_since(d), now), d.record.dir))
         for d in found
     ]
 
@@ -198,9 +194,28 @@ def status(tree: Tree, now: datetime) -> dict[str, Any]:
         "notes": len(tree.notes),
         "untrackable": len(tree.untrackable),
         "symlinks": len(tree.symlinks),
-        "last_tick": None,
-        "sweeper": None,
-        "ledger": {"pending": 0, "delivered": 0, "given_up": 0},
+        **sweeper_status(tree.root),
+    }
+
+
+def sweeper_status(root: Path) -> dict[str, Any]:
+    """The last tick, the sweeper lock's holder, and the ledger's counts."""
+    from rouse import ledger, sweeplock
+
+    tick, interval = sweeplock.last_tick(root)
+    holder = sweeplock.holder(root)
+    if holder is not None:
+        holder["interval"] = interval
+    counts = ledger.counts(root)
+    return {
+        "last_tick": _stamp(tick),
+        "sweeper": holder,
+        "ledger": {
+            "pending": counts["pending"],
+            "held": counts["held"],
+            "delivered": counts["delivered"],
+            "given_up": counts["given_up"],
+        },
     }
 
 
@@ -213,9 +228,17 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     if data["untrackable"] or data["symlinks"]:
         lines.append(f"skipped: {data['untrackable']} untrackable, {data['symlinks']} symlinks")
     lines.append(f"last tick: {data['last_tick'] or 'never (no sweeper has run)'}")
+    sweeper = data["sweeper"]
+    if sweeper is not None:
+        every = f", every {sweeper['interval']:g}s" if sweeper.get("interval") else ""
+        state = "running" if sweeper["running"] else "not running (last"
+        close = "" if sweeper["running"] else ")"
+        lines.append(
+            f"sweeper: {state} pid {sweeper['pid']} since {sweeper['since']}{close}{every}"
+        )
     ledger = data["ledger"]
     lines.append(
-        f"ledger: {ledger['pending']} pending, {ledger['delivered']} delivered, "
-        f"{ledger['given_up']} given up"
+        f"ledger: {ledger['pending']} pending, {ledger.get('held', 0)} held, "
+        f"{ledger['delivered']} delivered, {ledger['given_up']} given up"
     )
     return lines

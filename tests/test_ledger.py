@@ -1,0 +1,160 @@
+"""The delivery ledger: migrations, backoff, read-only views, quiet hours."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from conftest import NOW
+from rouse import ledger
+from rouse.errors import UsageError
+from rouse.ledger import Ledger, QuietHours, backoff
+from rouse.wake import Wake
+
+
+def _wake(wake_id: str = "w1", path: str = "inventory/reminders/r") -> Wake:
+    return Wake(
+        id=wake_id,
+        record="reminder/r",
+        type="reminder",
+        slug="r",
+        path=path,
+        file=f"{path}/reminder.md",
+        reason="due",
+        nudge=1,
+        last_moved="2026-03-14 11:00",
+        at="2026-03-14 12:00:00",
+        text="reminder/r — due just now\nat: inventory/reminders/r\n",
+    )
+
+
+def test_fresh_ledger_is_migrated_and_reopens(tmp_path: Path) -> None:
+    with Ledger(tmp_path) as first:
+        first.add(_wake(), "file", NOW)
+    with Ledger(tmp_path) as again:
+        version = again.db.execute("PRAGMA user_version").fetchone()[0]
+        assert version == ledger.SCHEMA_VERSION
+        entry = again.get("w1")
+        assert entry is not None and entry.wake == _wake()
+        assert entry.state == "pending" and entry.in_flight and entry.attempts == 1
+
+
+def test_a_newer_ledger_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / ledger.LEDGER
+    path.parent.mkdir()
+    with sqlite3.connect(path) as db:
+        db.execute(f"PRAGMA user_version = {ledger.SCHEMA_VERSION + 1}")
+    db.close()
+    with pytest.raises(UsageError, match="newer than this rouse"):
+        Ledger(tmp_path)
+
+
+def test_backoff_doubles_from_a_minute_to_an_hour() -> None:
+    minutes = [backoff(n) / timedelta(minutes=1) for n in range(1, 10)]
+    assert minutes == [1, 2, 4, 8, 16, 32, 60, 60, 60]
+    assert backoff(1000) == timedelta(hours=1)
+
+
+def test_attempts_failures_and_delivery(tmp_path: Path) -> None:
+    with Ledger(tmp_path) as book:
+        book.add(_wake(), "webhook", NOW)
+        book.failed("w1", NOW, "HTTP 500")
+        entry = book.get("w1")
+        assert entry is not None
+        assert entry.first_failure == NOW and entry.next_attempt == NOW + timedelta(minutes=1)
+        assert not entry.in_flight and entry.error == "HTTP 500"
+        later = NOW + timedelta(minutes=1)
+        book.start_attempt("w1", "webhook", later)
+        book.failed("w1", later, "HTTP 502")
+        entry = book.get("w1")
+        assert entry is not None
+        assert entry.first_failure == NOW and entry.next_attempt == later + timedelta(minutes=2)
+        book.start_attempt("w1", "webhook", later + timedelta(minutes=2))
+        book.delivered("w1", later + timedelta(minutes=2), "HTTP 200", stamped=True)
+        entry = book.get("w1")
+        assert entry is not None and entry.state == "delivered" and entry.attempts == 3
+        assert book.open_entries() == []
+
+
+def test_open_entries_include_held_and_unstamped(tmp_path: Path) -> None:
+    with Ledger(tmp_path) as book:
+        book.add(_wake("a", "p/a"), "exec", NOW, held=True)
+        book.add(_wake("b", "p/b"), "file", NOW)
+        book.delivered("b", NOW, "x", stamped=False)
+        book.add(_wake("c", "p/c"), "file", NOW)
+        book.delivered("c", NOW, "x", stamped=True)
+        book.add(_wake("d", "p/d"), "file", NOW)
+        book.withdraw("d", NOW, "moved")
+        assert [e.id for e in book.open_entries()] == ["a", "b"]
+        held = book.get("a")
+        assert held is not None and held.state == "held" and held.attempts == 0
+
+
+def test_read_only_views_never_create_the_database(tmp_path: Path) -> None:
+    assert ledger.undelivered_counts(tmp_path) == {"pending": 0, "held": 0, "given_up": 0}
+    assert ledger.counts(tmp_path)["delivered"] == 0
+    assert ledger.recent(tmp_path) == []
+    assert not (tmp_path / ".rouse").exists()
+
+
+def test_counts_and_undelivered_counts(tmp_path: Path) -> None:
+    with Ledger(tmp_path) as book:
+        book.add(_wake("a", "p/a"), "exec", NOW, held=True)
+        book.add(_wake("b", "p/b"), "webhook", NOW)
+        book.add(_wake("c", "p/c"), "webhook", NOW)
+        book.given_up("c", NOW, ".rouse/nudges/x.md", stamped=True)
+        book.add(_wake("d", "p/d"), "file", NOW)
+        book.delivered("d", NOW, "ok", stamped=True)
+    assert ledger.undelivered_counts(tmp_path) == {"pending": 1, "held": 1, "given_up": 1}
+    later = NOW + timedelta(days=1)
+    assert ledger.undelivered_counts(tmp_path, since=later)["given_up"] == 0
+    counts = ledger.counts(tmp_path)
+    assert counts == {"pending": 1, "held": 1, "delivered": 1, "given_up": 1, "withdrawn": 0}
+    lines = ledger.log_lines(ledger.recent(tmp_path))
+    assert sum(" given up " in line for line in lines) == 1
+    assert any(line.strip() == ".rouse/nudges/x.md" for line in lines)
+
+
+def test_recent_is_newest_first_and_limited(tmp_path: Path) -> None:
+    with Ledger(tmp_path) as book:
+        for n in range(5):
+            made = _wake(f"w{n}", f"p/{n}")
+            at = (NOW + timedelta(minutes=n)).strftime(ledger.TIME_FORMAT)
+            book.add(Wake(**{**made.as_dict(), "at": at}), "file", NOW)
+    assert [e.id for e in ledger.recent(tmp_path, 3)] == ["w4", "w3", "w2"]
+    data = ledger.recent(tmp_path, 1)[0].as_json()
+    assert data["state"] == "pending" and data["record"] == "reminder/r"
+
+
+@pytest.mark.parametrize(
+    ("window", "inside", "outside"),
+    [
+        ("22:00-07:00", ["22:00", "23:59", "00:00", "06:59"], ["07:00", "12:00", "21:59"]),
+        ("09:00-17:30", ["09:00", "17:29"], ["08:59", "17:30", "23:00"]),
+    ],
+)
+def test_quiet_hours_window(window: str, inside: list[str], outside: list[str]) -> None:
+    quiet = QuietHours.parse(window)
+    day = NOW.date()
+
+    def at(hhmm: str) -> datetime:
+        return datetime.combine(day, datetime.strptime(hhmm, "%H:%M").time())
+
+    assert all(quiet.holds(at(t)) for t in inside)
+    assert not any(quiet.holds(at(t)) for t in outside)
+    assert str(quiet) == window
+
+
+def test_quiet_hours_end_is_the_next_end() -> None:
+    quiet = QuietHours.parse("22:00-07:00")
+    assert quiet.ends_after(datetime(2026, 3, 14, 23, 0)) == datetime(2026, 3, 15, 7, 0)
+    assert quiet.ends_after(datetime(2026, 3, 15, 3, 0)) == datetime(2026, 3, 15, 7, 0)
+
+
+@pytest.mark.parametrize("bad", ["22-07", "25:00-07:00", "22:00-22:00", "10:60-11:00", ""])
+def test_bad_quiet_hours_are_refused(bad: str) -> None:
+    with pytest.raises(UsageError, match="HH:MM-HH:MM"):
+        QuietHours.parse(bad)

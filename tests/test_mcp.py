@@ -1,0 +1,267 @@
+"""`rouse mcp` driven by the official `mcp` client library over stdio, and its tools in-process.
+
+The client tests need the extra (`pip install 'rouse-memory[mcp]'`; `make test`
+installs it through the dev extra); the in-process tests of the tools do not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import INTENTIONS, NOTES, NOW
+from rouse import provenance
+from rouse.errors import UsageError
+from rouse.mcp_server import Tools
+from rouse.scaffold import init
+
+TOOLS = {
+    "pack",
+    "recall",
+    "due",
+    "probe",
+    "remember",
+    "intend",
+    "add",
+    "move",
+    "snooze",
+    "close",
+    "promote",
+}
+READ_ONLY = {"pack", "recall", "due", "probe"}
+PROBES = "inventory/probes.md"
+MARKER_PROBES = (
+    "Probes.\n\n"
+    '```probe\nname: marker\ncmd: touch "$ROOT/marker" && echo ran\ntier: pack\n```\n\n'
+    '```probe\nname: demand-marker\ncmd: touch "$ROOT/demand-marker" && echo ran\n```\n'
+)
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Path:
+    root = tmp_path / "memory"
+    init(root, NOW)
+    return root
+
+
+@pytest.fixture
+def no_key(tmp_path: Path) -> Path:
+    return tmp_path / "no-key"
+
+
+# -- the tools in-process -----------------------------------------------------
+
+
+def tools(root: Path, key_path: Path, **env: str) -> Tools:
+    return Tools(root, lambda: NOW, env, key_path)
+
+
+def test_intend_add_move_close(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    assert t.intend("ship-it", "the release is tagged") == (
+        f"wrote {INTENTIONS}/ship-it/intention.md"
+    )
+    out = t.add("goal", "green-ci", under="ship-it", fields={"success-when": "CI is green"})
+    assert out == f"wrote {INTENTIONS}/ship-it/green-ci/goal.md"
+    assert "moved intention/ship-it" in t.move("ship-it", note="tagged rc1")
+    with pytest.raises(UsageError, match="needs a reason"):
+        t.close("green-ci", "abandoned")
+    assert t.close("green-ci", "abandoned", why="CI replaced") == "goal/green-ci is abandoned"
+    with pytest.raises(UsageError, match="ending must be one of"):
+        t.close("ship-it", "finished")
+
+
+def test_machine_fields_are_refused_and_nothing_is_written(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    for field in ("swept", "nudges", "origin", "origin-sig", "promoted", "was"):
+        with pytest.raises(UsageError, match="machine field"):
+            t.intend("forged", "x", fields={field: "2026-01-01 00:00"})
+        with pytest.raises(UsageError, match="machine field"):
+            t.remember("forged", "x", fields={field: "1"})
+    assert not (memory / INTENTIONS / "forged").exists()
+    assert not (memory / NOTES / "forged.md").exists()
+
+
+def test_bad_slugs_and_kinds_are_refused(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    with pytest.raises(UsageError, match="bad slug"):
+        t.intend("../escape", "x")
+    with pytest.raises(UsageError, match="kind must be one of"):
+        t.add("belief", "x")
+    with pytest.raises(UsageError, match=r"needs fields\.due"):
+        t.add("reminder", "call-bob")
+    assert "wrote inventory/reminders/call-bob/reminder.md" in t.add(
+        "reminder", "call-bob", fields={"due": "+2h"}
+    )
+    text = (memory / "inventory/reminders/call-bob/reminder.md").read_text()
+    assert "due: 2026-03-14 14:00" in text
+
+
+def test_remember_writes_then_updates_a_note(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    assert t.remember("deploys", "Deploys go through CI.", keywords="deploy, ci") == (
+        f"wrote {NOTES}/deploys.md"
+    )
+    path = memory / NOTES / "deploys.md"
+    provenance.stamp(memory, [f"{NOTES}/deploys.md"], "owner", "t1", cwd=memory)
+    assert t.remember("deploys", "Deploys are manual now.") == f"updated {NOTES}/deploys.md"
+    text = path.read_text()
+    assert "keywords: deploy, ci" in text and "updated: 2026-03-14 12:00" in text
+    assert text.endswith("---\nDeploys are manual now.\n")
+    assert "origin" not in text  # the owner's stamp described the old text
+
+
+def test_promote_and_due(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    assert "nothing is due" in t.due()
+    assert "promoted" in t.promote("example-try-a-build-cache", "the cache is on")
+    forecast = t.due(until="2099-01-02 09:00")
+    assert "reminder/example-renew-the-tls-certificate" in forecast
+
+
+# -- probe trust through the tools -------------------------------------------
+
+
+def test_untrusted_probes_never_run_through_the_tools(memory: Path, tmp_path: Path) -> None:
+    key_path = tmp_path / "keys" / "stamp.key"
+    provenance.init_key(key_path)
+    (memory / PROBES).write_text("---\norigin: owner\n---\n" + MARKER_PROBES)  # typed, unsigned
+    t = tools(memory, key_path)
+    answer = t.probe("demand-marker")
+    assert answer.startswith("demand-marker: <unknown>") and "probes did not run" in answer
+    t.pack()
+    assert not (tmp_path / "marker").exists() and not (tmp_path / "demand-marker").exists()
+    # the control: stamped by the owner with the key, the same probes do run
+    key = provenance.load_key(key_path)
+    provenance.stamp(memory, [PROBES], "owner", None, cwd=memory, key=key)
+    assert t.probe("demand-marker") == "demand-marker: ran"
+    assert (tmp_path / "demand-marker").exists()
+
+
+def test_probes_off_runs_nothing(memory: Path, tmp_path: Path) -> None:
+    (memory / PROBES).write_text(MARKER_PROBES)
+    t = tools(memory, tmp_path / "no-key", ROUSE_PROBES="off")
+    assert "ROUSE_PROBES=off" in t.probe()
+    t.pack()
+    assert not (tmp_path / "marker").exists() and not (tmp_path / "demand-marker").exists()
+
+
+def test_mcp_server_module_loads_without_the_sdk() -> None:
+    code = "import sys, rouse.mcp_server; print('mcp' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+# -- a real client over stdio -------------------------------------------------
+
+
+def with_client(
+    memory: Path, key_path: Path, body: Callable[[Any], Awaitable[None]], **env: str
+) -> float:
+    """Start `rouse mcp` as a subprocess, run ``body(session)``; return the start-up seconds."""
+    pytest.importorskip("mcp", reason="the mcp extra is not installed (rouse-memory[mcp])")
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "rouse", "mcp", "--memory", str(memory), "--now", "2026-03-14 12:00"],
+        env={"ROUSE_STAMP_KEY": str(key_path), **env},
+        cwd=str(memory.parent),
+    )
+    started: list[float] = []
+
+    async def main() -> None:
+        begin = time.perf_counter()
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                started.append(time.perf_counter() - begin)
+                await body(session)
+
+    asyncio.run(main())
+    return started[0]
+
+
+def text_of(result: Any) -> str:
+    return "".join(part.text for part in result.content if part.type == "text")
+
+
+def test_client_lists_the_tools_with_hints(memory: Path, no_key: Path) -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(session: Any) -> None:
+        listed = await session.list_tools()
+        seen.update({tool.name: tool for tool in listed.tools})
+
+    startup = with_client(memory, no_key, body)
+    print(f"\nrouse mcp start-up (spawn to initialized): {startup * 1000:.0f} ms")
+    assert set(seen) == TOOLS and "stamp" not in seen
+    for name, tool in seen.items():
+        assert tool.description and len(tool.description) > 40
+        assert tool.annotations.read_only_hint is (name in READ_ONLY), name
+    for name in ("close", "promote", "remember"):
+        assert seen[name].annotations.destructive_hint is True
+    for name in ("intend", "add", "move"):
+        assert seen[name].annotations.destructive_hint is False
+    assert set(seen["add"].input_schema["required"]) == {"kind", "slug"}
+
+
+def test_client_creates_an_intention_reads_the_pack_and_is_refused_swept(
+    memory: Path, no_key: Path
+) -> None:
+    results: dict[str, Any] = {}
+
+    async def body(session: Any) -> None:
+        results["intend"] = await session.call_tool(
+            "intend", {"slug": "learn-mcp", "closes_when": "a client drives rouse"}
+        )
+        results["pack"] = await session.call_tool("pack", {})
+        results["swept"] = await session.call_tool(
+            "add",
+            {
+                "kind": "goal",
+                "slug": "sneaky",
+                "under": "learn-mcp",
+                "fields": {"swept": "2026-03-14 12:00"},
+            },
+        )
+        results["due"] = await session.call_tool("due", {"until": "2026-03-14 15:00"})
+
+    with_client(memory, no_key, body)
+    assert not results["intend"].is_error
+    assert text_of(results["intend"]) == f"wrote {INTENTIONS}/learn-mcp/intention.md"
+    assert (memory / INTENTIONS / "learn-mcp" / "intention.md").is_file()
+    pack = text_of(results["pack"])
+    assert pack.startswith("now: Saturday 2026-03-14 12:00")
+    assert "belief example-say-what-you-dont-know" in pack
+    assert results["swept"].is_error
+    assert "'swept' is a machine field" in text_of(results["swept"])
+    assert not (memory / INTENTIONS / "learn-mcp" / "sneaky").exists()
+    assert "intention/learn-mcp\tstale" in text_of(results["due"])
+
+
+def test_client_cannot_run_an_untrusted_probe(memory: Path, tmp_path: Path) -> None:
+    key_path = tmp_path / "keys" / "stamp.key"
+    provenance.init_key(key_path)
+    (memory / PROBES).write_text(MARKER_PROBES)
+    answers: dict[str, str] = {}
+
+    async def body(session: Any) -> None:
+        answers["probe"] = text_of(await session.call_tool("probe", {"name": "demand-marker"}))
+        answers["pack"] = text_of(await session.call_tool("pack", {}))
+
+    with_client(memory, key_path, body)
+    assert answers["probe"].startswith("demand-marker: <unknown>")
+    assert not (tmp_path / "marker").exists() and not (tmp_path / "demand-marker").exists()

@@ -1,0 +1,308 @@
+"""Sinks against real parts: a loopback HTTP server and real commands."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from conftest import NOW
+from rouse import sinks
+from rouse.errors import UsageError
+from rouse.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
+from rouse.wake import Wake
+
+SECRET = "whsec_" + base64.b64encode(b"rouse-test-secret-0123456789ab").decode()
+
+
+def make_wake(wake_id: str = "20260314T120000-abc123") -> Wake:
+    return Wake(
+        id=wake_id,
+        record="intention/ship",
+        type="intention",
+        slug="ship",
+        path="entrypoint/beliefs/motivations/intentions/ship",
+        file="entrypoint/beliefs/motivations/intentions/ship/intention.md",
+        reason="stale",
+        nudge=2,
+        last_moved="2026-03-14 09:00",
+        at="2026-03-14 12:00:00",
+        text="intention/ship — nudge 2, last moved 3h ago\nat: …/ship\nbody ✓\n",
+    )
+
+
+# -- a real HTTP server on loopback -------------------------------------------
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Server:
+    url: str
+    seen: list[Seen] = field(default_factory=list)
+    release: threading.Event = field(default_factory=threading.Event)
+    fail_first: int = 0  # /flaky answers 500 this many times, then 200
+
+    def hits(self, path: str) -> list[Seen]:
+        return [s for s in self.seen if s.path == path]
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    state = Server(url="")
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", "0"))
+            body = self.rfile.read(length)
+            headers = {k.lower(): v for k, v in self.headers.items()}  # case-insensitive
+            state.seen.append(Seen(self.path, headers, body))
+            if self.path == "/hang":
+                state.release.wait(10)
+            if self.path == "/redirect":
+                self.send_response(302)
+                self.send_header("Location", "/ok")
+                self.end_headers()
+                return
+            code = {"/ok": 200, "/created": 201, "/fail": 500, "/hang": 200}.get(self.path, 404)
+            if self.path == "/flaky":
+                code = 500 if len(state.hits("/flaky")) <= state.fail_first else 200
+            self.send_response(code)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+    class Quiet(ThreadingHTTPServer):
+        def handle_error(self, request: object, client_address: object) -> None:
+            pass  # a client that timed out and left: expected here
+
+    httpd = Quiet(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_webhook_posts_the_wake_as_json(server: Server) -> None:
+    receipt = WebhookSink(f"{server.url}/ok", 5).send(make_wake(), NOW)
+    assert receipt == "HTTP 200"
+    (seen,) = server.hits("/ok")
+    assert seen.headers["content-type"] == "application/json"
+    data = json.loads(seen.body)
+    assert data == make_wake().payload()
+    assert data["nudge"] == 2 and data["text"].endswith("body ✓\n")
+    assert "webhook-signature" not in seen.headers
+
+
+def test_any_2xx_is_delivered(server: Server) -> None:
+    assert WebhookSink(f"{server.url}/created", 5).send(make_wake(), NOW) == "HTTP 201"
+
+
+def test_webhook_500_is_a_failure(server: Server) -> None:
+    with pytest.raises(SinkError, match="HTTP 500"):
+        WebhookSink(f"{server.url}/fail", 5).send(make_wake(), NOW)
+
+
+def test_webhook_that_hangs_times_out(server: Server) -> None:
+    start = time.monotonic()
+    with pytest.raises(SinkError, match=r"within 0\.3s"):
+        WebhookSink(f"{server.url}/hang", 0.3).send(make_wake(), NOW)
+    assert time.monotonic() - start < 5
+    server.release.set()
+
+
+def test_redirects_are_never_followed(server: Server) -> None:
+    with pytest.raises(SinkError, match="HTTP 302 redirect"):
+        WebhookSink(f"{server.url}/redirect", 5).send(make_wake(), NOW)
+    assert server.hits("/ok") == []
+
+
+def test_unreachable_webhook_is_a_failure(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(SinkError, match="cannot reach"):
+        WebhookSink(f"http://127.0.0.1:{port}/", 2).send(make_wake(), NOW)
+
+
+def test_signed_requests_verify_with_standardwebhooks(server: Server) -> None:
+    from standardwebhooks.webhooks import Webhook
+
+    sink = sinks.make_sink(
+        ["webhook", f"{server.url}/ok"], [], root=Path("."), timeout=5, secret=SECRET, base_env={}
+    )
+    made = make_wake("20260314T120000-signed1")
+    sink.send(made, NOW)
+    (seen,) = server.hits("/ok")
+    assert seen.headers["webhook-id"] == made.id
+    assert abs(int(seen.headers["webhook-timestamp"]) - time.time()) < 60
+    verified = Webhook(SECRET).verify(seen.body, seen.headers)
+    assert verified["id"] == made.id and verified["text"] == made.text
+    tampered = seen.body.replace(b"nudge 2", b"nudge 9")
+    with pytest.raises(Exception, match="signature"):
+        Webhook(SECRET).verify(tampered, seen.headers)
+
+
+def test_retries_keep_the_same_webhook_id(server: Server) -> None:
+    sink = WebhookSink(f"{server.url}/ok", 5, sinks.parse_secret(SECRET))
+    made = make_wake()
+    sink.send(made, NOW)
+    sink.send(made, NOW)
+    ids = {s.headers["webhook-id"] for s in server.hits("/ok")}
+    assert ids == {made.id}
+
+
+@pytest.mark.parametrize("bad", ["whsec_", "whsec_***", "not base64!"])
+def test_a_bad_secret_is_a_usage_error(bad: str) -> None:
+    with pytest.raises(UsageError, match="ROUSE_WEBHOOK_SECRET"):
+        sinks.parse_secret(bad)
+
+
+@pytest.mark.parametrize("url", ["ftp://x/", "localhost:8080", "http://"])
+def test_a_bad_url_is_a_usage_error(url: str) -> None:
+    with pytest.raises(UsageError, match="bad webhook URL"):
+        WebhookSink(url, 1)
+
+
+# -- exec ---------------------------------------------------------------------
+
+
+def _exec(script: str, tmp_path: Path, timeout: float = 10) -> ExecSink:
+    return ExecSink(
+        [sys.executable, "-c", script], timeout, tmp_path / "memory", {"PATH": os.environ["PATH"]}
+    )
+
+
+def test_exec_gets_the_text_on_stdin_and_the_environment(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    script = (
+        "import json, os, sys\n"
+        f"json.dump({{'stdin': sys.stdin.read(), 'env': dict(os.environ)}}, open({str(out)!r}, 'w'))"
+    )
+    made = make_wake()
+    assert _exec(script, tmp_path).send(made, NOW) == "exit 0"
+    data = json.loads(out.read_text())
+    assert data["stdin"] == made.text
+    env = data["env"]
+    assert env["ROUSE_WAKE_ID"] == made.id
+    assert env["ROUSE_RECORD"] == "intention/ship"
+    assert env["ROUSE_PATH"] == made.path
+    assert env["ROUSE_REASON"] == "stale"
+    assert env["ROUSE_NUDGE"] == "2"
+    assert env["ROUSE_MEMORY"] == str(tmp_path / "memory")
+    assert env["PATH"] == os.environ["PATH"]
+
+
+def test_exec_nonzero_exit_is_a_failure_with_its_output(tmp_path: Path) -> None:
+    script = "import sys; print('queue full'); sys.exit(3)"
+    with pytest.raises(SinkError, match="exited 3: queue full"):
+        _exec(script, tmp_path).send(make_wake(), NOW)
+
+
+def test_exec_that_hangs_is_killed_with_its_whole_group(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    start = time.monotonic()
+    with pytest.raises(SinkError, match="killed its process group"):
+        _exec(script, tmp_path, timeout=1.0).send(make_wake(), NOW)
+    assert time.monotonic() - start < 10
+    grandchild = int(pidfile.read_text())
+    for _ in range(100):  # reaped by init shortly after the kill
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.02)
+    else:
+        pytest.fail("the grandchild survived the timeout")
+
+
+def test_exec_of_a_missing_command_is_a_failure(tmp_path: Path) -> None:
+    sink = ExecSink(["/nonexistent/rouse-notify"], 5, tmp_path, {})
+    with pytest.raises(SinkError, match="cannot run"):
+        sink.send(make_wake(), NOW)
+
+
+# -- file and stdout ----------------------------------------------------------
+
+
+def test_file_sink_never_overwrites(tmp_path: Path) -> None:
+    sink = FileSink(tmp_path)
+    names = [sink.send(make_wake(), NOW) for _ in range(3)]
+    assert names == [
+        ".rouse/nudges/20260314-120000-intention-ship.md",
+        ".rouse/nudges/20260314-120000-intention-ship-2.md",
+        ".rouse/nudges/20260314-120000-intention-ship-3.md",
+    ]
+    assert all((tmp_path / n).read_text() == make_wake().text for n in names)
+    assert [p.name for p in (tmp_path / ".rouse/nudges").iterdir() if p.name.startswith(".")] == []
+
+
+def test_stdout_sink_prints_the_text() -> None:
+    stream = io.StringIO()
+    StdoutSink(stream).send(make_wake(), NOW)
+    assert make_wake().text in stream.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("spec", "command", "message"),
+    [
+        (["carrier-pigeon"], [], "unknown sink"),
+        (["webhook"], [], "exactly one URL"),
+        (["exec"], [], "needs a command"),
+        (["file", "x"], [], "takes no argument"),
+        (["file"], ["echo"], "only for --sink exec"),
+    ],
+)
+def test_make_sink_refuses_nonsense(spec: list[str], command: list[str], message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        sinks.make_sink(spec, command, root=Path("."), timeout=None, secret=None, base_env={})
+
+
+def test_make_sink_defaults(tmp_path: Path) -> None:
+    made = sinks.make_sink(None, [], root=tmp_path, timeout=None, secret=None, base_env={})
+    assert isinstance(made, FileSink)
+    runner = sinks.make_sink(
+        ["exec"], ["true"], root=tmp_path, timeout=None, secret=None, base_env={}
+    )
+    assert isinstance(runner, ExecSink) and runner.timeout == 60
+    hook = sinks.make_sink(
+        ["webhook", "http://127.0.0.1:9/"],
+        [],
+        root=tmp_path,
+        timeout=None,
+        secret=None,
+        base_env={},
+    )
+    assert isinstance(hook, WebhookSink) and hook.timeout == 10

@@ -1,0 +1,446 @@
+"""Wiring: instruction blocks, hook files (round-tripped through json.loads), rules, MCP help."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from conftest import NOW
+from rouse import wire
+from rouse.errors import RouseError, UsageError
+from rouse.scaffold import init
+
+PRE_EXISTING = {
+    "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(~/.config/rouse/**)"]},
+    "env": {"FOO": "bar"},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "echo pre"}]}],
+        "SessionStart": [
+            {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}
+        ],
+    },
+}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    init(root / "memory", NOW)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+def run_wire(project: Path, home: Path, **flags: bool) -> wire.Wired:
+    return wire.wire(project / "memory", home=home, **flags)
+
+
+def session_hooks(path: Path) -> list[dict[str, object]]:
+    data = json.loads(path.read_text())
+    return [h for g in data["hooks"]["SessionStart"] for h in g["hooks"]]
+
+
+# -- CLAUDE.md / AGENTS.md ----------------------------------------------------
+
+
+def test_never_creates_instruction_files_and_prints_the_block(project: Path, home: Path) -> None:
+    result = run_wire(project, home)
+    assert not (project / "CLAUDE.md").exists() and not (project / "AGENTS.md").exists()
+    text = "\n".join(result.printed)
+    assert "Neither CLAUDE.md nor AGENTS.md exists" in text
+    assert wire.BEGIN in text and "rouse pack --memory memory" in text
+    assert "memory/entrypoint/rouse.md" in text
+
+
+def test_block_is_appended_once_and_keeps_the_rest(project: Path, home: Path) -> None:
+    (project / "CLAUDE.md").write_text("# My project\n\nUse tabs.\n")
+    (project / "AGENTS.md").write_text("Agents: be brief.")
+    run_wire(project, home)
+    first = {n: (project / n).read_text() for n in ("CLAUDE.md", "AGENTS.md")}
+    again = run_wire(project, home)
+    assert all(line.startswith("unchanged:") for line in again.done)
+    for name, text in first.items():
+        assert (project / name).read_text() == text
+        assert text.count(wire.BEGIN) == 1 and text.count(wire.END) == 1
+    assert first["CLAUDE.md"].startswith("# My project\n\nUse tabs.\n\n" + wire.BEGIN)
+    assert first["AGENTS.md"].startswith("Agents: be brief.\n\n" + wire.BEGIN)
+    assert "run `rouse pack --memory memory`" in first["CLAUDE.md"]
+
+
+def test_block_is_replaced_in_place_and_text_after_it_kept(project: Path, home: Path) -> None:
+    stale = f"top\n{wire.BEGIN}\nold advice\n{wire.END}\nbottom\n"
+    (project / "CLAUDE.md").write_text(stale)
+    run_wire(project, home)
+    text = (project / "CLAUDE.md").read_text()
+    assert text.startswith(f"top\n{wire.BEGIN}\n") and text.endswith(f"{wire.END}\nbottom\n")
+    assert "old advice" not in text
+
+
+def test_crlf_files_stay_crlf(project: Path, home: Path) -> None:
+    (project / "AGENTS.md").write_bytes(b"# Agents\r\n")
+    run_wire(project, home)
+    data = (project / "AGENTS.md").read_bytes()
+    assert b"\r\n" in data and b"\n" not in data.replace(b"\r\n", b"")
+
+
+def test_unbalanced_markers_are_refused(project: Path, home: Path) -> None:
+    (project / "CLAUDE.md").write_text(f"x\n{wire.BEGIN}\nno end\n")
+    with pytest.raises(RouseError, match="unbalanced"):
+        run_wire(project, home)
+    assert (project / "CLAUDE.md").read_text() == f"x\n{wire.BEGIN}\nno end\n"
+
+
+def test_with_hooks_the_block_says_the_pack_comes_by_itself(project: Path, home: Path) -> None:
+    (project / "CLAUDE.md").write_text("# P\n")
+    (project / "AGENTS.md").write_text("# P\n")
+    run_wire(project, home, claude_hooks=True, codex_hooks=True)
+    claude = (project / "CLAUDE.md").read_text()
+    agents = (project / "AGENTS.md").read_text()
+    assert "arrives at the start of every session by itself" in claude
+    assert "do not run it again" in claude
+    assert "In Codex the memory pack arrives" in agents
+    # a later plain `rouse wire` keeps saying so (it reads the hook files)
+    assert all(line.startswith("unchanged:") for line in run_wire(project, home).done)
+
+
+def test_the_global_tree_has_no_project_root(tmp_path: Path, home: Path) -> None:
+    tree = home / ".rouse"
+    init(tree, NOW)
+    (home / "CLAUDE.md").write_text("not touched\n")
+    result = wire.wire(tree, home=home)
+    assert result.done == []
+    text = "\n".join(result.printed)
+    assert "has no project root" in text and f"rouse pack --memory {tree}" in text
+    assert (home / "CLAUDE.md").read_text() == "not touched\n"
+
+
+# -- Claude Code hooks --------------------------------------------------------
+
+
+def test_claude_hook_merges_into_settings_local_and_keeps_everything(
+    project: Path, home: Path
+) -> None:
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(PRE_EXISTING, indent=4))
+    run_wire(project, home, claude_hooks=True)
+    data = json.loads(settings.read_text())
+    assert data["permissions"] == PRE_EXISTING["permissions"]
+    assert data["env"] == PRE_EXISTING["env"]
+    assert data["hooks"]["PreToolUse"] == PRE_EXISTING["hooks"]["PreToolUse"]
+    groups = data["hooks"]["SessionStart"]
+    assert groups[0] == PRE_EXISTING["hooks"]["SessionStart"][0]
+    ours = groups[1]
+    assert ours["matcher"] == "startup|clear|compact"
+    command = ours["hooks"][0]["command"]
+    assert command == 'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude || true'
+    assert ours["hooks"][0]["type"] == "command"
+    assert not (project / ".claude" / "settings.json").exists()
+
+
+def test_claude_hook_is_idempotent_and_replaces_an_older_rouse_hook(
+    project: Path, home: Path
+) -> None:
+    settings = project / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    old = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "rouse pack"}]}]}}
+    settings.write_text(json.dumps(old))
+    run_wire(project, home, claude_hooks=True, shared=True)
+    first = settings.read_text()
+    run_wire(project, home, claude_hooks=True, shared=True)
+    assert settings.read_text() == first
+    commands = [h["command"] for h in session_hooks(settings)]
+    assert len(commands) == 1 and "--hook claude" in commands[0]
+
+
+def test_shared_needs_claude_hooks(project: Path, home: Path) -> None:
+    with pytest.raises(UsageError, match="--shared goes with --claude-hooks"):
+        run_wire(project, home, shared=True)
+
+
+def test_broken_settings_are_refused_untouched(project: Path, home: Path) -> None:
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir()
+    for broken in ("{not json", "[1, 2]", '{"hooks": []}'):
+        settings.write_text(broken)
+        with pytest.raises(RouseError):
+            run_wire(project, home, claude_hooks=True)
+        assert settings.read_text() == broken
+
+
+def test_global_claude_hook_goes_to_user_settings_and_pins_the_path(home: Path) -> None:
+    tree = home / ".rouse"
+    init(tree, NOW)
+    wire.wire(tree, home=home, claude_hooks=True)
+    (command,) = [h["command"] for h in session_hooks(home / ".claude" / "settings.json")]
+    assert command == f"rouse pack --memory {tree} --hook claude || true"
+
+
+# -- Codex hooks and Cursor ---------------------------------------------------
+
+
+def test_codex_hook_file_and_the_feature_flag_note(project: Path, home: Path) -> None:
+    hooks = project / ".codex" / "hooks.json"
+    hooks.parent.mkdir()
+    hooks.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}))
+    result = run_wire(project, home, codex_hooks=True)
+    data = json.loads(hooks.read_text())
+    assert data["hooks"]["Stop"] == [{"hooks": [{"command": "x"}]}]
+    (command,) = [h["command"] for h in session_hooks(hooks)]
+    assert command == f"rouse pack --memory {project / 'memory'} --hook codex || true"
+    assert "codex_hooks = true" in "\n".join(result.printed)
+
+
+def test_cursor_rule_is_always_applied_as_a_boolean(project: Path, home: Path) -> None:
+    run_wire(project, home, cursor=True)
+    text = (project / ".cursor" / "rules" / "rouse.mdc").read_text()
+    _, front, body = text.split("---\n", 2)
+    fields = dict(line.split(":", 1) for line in front.splitlines())
+    assert fields["alwaysApply"].strip() == "true"  # YAML boolean, not "'true'"
+    assert "rouse pack --memory memory" in body
+    assert run_wire(project, home, cursor=True).done[-1].startswith("unchanged:")
+
+
+def test_mcp_instructions_parse_as_toml_and_json(project: Path, home: Path) -> None:
+    lines = run_wire(project, home, mcp=True).printed
+    text = "\n".join(lines)
+    tree = str(project / "memory")
+    assert f"claude mcp add rouse -- rouse mcp --memory {tree}" in text
+    assert f"codex mcp add rouse -- rouse mcp --memory {tree}" in text
+    start = lines.index("  [mcp_servers.rouse]")
+    toml = tomllib.loads("\n".join(line.strip() for line in lines[start : start + 3]))
+    assert toml["mcp_servers"]["rouse"] == {"command": "rouse", "args": ["mcp", "--memory", tree]}
+    brace = next(i for i, line in enumerate(lines) if line == "  {")
+    cursor = json.loads("\n".join(lines[brace:]))
+    assert cursor["mcpServers"]["rouse"]["args"] == ["mcp", "--memory", tree]
+
+
+# -- the hook commands, run the way the agents run them -----------------------
+
+
+def _bin_dir(tmp_path: Path) -> Path:
+    """A PATH entry where `rouse` runs this checkout's CLI."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    script = bin_dir / "rouse"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m rouse "$@"\n')
+    script.chmod(0o755)
+    return bin_dir
+
+
+def run_hook(command: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    full.update(env)
+    full["PATH"] = f"{_bin_dir(tmp_path)}{os.pathsep}{full.get('PATH', '')}"
+    full["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    return subprocess.run(
+        ["sh", "-c", command], env=full, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_claude_hook_prints_the_pack_within_the_limit(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    for i in range(300):  # enough notes to need trimming
+        note = project / "memory" / "inventory" / "notes" / f"note-{i:03}.md"
+        note.write_text(f"---\nkeywords: topic-{i}, filler words here\n---\nbody\n")
+    run_wire(project, home, claude_hooks=True)
+    (command,) = [h["command"] for h in session_hooks(project / ".claude/settings.local.json")]
+    done = run_hook(command, tmp_path, CLAUDE_PROJECT_DIR=str(project))
+    assert done.returncode == 0
+    assert done.stdout.startswith("now: ")
+    assert len(done.stdout) <= wire.HOOK_LIMIT
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex"])
+def test_the_hook_exits_0_with_a_note_when_the_tree_is_broken(
+    project: Path, home: Path, tmp_path: Path, kind: str
+) -> None:
+    run_wire(project, home, claude_hooks=True, codex_hooks=True)
+    path = project / (".claude/settings.local.json" if kind == "claude" else ".codex/hooks.json")
+    (command,) = [h["command"] for h in session_hooks(path)]
+    # no tree where the hook points (claude: another project dir; codex: the tree moved)
+    (project / "memory").rename(project / "moved")
+    done = run_hook(command, tmp_path, CLAUDE_PROJECT_DIR=str(project))
+    assert done.returncode == 0
+    text = done.stdout
+    if kind == "codex":
+        payload = json.loads(text)
+        assert set(payload) == {"hookSpecificOutput"}
+        assert payload["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+        text = payload["hookSpecificOutput"]["additionalContext"]
+    assert text.startswith("rouse: no memory pack this session:")
+    # `rouse` missing from PATH altogether: still exit 0
+    missing = subprocess.run(
+        ["/bin/sh", "-c", command],
+        env={"PATH": str(tmp_path / "empty"), "CLAUDE_PROJECT_DIR": str(project)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 0 and missing.stdout == ""
+
+
+def test_the_codex_hook_prints_strict_json_with_only_allowed_keys(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    run_wire(project, home, codex_hooks=True)
+    (command,) = [h["command"] for h in session_hooks(project / ".codex/hooks.json")]
+    done = run_hook(command, tmp_path)
+    assert done.returncode == 0
+    payload = json.loads(done.stdout)
+    allowed = {"continue", "hookSpecificOutput", "stopReason", "suppressOutput", "systemMessage"}
+    assert set(payload) <= allowed
+    inner = payload["hookSpecificOutput"]
+    assert set(inner) == {"hookEventName", "additionalContext"}
+    assert inner["additionalContext"].startswith("now: ")
+
+
+def test_a_hook_crash_still_exits_0() -> None:
+    def boom(args: argparse.Namespace) -> int:
+        raise ValueError("kaput")
+
+    args = argparse.Namespace(hook="codex", json=True, max_chars=20_000)
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        assert wire.pack_hook(args, boom) == 0
+    context = json.loads(buffer.getvalue())["hookSpecificOutput"]["additionalContext"]
+    assert "internal error ValueError: kaput" in context
+    assert args.max_chars == wire.HOOK_MAX_CHARS and args.json is False
+
+
+def test_cap_keeps_hook_output_under_the_limit() -> None:
+    assert wire.cap("x" * 50) == "x" * 50
+    capped = wire.cap("x" * 20_000)
+    assert len(capped) == wire.HOOK_LIMIT and capped.endswith("run `rouse pack` for the rest)\n")
+
+
+# -- docs/wiring.md runs as written -------------------------------------------
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+EXTERNAL = ("pipx ", "uv ", "claude ", "codex ")
+
+
+def console_blocks(text: str) -> list[list[str]]:
+    blocks: list[list[str]] = []
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip() == "```console":
+            end = lines.index("```", i + 1)
+            blocks.append(lines[i + 1 : end])
+    return blocks
+
+
+def test_the_wiring_page_runs_as_written(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    project = home / "code" / "myproject"
+    project.mkdir(parents=True)
+    (project / "CLAUDE.md").write_text("# My project\n")
+    (project / "AGENTS.md").write_text("# My project\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    env.update(HOME=str(home), PATH=f"{_bin_dir(tmp_path)}{os.pathsep}{env.get('PATH', '')}")
+    printed = ""
+    ran = external = 0
+    for block in console_blocks((DOCS / "wiring.md").read_text()):
+        commands: list[tuple[str, list[str]]] = []
+        for line in block:
+            if line.startswith("$ "):
+                commands.append((line[2:], []))
+            else:
+                commands[-1][1].append(line.replace("/home/you", str(home)))
+        for command, expected in commands:
+            if command.startswith(EXTERNAL):
+                external += 1
+                if " mcp add " in command:
+                    assert command.replace("/home/you", str(home)) in printed, command
+                else:
+                    assert "'rouse-memory[mcp]'" in command, command
+                continue
+            done = subprocess.run(
+                ["sh", "-c", command],
+                cwd=project,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            ran += 1
+            assert done.returncode == 0, f"{command}: {done.stderr}"
+            printed += done.stdout
+            for want in expected:
+                if "…" in want:
+                    assert done.stdout.startswith(want.split("…")[0]), (command, done.stdout)
+                else:
+                    assert want in done.stdout.splitlines(), (command, want, done.stdout)
+    assert ran >= 10 and external >= 3
+    # what the page says happened, happened
+    assert (home / ".config/rouse/stamp.key").is_file()
+    assert "rouse:begin" in (project / "CLAUDE.md").read_text()
+    assert "In Codex the memory pack arrives" in (project / "AGENTS.md").read_text()
+    assert (project / ".cursor/rules/rouse.mdc").is_file()
+    assert session_hooks(home / ".claude/settings.json")
+
+
+def test_the_stop_hook_in_the_provenance_page_stamps_what_a_turn_changed(
+    tmp_path: Path,
+) -> None:
+    text = (DOCS / "provenance.md").read_text()
+    start = text.index("<!-- test: stop-hook -->")
+    script = text[text.index("```sh\n", start) + 6 : text.index("```\n", start + 30)]
+    home = tmp_path / "home"
+    project = tmp_path / "proj"
+    project.mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    env.update(
+        HOME=str(home),
+        PATH=f"{_bin_dir(tmp_path)}{os.pathsep}{env.get('PATH', '')}",
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@t",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@t",
+        CLAUDE_PROJECT_DIR=str(project),
+    )
+
+    def sh(command: str) -> str:
+        done = subprocess.run(
+            ["sh", "-c", command], cwd=project, env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+        return done.stdout
+
+    hook = project / "stop-hook.sh"
+    hook.write_text(script)
+    hook.chmod(0o755)
+    sh("git init -q && rouse stamp --init-key && rouse init && git add -A && git commit -qm init")
+    belief = "memory/entrypoint/beliefs/belief-example-small-reversible-steps.md"
+    owned = "memory/entrypoint/beliefs/belief-example-say-what-you-dont-know.md"
+    sh(f"rouse stamp --memory memory --origin owner {owned}")  # uncommitted, still verifies
+    sh(f"echo 'The agent added this.' >> {belief}")  # the turn's edit
+    sh("rouse new note turn-note --memory memory --body 'from this turn'")  # a new file
+    sh("./stop-hook.sh")
+    heads = {
+        rel: dict(
+            line.split(": ", 1)
+            for line in (project / rel).read_text().split("---\n")[1].splitlines()
+            if ": " in line
+        )
+        for rel in (belief, owned, "memory/inventory/notes/turn-note.md")
+    }
+    assert heads[belief]["origin"] == "agent" and heads[belief]["origin-turn"].startswith("claude-")
+    assert heads["memory/inventory/notes/turn-note.md"]["origin"] == "agent"
+    assert heads[owned]["origin"] == "owner"  # kept: its stamp still verifies
+    assert "does not verify" not in sh("rouse check --memory memory")
