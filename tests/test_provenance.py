@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -577,3 +579,83 @@ def test_the_stamp_error_still_names_missing_files(tree: Path, key_path: Path) -
 def test_key_module_never_reads_the_environment() -> None:
     source = Path(stampkey.__file__).read_text() + Path(provenance.__file__).read_text()
     assert "environ" not in source and "getenv" not in source
+
+
+# -- nothing untrusted runs: real processes -----------------------------------
+
+MARKER_PROBES = (
+    "Probes.\n\n"
+    '```probe\nname: marker\ncmd: touch "$ROOT/marker" && echo ran\ntier: pack\n```\n\n'
+    '```probe\nname: demand-marker\ncmd: touch "$ROOT/demand-marker" && echo ran\n```\n'
+)
+
+
+def rouse(root: Path, key_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    full.update(env, ROUSE_STAMP_KEY=str(key_path))
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(root), *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("how", ["unstamped", "typed owner", "untrusted", "edited after stamping"])
+def test_an_untrusted_probes_file_runs_nothing_anywhere(
+    tmp_path: Path, key_path: Path, how: str
+) -> None:
+    root = tmp_path / "memory"
+    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    probes_file = root / PROBES
+    if how == "typed owner":
+        probes_file.write_text("---\norigin: owner\n---\n" + MARKER_PROBES)
+    else:
+        probes_file.write_text(MARKER_PROBES)
+    if how in ("untrusted", "edited after stamping"):
+        origin = "untrusted" if how == "untrusted" else "owner"
+        assert rouse(root, key_path, "stamp", "--origin", origin, str(probes_file)).returncode == 0
+    if how == "edited after stamping":
+        probes_file.write_text(probes_file.read_text().replace("echo ran", "echo ran; true"))
+    pack = rouse(root, key_path, "pack", "--probe-budget", "2000")
+    assert pack.returncode == 0
+    assert "marker: <unknown>" in pack.stdout
+    assert "probes did not run" in pack.stdout and "stamp --origin owner" in pack.stdout
+    probe = rouse(root, key_path, "probe", "demand-marker")
+    assert probe.returncode == 1 and "probes did not run" in probe.stderr
+    recall = rouse(root, key_path, "recall", "nightly")
+    assert recall.returncode in (0, 1)
+    assert not (tmp_path / "marker").exists() and not (tmp_path / "demand-marker").exists()
+
+
+def test_the_same_probes_stamped_by_the_owner_do_run(tmp_path: Path, key_path: Path) -> None:
+    root = tmp_path / "memory"
+    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    (root / PROBES).write_text(MARKER_PROBES)
+    assert rouse(root, key_path, "stamp", "--origin", "owner", str(root / PROBES)).returncode == 0
+    pack = rouse(root, key_path, "pack", "--probe-budget", "2000")
+    assert "marker: ran" in pack.stdout and (tmp_path / "marker").exists()
+    assert rouse(root, key_path, "probe", "demand-marker").stdout == "ran\n"
+    assert (tmp_path / "demand-marker").exists()
+
+
+def test_probes_off_runs_nothing_even_when_trusted(tmp_path: Path, key_path: Path) -> None:
+    root = tmp_path / "memory"
+    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    (root / PROBES).write_text(MARKER_PROBES)
+    rouse(root, key_path, "stamp", "--origin", "owner", str(root / PROBES))
+    pack = rouse(root, key_path, "pack", "--probe-budget", "2000", ROUSE_PROBES="off")
+    assert "ROUSE_PROBES=off" in pack.stdout
+    assert rouse(root, key_path, "probe", "marker", ROUSE_PROBES="off").returncode == 1
+    assert not (tmp_path / "marker").exists()
+
+
+def test_a_forged_belief_reads_unknown_in_the_pack(tmp_path: Path, key_path: Path) -> None:
+    root = tmp_path / "memory"
+    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    belief = root / BELIEFS / "belief-example-small-reversible-steps.md"
+    belief.write_text(belief.read_text().replace("origin: system", "origin: owner"))
+    pack = rouse(root, key_path, "pack").stdout
+    assert "belief example-small-reversible-steps [unknown]:" in pack
+    assert "belief example-say-what-you-dont-know [system]:" in pack

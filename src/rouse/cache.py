@@ -17,6 +17,7 @@ from typing import Any
 
 from rouse import layout
 from rouse.header import Entry, Header, read_header
+from rouse.tree import Tree, walk
 
 VERSION = 1
 FILE = "headers.json"
@@ -36,16 +37,23 @@ def _dump(header: Header) -> list[Any]:
 
 def _load(data: list[Any]) -> Header:
     fenced, entries, duplicate_lines, continued, bad_lines, end_line = data
-    header = Header(fenced=bool(fenced), continued=list(continued), end_line=int(end_line))
-    header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
-    dupes = set(duplicate_lines)
-    for key, value, line in entries:
-        entry = Entry(key, value, line)
-        header.entries.append(entry)
-        if line in dupes:
-            header.duplicates.append(entry)
-        else:
-            header.fields.setdefault(key, value)
+    header = Header(fenced=bool(fenced), end_line=end_line)
+    fields = header.fields
+    if duplicate_lines or continued or bad_lines:
+        header.continued = list(continued)
+        header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
+        dupes = set(duplicate_lines)
+        for key, value, line in entries:
+            entry = Entry(key, value, line)
+            header.entries.append(entry)
+            if line in dupes:
+                header.duplicates.append(entry)
+            else:
+                fields.setdefault(key, value)
+        return header
+    header.entries = [Entry(key, value, line) for key, value, line in entries]
+    for key, value, _ in entries:
+        fields[key] = value
     return header
 
 
@@ -66,7 +74,7 @@ class HeaderCache:
         except (OSError, ValueError, AttributeError):
             self.entries = {}
 
-    def __call__(self, path: Path, rel: str, info: os.stat_result) -> Header:
+    def __call__(self, path: str, rel: str, info: os.stat_result) -> Header:
         self.seen.add(rel)
         cached = self.entries.get(rel)
         if cached is not None and cached[0] == info.st_size and cached[1] == info.st_mtime_ns:
@@ -104,3 +112,11 @@ class HeaderCache:
             os.replace(temp, self.path)
         except OSError:
             return
+
+
+def cached_walk(root: Path) -> Tree:
+    """``tree.walk`` through the header cache, saving it afterwards (best-effort)."""
+    cache = HeaderCache(root)
+    tree = walk(root, cache)
+    cache.save()
+    return tree

@@ -99,17 +99,24 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
         return wire.pack_hook(args, cmd_pack)
     from rouse.pack import build_pack
+    from rouse.provenance import origin_reader, probes_allowed_at
 
     if args.max_chars < 200:
         raise UsageError("--max-chars must be at least 200")
+    root = tree_root(args)
+    origins = origin_reader(root, stamp_key_path())
+    allowed, why = probes_allowed_at(root, origins, os.environ)
     pack = build_pack(
-        tree_root(args),
+        root,
         resolve_now(args),
         query=args.query,
         max_chars=args.max_chars,
         probe_budget_ms=args.probe_budget,
-        probes_enabled=probes_enabled(),
+        probes_enabled=allowed,
+        origin_of=origins,
+        probes_reason=why,
     )
+    origins.flush()
     if args.json:
         emit_json(pack.to_json())
     else:
@@ -119,14 +126,16 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
 def cmd_probe(args: argparse.Namespace) -> int:
     from rouse import probes, readings
+    from rouse.provenance import origin_reader, probes_allowed_at
     from rouse.tree import walk
 
     root = tree_root(args)
     found, problems = probes.load_probes(walk(root))
     for problem in problems:
         print(f"rouse: {problem.render()}", file=sys.stderr)
-    if not probes_enabled():
-        raise RouseError("probes are off (ROUSE_PROBES=off)")
+    allowed, why = probes_allowed_at(root, origin_reader(root, stamp_key_path()), os.environ)
+    if not allowed:
+        raise RouseError(why)
     if args.name:
         chosen = [p for p in found if p.name == args.name]
         if not chosen:
@@ -162,16 +171,16 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
-    from rouse.tree import walk
+    from rouse.cache import cached_walk
     from rouse.views import tree_lines
 
-    emit(tree_lines(walk(tree_root(args))))
+    emit(tree_lines(cached_walk(tree_root(args))))
     return 0
 
 
 def cmd_due(args: argparse.Namespace) -> int:
     from rouse import clock
-    from rouse.tree import walk
+    from rouse.cache import cached_walk
     from rouse.views import display_ids, due_item, due_lines
 
     now = resolve_now(args)
@@ -181,15 +190,16 @@ def cmd_due(args: argparse.Namespace) -> int:
             at = parse_when(args.until, now)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
-    tree = walk(tree_root(args))
-    found = clock.due(tree, at)
+    tree = cached_walk(tree_root(args))
+    every = clock.decisions(tree, at)
+    found = clock.select_due(every)
     if args.json:
         ids = display_ids(tree)
         emit_json([due_item(d, ids[d.record.dir]) for d in found])
     else:
         emit(due_lines(tree, found, at))
     skipped = [p.render() for p in tree.untrackable]
-    skipped += [p.render() for p in clock.field_problems(tree, at)]
+    skipped += [p.render() for p in clock.field_problems(every)]
     for line in skipped:
         print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
     return 0

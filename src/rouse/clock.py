@@ -292,7 +292,9 @@ def _evaluate_reminder(decision: Decision, fields: _Fields, now: datetime) -> No
     if now < due:
         return
     max_fires = fields.integer("max-fires", DEFAULT_MAX_FIRES) if nagging else None
-    if (expires is not None and now >= expires) or (max_fires is not None and fires + 1 >= max_fires):
+    if (expires is not None and now >= expires) or (
+        max_fires is not None and fires + 1 >= max_fires
+    ):
         decision.reason = "expire"
     else:
         decision.reason = "nag" if nagging else "due"
@@ -300,8 +302,13 @@ def _evaluate_reminder(decision: Decision, fields: _Fields, now: datetime) -> No
 
 def due(tree: Tree, now: datetime) -> list[Decision]:
     """Every record due at ``now``, earliest due first."""
-    found = [d for d in (evaluate(tree, r, now) for r in tree.records.values()) if d.is_due]
-    found.sort(key=lambda d: (d.due_at or now, d.record.dir))
+    return select_due(decisions(tree, now))
+
+
+def select_due(every: list[Decision]) -> list[Decision]:
+    """The due decisions among ``every``, earliest due first."""
+    found = [d for d in every if d.is_due]
+    found.sort(key=lambda d: (d.due_at or d.now, d.record.dir))
     return found
 
 
@@ -310,9 +317,9 @@ def decisions(tree: Tree, now: datetime) -> list[Decision]:
     return [evaluate(tree, record, now) for record in tree.records.values()]
 
 
-def field_problems(tree: Tree, now: datetime) -> list[FieldProblem]:
-    """Every unreadable clock field in the tree (for the pack's warnings and check)."""
-    return [p for d in decisions(tree, now) for p in d.problems]
+def field_problems(every: list[Decision]) -> list[FieldProblem]:
+    """Every unreadable clock field among ``every`` (for the pack's warnings and check)."""
+    return [p for d in every for p in d.problems]
 
 
 # -- what a delivered wake writes ---------------------------------------------

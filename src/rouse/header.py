@@ -21,14 +21,14 @@ BOM = b"\xef\xbb\xbf"
 FENCE = "---"
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     key: str
     value: str
     line: int  # 1-based line number in the file
 
 
-@dataclass
+@dataclass(slots=True)
 class Header:
     """What a header says. ``fields`` holds the first occurrence of each key."""
 
@@ -140,7 +140,7 @@ def split(data: bytes, path: str | None = None) -> tuple[Header, bytes]:
     return header, b"".join(lines[body_index:])
 
 
-def read_header(path: Path, rel: str | None = None) -> Header:
+def read_header(path: str | Path, rel: str | None = None) -> Header:
     """Read only the header of ``path``; never follow a symlink.
 
     Raises HeaderError for a non-regular file, binary or non-UTF-8 header

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse import clock, header, layout, nudges, probes, readings
-from rouse.cache import HeaderCache
+from rouse.cache import cached_walk
 from rouse.errors import HeaderError
 from rouse.provenance import effective_origin
 from rouse.timefmt import format_stamp, human_age
@@ -182,7 +182,7 @@ def _context_chars(layers: Mapping[str, Any]) -> int:
 
 
 def _warnings(
-    root: Path, tree: Tree, now: datetime, layers: Mapping[str, Any], extra: list[str]
+    tree: Tree, every: list[clock.Decision], layers: Mapping[str, Any], extra: list[str]
 ) -> list[str]:
     warnings = list(extra)
     size = _context_chars(layers)
@@ -192,7 +192,7 @@ def _warnings(
             "merge or retire beliefs and motivations"
         )
     warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
-    warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(tree, now)]
+    warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(every)]
     return warnings
 
 
@@ -208,24 +208,26 @@ def build_pack(
     probe_budget_ms: int = readings.DEFAULT_BUDGET_MS,
     probes_enabled: bool = True,
     origin_of: OriginOf | None = None,
+    probes_reason: str | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``."""
-    cache = HeaderCache(root)
-    tree = walk(root, cache)
-    cache.save()
+    tree = cached_walk(root)
     origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
     known = {p.name: p for p in probe_list} if probes_enabled else {}
     probe_notes = []
     if probe_list and not probes_enabled:
-        probe_notes.append("probes are off (ROUSE_PROBES=off): every reading is <unknown>")
+        probe_notes.append(
+            probes_reason or "probes are off (ROUSE_PROBES=off): every reading is <unknown>"
+        )
     if probes_enabled:
         measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     woken = _woken(root, tree, ids, now)
-    due = _due(clock.due(tree, now), ids, now, {w["path"] for w in woken})
+    every = clock.decisions(tree, now)
+    due = _due(clock.select_due(every), ids, now, {w["path"] for w in woken})
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index = _index(root, tree, origin_of, now, known)
     closed = sum(not clock.is_open(r) for r in tree.records.values())
@@ -242,7 +244,7 @@ def build_pack(
         "plugins": [Path(p.rel).stem for p in tree.plugins],
         "index": index,
         "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
-        "warnings": _warnings(root, tree, now, layers, probe_notes),
+        "warnings": _warnings(tree, every, layers, probe_notes),
     }
     return _fit(data, max_chars)
 

@@ -41,6 +41,7 @@ __all__ = [
     "load_key",
     "origin_reader",
     "probes_allowed",
+    "probes_allowed_at",
     "sign",
     "signing_message",
     "stamp",
@@ -328,6 +329,17 @@ class OriginReader:
             return Verdict("unknown", (file.get("origin") or "").strip(), "bad-key")
         return self._verified(file.rel)
 
+    def verdict_at(self, rel: str) -> Verdict:
+        """The verdict for a tree-relative path (with a key; without one, read its header)."""
+        if self.key is None or self._cache is None:
+            try:
+                head = header.read_header(self.root / rel, rel)
+            except HeaderError:
+                return Verdict("unknown", "", "unreadable")
+            fake = File(rel=rel, header=head, size=0, mtime_ns=0)
+            return self.verdict(fake)
+        return self._verified(rel)
+
     def _verified(self, rel: str) -> Verdict:
         assert self._cache is not None and self.key is not None and self.key.secret is not None
         path = self.root / rel
@@ -451,19 +463,30 @@ def probes_allowed(tree: Tree, reader: OriginReader, env: Mapping[str, str]) -> 
     ``ROUSE_PROBES=off`` disables probes. With a stamp key, ``probes.md`` runs
     only when its verified origin is owner, system or agent.
     """
+    return _probes_allowed(tree.root, tree.probes is not None, reader, env)
+
+
+def probes_allowed_at(root: Path, reader: OriginReader, env: Mapping[str, str]) -> tuple[bool, str]:
+    """:func:`probes_allowed` for a caller that has not walked the tree (no walk needed)."""
+    return _probes_allowed(root, os.path.lexists(root / layout.PROBES), reader, env)
+
+
+def _probes_allowed(
+    root: Path, present: bool, reader: OriginReader, env: Mapping[str, str]
+) -> tuple[bool, str]:
     if env.get("ROUSE_PROBES", "").strip().lower() == "off":
         return False, "probes are off (ROUSE_PROBES=off): every probe reads <unknown>"
-    if tree.probes is None:
+    rel = layout.PROBES
+    if not present:
         return True, "no probes file"
-    rel = tree.probes.rel
     if not reader.keyed:
         return True, f"{rel} runs unprotected: no stamp key (`rouse stamp --init-key` makes one)"
-    verdict = reader.verdict(tree.probes)
+    verdict = reader.verdict_at(rel)
     reader.flush()
     if verdict.origin in PROBE_ORIGINS:
         return True, f"{rel} verified as {verdict.origin}"
     return False, (
         f"probes did not run: {rel} reads as {verdict.origin} ({verdict.why}), so every "
         "probe reads <unknown>. The owner reviews the file and re-stamps it from outside "
-        f"the agent: rouse --memory {tree.root} stamp --origin owner {tree.root / rel}"
+        f"the agent: rouse --memory {root} stamp --origin owner {root / rel}"
     )

@@ -86,7 +86,7 @@ def stamp_after_delivery(root: Path, record: Record, updates: dict[str, str | No
 
     try:
         with store.lock():
-            store.update(record.rel, change)
+            store.update(record.rel, change, guarded=True)
     except _AgentActed:
         return False
     return True

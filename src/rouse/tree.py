@@ -18,7 +18,7 @@ from rouse import layout
 from rouse.errors import HeaderError, UsageError
 from rouse.header import Header, read_header
 
-HeaderReader = Callable[[Path, str, os.stat_result], Header]
+HeaderReader = Callable[[str, str, os.stat_result], Header]
 SKIP_NAMES = frozenset({layout.STATE_DIR, ".git"})
 #: intentions/ and everything above it are never records (a top-level intention has no parent).
 NEVER_RECORDS = frozenset(
@@ -26,7 +26,7 @@ NEVER_RECORDS = frozenset(
 )
 
 
-@dataclass
+@dataclass(slots=True)
 class File:
     """A markdown file the tree knows, with its header and stat."""
 
@@ -43,7 +43,7 @@ class File:
         return self.header.fields.get(key)
 
 
-@dataclass
+@dataclass(slots=True)
 class Record(File):
     type: str = ""
     dir: str = ""  # tree-relative record directory (the record's path)
@@ -52,20 +52,20 @@ class Record(File):
 
     @property
     def slug(self) -> str:
-        return PurePosixPath(self.dir).name
+        return self.dir.rpartition("/")[2]
 
     @property
     def id(self) -> str:
         return f"{self.type}/{self.slug}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Context(File):
     kind: str = ""  # persona, belief, motivation
     slug: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Note(File):
     slug: str = ""
 
@@ -134,55 +134,64 @@ class Tree:
         return matches[0]
 
 
-def _plain_reader(path: Path, rel: str, info: os.stat_result) -> Header:
+def _plain_reader(path: str, rel: str, info: os.stat_result) -> Header:
     return read_header(path, rel)
 
 
+def _inside(rel: str, ancestor: str) -> bool:
+    return rel == ancestor or rel.startswith(ancestor + "/")
+
+
 class _Walker:
+    """Walks with plain strings: this runs at every session start, so no pathlib here."""
+
     def __init__(self, root: Path, read: HeaderReader):
         self.tree = Tree(root)
         self.read = read
 
-    def load(self, path: Path, rel: str, info: os.stat_result) -> Header | None:
+    def load(self, path: str, rel: str, info: os.stat_result) -> Header | None:
         try:
             return self.read(path, rel, info)
         except HeaderError as exc:
             self.tree.untrackable.append(Problem(rel, exc.message, exc.line))
             return None
 
-    def walk(self, path: Path, rel: str, parent: str | None) -> None:
+    def walk(self, path: str, rel: str, parent: str | None) -> None:
         try:
-            entries = sorted(os.scandir(path), key=lambda e: e.name)
+            with os.scandir(path) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             self.tree.untrackable.append(Problem(rel or ".", f"cannot list: {exc.strerror}"))
             return
         files: list[tuple[os.DirEntry[str], os.stat_result]] = []
         dirs: list[os.DirEntry[str]] = []
+        record_files: list[tuple[os.DirEntry[str], os.stat_result]] = []
+        prefix = f"{rel}/" if rel else ""
         for entry in entries:
-            if entry.name in SKIP_NAMES or (entry.name.startswith(".") and not rel):
+            name = entry.name
+            if name in SKIP_NAMES or (not rel and name.startswith(".")):
                 continue
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
             info = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(info.st_mode):
-                self.tree.symlinks.append(child_rel)
-            elif stat.S_ISDIR(info.st_mode):
+            mode = info.st_mode
+            if stat.S_ISLNK(mode):
+                self.tree.symlinks.append(prefix + name)
+            elif stat.S_ISDIR(mode):
                 dirs.append(entry)
-            elif entry.name.endswith(".md"):
-                files.append((entry, info))
-        here = PurePosixPath(rel)
-        in_notes = layout.is_inside(here, layout.NOTES)
-        record_files = [(e, i) for e, i in files if layout.record_type_of(e.name)]
-        if record_files and not in_notes and rel and rel not in NEVER_RECORDS:
+            elif name.endswith(".md"):
+                if name[:-3] in layout.RECORD_TYPES:
+                    record_files.append((entry, info))
+                else:
+                    files.append((entry, info))
+        record_dir = False
+        if record_files and rel and rel not in NEVER_RECORDS and not _inside(rel, layout.NOTES):
             parent = self.add_record(rel, record_files, parent)
-            files = [(e, i) for e, i in files if not layout.record_type_of(e.name)]
             record_dir = True
         else:
-            record_dir = False
+            files = sorted(files + record_files, key=lambda pair: pair[0].name)
         for entry, info in files:
-            self.add_file(here, entry, info, record_dir or parent is not None)
+            self.add_file(rel, entry, info, record_dir or parent is not None)
         for entry in dirs:
-            child_rel = f"{rel}/{entry.name}" if rel else entry.name
-            self.walk(Path(entry.path), child_rel, parent)
+            self.walk(entry.path, prefix + entry.name, parent)
 
     def add_record(
         self,
@@ -198,7 +207,7 @@ class _Walker:
             )
         entry, info = record_files[0]
         file_rel = f"{rel}/{entry.name}"
-        header = self.load(Path(entry.path), file_rel, info)
+        header = self.load(entry.path, file_rel, info)
         if header is None:
             return parent
         record = Record(
@@ -216,18 +225,14 @@ class _Walker:
         return rel
 
     def add_file(
-        self, here: PurePosixPath, entry: os.DirEntry[str], info: os.stat_result, record_dir: bool
+        self, where: str, entry: os.DirEntry[str], info: os.stat_result, record_dir: bool
     ) -> None:
-        rel = (here / entry.name).as_posix() if here.parts else entry.name
         name = entry.name
-        where = here.as_posix() if here.parts else ""
+        rel = f"{where}/{name}" if where else name
         tree = self.tree
 
-        def load() -> Header | None:
-            return self.load(Path(entry.path), rel, info)
-
         def make(cls: type[File], **extra: str) -> File | None:
-            header = load()
+            header = self.load(entry.path, rel, info)
             if header is None:
                 return None
             return cls(
@@ -260,14 +265,14 @@ class _Walker:
                 tree.plugins.append(plugin)
         elif rel == layout.PROBES:
             tree.probes = make(File)
-        elif layout.is_inside(here, layout.NOTES):
-            slug = here.name if name == layout.NOTE_FILE else name[:-3]
+        elif _inside(where, layout.NOTES):
+            slug = where.rpartition("/")[2] if name == layout.NOTE_FILE else name[:-3]
             note = make(Note, slug=slug)
             if isinstance(note, Note):
                 tree.notes.append(note)
         elif record_dir:
             return  # a record's own things: scripts, outputs, attachments
-        elif layout.is_inside(here, layout.ENTRYPOINT):
+        elif _inside(where, layout.ENTRYPOINT):
             tree.strays.append(
                 Problem(rel, "loose file: neither context nor a record; move it or delete it")
             )
@@ -276,7 +281,7 @@ class _Walker:
 def walk(root: Path, read: HeaderReader | None = None) -> Tree:
     """Walk ``root`` once and build the Tree (header-only reads)."""
     walker = _Walker(root, read or _plain_reader)
-    walker.walk(root, "", None)
+    walker.walk(str(root), "", None)
     tree = walker.tree
     for directory in (layout.BELIEFS, layout.MOTIVATIONS):
         _check_layer(tree, directory)
