@@ -514,3 +514,27 @@ def test_no_traceback_without_debug(home: Path) -> None:
     done = rouse(home, "due", "--now", "not a time")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "bad --now" in done.stderr
+
+
+def test_snooze_rearms_an_expired_nag_and_clears_its_history(home: Path) -> None:
+    reminder = home / "inventory/reminders/late/reminder.md"
+    reminder.parent.mkdir()
+    reminder.write_text(
+        "---\nstatus: expired\ndue: 2026-03-14 10:00\nnag: 1h\nfires: 10\n"
+        "set: 2026-03-13 09:00\nended: max-fires\n---\nPay the bill.\n"
+    )
+    done = rouse(home, "snooze", "late", "--until", "2026-03-20 09:00", "--now", "2026-03-14 12:00")
+    assert done.returncode == 0, done.stderr
+    fields = header_of(reminder)
+    assert fields["status"] == "pending" and fields["due"] == "2026-03-20 09:00"
+    assert not {"fires", "set", "ended"} & set(fields)
+    assert reminder.read_text().endswith("- 2026-03-14 12:00: snoozed until 2026-03-20 09:00\n")
+    due = rouse(home, "due", "--json", "--now", "2026-03-20 09:00")
+    assert [(i["record"], i["reason"], i["nudge"]) for i in json.loads(due.stdout)][-1] == (
+        "reminder/late", "nag", 1)
+
+
+def test_done_reminder_does_not_snooze(home: Path) -> None:
+    assert rouse(home, "close", "example-renew-the-tls-certificate", "--done").returncode == 0
+    done = rouse(home, "snooze", "example-renew-the-tls-certificate", "--for", "1d")
+    assert done.returncode == 2 and "only open records snooze" in done.stderr

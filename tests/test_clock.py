@@ -547,7 +547,7 @@ def test_a_delivered_review_is_not_due_again_until_the_next_period(make_tree: Ma
 # -- actions ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("outcome", ["as-expected", "surprising", "contradicts", "weird"])
+@pytest.mark.parametrize("outcome", ["as-expected", "surprising", "contradicts"])
 def test_an_action_with_an_outcome_is_judged_and_not_swept(
     make_tree: MakeTree, outcome: str
 ) -> None:
@@ -1065,3 +1065,12 @@ def test_a_record_with_an_open_record_under_it_is_never_stale_due(
             else:
                 assert decision.stale_at is not None
                 assert (decision.reason == "stale") == (decision.stale_at <= NOW)
+
+
+@pytest.mark.parametrize("outcome", ["weird", "as expected", "done"])
+def test_an_unknown_outcome_never_silences_an_action(make_tree: MakeTree, outcome: str) -> None:
+    # like an unknown status, a misspelt outcome errs loud: check reports it, the clock sweeps it
+    root = make_tree(
+        {f"{X}/action.md": md({"status": "open", "outcome": outcome, "last-moved": OLD})}
+    )
+    assert state(root, X, NOW).reason == "stale"

@@ -265,3 +265,13 @@ def test_client_cannot_run_an_untrusted_probe(memory: Path, tmp_path: Path) -> N
     with_client(memory, key_path, body)
     assert answers["probe"].startswith("demand-marker: <unknown>")
     assert not (tmp_path / "marker").exists() and not (tmp_path / "demand-marker").exists()
+
+
+def test_rouse_mcp_without_the_extra_says_how_to_install_it(memory: Path) -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None; from rouse.cli import main; "
+        f"sys.exit(main(['mcp', '--memory', {str(memory)!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "pipx install 'rouse-memory[mcp]'" in done.stderr

@@ -444,3 +444,47 @@ def test_the_stop_hook_in_the_provenance_page_stamps_what_a_turn_changed(
     assert heads["memory/inventory/notes/turn-note.md"]["origin"] == "agent"
     assert heads[owned]["origin"] == "owner"  # kept: its stamp still verifies
     assert "does not verify" not in sh("rouse check --memory memory")
+
+
+# -- the verbs as a user runs them --------------------------------------------
+
+
+def cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    env["HOME"] = str(home)
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_init_wire_adds_the_block(tmp_path: Path, home: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("# Agents\n")
+    done = cli("init", "--wire", cwd=tmp_path, home=home)
+    assert done.returncode == 0, done.stderr
+    assert f"updated {tmp_path / 'AGENTS.md'} (rouse block)" in done.stdout
+    assert wire.BEGIN in (tmp_path / "AGENTS.md").read_text()
+
+
+def test_stamp_init_key_refuses_inside_the_tree_and_needs_no_origin(
+    project: Path, home: Path
+) -> None:
+    inside = project / "memory" / "stamp.key"
+    env_cli = {"ROUSE_STAMP_KEY": str(inside)}
+    done = subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(project / "memory"), "stamp", "--init-key"],
+        env={**os.environ, **env_cli, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "inside the memory tree" in done.stderr
+    assert not inside.exists()
+    both = cli("stamp", "--init-key", "--origin", "owner", cwd=project, home=home)
+    assert both.returncode == 2 and "--init-key takes no --origin" in both.stderr
+    neither = cli("stamp", "memory/persona.md", cwd=project, home=home)
+    assert neither.returncode == 2 and "needs --origin" in neither.stderr

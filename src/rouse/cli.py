@@ -380,6 +380,8 @@ def cmd_wire(args: argparse.Namespace) -> int:
 def cmd_mcp(args: argparse.Namespace) -> int:
     root = tree_root(args)
     try:
+        import mcp.server.mcpserver  # noqa: F401  (the extra; only this verb loads it)
+
         from rouse import mcp_server
     except ImportError as exc:
         raise UsageError(

@@ -171,7 +171,9 @@ def is_open(record: Record) -> bool:
     level = LEVELS[record.type]
     if status not in level.states:
         return True
-    if record.type == "action" and (record.get("outcome") or "").strip():
+    if record.type == "action" and (record.get("outcome") or "").strip().lower() in OUTCOMES:
+        # judged; an unknown outcome is a check error and, like an unknown
+        # status, never silences the action
         return False
     if record.type == "reminder" and status == "fired":
         return is_nagging(record)  # a nag stuck at fired is still live

@@ -19,6 +19,8 @@ from rouse.timefmt import format_stamp, parse_interval, parse_when
 from rouse.tree import Record, Tree, walk
 
 ENDINGS = ("done", "dropped", "abandoned")
+#: Reminder states a snooze re-arms (a fresh due and status pending).
+REARMABLE = frozenset({"pending", "fired", "expired"})
 
 
 @dataclass
@@ -69,13 +71,14 @@ def snooze(
     tree, record = _record(root, ref)
     if record.type == "backlog":
         raise UsageError(f"{record.id} is a backlog item: it is never swept, so never snoozed")
-    if not clock.is_open(record) and not (
-        record.type == "reminder" and clock.status_of(record) == "fired"
-    ):
+    rearmable = record.type == "reminder" and clock.status_of(record) in REARMABLE
+    if not clock.is_open(record) and not rearmable:
         raise UsageError(f"{record.id} is {clock.status_of(record)}: only open records snooze")
     updates: dict[str, str | None]
     if record.type == "reminder":
+        # a fresh due re-arms it: rouse clears its own firing history too
         updates = {"due": format_stamp(when), "status": "pending"}
+        updates.update(dict.fromkeys(("fires", "set", "fired", "ended")))
     else:
         stale_after = clock.evaluate(tree, record, now).stale_after
         assert stale_after is not None
