@@ -9,7 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, PLUGINS, REMINDERS
+from conftest import (
+    BACKLOG,
+    BELIEFS,
+    INTENTIONS,
+    MOTIVATIONS,
+    NOTES,
+    NOW,
+    PLUGINS,
+    REMINDERS,
+    MakeTree,
+)
 from rouse.check import Finding, check
 from rouse.tree import walk
 
@@ -634,3 +644,38 @@ def test_record_without_header_is_a_warning(lint):
     findings = lint({rel: "Run the migration on staging.\n"})
     finding = find(findings, "warn", rel, "no header")
     assert finding.line == 1
+
+
+# -- pack-tier probe readings ----------------------------------------------------
+
+
+def _probe_tree(make_tree: MakeTree, *blocks: str) -> Path:
+    body = "".join(f"```probe\n{b}\n```\n\n" for b in blocks)
+    return make_tree({"inventory/probes.md": f"Probes.\n\n{body}"})
+
+
+def test_a_failing_pack_probe_is_warned(make_tree: MakeTree) -> None:
+    root = _probe_tree(
+        make_tree,
+        "name: broken\ncmd: exit 3\ntier: pack",
+        "name: quiet\ncmd: exit 3\ntier: pack\nunknown-ok: yes",
+        "name: fine\ncmd: echo ok\ntier: pack",
+    )
+    findings = check(walk(root), NOW, probe_budget_ms=2000)
+    warned = [f.message for f in findings if "pack probe" in f.message]
+    assert len(warned) == 1 and "'broken' reads <unknown>" in warned[0]
+
+
+def test_a_slow_pack_probe_is_warned(make_tree: MakeTree) -> None:
+    root = _probe_tree(make_tree, "name: slowish\ncmd: sleep 0.3; echo ok\ntier: pack")
+    findings = check(walk(root), NOW, probe_budget_ms=400)
+    assert any("'slowish' took" in f.message and f.level == "warn" for f in findings)
+    killed = check(walk(root), NOW, probe_budget_ms=100)
+    assert any("'slowish' reads <unknown>" in f.message for f in killed)
+
+
+def test_probes_are_not_run_without_a_budget(make_tree: MakeTree, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    root = _probe_tree(make_tree, f"name: touch\ncmd: touch {marker}\ntier: pack")
+    check(walk(root), NOW)
+    assert not marker.exists()

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
-from rouse import clock
+from rouse import clock, readings
 from rouse.errors import HeaderError
 from rouse.header import split
 from rouse.probes import load_probes
@@ -98,11 +98,20 @@ class Finding:
         return (0 if self.level == "error" else 1, self.path, self.line or 0, self.message)
 
 
-def check(tree: Tree, now: datetime, origins: OriginReader | None = None) -> list[Finding]:
+def check(
+    tree: Tree,
+    now: datetime,
+    origins: OriginReader | None = None,
+    probe_budget_ms: int | None = None,
+) -> list[Finding]:
     """Lint ``tree``: every finding, errors first, then by path and line.
 
-    With ``origins`` (a ``provenance.origin_reader``), stamps are checked too."""
+    With ``origins`` (a ``provenance.origin_reader``), stamps are checked too;
+    with ``probe_budget_ms`` (only when probes may run), the pack-tier probes
+    are run once under that budget and judged."""
     findings = list(_all_findings(tree, now))
+    if probe_budget_ms is not None:
+        findings += _probe_readings(tree, probe_budget_ms)
     stamps = stamp_findings(tree, origins) if origins is not None else []
     findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
@@ -123,8 +132,6 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     yield from _notes(tree, {probe.name for probe in probes})
     yield from _plugins(tree)
     yield from _duplicate_slugs(tree)
-    # Probe readings go here (later issue): a pack-tier probe reading <unknown>
-    # unless unknown-ok, and one taking most of the budget.
 
 
 def _files(tree: Tree) -> list[File]:
@@ -577,4 +584,32 @@ def _plugins(tree: Tree) -> Iterator[Finding]:
                 plugin.rel,
                 "plugin file with empty settings — write its settings into it, or delete it "
                 "to turn the plugin off",
+            )
+
+
+def _probe_readings(tree: Tree, budget_ms: int) -> Iterator[Finding]:
+    """A pack-tier probe that reads <unknown> (unless unknown-ok) or takes most of the budget."""
+    probes, _ = load_probes(tree)
+    pack_tier = [p for p in probes if p.tier == "pack"]
+    if tree.probes is None or not pack_tier:
+        return
+    budget = budget_ms / 1000
+    measured = readings.measure(tree.root, pack_tier, budget)
+    for probe in pack_tier:
+        reading, took = measured[probe.name]
+        if reading == readings.UNKNOWN and not probe.unknown_ok:
+            yield Finding(
+                "warn",
+                tree.probes.rel,
+                f"pack probe {probe.name!r} reads <unknown> (failed or slower than "
+                f"{budget_ms} ms) — fix its cmd, move it to tier: demand, or mark unknown-ok: yes",
+                probe.line,
+            )
+        elif took > budget / 2:
+            yield Finding(
+                "warn",
+                tree.probes.rel,
+                f"pack probe {probe.name!r} took {took * 1000:.0f} ms of the {budget_ms} ms "
+                "budget — make it cheaper or move it to tier: demand",
+                probe.line,
             )

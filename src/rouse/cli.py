@@ -207,11 +207,15 @@ def cmd_due(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from rouse.check import check
-    from rouse.provenance import origin_reader
+    from rouse.provenance import origin_reader, probes_allowed
     from rouse.tree import walk
 
     root = tree_root(args)
-    findings = check(walk(root), resolve_now(args), origin_reader(root, stamp_key_path()))
+    tree = walk(root)
+    origins = origin_reader(root, stamp_key_path())
+    allowed, _ = probes_allowed(tree, origins, os.environ)
+    budget = args.probe_budget if allowed else None
+    findings = check(tree, resolve_now(args), origins, budget)
     if args.json:
         emit_json(
             [
@@ -537,6 +541,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = verb("check", cmd_check, "lint the tree; exit 1 on errors")
     sub.add_argument("--json", action="store_true", help="findings as a JSON array")
     sub.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    sub.add_argument(
+        "--probe-budget",
+        type=int,
+        default=150,
+        metavar="MS",
+        help="run pack-tier probes once under this budget and judge them",
+    )
 
     sub = verb("new", cmd_new, "write a record, context file or note with a fresh header")
     sub.add_argument(

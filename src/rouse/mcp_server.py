@@ -78,7 +78,7 @@ class Tools:
         if max_chars < 200:
             raise UsageError("max_chars must be at least 200")
         reader = self._reader()
-        allowed, _ = provenance.probes_allowed(walk(self.root), reader, self.env)
+        allowed, why = provenance.probes_allowed_at(self.root, reader, self.env)
         built = build_pack(
             self.root,
             self.now(),
@@ -86,6 +86,7 @@ class Tools:
             max_chars=max_chars,
             probes_enabled=allowed,
             origin_of=reader,
+            probes_reason=why,
         )
         reader.flush()
         return built.text

@@ -67,8 +67,14 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 def run_all(root: Path, probes: Sequence[Probe], budget: float) -> dict[str, str]:
     """Run probes concurrently under one deadline ``budget`` seconds away."""
-    deadline = time.monotonic() + budget
-    readings = dict.fromkeys((p.name for p in probes), UNKNOWN)
+    return {name: reading for name, (reading, _) in measure(root, probes, budget).items()}
+
+
+def measure(root: Path, probes: Sequence[Probe], budget: float) -> dict[str, tuple[str, float]]:
+    """Like :func:`run_all`, with how long each probe took (the budget when it was killed)."""
+    started = time.monotonic()
+    deadline = started + budget
+    readings = {p.name: (UNKNOWN, budget) for p in probes}
     running: dict[int, tuple[Probe, subprocess.Popen[bytes], bytearray]] = {}
     selector = selectors.DefaultSelector()
     for probe in probes:
@@ -104,7 +110,8 @@ def run_all(root: Path, probes: Sequence[Probe], budget: float) -> dict[str, str
                 returncode = None
         if returncode is None:
             _kill(process)
-        readings[probe.name] = reading_of(returncode, bytes(buffer))
+        took = time.monotonic() - started if returncode is not None else budget
+        readings[probe.name] = (reading_of(returncode, bytes(buffer)), took)
         if process.stdout is not None:
             process.stdout.close()
     return readings
