@@ -19,7 +19,7 @@ from rouse.cache import cached_walk
 from rouse.errors import HeaderError
 from rouse.provenance import effective_origin
 from rouse.timefmt import format_stamp, human_age
-from rouse.tree import File, Tree, walk
+from rouse.tree import File, Tree
 from rouse.views import display_ids, still_since
 
 DEFAULT_MAX_CHARS = 9000

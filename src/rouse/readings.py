@@ -8,6 +8,7 @@ exactly ``<unknown>`` — never a remembered value. Cache ages are wall-clock
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -55,14 +56,10 @@ def _start(root: Path, probe: Probe) -> subprocess.Popen[bytes] | None:
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=0.05)  # reap the leader; never wait on its pipes
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def run_all(root: Path, probes: Sequence[Probe], budget: float) -> dict[str, str]:
