@@ -531,7 +531,10 @@ def test_snooze_rearms_an_expired_nag_and_clears_its_history(home: Path) -> None
     assert reminder.read_text().endswith("- 2026-03-14 12:00: snoozed until 2026-03-20 09:00\n")
     due = rouse(home, "due", "--json", "--now", "2026-03-20 09:00")
     assert [(i["record"], i["reason"], i["nudge"]) for i in json.loads(due.stdout)][-1] == (
-        "reminder/late", "nag", 1)
+        "reminder/late",
+        "nag",
+        1,
+    )
 
 
 def test_done_reminder_does_not_snooze(home: Path) -> None:

@@ -98,25 +98,19 @@ def cmd_pack(args: argparse.Namespace) -> int:
         from rouse import wire
 
         return wire.pack_hook(args, cmd_pack)
-    from rouse.pack import build_pack
-    from rouse.provenance import origin_reader, probes_allowed_at
+    from rouse.pack import pack as build
 
     if args.max_chars < 200:
         raise UsageError("--max-chars must be at least 200")
-    root = tree_root(args)
-    origins = origin_reader(root, stamp_key_path())
-    allowed, why = probes_allowed_at(root, origins, os.environ)
-    pack = build_pack(
-        root,
+    pack = build(
+        tree_root(args),
         resolve_now(args),
+        env=os.environ,
+        key_path=stamp_key_path(),
         query=args.query,
         max_chars=args.max_chars,
         probe_budget_ms=args.probe_budget,
-        probes_enabled=allowed,
-        origin_of=origins,
-        probes_reason=why,
     )
-    origins.flush()
     if args.json:
         emit_json(pack.to_json())
     else:

@@ -73,22 +73,18 @@ class Tools:
     # -- read ---------------------------------------------------------------
 
     def pack(self, query: str | None = None, max_chars: int = 9000) -> str:
-        from rouse.pack import build_pack
+        from rouse.pack import pack
 
         if max_chars < 200:
             raise UsageError("max_chars must be at least 200")
-        reader = self._reader()
-        allowed, why = provenance.probes_allowed_at(self.root, reader, self.env)
-        built = build_pack(
+        built = pack(
             self.root,
             self.now(),
+            env=self.env,
+            key_path=self.key_path,
             query=query or None,
             max_chars=max_chars,
-            probes_enabled=allowed,
-            origin_of=reader,
-            probes_reason=why,
         )
-        reader.flush()
         return built.text
 
     def recall(self, query: str, limit: int = 10, kind: str | None = None) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 from rouse import clock, header, layout, nudges, probes, readings
 from rouse.cache import cached_walk
 from rouse.errors import HeaderError
-from rouse.provenance import effective_origin
+from rouse.provenance import effective_origin, origin_reader, probes_allowed_at
 from rouse.timefmt import format_stamp, human_age
 from rouse.tree import File, Tree
 from rouse.views import display_ids, still_since
@@ -247,6 +247,33 @@ def build_pack(
         "warnings": _warnings(tree, every, layers, probe_notes),
     }
     return _fit(data, max_chars)
+
+
+def pack(
+    root: Path,
+    now: datetime,
+    *,
+    env: Mapping[str, str],
+    key_path: Path | None,
+    query: str | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    probe_budget_ms: int = readings.DEFAULT_BUDGET_MS,
+) -> Pack:
+    """``rouse pack`` (and the MCP tool): origins verified, probes run only when trusted."""
+    origins = origin_reader(root, key_path)
+    allowed, why = probes_allowed_at(root, origins, env)
+    built = build_pack(
+        root,
+        now,
+        query=query,
+        max_chars=max_chars,
+        probe_budget_ms=probe_budget_ms,
+        probes_enabled=allowed,
+        origin_of=origins,
+        probes_reason=why,
+    )
+    origins.flush()
+    return built
 
 
 def _fit(data: dict[str, Any], max_chars: int) -> Pack:
