@@ -8,15 +8,14 @@ are not trusted, so a write landing in the same clock tick is never missed.
 
 from __future__ import annotations
 
-import json
 import os
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from rouse import layout
 from rouse.header import Entry, Header, read_header
+from rouse.statefile import load_json, save_json
 from rouse.tree import Tree, walk
 
 VERSION = 1
@@ -51,7 +50,7 @@ def _load(data: list[Any]) -> Header:
             else:
                 fields.setdefault(key, value)
         return header
-    header.entries = [Entry(key, value, line) for key, value, line in entries]
+    header.rows = entries
     for key, value, _ in entries:
         fields[key] = value
     return header
@@ -67,12 +66,10 @@ class HeaderCache:
         self.dirty = False
         self.hits = 0
         self.misses = 0
-        try:
-            raw = json.loads(self.path.read_bytes())
-            if raw.get("version") == VERSION and isinstance(raw.get("entries"), dict):
-                self.entries = raw["entries"]
-        except (OSError, ValueError, AttributeError):
-            self.entries = {}
+        raw = load_json(self.path)
+        if isinstance(raw, dict) and raw.get("version") == VERSION:
+            entries = raw.get("entries")
+            self.entries = entries if isinstance(entries, dict) else {}
 
     def __call__(self, path: str, rel: str, info: os.stat_result) -> Header:
         self.seen.add(rel)
@@ -102,16 +99,7 @@ class HeaderCache:
             return
         for rel in stale:
             del self.entries[rel]
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".headers.", suffix=".tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(
-                    {"version": VERSION, "entries": self.entries}, handle, separators=(",", ":")
-                )
-            os.replace(temp, self.path)
-        except OSError:
-            return
+        save_json(self.path, {"version": VERSION, "entries": self.entries})
 
 
 def cached_walk(root: Path) -> Tree:

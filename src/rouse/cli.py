@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from rouse.home import find_tree, global_tree, stamp_key_path
 from rouse.timefmt import format_stamp, parse_stamp, parse_when
 
 Handler = Callable[[argparse.Namespace], int]
+LONG_RUNNING = frozenset({"sweep", "mcp"})
 
 
 # -- shared plumbing ----------------------------------------------------------
@@ -648,6 +649,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    collecting = gc.isenabled()
+    if args.verb not in LONG_RUNNING:
+        # a short-lived process: reference counting frees what it builds, and
+        # the cyclic collector would only rescan the tree's objects for nothing
+        gc.disable()
     try:
         return int(args.handler(args))
     except RouseError as exc:
@@ -657,6 +663,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as exc:
         if os.environ.get("ROUSE_DEBUG") == "1":
+            import traceback
+
             traceback.print_exc()
         else:
             print(
@@ -665,3 +673,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
             )
         return 1
+    finally:
+        if collecting:
+            gc.enable()

@@ -101,7 +101,7 @@ class _Fields:
         self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
 
     def text(self, key: str) -> str:
-        return (self.record.get(key) or "").strip()
+        return (self.record.header.fields.get(key) or "").strip()
 
     def stamp(self, key: str) -> datetime | None:
         value = self.text(key)
@@ -153,7 +153,9 @@ class _Fields:
 
 def status_of(record: Record) -> str:
     """The record's status, lowercased; the level's default when missing."""
-    value = (record.get("status") or "").strip().lower()
+    value = record.header.fields.get("status")
+    if value:
+        value = value.strip().lower()
     return value or LEVELS[record.type].states[0]
 
 
@@ -245,13 +247,14 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: dateti
         decision.notes.append(f"stale-after {fields.text('stale-after')} is floored to 15m")
     decision.stale_after = floored(interval)
     decision.swept = fields.stamp("swept")
-    if record.type == "goal":
+    if record.type == "goal" and record.children:
         ends = [end_time(d) for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
     assert decision.moved_at is not None
     base = max(t for t in (decision.moved_at, decision.swept, decision.own_clock) if t)
     decision.stale_at = _later(base, decision.stale_after)
-    decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
+    if record.children:
+        decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
 
     review_every = fields.interval("review-every")
     if review_every is not None:

@@ -34,11 +34,22 @@ class Header:
 
     fenced: bool = False
     fields: dict[str, str] = field(default_factory=dict)
-    entries: list[Entry] = field(default_factory=list)
     duplicates: list[Entry] = field(default_factory=list)
     continued: list[int] = field(default_factory=list)
     bad_lines: list[tuple[int, str]] = field(default_factory=list)
     end_line: int = 0  # line number of the closing fence (0 when unfenced)
+    #: (key, value, line) rows not yet made into Entry objects (a cache hit
+    #: fills this; the pack's hot path never needs the entries themselves)
+    rows: list[tuple[str, str, int]] | None = None
+    _entries: list[Entry] = field(default_factory=list)
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every ``key: value`` line in order, duplicates included."""
+        if self.rows is not None:
+            self._entries = [Entry(key, value, line) for key, value, line in self.rows]
+            self.rows = None
+        return self._entries
 
     def get(self, key: str) -> str | None:
         return self.fields.get(key)

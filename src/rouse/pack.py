@@ -84,31 +84,32 @@ def _woken(root: Path, tree: Tree, ids: Mapping[str, str], now: datetime) -> lis
 
 def _due(
     found: list[clock.Decision], ids: Mapping[str, str], now: datetime, skip: set[str]
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], int]:
+    """The first LIST_CAP due records, oldest first, and how many are due in all."""
+    wanted = [d for d in found if d.record.dir not in skip]
+    wanted.sort(key=lambda d: (still_since(d), d.record.dir))
     items = []
-    for decision in found:
+    for decision in wanted[:LIST_CAP]:
         record = decision.record
-        if record.dir in skip:
-            continue
         line = None
         for key in ("closes-when", "success-when", "due"):
             value = (record.get(key) or "").strip()
             if value:
                 line = f"{key}: {value}"
                 break
+        since = still_since(decision)
         items.append(
             {
                 "record": ids[record.dir],
                 "path": record.dir,
                 "reason": decision.reason,
-                "still": human_age(still_since(decision), now),
-                "since": format_stamp(still_since(decision)),
+                "still": human_age(since, now),
+                "since": format_stamp(since),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
             }
         )
-    items.sort(key=lambda item: (item["since"], item["path"]))
-    return items
+    return items, len(wanted)
 
 
 def _context(
@@ -227,7 +228,7 @@ def build_pack(
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     woken = _woken(root, tree, ids, now)
     every = clock.decisions(tree, now)
-    due = _due(clock.select_due(every), ids, now, {w["path"] for w in woken})
+    due, due_total = _due(clock.select_due(every), ids, now, {w["path"] for w in woken})
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index = _index(root, tree, origin_of, now, known)
     closed = sum(not clock.is_open(r) for r in tree.records.values())
@@ -236,6 +237,7 @@ def build_pack(
         "probes": [{"name": name, "reading": value} for name, value in measured],
         "woken": woken,
         "due": due,
+        "due_total": due_total,
         "persona": layers["persona"],
         "beliefs": layers["beliefs"],
         "motivations": layers["motivations"],
@@ -279,7 +281,7 @@ def pack(
 def _fit(data: dict[str, Any], max_chars: int) -> Pack:
     """Render within ``max_chars``: trim the index first, then the due list, never context."""
     index_cap = min(INDEX_CAP, len(data["index"]))
-    due_cap = min(LIST_CAP, len(data["due"]))
+    due_cap = len(data["due"])
     woken_cap = min(LIST_CAP, len(data["woken"]))
     trimmed: list[str] = []
     while True:
@@ -294,7 +296,7 @@ def _fit(data: dict[str, Any], max_chars: int) -> Pack:
             break
     if index_cap < min(INDEX_CAP, len(data["index"])):
         trimmed.append("index")
-    if due_cap < min(LIST_CAP, len(data["due"])):
+    if due_cap < len(data["due"]):
         trimmed.append("due")
     if len(text) > max_chars:
         data["warnings"].append(
@@ -304,13 +306,12 @@ def _fit(data: dict[str, Any], max_chars: int) -> Pack:
         text = render_text(data, index_cap, due_cap, woken_cap)
     data["not_listed"].update(
         index=len(data["index"]) - index_cap,
-        due=len(data["due"]) - due_cap,
+        due=data["due_total"] - due_cap,
         woken=len(data["woken"]) - woken_cap,
         trimmed_for_size=trimmed,
     )
     shown = dict(data)
     shown["index"] = data["index"][:index_cap]
-    shown["due_total"] = len(data["due"])
     shown["due"] = data["due"][:due_cap]
     shown["woken"] = data["woken"][:woken_cap]
     return Pack(shown, text, trimmed)
@@ -344,9 +345,9 @@ def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap
         if len(woken) > woken_cap:
             out.append(f"  … and {len(woken) - woken_cap} more — ls .rouse/nudges")
         out.append("")
-    due = data["due"]
+    due, due_total = data["due"], data["due_total"]
     if due:
-        out.append(f"due: {len(due)} record(s) want you")
+        out.append(f"due: {due_total} record(s) want you")
         for item in due[:due_cap]:
             nudge = f", nudge {item['nudge']}" if item["nudge"] else ""
             still = "due" if item["reason"] in ("due", "nag", "expire") else "last moved"
@@ -354,8 +355,8 @@ def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap
             out.append(f"    at: {item['path']}")
             if item["line"]:
                 out.append(f"    {item['line']}")
-        if len(due) > due_cap:
-            out.append(f"  … and {len(due) - due_cap} more — rouse due")
+        if due_total > due_cap:
+            out.append(f"  … and {due_total - due_cap} more — rouse due")
         out.append("")
     if data["persona"] or data["beliefs"] or data["motivations"]:
         out += ["standing truth (context layers: true until edited, not news):", ""]

@@ -16,7 +16,6 @@ import hmac
 import json
 import os
 import stat
-import tempfile
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -27,7 +26,7 @@ from typing import Any, Literal
 from rouse import header, home, layout
 from rouse.errors import HeaderError, RouseError, UsageError
 from rouse.stampkey import SIG_VERSION, StampKey, init_key, load_key, sign, signing_message, verify
-from rouse.store import Store
+from rouse.statefile import load_json, save_json
 from rouse.tree import File, Tree
 
 __all__ = [
@@ -165,6 +164,8 @@ def stamp(
     secret = _usable_secret(key)
     turn = turn.strip() if turn is not None else None
     cwd = Path.cwd() if cwd is None else cwd
+    from rouse.store import Store  # writers only: the pack's path never loads it
+
     store = Store(root)
     result = Stamped(signed=secret is not None)
     with store.lock():
@@ -203,6 +204,8 @@ def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
     secret = _usable_secret(key)
     assert secret is not None
     count = 0
+    from rouse.store import Store  # writers only: the pack's path never loads it
+
     store = Store(root)
     for rel in rels:
         head = header.read_header(root / rel, rel)
@@ -239,12 +242,10 @@ class _Cache:
         self.entries: dict[str, list[Any]] = {}
         self.seen: set[str] = set()
         self.dirty = False
-        try:
-            raw = json.loads(self.path.read_bytes())
-            if raw.get("version") == CACHE_VERSION and isinstance(raw.get("entries"), dict):
-                self.entries = raw["entries"]
-        except (OSError, ValueError, AttributeError):
-            self.entries = {}
+        raw = load_json(self.path)
+        if isinstance(raw, dict) and raw.get("version") == CACHE_VERSION:
+            entries = raw.get("entries")
+            self.entries = entries if isinstance(entries, dict) else {}
 
     def _mac(self, rel: str, fields: list[Any]) -> str:
         message = json.dumps(["rouse-origin-cache", CACHE_VERSION, rel, *fields])
@@ -281,19 +282,7 @@ class _Cache:
         for rel in [r for r in self.entries if r not in self.seen]:
             if not os.path.lexists(self.root / rel):
                 del self.entries[rel]
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".origins.", suffix=".tmp")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    data = {"version": CACHE_VERSION, "entries": self.entries}
-                    json.dump(data, handle, separators=(",", ":"))
-                os.replace(temp, self.path)
-            finally:
-                if os.path.exists(temp):
-                    os.unlink(temp)
-        except OSError:
-            return
+        save_json(self.path, {"version": CACHE_VERSION, "entries": self.entries})
 
 
 class OriginReader:

@@ -9,18 +9,18 @@ exactly ``<unknown>`` — never a remembered value. Cache ages are wall-clock
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import selectors
-import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rouse import layout
 from rouse.probes import Probe
+from rouse.statefile import load_json, save_json
+
+if TYPE_CHECKING:
+    import subprocess
 
 DEFAULT_BUDGET_MS = 150
 UNKNOWN = "<unknown>"
@@ -39,6 +39,8 @@ def reading_of(returncode: int | None, output: bytes) -> str:
 
 
 def _start(root: Path, probe: Probe) -> subprocess.Popen[bytes] | None:
+    import subprocess  # only when a probe runs: the pack without probes never pays for it
+
     env = dict(os.environ, MEMORY=str(root), ROOT=str(root.parent))
     try:
         return subprocess.Popen(
@@ -56,6 +58,9 @@ def _start(root: Path, probe: Probe) -> subprocess.Popen[bytes] | None:
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
+    import signal
+    import subprocess
+
     with contextlib.suppress(OSError):
         os.killpg(process.pid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
@@ -69,6 +74,9 @@ def run_all(root: Path, probes: Sequence[Probe], budget: float) -> dict[str, str
 
 def measure(root: Path, probes: Sequence[Probe], budget: float) -> dict[str, tuple[str, float]]:
     """Like :func:`run_all`, with how long each probe took (the budget when it was killed)."""
+    import selectors
+    import subprocess
+
     started = time.monotonic()
     deadline = started + budget
     readings = {p.name: (UNKNOWN, budget) for p in probes}
@@ -131,10 +139,7 @@ def _cache_path(root: Path) -> Path:
 
 
 def load_cache(root: Path) -> dict[str, dict[str, object]]:
-    try:
-        data = json.loads(_cache_path(root).read_bytes())
-    except (OSError, ValueError):
-        return {}
+    data = load_json(_cache_path(root))
     return data if isinstance(data, dict) else {}
 
 
@@ -163,13 +168,5 @@ def run_demand(root: Path, probe: Probe) -> str:
         return reading
     reading = run_all(root, [probe], probe.timeout.total_seconds())[probe.name]
     cache[probe.name] = {"reading": reading, "at": time.time(), "cmd": probe.cmd}
-    try:
-        path = _cache_path(root)
-        path.parent.mkdir(exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".probes.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(cache, handle)
-        os.replace(temp, path)
-    except OSError:
-        pass
+    save_json(_cache_path(root), cache)
     return reading

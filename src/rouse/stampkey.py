@@ -11,7 +11,6 @@ import hashlib
 import hmac
 import json
 import os
-import secrets
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,6 +100,8 @@ def init_key(path: Path, trees: Iterable[Path] = ()) -> Path:
         ) from None
     with os.fdopen(fd, "w", encoding="ascii") as handle:
         os.fchmod(handle.fileno(), 0o600)
+        import secrets  # only here: keeps it off the pack's start-up path
+
         handle.write(secrets.token_hex(KEY_BYTES) + "\n")
     return path
 

@@ -286,18 +286,20 @@ def _read_fd(fd: int, size: int) -> bytes:
 def _guarded_attempt(
     store: Store, target: Path, rel: str, change: Callable[[bytes], bytes]
 ) -> bytes | None:
-    """One guarded rewrite: the new bytes, or None to try again shortly."""
+    """One guarded rewrite: the new bytes, or None to try again shortly.
+
+    The slow part (reading, deciding, writing and syncing the temp file) runs
+    unleased; the lease is held only to verify, swap and check — a few system
+    calls — so a busy editor is kept waiting for microseconds, not for a sync.
+    """
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(target, flags)
     except FileNotFoundError:
         raise UsageError(f"{rel} does not exist") from None
     leased = False
+    temp: Path | None = None
     try:
-        try:
-            leased = _take_lease(fd)
-        except _Busy:
-            return None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise UsageError(f"{rel} is not a regular file (symlinks are never followed)")
@@ -308,31 +310,38 @@ def _guarded_attempt(
         temp = store._write_temp(target, after, stat.S_IMODE(info.st_mode))
         ours = os.lstat(temp)
         try:
-            if leased and not _lease_intact(fd):
-                return None
-            if _read_regular(target, rel) != before:
-                return None
-            if not _exchange(temp, target):
-                os.replace(temp, target)  # no exchange here: the plain way
-                return after
-            # ``temp`` now names whatever was at the path a moment ago
-            out = os.lstat(temp)
-            same = (out.st_ino, out.st_dev) == (info.st_ino, info.st_dev)
-            unchanged = same and _read_fd(fd, info.st_size) == before
-            if unchanged and (not leased or _lease_intact(fd)):
-                return after
-            _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
-            back = os.lstat(temp)
-            if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
-                # a third write landed between the two swaps: put the newest back at
-                # the path and park the other beside it, so no one's bytes are lost
-                _exchange(temp, target)
-                os.rename(temp, f"{temp}.kept")
+            leased = _take_lease(fd)
+        except _Busy:
+            return None  # an editor has it open for writing right now
+        # Leased: no in-place write is under way or can start unseen. Is the
+        # path still the file we read, holding the bytes we read?
+        now_at = os.lstat(target)
+        if (now_at.st_ino, now_at.st_dev) != (info.st_ino, info.st_dev):
             return None
-        finally:
+        if _read_fd(fd, info.st_size) != before:
+            return None
+        if not _exchange(temp, target):
+            os.replace(temp, target)  # no exchange on this system: the plain way
+            temp = None
+            return after
+        # ``temp`` now names whatever was at the path at the instant of the swap
+        out = os.lstat(temp)
+        same = (out.st_ino, out.st_dev) == (info.st_ino, info.st_dev)
+        if same and (not leased or _lease_intact(fd)) and _read_fd(fd, info.st_size) == before:
+            return after
+        _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
+        back = os.lstat(temp)
+        if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
+            # a third write landed between the two swaps: put the newest back at
+            # the path and park the other beside it, so no one's bytes are lost
+            _exchange(temp, target)
+            os.rename(temp, f"{temp}.kept")
+            temp = None
+        return None
+    finally:
+        if temp is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp)
-    finally:
         if leased:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)

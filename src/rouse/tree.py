@@ -7,8 +7,8 @@ only; it never reads a body. A file whose header cannot be read is listed in
 
 from __future__ import annotations
 
+import operator
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -138,6 +138,9 @@ def _plain_reader(path: str, rel: str, info: os.stat_result) -> Header:
     return read_header(path, rel)
 
 
+_by_name = operator.attrgetter("name")
+
+
 def _inside(rel: str, ancestor: str) -> bool:
     return rel == ancestor or rel.startswith(ancestor + "/")
 
@@ -159,7 +162,7 @@ class _Walker:
     def walk(self, path: str, rel: str, parent: str | None) -> None:
         try:
             with os.scandir(path) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+                entries = sorted(listing, key=_by_name)
         except OSError as exc:
             self.tree.untrackable.append(Problem(rel or ".", f"cannot list: {exc.strerror}"))
             return
@@ -171,13 +174,13 @@ class _Walker:
             name = entry.name
             if name in SKIP_NAMES or (not rel and name.startswith(".")):
                 continue
-            info = entry.stat(follow_symlinks=False)
-            mode = info.st_mode
-            if stat.S_ISLNK(mode):
+            # is_symlink/is_dir answer from the directory listing: only files are stat'ed
+            if entry.is_symlink():
                 self.tree.symlinks.append(prefix + name)
-            elif stat.S_ISDIR(mode):
+            elif entry.is_dir(follow_symlinks=False):
                 dirs.append(entry)
             elif name.endswith(".md"):
+                info = entry.stat(follow_symlinks=False)
                 if name[:-3] in layout.RECORD_TYPES:
                     record_files.append((entry, info))
                 else:
