@@ -227,23 +227,53 @@ def test_pack_writes_no_memory_file_and_survives_unwritable_state(tree: Path) ->
     assert "due: 2 record(s)" in text
 
 
-def test_header_cache_rereads_only_changed_files(tree: Path) -> None:
-    build_pack(tree, NOW, probes_enabled=False)
+def _settle(tree: Path) -> None:
+    """Move every file's and directory's mtime out of the cache's racy window."""
     old = ago(days=1)
-    for path in tree.rglob("*.md"):
-        set_mtime(path, old)  # out of the racy window
-    warm = HeaderCache(tree)
-    walk(tree, warm)
-    warm.save()
+    for path in [tree, *tree.rglob("*")]:
+        if ".rouse" not in path.parts:
+            set_mtime(path, old)
+
+
+def test_walk_cache_rereads_only_changed_files(tree: Path) -> None:
+    HeaderCache(tree).walk()  # makes .rouse/, which moves the root's mtime
+    _settle(tree)
+    HeaderCache(tree).walk()
     again = HeaderCache(tree)
-    walk(tree, again)
+    again.walk()
     assert again.misses == 0 and again.hits == len(list(tree.rglob("*.md")))
-    (tree / NOTES / "deploys.md").write_text("---\nkeywords: changed\n---\n")
-    set_mtime(tree / NOTES / "deploys.md", old.replace(minute=5))
+    assert again.listed == 0  # every directory answered from the cache
+    note = tree / NOTES / "deploys.md"
+    note.write_text("---\nkeywords: changed\n---\n")
+    set_mtime(note, ago(days=1, minutes=-5))  # same size class, another mtime
     third = HeaderCache(tree)
-    result = walk(tree, third)
+    result = third.walk()
     assert third.misses == 1
     assert result.notes[0].get("keywords") == "changed"
+
+
+def test_walk_cache_sees_added_and_removed_entries(tree: Path) -> None:
+    HeaderCache(tree).walk()
+    _settle(tree)
+    HeaderCache(tree).walk()
+    (tree / NOTES / "new.md").write_text("---\nkeywords: fresh\n---\n")
+    (tree / BACKLOG / "idea/backlog.md").unlink()
+    cache = HeaderCache(tree)
+    result = cache.walk()
+    assert cache.listed == 2  # only the two directories whose mtime moved
+    assert sorted(n.slug for n in result.notes) == ["deploys", "new"]
+    assert f"{BACKLOG}/idea" not in result.records
+    assert cache.walk().notes == result.notes  # and a second walk agrees
+
+
+def test_walk_cache_is_disposable(tree: Path) -> None:
+    _settle(tree)
+    cold = walk(tree)
+    HeaderCache(tree).walk()
+    (tree / ".rouse/cache/walk.json").write_text("{not json")
+    assert sorted(HeaderCache(tree).walk().records) == sorted(cold.records)
+    (tree / ".rouse/cache/walk.json").write_text('{"version": 2, "files": [], "dirs": 3}')
+    assert sorted(HeaderCache(tree).walk().records) == sorted(cold.records)
 
 
 # -- probes --------------------------------------------------------------------

@@ -1,9 +1,13 @@
-"""A header cache in ``.rouse/``, validated by size and mtime.
+"""The walk cache in ``.rouse/``: headers validated by size and mtime, and
+directory listings validated by the directory's mtime.
 
 Derived and disposable: deleting it only costs speed, a corrupt one is
 ignored, and a tree that cannot be written still works (the cache is just
-not saved). Entries whose mtime is within a couple of seconds of the read
-are not trusted, so a write landing in the same clock tick is never missed.
+not saved). Anything whose mtime is within a couple of seconds of the read
+is not trusted, so a change landing in the same clock tick is never missed.
+A directory's mtime changes whenever an entry is added, removed or renamed
+in it, so an unchanged directory costs one stat instead of a listing; every
+file is still stat'ed, so an edited file is always re-read.
 """
 
 from __future__ import annotations
@@ -16,16 +20,17 @@ from typing import Any
 from rouse import layout
 from rouse.header import Entry, Header, read_header
 from rouse.statefile import load_json, save_json
-from rouse.tree import Tree, walk
+from rouse.tree import Listing, Tree, scan_dir, walk
 
-VERSION = 1
-FILE = "headers.json"
+VERSION = 2
+FILE = "walk.json"
 RACY_NS = 2_000_000_000
 
 
 def _dump(header: Header) -> list[Any]:
     return [
         int(header.fenced),
+        header.fields,
         [[e.key, e.value, e.line] for e in header.entries],
         [e.line for e in header.duplicates],
         header.continued,
@@ -35,45 +40,49 @@ def _dump(header: Header) -> list[Any]:
 
 
 def _load(data: list[Any]) -> Header:
-    fenced, entries, duplicate_lines, continued, bad_lines, end_line = data
-    header = Header(fenced=bool(fenced), end_line=end_line)
-    fields = header.fields
+    fenced, fields, rows, duplicate_lines, continued, bad_lines, end_line = data
+    if not isinstance(fields, dict):
+        raise ValueError("cached fields are not a mapping")
+    header = Header(fenced=bool(fenced), fields=fields, end_line=int(end_line))
     if duplicate_lines or continued or bad_lines:
-        header.continued = list(continued)
+        header.continued = [int(line) for line in continued]
         header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
         dupes = set(duplicate_lines)
-        for key, value, line in entries:
-            entry = Entry(key, value, line)
-            header.entries.append(entry)
-            if line in dupes:
-                header.duplicates.append(entry)
-            else:
-                fields.setdefault(key, value)
-        return header
-    header.rows = entries
-    for key, value, _ in entries:
-        fields[key] = value
+        entries = [Entry(str(key), str(value), int(line)) for key, value, line in rows]
+        header.entries.extend(entries)
+        header.duplicates = [e for e in entries if e.line in dupes]
+    else:
+        header.rows = rows  # made into Entry objects only if someone asks
     return header
 
 
 class HeaderCache:
-    """A ``tree.walk`` reader that re-reads only files whose size or mtime changed."""
+    """A ``tree.walk`` reader and lister that redo only what changed."""
 
     def __init__(self, root: Path):
+        self.root = root
         self.path = root / layout.STATE_DIR / "cache" / FILE
-        self.entries: dict[str, list[Any]] = {}
+        self.files: dict[str, list[Any]] = {}
+        self.dirs: dict[str, list[Any]] = {}
         self.seen: set[str] = set()
+        self.seen_dirs: set[str] = set()
         self.dirty = False
         self.hits = 0
         self.misses = 0
+        self.listed = 0
+        self.now_ns = time.time_ns()
         raw = load_json(self.path)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
-            entries = raw.get("entries")
-            self.entries = entries if isinstance(entries, dict) else {}
+            files, dirs = raw.get("files"), raw.get("dirs")
+            if isinstance(files, dict) and isinstance(dirs, dict):
+                self.files, self.dirs = files, dirs
+
+    def _settled(self, mtime_ns: int) -> bool:
+        return self.now_ns - mtime_ns > RACY_NS
 
     def __call__(self, path: str, rel: str, info: os.stat_result) -> Header:
         self.seen.add(rel)
-        cached = self.entries.get(rel)
+        cached = self.files.get(rel)
         if cached is not None and cached[0] == info.st_size and cached[1] == info.st_mtime_ns:
             try:
                 header = _load(cached[2])
@@ -84,27 +93,52 @@ class HeaderCache:
                 return header
         self.misses += 1
         header = read_header(path, rel)
-        if time.time_ns() - info.st_mtime_ns > RACY_NS:
-            self.entries[rel] = [info.st_size, info.st_mtime_ns, _dump(header)]
+        if self._settled(info.st_mtime_ns):
+            self.files[rel] = [info.st_size, info.st_mtime_ns, _dump(header)]
             self.dirty = True
         elif cached is not None:
-            del self.entries[rel]
+            del self.files[rel]
             self.dirty = True
         return header
 
+    def list_dir(self, path: str, rel: str) -> Listing:
+        """The directory's listing: from the cache while its mtime is unchanged."""
+        self.seen_dirs.add(rel)
+        mtime_ns = os.lstat(path).st_mtime_ns
+        cached = self.dirs.get(rel)
+        if cached is not None and cached[0] == mtime_ns and len(cached) == 4:
+            return cached[1], cached[2], cached[3]
+        self.listed += 1
+        listing = scan_dir(path, rel)
+        if self._settled(mtime_ns):
+            self.dirs[rel] = [mtime_ns, *listing]
+            self.dirty = True
+        elif cached is not None:
+            del self.dirs[rel]
+            self.dirty = True
+        return listing
+
+    def walk(self) -> Tree:
+        """One walk of the tree through this cache, then save it (best-effort)."""
+        self.seen, self.seen_dirs = set(), set()
+        self.now_ns = time.time_ns()
+        tree = walk(self.root, self, self.list_dir)
+        self.save()
+        return tree
+
     def save(self) -> None:
-        """Write the cache (dropping files no longer seen); silently skip if we can't."""
-        stale = set(self.entries) - self.seen
-        if not self.dirty and not stale:
+        """Write the cache (dropping what was not seen); silently skip if we can't."""
+        stale = set(self.files) - self.seen
+        stale_dirs = set(self.dirs) - self.seen_dirs
+        if not (self.dirty or stale or stale_dirs):
             return
         for rel in stale:
-            del self.entries[rel]
-        save_json(self.path, {"version": VERSION, "entries": self.entries})
+            del self.files[rel]
+        for rel in stale_dirs:
+            del self.dirs[rel]
+        save_json(self.path, {"version": VERSION, "files": self.files, "dirs": self.dirs})
 
 
 def cached_walk(root: Path) -> Tree:
-    """``tree.walk`` through the header cache, saving it afterwards (best-effort)."""
-    cache = HeaderCache(root)
-    tree = walk(root, cache)
-    cache.save()
-    return tree
+    """``tree.walk`` through the cache, saving it afterwards (best-effort)."""
+    return HeaderCache(root).walk()

@@ -7,22 +7,27 @@ the sweeper all import this module; nothing else computes due.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from rouse.timefmt import FLOOR, floored, format_stamp, parse_interval, parse_stamp
 from rouse.tree import Record, Tree
+from rouse.value import Frozen, Value
 
 MAX_NAG_STEP = timedelta(days=1)
 DEFAULT_MAX_FIRES = 10
 DEFAULT_BACKOFF = 2.0
 
 
-@dataclass(frozen=True)
-class Level:
-    states: tuple[str, ...]  # first = default when missing
-    open_states: frozenset[str]
-    stale_after: timedelta | None  # None: not on the stale rule
+class Level(Frozen):
+    __slots__ = ("states", "open_states", "stale_after")
+    _fields = __slots__
+
+    def __init__(
+        self, states: tuple[str, ...], open_states: frozenset[str], stale_after: timedelta | None
+    ):
+        self.states = states  # first = default when missing
+        self.open_states = open_states
+        self.stale_after = stale_after  # None: not on the stale rule
 
 
 LEVELS: dict[str, Level] = {
@@ -44,40 +49,69 @@ OUTCOMES = ("as-expected", "surprising", "contradicts")
 REASONS = ("stale", "review", "due", "nag", "expire")
 
 
-@dataclass
-class FieldProblem:
+class FieldProblem(Value):
     """A clock field that cannot be read; the clock fell back and says so."""
 
-    path: str
-    key: str
-    value: str
-    message: str
-    line: int | None = None
+    __slots__ = ("path", "key", "value", "message", "line")
+    _fields = __slots__
+
+    def __init__(self, path: str, key: str, value: str, message: str, line: int | None = None):
+        self.path = path
+        self.key = key
+        self.value = value
+        self.message = message
+        self.line = line
 
     def render(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
 
 
-@dataclass
-class Decision:
+class Decision(Value):
     """What the clock says about one record at one instant."""
 
-    record: Record
-    now: datetime
-    reason: str | None = None  # a code from REASONS when due now, else None
-    due_at: datetime | None = None  # when it is/was/will be due (None: never)
-    moved_at: datetime | None = None
-    moved_from: str = "mtime"  # last-moved, opened or mtime
-    nudge: int = 1  # the number the next wake would carry
-    stale_after: timedelta | None = None  # effective (floored) interval
-    stale_at: datetime | None = None
-    review_at: datetime | None = None
-    swept: datetime | None = None
-    own_clock: datetime | None = None
-    silenced_by: list[str] = field(default_factory=list)
-    problems: list[FieldProblem] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # human explanations (floors, fallbacks)
+    __slots__ = (
+        "record",
+        "now",
+        "reason",
+        "due_at",
+        "moved_at",
+        "moved_from",
+        "nudge",
+        "stale_after",
+        "stale_at",
+        "review_at",
+        "swept",
+        "own_clock",
+        "silenced_by",
+        "problems",
+        "notes",
+    )
+    _fields = __slots__
+
+    def __init__(self, record: Record, now: datetime):
+        self.record = record
+        self.now = now
+        self.reason: str | None = None  # a code from REASONS when due now, else None
+        self.due_at: datetime | None = None  # when it is/was/will be due (None: never)
+        self.moved_at: datetime | None = None
+        self.moved_from = "mtime"  # last-moved, opened or mtime
+        self.nudge = 1  # the number the next wake would carry
+        self.stale_after: timedelta | None = None  # effective (floored) interval
+        self.stale_at: datetime | None = None
+        self.review_at: datetime | None = None
+        self.swept: datetime | None = None
+        self.own_clock: datetime | None = None
+        self.silenced_by: list[str] = []
+        self.problems: list[FieldProblem] = []
+        self.notes: list[str] = []  # human explanations (floors, fallbacks)
+
+    def replace(self, **changes: object) -> Decision:
+        """A copy with some fields changed."""
+        clone = Decision(self.record, self.now)
+        for name in self.__slots__:
+            setattr(clone, name, changes.get(name, getattr(self, name)))
+        return clone
 
     @property
     def is_due(self) -> bool:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from rouse.errors import HeaderError
 from rouse.layout import KEY_RE
+from rouse.value import Value
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADER_LINES = 500
@@ -21,27 +21,43 @@ BOM = b"\xef\xbb\xbf"
 FENCE = "---"
 
 
-@dataclass(slots=True)
-class Entry:
-    key: str
-    value: str
-    line: int  # 1-based line number in the file
+class Entry(Value):
+    __slots__ = _fields = ("key", "value", "line")
+
+    def __init__(self, key: str, value: str, line: int):
+        self.key = key
+        self.value = value
+        self.line = line  # 1-based line number in the file
 
 
-@dataclass(slots=True)
-class Header:
+class Header(Value):
     """What a header says. ``fields`` holds the first occurrence of each key."""
 
-    fenced: bool = False
-    fields: dict[str, str] = field(default_factory=dict)
-    duplicates: list[Entry] = field(default_factory=list)
-    continued: list[int] = field(default_factory=list)
-    bad_lines: list[tuple[int, str]] = field(default_factory=list)
-    end_line: int = 0  # line number of the closing fence (0 when unfenced)
-    #: (key, value, line) rows not yet made into Entry objects (a cache hit
-    #: fills this; the pack's hot path never needs the entries themselves)
-    rows: list[tuple[str, str, int]] | None = None
-    _entries: list[Entry] = field(default_factory=list)
+    __slots__ = (
+        "_entries",
+        "bad_lines",
+        "continued",
+        "duplicates",
+        "end_line",
+        "fenced",
+        "fields",
+        "rows",
+    )
+    _fields = ("fenced", "fields", "entries", "duplicates", "continued", "bad_lines", "end_line")
+
+    def __init__(
+        self, fenced: bool = False, fields: dict[str, str] | None = None, end_line: int = 0
+    ):
+        self.fenced = fenced
+        self.fields: dict[str, str] = {} if fields is None else fields
+        self.duplicates: list[Entry] = []
+        self.continued: list[int] = []
+        self.bad_lines: list[tuple[int, str]] = []
+        self.end_line = end_line  # line number of the closing fence (0 when unfenced)
+        #: (key, value, line) rows not yet made into Entry objects (a cache hit
+        #: fills this; the pack's hot path never needs the entries themselves)
+        self.rows: list[tuple[str, str, int]] | None = None
+        self._entries: list[Entry] = []
 
     @property
     def entries(self) -> list[Entry]:

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from rouse import header, layout, probes, provenance, readings
-from rouse.cache import HeaderCache
+from rouse.cache import cached_walk
 from rouse.errors import HeaderError, UsageError
 from rouse.timefmt import human_age
-from rouse.tree import File, Tree, walk
+from rouse.tree import File, Tree
 
 SCHEMA = 1  # bump when the tables, columns or tokenizer change: old files are rebuilt
 FILE = "index.sqlite3"
@@ -433,9 +433,7 @@ def recall(
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    cache = HeaderCache(root)
-    tree = walk(root, cache)
-    cache.save()
+    tree = cached_walk(root)
     with Index(root) as index:
         index.refresh(tree)
         matches = index.search(words, kind=kind, limit=limit)

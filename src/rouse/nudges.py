@@ -8,12 +8,12 @@ set, a re-armed due, fired, expired) never count as the agent acting.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from rouse import clock, layout
 from rouse.tree import Record, Tree
+from rouse.value import Value
 
 DIR = "nudges"
 NAME_STAMP = "%Y%m%d-%H%M%S"
@@ -22,12 +22,15 @@ AGENT_ENDINGS = frozenset({"done", "dropped", "abandoned", "cancelled", "promote
 MAX_NUDGE_BYTES = 64 * 1024
 
 
-@dataclass
-class Nudge:
-    path: Path
-    at: datetime  # the wake's time (the tick's now), from the file name
-    record_dir: str  # the record path named by its ``at:`` line
-    title: str  # the wake's first line
+class Nudge(Value):
+    __slots__ = ("path", "at", "record_dir", "title")
+    _fields = __slots__
+
+    def __init__(self, path: Path, at: datetime, record_dir: str, title: str):
+        self.path = path
+        self.at = at  # the wake's time (the tick's now), from the file name
+        self.record_dir = record_dir  # the record path named by its ``at:`` line
+        self.title = title  # the wake's first line
 
 
 def nudge_dir(root: Path) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -35,11 +34,13 @@ _WORD = re.compile(r"[a-z0-9]+")
 OriginOf = Callable[[File], str]
 
 
-@dataclass
 class Pack:
-    data: dict[str, Any]
-    text: str
-    trimmed: list[str] = field(default_factory=list)
+    """The pack, as data (``--json``) and as text."""
+
+    def __init__(self, data: dict[str, Any], text: str, trimmed: list[str] | None = None):
+        self.data = data
+        self.text = text
+        self.trimmed = trimmed or []  # what was cut to fit, in order
 
     def to_json(self) -> dict[str, Any]:
         return self.data
@@ -168,12 +169,16 @@ def _index(
     return items
 
 
-def _ladder(tree: Tree) -> dict[str, int]:
+def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
+    """Open records per level, and how many records are closed (one pass)."""
     counts = dict.fromkeys(LADDER, 0)
+    closed = 0
     for record in tree.records.values():
-        if record.type in counts and clock.is_open(record):
+        if not clock.is_open(record):
+            closed += 1
+        elif record.type in counts:
             counts[record.type] += 1
-    return counts
+    return counts, closed
 
 
 def _context_chars(layers: Mapping[str, Any]) -> int:
@@ -231,7 +236,7 @@ def build_pack(
     due, due_total = _due(clock.select_due(every), ids, now, {w["path"] for w in woken})
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index = _index(root, tree, origin_of, now, known)
-    closed = sum(not clock.is_open(r) for r in tree.records.values())
+    ladder, closed = _ladder(tree)
     data: dict[str, Any] = {
         "now": _now_line(now),
         "probes": [{"name": name, "reading": value} for name, value in measured],
@@ -242,7 +247,7 @@ def build_pack(
         "beliefs": layers["beliefs"],
         "motivations": layers["motivations"],
         "quarantined": quarantined,
-        "ladder": _ladder(tree),
+        "ladder": ladder,
         "plugins": [Path(p.rel).stem for p in tree.plugins],
         "index": index,
         "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 from rouse.timefmt import parse_interval
 from rouse.tree import Problem, Tree
+from rouse.value import Value
 
 DEFAULT_TIMEOUT = timedelta(seconds=10)
 MAX_PROBES_BYTES = 1024 * 1024
@@ -32,17 +32,29 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
 _FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
-@dataclass
-class Probe:
+class Probe(Value):
     """One probe block, read."""
 
-    name: str
-    cmd: str
-    tier: str = "demand"
-    ttl: timedelta | None = None  # how long a demand reading may be reused
-    timeout: timedelta = DEFAULT_TIMEOUT
-    unknown_ok: bool = False
-    line: int = 0  # line of the opening ```probe fence
+    __slots__ = ("name", "cmd", "tier", "ttl", "timeout", "unknown_ok", "line")
+    _fields = __slots__
+
+    def __init__(
+        self,
+        name: str,
+        cmd: str,
+        tier: str = "demand",
+        ttl: timedelta | None = None,
+        timeout: timedelta = DEFAULT_TIMEOUT,
+        unknown_ok: bool = False,
+        line: int = 0,
+    ):
+        self.name = name
+        self.cmd = cmd
+        self.tier = tier
+        self.ttl = ttl  # how long a demand reading may be reused
+        self.timeout = timeout
+        self.unknown_ok = unknown_ok
+        self.line = line  # line of the opening ```probe fence
 
 
 def _duration(value: str) -> timedelta:

@@ -11,15 +11,12 @@ forges nothing.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import stat
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -28,6 +25,7 @@ from rouse.errors import HeaderError, RouseError, UsageError
 from rouse.stampkey import SIG_VERSION, StampKey, init_key, load_key, sign, signing_message, verify
 from rouse.statefile import load_json, save_json
 from rouse.tree import File, Tree
+from rouse.value import Frozen, Value
 
 __all__ = [
     "ORIGINS",
@@ -109,12 +107,17 @@ def _stamper(
 # -- stamping -----------------------------------------------------------------
 
 
-@dataclass
-class Stamped:
-    written: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # still verified (--if-changed)
-    signed: bool = False
+class Stamped(Value):
+    """What ``stamp`` did."""
+
+    __slots__ = ("written", "missing", "skipped", "signed")
+    _fields = __slots__
+
+    def __init__(self, signed: bool = False) -> None:
+        self.written: list[str] = []
+        self.missing: list[str] = []
+        self.skipped: list[str] = []  # still verified (--if-changed)
+        self.signed = signed
 
 
 def _tree_relative(root: Path, given: str, cwd: Path) -> str | None:
@@ -219,13 +222,16 @@ def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
 # -- reading origins ----------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(Frozen):
     """A file's effective ``origin`` and how it was reached."""
 
-    origin: str  # the effective origin: what to show and act on
-    written: str  # as written in the header ('' when absent)
-    state: str  # a key of STATES
+    __slots__ = ("origin", "written", "state")
+    _fields = __slots__
+
+    def __init__(self, origin: str, written: str, state: str):
+        self.origin = origin  # the effective origin: what to show and act on
+        self.written = written  # as written in the header ('' when absent)
+        self.state = state  # a key of STATES
 
     @property
     def why(self) -> str:
@@ -248,10 +254,15 @@ class _Cache:
             self.entries = entries if isinstance(entries, dict) else {}
 
     def _mac(self, rel: str, fields: list[Any]) -> str:
+        import hashlib
+        import hmac
+
         message = json.dumps(["rouse-origin-cache", CACHE_VERSION, rel, *fields])
         return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def get(self, rel: str, key: list[int]) -> Verdict | None:
+        import hmac
+
         self.seen.add(rel)
         entry = self.entries.get(rel)
         if not isinstance(entry, list) or len(entry) != 7 or entry[:3] != key:
@@ -378,14 +389,19 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
 # -- what check and the probe runner ask --------------------------------------
 
 
-@dataclass
-class StampFinding:
+class StampFinding(Value):
     """A ``check`` finding about stamps (check.py turns it into its own Finding)."""
 
-    level: Literal["error", "warn"]
-    path: str
-    message: str
-    line: int | None = None
+    __slots__ = ("level", "path", "message", "line")
+    _fields = __slots__
+
+    def __init__(
+        self, level: Literal["error", "warn"], path: str, message: str, line: int | None = None
+    ):
+        self.level = level
+        self.path = path
+        self.message = message
+        self.line = line
 
 
 def _stamped_files(tree: Tree) -> list[File]:

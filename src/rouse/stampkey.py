@@ -7,31 +7,38 @@ and the SHA-256 of the body bytes. See docs/provenance.md.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import stat
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from rouse import header, layout
 from rouse.errors import UsageError
+from rouse.value import Frozen
 
 SIG_VERSION = "v1"
 KEY_BYTES = 32
 
 
-@dataclass(frozen=True)
-class StampKey:
+class StampKey(Frozen):
     """A stamp key file. ``secret`` is None when the file exists but cannot be used:
     then every origin reads ``unknown`` (fail closed), and ``problem`` says why."""
 
-    path: Path
-    secret: bytes | None
-    problem: str | None = None
-    mode: int | None = None
+    __slots__ = ("path", "secret", "problem", "mode")
+    _fields = __slots__
+
+    def __init__(
+        self,
+        path: Path,
+        secret: bytes | None,
+        problem: str | None = None,
+        mode: int | None = None,
+    ):
+        self.path = path
+        self.secret = secret
+        self.problem = problem
+        self.mode = mode
 
 
 def load_key(path: Path) -> StampKey | None:
@@ -114,6 +121,8 @@ def signing_message(rel: str, origin: str, turn: str, body: bytes) -> bytes:
     <sha256 hex of the body bytes>]``. The body is every byte after the
     header's closing fence.
     """
+    import hashlib
+
     digest = hashlib.sha256(body).hexdigest()
     fields = ["rouse-origin-sig", SIG_VERSION, rel, origin, turn, digest]
     return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
@@ -121,12 +130,17 @@ def signing_message(rel: str, origin: str, turn: str, body: bytes) -> bytes:
 
 def sign(secret: bytes, rel: str, origin: str, turn: str, body: bytes) -> str:
     """The ``origin-sig:`` value: ``v1:`` and the hex HMAC-SHA256 of the message."""
+    import hashlib
+    import hmac
+
     mac = hmac.new(secret, signing_message(rel, origin, turn, body), hashlib.sha256)
     return f"{SIG_VERSION}:{mac.hexdigest()}"
 
 
 def verify(secret: bytes, rel: str, data: bytes) -> tuple[str, str]:
     """Check a whole file's stamp; return ``(written origin, state)``."""
+    import hmac
+
     head, body = header.split(data, rel)
     written = (head.get("origin") or "").strip()
     sig = (head.get("origin-sig") or "").strip()

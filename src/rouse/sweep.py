@@ -18,8 +18,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -33,7 +33,7 @@ from rouse.provenance import effective_origin
 from rouse.sinks import Sink, SinkError, write_nudge
 from rouse.stamping import already_stamped, stamp_after_delivery
 from rouse.sweeplock import last_tick, sweeper_lock, write_state
-from rouse.tree import File, Tree, walk
+from rouse.tree import File, Tree
 from rouse.views import display_ids
 
 DEFAULT_EVERY = 60.0
@@ -203,9 +203,7 @@ class Sweeper:
 
     def tick(self, now: datetime) -> TickReport:
         report = TickReport(now)
-        self.headers.seen = set()
-        tree = walk(self.root, self.headers)
-        self.headers.save()
+        tree = self.headers.walk()
         for problem in tree.untrackable:
             self._tell_once(f"skipped {problem.render()}")
         the_plan = plan(
@@ -235,7 +233,7 @@ class Sweeper:
         return report
 
     def _carry_out(
-        self, step: Step, tree: Tree, ids: dict[str, str], now: datetime, report: TickReport
+        self, step: Step, tree: Tree, ids: Mapping[str, str], now: datetime, report: TickReport
     ) -> None:
         if step.action == "new":
             assert step.decision is not None
@@ -316,7 +314,7 @@ class Sweeper:
             return True
         if record.type == "reminder" and not decision.is_due:
             return True  # the agent already acted on it: nothing left to write
-        as_sent = replace(decision, reason=made.reason, nudge=made.nudge)
+        as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
         updates = clock.stamps_after_delivery(as_sent, now)
         try:
             written = stamp_after_delivery(self.root, record, updates)

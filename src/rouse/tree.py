@@ -10,15 +10,18 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from rouse import layout
 from rouse.errors import HeaderError, UsageError
 from rouse.header import Header, read_header
+from rouse.value import Value
 
 HeaderReader = Callable[[str, str, os.stat_result], Header]
+#: A directory's (subdirectory names, .md file names, symlink names), sorted.
+Listing = tuple[list[str], list[str], list[str]]
+Lister = Callable[[str, str], Listing]
 SKIP_NAMES = frozenset({layout.STATE_DIR, ".git"})
 #: intentions/ and everything above it are never records (a top-level intention has no parent).
 NEVER_RECORDS = frozenset(
@@ -26,14 +29,17 @@ NEVER_RECORDS = frozenset(
 )
 
 
-@dataclass(slots=True)
-class File:
+class File(Value):
     """A markdown file the tree knows, with its header and stat."""
 
-    rel: str  # tree-relative path of the .md file
-    header: Header
-    size: int
-    mtime_ns: int
+    __slots__ = ("rel", "header", "size", "mtime_ns")
+    _fields: tuple[str, ...] = __slots__
+
+    def __init__(self, rel: str, header: Header, size: int, mtime_ns: int):
+        self.rel = rel  # tree-relative path of the .md file
+        self.header = header
+        self.size = size
+        self.mtime_ns = mtime_ns
 
     @property
     def mtime(self) -> datetime:
@@ -43,12 +49,25 @@ class File:
         return self.header.fields.get(key)
 
 
-@dataclass(slots=True)
 class Record(File):
-    type: str = ""
-    dir: str = ""  # tree-relative record directory (the record's path)
-    parent: str | None = None  # dir of the nearest enclosing trackable record
-    children: list[str] = field(default_factory=list)
+    __slots__ = ("type", "dir", "parent", "children")
+    _fields = (*File._fields, *__slots__)
+
+    def __init__(
+        self,
+        rel: str,
+        header: Header,
+        size: int,
+        mtime_ns: int,
+        type: str = "",
+        dir: str = "",
+        parent: str | None = None,
+    ):
+        File.__init__(self, rel, header, size, mtime_ns)
+        self.type = type
+        self.dir = dir  # tree-relative record directory (the record's path)
+        self.parent = parent  # dir of the nearest enclosing trackable record
+        self.children: list[str] = []
 
     @property
     def slug(self) -> str:
@@ -59,43 +78,57 @@ class Record(File):
         return f"{self.type}/{self.slug}"
 
 
-@dataclass(slots=True)
 class Context(File):
-    kind: str = ""  # persona, belief, motivation
-    slug: str = ""
+    __slots__ = ("kind", "slug")
+    _fields = (*File._fields, *__slots__)
+
+    def __init__(
+        self, rel: str, header: Header, size: int, mtime_ns: int, kind: str = "", slug: str = ""
+    ):
+        File.__init__(self, rel, header, size, mtime_ns)
+        self.kind = kind  # persona, belief, motivation
+        self.slug = slug
 
 
-@dataclass(slots=True)
 class Note(File):
-    slug: str = ""
+    __slots__ = ("slug",)
+    _fields = (*File._fields, *__slots__)
+
+    def __init__(self, rel: str, header: Header, size: int, mtime_ns: int, slug: str = ""):
+        File.__init__(self, rel, header, size, mtime_ns)
+        self.slug = slug
 
 
-@dataclass
-class Problem:
+class Problem(Value):
     """A file rouse could not use, or a shape it does not expect."""
 
-    path: str
-    message: str
-    line: int | None = None
+    __slots__ = _fields = ("path", "message", "line")
+
+    def __init__(self, path: str, message: str, line: int | None = None):
+        self.path = path
+        self.message = message
+        self.line = line
 
     def render(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
         return f"{where}: {self.message}"
 
 
-@dataclass
 class Tree:
-    root: Path
-    records: dict[str, Record] = field(default_factory=dict)  # by dir
-    context: list[Context] = field(default_factory=list)
-    notes: list[Note] = field(default_factory=list)
-    plugins: list[File] = field(default_factory=list)
-    probes: File | None = None
-    instructions: str | None = None
-    untrackable: list[Problem] = field(default_factory=list)
-    symlinks: list[str] = field(default_factory=list)
-    strays: list[Problem] = field(default_factory=list)  # shape findings for check
-    conflicts: list[Problem] = field(default_factory=list)  # two <type>.md in one dir
+    """Everything one walk found."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.records: dict[str, Record] = {}  # by dir
+        self.context: list[Context] = []
+        self.notes: list[Note] = []
+        self.plugins: list[File] = []
+        self.probes: File | None = None
+        self.instructions: str | None = None
+        self.untrackable: list[Problem] = []
+        self.symlinks: list[str] = []
+        self.strays: list[Problem] = []  # shape findings for check
+        self.conflicts: list[Problem] = []  # two <type>.md in one dir
 
     # -- navigation ---------------------------------------------------------
 
@@ -148,9 +181,10 @@ def _inside(rel: str, ancestor: str) -> bool:
 class _Walker:
     """Walks with plain strings: this runs at every session start, so no pathlib here."""
 
-    def __init__(self, root: Path, read: HeaderReader):
+    def __init__(self, root: Path, read: HeaderReader, list_dir: Lister):
         self.tree = Tree(root)
         self.read = read
+        self.list_dir = list_dir
 
     def load(self, path: str, rel: str, info: os.stat_result) -> Header | None:
         try:
@@ -161,56 +195,50 @@ class _Walker:
 
     def walk(self, path: str, rel: str, parent: str | None) -> None:
         try:
-            with os.scandir(path) as listing:
-                entries = sorted(listing, key=_by_name)
+            dirs, names, links = self.list_dir(path, rel)
         except OSError as exc:
             self.tree.untrackable.append(Problem(rel or ".", f"cannot list: {exc.strerror}"))
             return
-        files: list[tuple[os.DirEntry[str], os.stat_result]] = []
-        dirs: list[os.DirEntry[str]] = []
-        record_files: list[tuple[os.DirEntry[str], os.stat_result]] = []
         prefix = f"{rel}/" if rel else ""
-        for entry in entries:
-            name = entry.name
-            if name in SKIP_NAMES or (not rel and name.startswith(".")):
-                continue
-            # is_symlink/is_dir answer from the directory listing: only files are stat'ed
-            if entry.is_symlink():
-                self.tree.symlinks.append(prefix + name)
-            elif entry.is_dir(follow_symlinks=False):
-                dirs.append(entry)
-            elif name.endswith(".md"):
-                info = entry.stat(follow_symlinks=False)
-                if name[:-3] in layout.RECORD_TYPES:
-                    record_files.append((entry, info))
-                else:
-                    files.append((entry, info))
+        self.tree.symlinks.extend(prefix + name for name in links)
+        files: list[tuple[str, os.stat_result]] = []
+        record_files: list[tuple[str, os.stat_result]] = []
+        for name in names:
+            try:
+                info = os.lstat(f"{path}/{name}")
+            except OSError:
+                continue  # gone since the listing: it will not be there next time either
+            if name[:-3] in layout.RECORD_TYPES:
+                record_files.append((name, info))
+            else:
+                files.append((name, info))
         record_dir = False
         if record_files and rel and rel not in NEVER_RECORDS and not _inside(rel, layout.NOTES):
-            parent = self.add_record(rel, record_files, parent)
+            parent = self.add_record(path, rel, record_files, parent)
             record_dir = True
-        else:
-            files = sorted(files + record_files, key=lambda pair: pair[0].name)
-        for entry, info in files:
-            self.add_file(rel, entry, info, record_dir or parent is not None)
-        for entry in dirs:
-            self.walk(entry.path, prefix + entry.name, parent)
+        elif record_files:
+            files = sorted(files + record_files)
+        for name, info in files:
+            self.add_file(path, rel, name, info, record_dir or parent is not None)
+        for name in dirs:
+            self.walk(f"{path}/{name}", prefix + name, parent)
 
     def add_record(
         self,
+        path: str,
         rel: str,
-        record_files: list[tuple[os.DirEntry[str], os.stat_result]],
+        record_files: list[tuple[str, os.stat_result]],
         parent: str | None,
     ) -> str | None:
-        record_files.sort(key=lambda pair: layout.RECORD_TYPES.index(pair[0].name[:-3]))
+        record_files.sort(key=lambda pair: layout.RECORD_TYPES.index(pair[0][:-3]))
         if len(record_files) > 1:
-            names = ", ".join(e.name for e, _ in record_files)
+            names = ", ".join(name for name, _ in record_files)
             self.tree.conflicts.append(
                 Problem(rel, f"two record files in one directory ({names}); keep one")
             )
-        entry, info = record_files[0]
-        file_rel = f"{rel}/{entry.name}"
-        header = self.load(entry.path, file_rel, info)
+        name, info = record_files[0]
+        file_rel = f"{rel}/{name}"
+        header = self.load(f"{path}/{name}", file_rel, info)
         if header is None:
             return parent
         record = Record(
@@ -218,7 +246,7 @@ class _Walker:
             header=header,
             size=info.st_size,
             mtime_ns=info.st_mtime_ns,
-            type=entry.name[:-3],
+            type=name[:-3],
             dir=rel,
             parent=parent,
         )
@@ -228,14 +256,13 @@ class _Walker:
         return rel
 
     def add_file(
-        self, where: str, entry: os.DirEntry[str], info: os.stat_result, record_dir: bool
+        self, path: str, where: str, name: str, info: os.stat_result, record_dir: bool
     ) -> None:
-        name = entry.name
         rel = f"{where}/{name}" if where else name
         tree = self.tree
 
         def make(cls: type[File], **extra: str) -> File | None:
-            header = self.load(entry.path, rel, info)
+            header = self.load(f"{path}/{name}", rel, info)
             if header is None:
                 return None
             return cls(
@@ -281,9 +308,33 @@ class _Walker:
             )
 
 
-def walk(root: Path, read: HeaderReader | None = None) -> Tree:
+def scan_dir(path: str, rel: str) -> Listing:
+    """A directory's subdirectories, ``.md`` files and symlinks, by name, sorted.
+
+    Answered from the listing alone (no stat): ``.rouse``, ``.git`` and, at
+    the tree root, hidden entries are left out.
+    """
+    with os.scandir(path) as listing:
+        entries = sorted(listing, key=_by_name)
+    dirs: list[str] = []
+    files: list[str] = []
+    links: list[str] = []
+    for entry in entries:
+        name = entry.name
+        if name in SKIP_NAMES or (not rel and name.startswith(".")):
+            continue
+        if entry.is_symlink():
+            links.append(name)
+        elif entry.is_dir(follow_symlinks=False):
+            dirs.append(name)
+        elif name.endswith(".md"):
+            files.append(name)
+    return dirs, files, links
+
+
+def walk(root: Path, read: HeaderReader | None = None, list_dir: Lister | None = None) -> Tree:
     """Walk ``root`` once and build the Tree (header-only reads)."""
-    walker = _Walker(root, read or _plain_reader)
+    walker = _Walker(root, read or _plain_reader, list_dir or scan_dir)
     walker.walk(str(root), "", None)
     tree = walker.tree
     for directory in (layout.BELIEFS, layout.MOTIVATIONS):

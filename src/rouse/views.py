@@ -7,6 +7,7 @@ MCP server returns them. (The pack has its own module.)
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,26 @@ def _stamp(value: datetime | None) -> str | None:
     return format_stamp(value) if value is not None else None
 
 
-def display_ids(tree: Tree) -> dict[str, str]:
-    """Record dir → id: ``type/slug``, or the path when the slug collides."""
-    counts = Counter(r.slug for r in tree.records.values())
-    return {r.dir: (r.id if counts[r.slug] == 1 else r.dir) for r in tree.records.values()}
+class DisplayIds(Mapping[str, str]):
+    """Record dir → id: ``type/slug``, or the path when the slug collides (computed on lookup)."""
+
+    def __init__(self, tree: Tree):
+        self.records = tree.records
+        self.counts = Counter(r.slug for r in tree.records.values())
+
+    def __getitem__(self, directory: str) -> str:
+        record = self.records[directory]
+        return record.id if self.counts[record.slug] == 1 else record.dir
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def display_ids(tree: Tree) -> DisplayIds:
+    return DisplayIds(tree)
 
 
 # -- due ----------------------------------------------------------------------
