@@ -378,3 +378,31 @@ def test_golden_text(tree: Path, local_tz) -> None:  # type: ignore[no-untyped-d
     if os.environ.get("ROUSE_UPDATE_GOLDEN") == "1":
         golden.write_text(text)
     assert text == golden.read_text()
+
+
+def test_cached_headers_equal_fresh_ones(make_tree: MakeTree) -> None:
+    root = make_tree(
+        {
+            f"{INTENTIONS}/plain/intention.md": "---\nstatus: open\n\n# note\nopened: 2026-01-01\n---\n",
+            f"{INTENTIONS}/odd/intention.md": (
+                "---\nstatus: open\nstatus: done\ncloses-when: a\n  b\nnot a line\n---\nbody\n"
+            ),
+            f"{NOTES}/n.md": "no fence at all\n",
+        }
+    )
+    fresh = walk(root)
+    HeaderCache(root).walk()
+    _settle(root)
+    HeaderCache(root).walk()
+    cache = HeaderCache(root)
+    cached = cache.walk()
+    assert cache.hits == 3 and cache.misses == 0
+    for rel, record in fresh.records.items():
+        again = cached.records[rel].header
+        assert again.fields == record.header.fields
+        assert again.entries == record.header.entries
+        assert again.duplicates == record.header.duplicates
+        assert again.continued == record.header.continued
+        assert again.bad_lines == record.header.bad_lines
+        assert again.line_of("opened") == record.header.line_of("opened")
+    assert [n.header for n in cached.notes] == [n.header for n in fresh.notes]

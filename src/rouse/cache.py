@@ -22,37 +22,46 @@ from rouse.header import Entry, Header, read_header
 from rouse.statefile import load_json, save_json
 from rouse.tree import Listing, Tree, scan_dir, walk
 
-VERSION = 2
+VERSION = 3
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
 
 
 def _dump(header: Header) -> list[Any]:
+    """A header as JSON: ``[fenced, fields, lines]`` when it is plain (one line per
+    key, in order), else with its entries and findings spelled out."""
+    entries = header.entries
+    plain = not (header.duplicates or header.continued or header.bad_lines)
+    if plain and list(header.fields) == [e.key for e in entries]:
+        return [int(header.fenced), header.fields, [e.line for e in entries], header.end_line]
     return [
         int(header.fenced),
         header.fields,
-        [[e.key, e.value, e.line] for e in header.entries],
+        [[e.key, e.value, e.line] for e in entries],
+        header.end_line,
         [e.line for e in header.duplicates],
         header.continued,
         [list(bad) for bad in header.bad_lines],
-        header.end_line,
     ]
 
 
 def _load(data: list[Any]) -> Header:
-    fenced, fields, rows, duplicate_lines, continued, bad_lines, end_line = data
+    fenced, fields, lines, end_line = data[:4]
     if not isinstance(fields, dict):
         raise ValueError("cached fields are not a mapping")
     header = Header(fenced=bool(fenced), fields=fields, end_line=int(end_line))
-    if duplicate_lines or continued or bad_lines:
-        header.continued = [int(line) for line in continued]
-        header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
-        dupes = set(duplicate_lines)
-        entries = [Entry(str(key), str(value), int(line)) for key, value, line in rows]
-        header.entries.extend(entries)
-        header.duplicates = [e for e in entries if e.line in dupes]
-    else:
-        header.rows = rows  # made into Entry objects only if someone asks
+    if len(data) == 4:  # plain: made into Entry objects only if someone asks
+        if len(lines) != len(fields):
+            raise ValueError("cached lines do not match the fields")
+        header.lines = lines
+        return header
+    duplicate_lines, continued, bad_lines = data[4:]
+    header.continued = [int(line) for line in continued]
+    header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
+    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
+    dupes = set(duplicate_lines)
+    header.entries.extend(entries)
+    header.duplicates = [e for e in entries if e.line in dupes]
     return header
 
 

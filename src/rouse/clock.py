@@ -237,7 +237,11 @@ def end_time(record: Record) -> datetime:
 
 def moved_at(record: Record, problems: list[FieldProblem] | None = None) -> tuple[datetime, str]:
     """``last-moved``, else ``opened``, else the file's mtime — and which one it was."""
-    reader = _Fields(record, [] if problems is None else problems)
+    return _moved_at(_Fields(record, [] if problems is None else problems))
+
+
+def _moved_at(reader: _Fields) -> tuple[datetime, str]:
+    record = reader.record
     for key in ("last-moved", "opened"):
         value = reader.stamp(key)
         if value is not None:
@@ -258,11 +262,12 @@ def _later(base: datetime, interval: timedelta) -> datetime:
 
 def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     """Decide whether ``record`` is due at ``now``, why, and when it next will be."""
-    decision = Decision(record=record, now=now)
-    decision.moved_at, decision.moved_from = moved_at(record, decision.problems)
+    decision = Decision(record, now)
     fields = _Fields(record, decision.problems)
-    if not known_status(record):
-        decision.notes.append(f"unknown status {status_of(record)!r} counts as open")
+    decision.moved_at, decision.moved_from = _moved_at(fields)
+    status = status_of(record)
+    if status not in LEVELS[record.type].states:
+        decision.notes.append(f"unknown status {status!r} counts as open")
     if record.type == "reminder":
         _evaluate_reminder(decision, fields, now)
     elif record.type in STALE_LEVELS and is_open(record):

@@ -41,7 +41,7 @@ class Header(Value):
         "end_line",
         "fenced",
         "fields",
-        "rows",
+        "lines",
     )
     _fields = ("fenced", "fields", "entries", "duplicates", "continued", "bad_lines", "end_line")
 
@@ -54,17 +54,19 @@ class Header(Value):
         self.continued: list[int] = []
         self.bad_lines: list[tuple[int, str]] = []
         self.end_line = end_line  # line number of the closing fence (0 when unfenced)
-        #: (key, value, line) rows not yet made into Entry objects (a cache hit
-        #: fills this; the pack's hot path never needs the entries themselves)
-        self.rows: list[tuple[str, str, int]] | None = None
+        #: the line of each key in ``fields``, in order, for a plain header whose
+        #: Entry objects are not made yet (a cache hit fills this; the pack's hot
+        #: path never needs the entries themselves)
+        self.lines: list[int] | None = None
         self._entries: list[Entry] = []
 
     @property
     def entries(self) -> list[Entry]:
         """Every ``key: value`` line in order, duplicates included."""
-        if self.rows is not None:
-            self._entries = [Entry(key, value, line) for key, value, line in self.rows]
-            self.rows = None
+        if self.lines is not None:
+            pairs = zip(self.fields.items(), self.lines, strict=True)
+            self._entries = [Entry(key, value, line) for (key, value), line in pairs]
+            self.lines = None
         return self._entries
 
     def get(self, key: str) -> str | None:

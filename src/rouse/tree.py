@@ -63,7 +63,10 @@ class Record(File):
         dir: str = "",
         parent: str | None = None,
     ):
-        File.__init__(self, rel, header, size, mtime_ns)
+        self.rel = rel  # (File.__init__ inlined: thousands of records per walk)
+        self.header = header
+        self.size = size
+        self.mtime_ns = mtime_ns
         self.type = type
         self.dir = dir  # tree-relative record directory (the record's path)
         self.parent = parent  # dir of the nearest enclosing trackable record
@@ -172,6 +175,7 @@ def _plain_reader(path: str, rel: str, info: os.stat_result) -> Header:
 
 
 _by_name = operator.attrgetter("name")
+RECORD_FILES = frozenset(f"{kind}.md" for kind in layout.RECORD_TYPES)
 
 
 def _inside(rel: str, ancestor: str) -> bool:
@@ -200,7 +204,8 @@ class _Walker:
             self.tree.untrackable.append(Problem(rel or ".", f"cannot list: {exc.strerror}"))
             return
         prefix = f"{rel}/" if rel else ""
-        self.tree.symlinks.extend(prefix + name for name in links)
+        if links:
+            self.tree.symlinks.extend(prefix + name for name in links)
         files: list[tuple[str, os.stat_result]] = []
         record_files: list[tuple[str, os.stat_result]] = []
         for name in names:
@@ -208,7 +213,7 @@ class _Walker:
                 info = os.lstat(f"{path}/{name}")
             except OSError:
                 continue  # gone since the listing: it will not be there next time either
-            if name[:-3] in layout.RECORD_TYPES:
+            if name in RECORD_FILES:
                 record_files.append((name, info))
             else:
                 files.append((name, info))
@@ -230,8 +235,8 @@ class _Walker:
         record_files: list[tuple[str, os.stat_result]],
         parent: str | None,
     ) -> str | None:
-        record_files.sort(key=lambda pair: layout.RECORD_TYPES.index(pair[0][:-3]))
         if len(record_files) > 1:
+            record_files.sort(key=lambda pair: layout.RECORD_TYPES.index(pair[0][:-3]))
             names = ", ".join(name for name, _ in record_files)
             self.tree.conflicts.append(
                 Problem(rel, f"two record files in one directory ({names}); keep one")
