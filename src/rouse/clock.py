@@ -202,7 +202,17 @@ def is_nagging(record: Record) -> bool:
 
 
 def is_open(record: Record) -> bool:
-    """Open for the clock. An unknown status counts as open (err loud)."""
+    """Open for the clock. An unknown status counts as open (err loud).
+
+    Memoised on the record: a walk's headers never change after it.
+    """
+    memo = record.open_memo
+    if memo is None:
+        memo = record.open_memo = _is_open(record)
+    return memo
+
+
+def _is_open(record: Record) -> bool:
     status = status_of(record)
     level = LEVELS[record.type]
     if status not in level.states:

@@ -50,8 +50,8 @@ class File(Value):
 
 
 class Record(File):
-    __slots__ = ("type", "dir", "parent", "children")
-    _fields = (*File._fields, *__slots__)
+    __slots__ = ("type", "dir", "parent", "children", "open_memo")
+    _fields = (*File._fields, "type", "dir", "parent", "children")
 
     def __init__(
         self,
@@ -71,6 +71,7 @@ class Record(File):
         self.dir = dir  # tree-relative record directory (the record's path)
         self.parent = parent  # dir of the nearest enclosing trackable record
         self.children: list[str] = []
+        self.open_memo: bool | None = None  # the clock's is_open, once computed
 
     @property
     def slug(self) -> str:
