@@ -25,6 +25,10 @@ demo: $(STAMP)
 	@$(BIN)/rouse --memory $(DEMO)/memory due --now "2099-01-02 09:00"
 	@echo; echo '$$ rouse explain example-renew-the-tls-certificate --now "2099-01-02 09:00"'
 	@$(BIN)/rouse --memory $(DEMO)/memory explain example-renew-the-tls-certificate --now "2099-01-02 09:00"
+	@echo; echo '$$ rouse sweep --once --now "2099-01-02 09:00"    # one tick: wakes go to the file sink'
+	@$(BIN)/rouse --memory $(DEMO)/memory sweep --once --now "2099-01-02 09:00"
+	@echo; echo '$$ cat .rouse/nudges/*.md'
+	@for f in $(DEMO)/memory/.rouse/nudges/*.md; do echo "--- $${f##*/}"; cat "$$f"; done
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -40,6 +44,7 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/sweep_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -27,6 +27,12 @@ CORE = [
     "rouse.views",
     "rouse.scaffold",
     "rouse.lifecycle",
+    "rouse.wake",
+    "rouse.ledger",
+    "rouse.sinks",
+    "rouse.stamping",
+    "rouse.sweeplock",
+    "rouse.sweep",
     "rouse.cli",
 ]
 

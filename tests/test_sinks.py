@@ -97,7 +97,7 @@ def server() -> Iterator[Server]:
     httpd = Quiet(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state
@@ -238,14 +238,25 @@ def test_exec_that_hangs_is_killed_with_its_whole_group(tmp_path: Path) -> None:
         _exec(script, tmp_path, timeout=1.0).send(make_wake(), NOW)
     assert time.monotonic() - start < 10
     grandchild = int(pidfile.read_text())
-    for _ in range(100):  # reaped by init shortly after the kill
-        try:
-            os.kill(grandchild, 0)
-        except ProcessLookupError:
+    for _ in range(250):
+        if not _running(grandchild):
             break
         time.sleep(0.02)
     else:
         pytest.fail("the grandchild survived the timeout")
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (a killed orphan waits a moment for init to reap it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
 
 
 def test_exec_of_a_missing_command_is_a_failure(tmp_path: Path) -> None:

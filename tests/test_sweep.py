@@ -17,6 +17,7 @@ import pytest
 
 from conftest import INTENTIONS, NOW, OLD, REMINDERS, MakeTree, ago, stamp
 from rouse import clock, ledger, lifecycle, sweep, views, wake
+from rouse.errors import ChangedUnderfoot
 from rouse.header import parse_header
 from rouse.ledger import Ledger, QuietHours
 from rouse.sinks import FileSink, SinkError
@@ -468,6 +469,31 @@ def test_a_wake_left_in_flight_is_resent_with_its_id(stale: Path, logs: list[str
     assert [w.id for w in sink.sent] == [made.id] and report.delivered == [made.id]
     (entry,) = ledger.recent(stale)
     assert entry.attempts == 2 and entry.state == "delivered"
+
+
+def test_a_delivered_wake_whose_stamp_was_deferred_is_stamped_not_resent(
+    stale: Path, logs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = sweep.stamp_after_delivery
+    calls: list[int] = []
+
+    def busy_once(root: Path, record: object, updates: dict[str, str | None]) -> bool:
+        calls.append(1)
+        if len(calls) == 1:
+            raise ChangedUnderfoot("kept changing", path="x")
+        return real(root, record, updates)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sweep, "stamp_after_delivery", busy_once)
+    sink = Recorder()
+    with make_sweeper(stale, sink, logs) as sw:
+        assert sw.tick(NOW).stamped == 0
+        assert "swept" not in fields(stale, f"{SHIP}/intention.md")
+        sw.tick(NOW + timedelta(minutes=1))
+    assert len(sink.sent) == 1  # delivered once, never resent
+    header = fields(stale, f"{SHIP}/intention.md")
+    assert header["nudges"] == "1" and header["swept"] == stamp(NOW + timedelta(minutes=1))
+    (entry,) = ledger.recent(stale)
+    assert entry.state == "delivered" and entry.stamped
 
 
 def test_a_stamp_that_landed_before_a_crash_is_confirmed(stale: Path, logs: list[str]) -> None:

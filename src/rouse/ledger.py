@@ -16,26 +16,23 @@ Only the sweeper writes the ledger (it holds the sweeper lock); readers
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 from pathlib import Path
 
-from rouse import layout
 from rouse.errors import UsageError
+from rouse.sweeplock import LEDGER, TIME_FORMAT, _reader, counts, undelivered_counts
 from rouse.wake import Wake
 
-LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 GIVE_UP_AFTER = timedelta(hours=24)
 FIRST_RETRY = timedelta(minutes=1)
 MAX_RETRY = timedelta(hours=1)
 STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 OPEN_STATES = ("pending", "held")
+__all__ = ["LEDGER", "Entry", "Ledger", "QuietHours", "counts", "recent", "undelivered_counts"]
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the wakes table
@@ -286,70 +283,8 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
 
 
 # -- read-only views (status, log, the pack) ----------------------------------
-
-
-@contextlib.contextmanager
-def _reader(root: Path) -> Iterator[sqlite3.Connection | None]:
-    """A connection to an existing ledger, or None; never creates the file."""
-    path = root / LEDGER
-    if not path.is_file():
-        yield None
-        return
-    db: sqlite3.Connection | None = None
-    for mode in ("rw", "ro"):
-        try:
-            db = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, timeout=5)
-            db.execute("SELECT 1 FROM sqlite_master LIMIT 1")
-            break
-        except sqlite3.Error:
-            if db is not None:
-                db.close()
-            db = None
-    if db is None:
-        yield None
-        return
-    db.row_factory = sqlite3.Row
-    try:
-        yield db
-    finally:
-        db.close()
-
-
-def counts(root: Path) -> dict[str, int]:
-    """Wakes by state (all time): pending, held, delivered, given_up, withdrawn."""
-    found = dict.fromkeys(STATES, 0)
-    with _reader(root) as db:
-        if db is None:
-            return found
-        try:
-            for row in db.execute("SELECT state, COUNT(*) AS n FROM wakes GROUP BY state"):
-                found[row["state"]] = row["n"]
-        except sqlite3.Error:
-            pass
-    return found
-
-
-def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
-    """Cheap counts for the pack's warnings; never creates the database.
-
-    ``pending``: wakes not delivered yet (new, failing or in flight),
-    ``held``: waiting out quiet hours (not a failure), ``given_up``: wakes given
-    up after 24h of failures, all time or (with ``since``) given up at or after it.
-    """
-    found = {"pending": 0, "held": 0, "given_up": 0}
-    with _reader(root) as db:
-        if db is None:
-            return found
-        try:
-            for row in db.execute(
-                "SELECT state, COUNT(*) AS n FROM wakes WHERE state IN ('pending', 'held') "
-                "OR (state = 'given_up' AND (? IS NULL OR finished >= ?)) GROUP BY state",
-                (_t(since), _t(since)),
-            ):
-                found[row["state"]] = row["n"]
-        except sqlite3.Error:
-            pass
-    return found
+# The cheap counts live in ``rouse.sweeplock`` (no dataclasses, no sqlite3 until
+# a ledger exists) so the pack can ask without paying for this module.
 
 
 def recent(root: Path, limit: int = 20) -> list[Entry]:

@@ -332,10 +332,10 @@ def _guarded_attempt(
         _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
         back = os.lstat(temp)
         if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
-            # a third write landed between the two swaps: put the newest back at
-            # the path and park the other beside it, so no one's bytes are lost
-            _exchange(temp, target)
-            os.rename(temp, f"{temp}.kept")
+            # yet another write landed between our two swaps: two versions now hold
+            # someone's lines and neither holds them all; keep the other one beside
+            # the file (visible, not walked) rather than delete anyone's bytes
+            os.rename(temp, target.with_name(f"{target.name}.conflict-{time.time_ns()}"))
             temp = None
         return None
     finally:

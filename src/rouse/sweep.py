@@ -300,8 +300,10 @@ class Sweeper:
             report.failed.append(made.id)
             self.log(f"{_t(now)} not delivered {_what(made)} via {self.sink.kind}: {exc}")
             return
-        stamped = self._stamp(made, decision, now, report)
-        self.ledger.delivered(made.id, now, receipt, stamped=stamped)
+        # landed: say so first, so a crash from here on restamps instead of resending
+        self.ledger.delivered(made.id, now, receipt, stamped=False)
+        if self._stamp(made, decision, now, report):
+            self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
         self.log(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
 
@@ -366,7 +368,15 @@ class Sweeper:
         """Tick (once, or until stopped); the exit code for ``rouse sweep``."""
         while True:
             at = now()
-            report = self.tick(at)
+            try:
+                report = self.tick(at)
+            except Exception as exc:  # never fatal: log it, and tick again later
+                self.log(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}")
+                if once:
+                    return 1
+                if self.stop.wait(every):
+                    return 0
+                continue
             summary = (
                 f"{_t(at)} tick: {len(report.delivered)} delivered, {len(report.failed)} failed, "
                 f"{len(report.held)} held, {len(report.given_up)} given up, "

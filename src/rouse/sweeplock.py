@@ -1,10 +1,11 @@
-"""Who sweeps this tree, and when it last ticked.
+"""Who sweeps this tree, when it last ticked, and what the ledger still owes.
 
 ``.rouse/sweep.lock`` is held (flock) for a sweeper's life — one sweeper per
 tree, released by the OS if it dies — and names its holder.
 ``.rouse/sweep.json`` records the last tick's ``now`` and the sweeper's
-interval, so the pack can warn when a sweeper has stopped ticking. Light to
-import (the pack and ``status`` read it).
+interval, so the pack can warn when a sweeper has stopped ticking. The ledger
+counts here open ``.rouse/ledger.sqlite3`` read-only and never create it.
+Light to import: the pack and ``status`` call these on every run.
 """
 
 from __future__ import annotations
@@ -16,14 +17,19 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rouse import layout
 from rouse.errors import UsageError
 
+if TYPE_CHECKING:
+    import sqlite3
+
 SWEEP_LOCK = f"{layout.STATE_DIR}/sweep.lock"
 STATE_FILE = f"{layout.STATE_DIR}/sweep.json"
+LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 
 
 def _t(value: datetime) -> str:
@@ -101,3 +107,72 @@ def last_tick(root: Path) -> tuple[datetime | None, float | None]:
         return None, None
     interval = data.get("interval")
     return when, float(interval) if isinstance(interval, int | float) else None
+
+
+# -- the ledger, read-only ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _reader(root: Path) -> Iterator[sqlite3.Connection | None]:
+    """A connection to an existing ledger, or None; never creates the file."""
+    path = root / LEDGER
+    if not path.is_file():
+        yield None
+        return
+    import sqlite3  # only once a ledger exists
+
+    db: sqlite3.Connection | None = None
+    for mode in ("rw", "ro"):
+        try:
+            db = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, timeout=5)
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+            break
+        except sqlite3.Error:
+            if db is not None:
+                db.close()
+            db = None
+    if db is None:
+        yield None
+        return
+    db.row_factory = sqlite3.Row
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def counts(root: Path) -> dict[str, int]:
+    """Wakes by state (all time): pending, held, delivered, given_up, withdrawn."""
+    found = dict.fromkeys(LEDGER_STATES, 0)
+    with _reader(root) as db:
+        if db is None:
+            return found
+        try:
+            for row in db.execute("SELECT state, COUNT(*) AS n FROM wakes GROUP BY state"):
+                found[row["state"]] = row["n"]
+        except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
+            pass
+    return found
+
+
+def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
+    """Cheap counts for the pack's warnings; never creates the database.
+
+    ``pending``: wakes not delivered yet (new, failing or in flight),
+    ``held``: waiting out quiet hours (not a failure), ``given_up``: wakes given
+    up after 24h of failures, all time or (with ``since``) given up at or after it.
+    """
+    found = {"pending": 0, "held": 0, "given_up": 0}
+    with _reader(root) as db:
+        if db is None:
+            return found
+        try:
+            for row in db.execute(
+                "SELECT state, COUNT(*) AS n FROM wakes WHERE state IN ('pending', 'held') "
+                "OR (state = 'given_up' AND (? IS NULL OR finished >= ?)) GROUP BY state",
+                (None if since is None else _t(since),) * 2,
+            ):
+                found[row["state"]] = row["n"]
+        except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
+            pass
+    return found
