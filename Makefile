@@ -29,10 +29,12 @@ demo: $(STAMP)
 	@$(BIN)/rouse --memory $(DEMO)/memory sweep --once --now "2099-01-02 09:00"
 	@echo; echo '$$ cat .rouse/nudges/*.md'
 	@for f in $(DEMO)/memory/.rouse/nudges/*.md; do echo "--- $${f##*/}"; cat "$$f"; done
+	@echo; echo '$$ rouse pack --now "2099-01-02 09:05"    # the next session opens with what woke it'
+	@$(BIN)/rouse --memory $(DEMO)/memory pack --now "2099-01-02 09:05"
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -406,3 +406,52 @@ def test_cached_headers_equal_fresh_ones(make_tree: MakeTree) -> None:
         assert again.bad_lines == record.header.bad_lines
         assert again.line_of("opened") == record.header.line_of("opened")
     assert [n.header for n in cached.notes] == [n.header for n in fresh.notes]
+
+
+# -- the sweeper, seen from the pack ------------------------------------------------
+
+
+def _sweep_once(root: Path, now: str, *sink: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rouse",
+            "--memory",
+            str(root),
+            "sweep",
+            "--once",
+            "--now",
+            now,
+            *sink,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_a_real_sweep_tick_opens_the_next_pack(tree: Path) -> None:
+    done = _sweep_once(tree, "2026-03-14 12:00")
+    assert done.returncode == 0, done.stderr
+    text = build_pack(tree, NOW, probes_enabled=False).text
+    assert "woken: 2 record(s) woke you" in text
+    assert "  intention/ship — nudge 1, last moved 5h ago\n" in text
+    assert "due:" not in text  # both were just woken, and stamped
+    assert "sweeper has stopped" not in text
+
+
+def test_a_stopped_sweeper_is_warned(tree: Path) -> None:
+    assert _sweep_once(tree, "2026-03-14 09:00").returncode == 0
+    quiet = build_pack(tree, ago(hours=2, minutes=10), probes_enabled=False).text  # 50m on
+    assert "sweeper has stopped" not in quiet
+    late = build_pack(tree, NOW, probes_enabled=False).text  # 3h after its last tick
+    assert "the sweeper has stopped: its last tick was 3h ago (2026-03-14 09:00)" in late
+
+
+def test_undelivered_wakes_are_warned(tree: Path) -> None:
+    failing = _sweep_once(tree, "2026-03-14 12:00", "--sink", "exec", "--", "false")
+    assert failing.returncode == 1
+    text = build_pack(tree, NOW, probes_enabled=False).text
+    assert "2 wake(s) not delivered yet (retrying) — `rouse log`" in text
+    assert "woken:" not in text and "due: 2 record(s)" in text  # nothing was stamped

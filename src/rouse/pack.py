@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rouse import clock, header, layout, nudges, probes, readings
+from rouse import clock, header, layout, nudges, probes, readings, sweeplock
 from rouse.cache import cached_walk
 from rouse.errors import HeaderError
 from rouse.provenance import effective_origin, origin_reader, probes_allowed_at
@@ -26,6 +26,8 @@ CONTEXT_BUDGET = 8000
 LIST_CAP = 20
 INDEX_CAP = 40
 FRESH = timedelta(hours=36)
+STOPPED_AFTER = timedelta(hours=1)  # or 3 × the sweeper's interval, whichever is longer
+GIVEN_UP_SHOWN = timedelta(days=1)
 MAX_CONTEXT_BYTES = 1024 * 1024
 LADDER = ("intention", "goal", "action", "task", "reminder")
 QUARANTINE_TEXT = "from an untrusted source — review it, then re-stamp or delete"
@@ -187,8 +189,34 @@ def _context_chars(layers: Mapping[str, Any]) -> int:
     return sum(len(e["body"] or "") for e in entries)
 
 
+def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
+    """A sweeper that has stopped ticking, and wakes the ledger still owes."""
+    warnings = []
+    last, interval = sweeplock.last_tick(root)
+    if last is not None:
+        allowed = max(STOPPED_AFTER, timedelta(seconds=3 * (interval or 0)))
+        if now - last > allowed:
+            warnings.append(
+                f"the sweeper has stopped: its last tick was {human_age(last, now)} "
+                f"({format_stamp(last)}); wakes are not being delivered — restart `rouse sweep`"
+            )
+    owed = sweeplock.undelivered_counts(root, since=now - GIVEN_UP_SHOWN)
+    if owed["pending"]:
+        warnings.append(f"{owed['pending']} wake(s) not delivered yet (retrying) — `rouse log`")
+    if owed["given_up"]:
+        warnings.append(
+            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last "
+            "day, written as nudge files instead — `rouse log`"
+        )
+    return warnings
+
+
 def _warnings(
-    tree: Tree, every: list[clock.Decision], layers: Mapping[str, Any], extra: list[str]
+    tree: Tree,
+    every: list[clock.Decision],
+    layers: Mapping[str, Any],
+    extra: list[str],
+    now: datetime,
 ) -> list[str]:
     warnings = list(extra)
     size = _context_chars(layers)
@@ -197,6 +225,7 @@ def _warnings(
             f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
             "merge or retire beliefs and motivations"
         )
+    warnings += _sweeper_warnings(tree.root, now)
     warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
     warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(every)]
     return warnings
@@ -251,7 +280,7 @@ def build_pack(
         "plugins": [Path(p.rel).stem for p in tree.plugins],
         "index": index,
         "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
-        "warnings": _warnings(tree, every, layers, probe_notes),
+        "warnings": _warnings(tree, every, layers, probe_notes, now),
     }
     return _fit(data, max_chars)
 
