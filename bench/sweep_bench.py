@@ -28,17 +28,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import generate
+from run import BARE
 
-BARE = """
-import os, sys
-for directory, _, files in os.walk(sys.argv[1]):
-    for name in files:
-        if name.endswith(".md"):
-            path = os.path.join(directory, name)
-            os.stat(path)
-            with open(path, "rb") as handle:
-                handle.read(512)
-"""
 STAMP = "%Y-%m-%d %H:%M"
 
 

@@ -49,7 +49,7 @@ def _load(data: list[Any]) -> Header:
     fenced, fields, lines, end_line = data[:4]
     if not isinstance(fields, dict):
         raise ValueError("cached fields are not a mapping")
-    header = Header(fenced=bool(fenced), fields=fields, end_line=int(end_line))
+    header = Header(bool(fenced), fields, int(end_line))
     if len(data) == 4:  # plain: made into Entry objects only if someone asks
         if len(lines) != len(fields):
             raise ValueError("cached lines do not match the fields")

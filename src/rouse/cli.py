@@ -462,28 +462,14 @@ def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="rouse",
-        description="Agent memory with a clock: plain markdown that comes and finds the agent.",
-    )
-    parser.add_argument("--version", action="version", version=f"rouse {__version__}")
-    _globals(parser, suppress=False)
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-
-    def verb(name: str, handler: Handler, help_text: str) -> argparse.ArgumentParser:
-        sub = verbs.add_parser(name, help=help_text, description=help_text)
-        _globals(sub, suppress=True)
-        sub.set_defaults(handler=handler)
-        return sub
-
-    sub = verb("init", cmd_init, "lay a new memory tree with examples and its own git repository")
+def _args_init(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("dir", nargs="?", metavar="DIR", help="lay DIR/memory (default ./memory)")
     sub.add_argument("--global", dest="glob", action="store_true", help="lay ~/.rouse instead")
     sub.add_argument("--no-examples", action="store_true", help="only the instruction file")
     sub.add_argument("--wire", action="store_true", help="then `rouse wire` (CLAUDE.md/AGENTS.md)")
 
-    sub = verb("pack", cmd_pack, "print the block for the top of a session (read-only)")
+
+def _args_pack(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--query", metavar="TEXT", help="thin motivations that share no keyword")
     sub.add_argument("--json", action="store_true", help="the same content as one JSON object")
     sub.add_argument(
@@ -506,10 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="as a SessionStart hook: fit 10,000 chars, always exit 0 (codex: JSON)",
     )
 
-    sub = verb("probe", cmd_probe, "run one demand probe, or list every probe with its reading")
+
+def _args_probe(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("name", nargs="?", metavar="NAME", help="the probe to run")
 
-    sub = verb("recall", cmd_recall, "search notes, backlog, records and context by keywords")
+
+def _args_recall(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "query",
         nargs="+",
@@ -527,13 +515,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("--json", action="store_true", help="a JSON array of hits, best first")
 
-    sub = verb("due", cmd_due, "what the clock would wake about now, one line each")
+
+def _args_due(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="a JSON array of due items")
     sub.add_argument("--until", metavar="WHEN", help="forecast what comes due by WHEN (or +2h)")
 
-    sub = verb("tree", cmd_tree, "the ladder: context, records by nesting, inventory")
 
-    sub = verb("check", cmd_check, "lint the tree; exit 1 on errors")
+def _args_check(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="findings as a JSON array")
     sub.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     sub.add_argument(
@@ -544,7 +532,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run pack-tier probes once under this budget and judge them",
     )
 
-    sub = verb("new", cmd_new, "write a record, context file or note with a fresh header")
+
+def _args_new(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "type",
         metavar="TYPE",
@@ -555,22 +544,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--set", action="append", metavar="K=V", help="a header field (repeatable)")
     sub.add_argument("--body", metavar="TEXT", help="the body text, or - to read stdin")
 
-    sub = verb("move", cmd_move, "stamp last-moved: now (the record moved)")
+
+def _args_move(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     sub.add_argument("--note", metavar="TEXT", help="append a dated line to the body")
 
-    sub = verb("snooze", cmd_snooze, "push a record so it next comes due at WHEN")
+
+def _args_snooze(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     when = sub.add_mutually_exclusive_group(required=True)
     when.add_argument("--until", metavar="WHEN", help="a stamp or +INTERVAL")
     when.add_argument("--for", metavar="INTERVAL", help="e.g. 2h, 3d")
     sub.add_argument("--note", metavar="TEXT", help="why, appended as a dated line")
 
-    sub = verb("explain", cmd_explain, "why a record is or is not due, and when it next will be")
+
+def _args_explain(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     sub.add_argument("--json", action="store_true", help="the explanation as JSON")
 
-    sub = verb("close", cmd_close, "end a record out loud (nothing is deleted)")
+
+def _args_close(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     ending = sub.add_mutually_exclusive_group(required=True)
     ending.add_argument("--done", action="store_true", help="it is done")
@@ -580,18 +573,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--outcome", metavar="O", help="an action's: as-expected surprising contradicts"
     )
 
-    sub = verb("promote", cmd_promote, "turn a backlog item into an open intention")
+
+def _args_promote(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("slug", metavar="SLUG", help="the backlog item's slug")
     sub.add_argument("--closes-when", required=True, metavar="TEXT", help="how you'll know")
     sub.add_argument("--under", metavar="REF", help="nest it under this record")
 
-    sub = verb("remind", cmd_remind, "shorthand for a new reminder")
+
+def _args_remind(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("slug", metavar="SLUG", help="the reminder's slug")
     sub.add_argument("--due", required=True, metavar="WHEN", help="a stamp or +2h")
     sub.add_argument("--nag", metavar="INTERVAL", help="re-fire until done, starting every I")
     sub.add_argument("--body", metavar="TEXT", help="what to say when it fires, or - for stdin")
 
-    sub = verb("stamp", cmd_stamp, "write origin (and origin-turn) into files: for wrappers")
+
+def _args_stamp(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--origin", metavar="CLASS", help="owner system agent untrusted unknown")
     sub.add_argument("--turn", metavar="ID", help="the id of the turn that wrote the files")
     sub.add_argument("files", nargs="*", metavar="FILE", help="files in the tree")
@@ -606,10 +602,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="make the stamp key ($ROUSE_STAMP_KEY, else ~/.config/rouse/stamp.key)",
     )
 
-    sub = verb("status", cmd_status, "counts per level, what is due, the sweeper and ledger")
+
+def _args_status(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="the status as JSON")
 
-    sub = verb("sweep", cmd_sweep, "run the clock: deliver a wake for each due record, then stamp")
+
+def _args_sweep(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--once", action="store_true", help="one tick (cron); exit 1 if undelivered")
     sub.add_argument(
         "--sink",
@@ -626,11 +624,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")
 
-    sub = verb("log", cmd_log, "the ledger's recent wakes: id, record, reason, sink, state, times")
+
+def _args_log(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="a JSON array of wakes, newest first")
     sub.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
 
-    sub = verb("wire", cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules")
+
+def _args_wire(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--claude-hooks", action="store_true", help="SessionStart hook in .claude/ settings"
     )
@@ -639,12 +639,130 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--cursor", action="store_true", help="an always-applied .cursor rule")
     sub.add_argument("--mcp", action="store_true", help="print how to register `rouse mcp`")
 
-    verb("mcp", cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])")
+
+#: Every verb: its handler, its one-line help, and what adds its arguments.
+VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] | None]] = {
+    "init": (
+        cmd_init,
+        "lay a new memory tree with examples and its own git repository",
+        _args_init,
+    ),
+    "pack": (cmd_pack, "print the block for the top of a session (read-only)", _args_pack),
+    "probe": (cmd_probe, "run one demand probe, or list every probe with its reading", _args_probe),
+    "recall": (cmd_recall, "search notes, backlog, records and context by keywords", _args_recall),
+    "due": (cmd_due, "what the clock would wake about now, one line each", _args_due),
+    "tree": (cmd_tree, "the ladder: context, records by nesting, inventory", None),
+    "check": (cmd_check, "lint the tree; exit 1 on errors", _args_check),
+    "new": (cmd_new, "write a record, context file or note with a fresh header", _args_new),
+    "move": (cmd_move, "stamp last-moved: now (the record moved)", _args_move),
+    "snooze": (cmd_snooze, "push a record so it next comes due at WHEN", _args_snooze),
+    "explain": (
+        cmd_explain,
+        "why a record is or is not due, and when it next will be",
+        _args_explain,
+    ),
+    "close": (cmd_close, "end a record out loud (nothing is deleted)", _args_close),
+    "promote": (cmd_promote, "turn a backlog item into an open intention", _args_promote),
+    "remind": (cmd_remind, "shorthand for a new reminder", _args_remind),
+    "stamp": (cmd_stamp, "write origin (and origin-turn) into files: for wrappers", _args_stamp),
+    "status": (cmd_status, "counts per level, what is due, the sweeper and ledger", _args_status),
+    "sweep": (
+        cmd_sweep,
+        "run the clock: deliver a wake for each due record, then stamp",
+        _args_sweep,
+    ),
+    "log": (
+        cmd_log,
+        "the ledger's recent wakes: id, record, reason, sink, state, times",
+        _args_log,
+    ),
+    "wire": (cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules", _args_wire),
+    "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])", None),
+}
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` would give it."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter, given its width so that it does not import
+    ``shutil`` (~5 ms, with bz2 and lzma) at every start just to size help text."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ):
+        if width is None:
+            width = _columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every verb, or (``only``) with just that one verb's subparser.
+
+    Building every verb's subparser costs ~13 ms, and ``rouse pack`` runs at every
+    session start: ``main`` builds only the verb it was given (see ``_verb_named``).
+    """
+    parser = argparse.ArgumentParser(
+        prog="rouse",
+        description="Agent memory with a clock: plain markdown that comes and finds the agent.",
+        formatter_class=_Formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"rouse {__version__}")
+    _globals(parser, suppress=False)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name, (handler, help_text, add_arguments) in VERBS.items():
+        if only is not None and name != only:
+            continue
+        sub = verbs.add_parser(
+            name, help=help_text, description=help_text, formatter_class=_Formatter
+        )
+        _globals(sub, suppress=True)
+        sub.set_defaults(handler=handler)
+        if add_arguments is not None:
+            add_arguments(sub)
     return parser
 
 
+#: Top-level options that take a value, and the spelled-out names argparse
+#: accepts abbreviations of.
+_VALUE_OPTIONS = ("--memory", "--now")
+
+
+def _verb_named(argv: Sequence[str]) -> str | None:
+    """The verb ``argv`` names, if only --memory/--now come before it; else None.
+
+    None (anything else before the verb, such as --help, or no known verb)
+    means: build the whole parser, so help and errors read as they always have.
+    """
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if not token.startswith("-"):
+            return token if token in VERBS else None
+        name, equals, _ = token.partition("=")
+        if len(name) < 3 or not any(option.startswith(name) for option in _VALUE_OPTIONS):
+            return None
+        index += 1 if equals else 2
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_verb_named(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not getattr(args, "handler", None):
         parser.print_help()

@@ -126,6 +126,7 @@ class _Fields:
 
     def __init__(self, record: Record, problems: list[FieldProblem]):
         self.record = record
+        self.fields = record.header.fields  # (read ~5 times per record per pack)
         self.problems = problems
 
     def _bad(self, key: str, value: str, message: str) -> None:
@@ -135,7 +136,8 @@ class _Fields:
         self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
 
     def text(self, key: str) -> str:
-        return (self.record.header.fields.get(key) or "").strip()
+        value = self.fields.get(key)
+        return value.strip() if value else ""
 
     def stamp(self, key: str) -> datetime | None:
         value = self.text(key)
@@ -300,7 +302,11 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: dateti
         ends = [end_time(d) for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
     assert decision.moved_at is not None
-    base = max(t for t in (decision.moved_at, decision.swept, decision.own_clock) if t)
+    base = decision.moved_at  # the latest of moved, swept and own clock (no generator: hot)
+    if decision.swept is not None and decision.swept > base:
+        base = decision.swept
+    if decision.own_clock is not None and decision.own_clock > base:
+        base = decision.own_clock
     decision.stale_at = _later(base, decision.stale_after)
     if record.children:
         decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]

@@ -247,15 +247,8 @@ class _Walker:
         header = self.load(f"{path}/{name}", file_rel, info)
         if header is None:
             return parent
-        record = Record(
-            rel=file_rel,
-            header=header,
-            size=info.st_size,
-            mtime_ns=info.st_mtime_ns,
-            type=name[:-3],
-            dir=rel,
-            parent=parent,
-        )
+        # positional: keyword calls cost more, and this runs once per record
+        record = Record(file_rel, header, info.st_size, info.st_mtime_ns, name[:-3], rel, parent)
         self.tree.records[rel] = record
         if parent is not None:
             self.tree.records[parent].children.append(rel)
