@@ -15,14 +15,19 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 from rouse import layout
 from rouse.header import Entry, Header, read_header
 from rouse.statefile import load_json, save_json
 from rouse.tree import Listing, Tree, scan_dir, walk
 
-VERSION = 3
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+VERSION = 4
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
 
@@ -66,86 +71,148 @@ def _load(data: list[Any]) -> Header:
 
 
 class HeaderCache:
-    """A ``tree.walk`` reader and lister that redo only what changed."""
+    """A ``tree.walk`` reader and lister that redo only what changed.
+
+    The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
+    links, {name: [size, mtime_ns, header]}]``: each file's header lives in its
+    directory's entry (one small dict lookup per file, no repeated full
+    paths), and the next state is built as the walk goes, so whatever the
+    walk did not see is dropped without a set of every path. ``mtime_ns`` is
+    null when the listing is not trusted (racy, or never listed).
+    """
 
     def __init__(self, root: Path):
         self.root = root
         self.path = root / layout.STATE_DIR / "cache" / FILE
-        self.files: dict[str, list[Any]] = {}
-        self.dirs: dict[str, list[Any]] = {}
-        self.seen: set[str] = set()
-        self.seen_dirs: set[str] = set()
+        self.dirs: dict[str, list[Any]] = {}  # as loaded (the last walk's state)
+        self.next: dict[str, list[Any]] = {}  # this walk's state, saved afterwards
         self.dirty = False
         self.hits = 0
         self.misses = 0
         self.listed = 0
         self.now_ns = time.time_ns()
+        # the directory whose files are being read: its old and new file maps
+        self._dir: str | None = None
+        self._old: dict[str, list[Any]] = {}
+        self._new: dict[str, list[Any]] = {}
         raw = load_json(self.path)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
-            files, dirs = raw.get("files"), raw.get("dirs")
-            if isinstance(files, dict) and isinstance(dirs, dict):
-                self.files, self.dirs = files, dirs
+            dirs = raw.get("dirs")
+            if isinstance(dirs, dict):
+                self.dirs = dirs  # each entry is checked when used
 
     def _settled(self, mtime_ns: int) -> bool:
         return self.now_ns - mtime_ns > RACY_NS
 
+    def _enter(self, rel: str) -> None:
+        """Make ``rel`` the current directory for reads (when no listing did)."""
+        entry = self.next.get(rel)
+        if entry is None:
+            old = self._old_entry(rel)
+            # a reader without the lister cannot vouch for a listing: keep the old one as is
+            head = old[:4] if old is not None else [None, [], [], []]
+            self.dirty = self.dirty or old is None
+            entry = self.next[rel] = [*head, {}]
+        self._dir = rel
+        old = self._old_entry(rel)
+        self._old = old[4] if old is not None else {}
+        self._new = entry[4]
+
+    def _old_entry(self, rel: str) -> list[Any] | None:
+        """The last walk's entry for ``rel``; None if missing or malformed."""
+        old = self.dirs.get(rel)
+        if type(old) is list and len(old) == 5 and type(old[4]) is dict:
+            return old
+        return None
+
     def __call__(self, path: str, rel: str, info: os.stat_result) -> Header:
-        self.seen.add(rel)
-        cached = self.files.get(rel)
-        if cached is not None and cached[0] == info.st_size and cached[1] == info.st_mtime_ns:
+        where, _, name = rel.rpartition("/")
+        if where != self._dir:
+            self._enter(where)
+        cached = self._old.get(name)
+        size, mtime_ns = info.st_size, info.st_mtime_ns
+        if cached is not None:
             try:
-                header = _load(cached[2])
-            except (ValueError, TypeError, IndexError):
+                if cached[0] == size and cached[1] == mtime_ns:
+                    data = cached[2]
+                    if len(data) == 4:  # plain (inlined _load: once per file per walk)
+                        fenced, fields, lines, end_line = data
+                        if type(fields) is dict and len(lines) == len(fields):
+                            header = Header(bool(fenced), fields, int(end_line))
+                            header.lines = lines
+                        else:
+                            raise ValueError("cached header is malformed")
+                    else:
+                        header = _load(data)
+                    self.hits += 1
+                    self._new[name] = cached
+                    return header
+            except (ValueError, TypeError, IndexError, KeyError):
                 pass
-            else:
-                self.hits += 1
-                return header
         self.misses += 1
         header = read_header(path, rel)
-        if self._settled(info.st_mtime_ns):
-            self.files[rel] = [info.st_size, info.st_mtime_ns, _dump(header)]
+        if self._settled(mtime_ns):
+            self._new[name] = [size, mtime_ns, _dump(header)]
             self.dirty = True
-        elif cached is not None:
-            del self.files[rel]
-            self.dirty = True
+        # (a racy file is left out: if it was cached, save sees the count drop)
         return header
 
     def list_dir(self, path: str, rel: str) -> Listing:
         """The directory's listing: from the cache while its mtime is unchanged."""
-        self.seen_dirs.add(rel)
         mtime_ns = os.lstat(path).st_mtime_ns
-        cached = self.dirs.get(rel)
-        if cached is not None and cached[0] == mtime_ns and len(cached) == 4:
-            return cached[1], cached[2], cached[3]
-        self.listed += 1
-        listing = scan_dir(path, rel)
-        if self._settled(mtime_ns):
-            self.dirs[rel] = [mtime_ns, *listing]
-            self.dirty = True
-        elif cached is not None:
-            del self.dirs[rel]
-            self.dirty = True
+        old = self.dirs.get(rel)  # (self._old_entry inlined: once per directory)
+        if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
+            old = None
+        new: dict[str, list[Any]] = {}
+        if (
+            old is not None
+            and old[0] == mtime_ns
+            and type(old[1]) is list
+            and type(old[2]) is list
+            and type(old[3]) is list
+        ):
+            listing: Listing = (old[1], old[2], old[3])
+            self.next[rel] = [mtime_ns, old[1], old[2], old[3], new]
+        else:
+            self.listed += 1
+            listing = scan_dir(path, rel)
+            if self._settled(mtime_ns):
+                entry = [mtime_ns, *listing, new]
+            else:
+                entry = [None, [], [], [], new]
+            self.next[rel] = entry
+            # a racy directory (the root, just after .rouse/ was made) stays
+            # [None, ...]: rewriting the whole file for it would cost more than
+            # the listing
+            if old is None or old[:4] != entry[:4]:
+                self.dirty = True
+        self._dir = rel
+        self._old = old[4] if old is not None else {}
+        self._new = new
         return listing
 
     def walk(self) -> Tree:
         """One walk of the tree through this cache, then save it (best-effort)."""
-        self.seen, self.seen_dirs = set(), set()
+        self.next, self._dir = {}, None
         self.now_ns = time.time_ns()
         tree = walk(self.root, self, self.list_dir)
         self.save()
         return tree
 
     def save(self) -> None:
-        """Write the cache (dropping what was not seen); silently skip if we can't."""
-        stale = set(self.files) - self.seen
-        stale_dirs = set(self.dirs) - self.seen_dirs
-        if not (self.dirty or stale or stale_dirs):
+        """Write this walk's state (what it did not see is dropped); skip if we can't."""
+        old, new = self.dirs, self.next
+        # when not dirty, every key of `new` is in `old`: equal counts mean
+        # nothing vanished
+        unchanged = (
+            not self.dirty
+            and len(new) == len(old)
+            and sum(len(e[4]) for e in new.values()) == sum(len(e[4]) for e in old.values())
+        )
+        self.dirs, self.next, self._dir = new, {}, None
+        if unchanged:
             return
-        for rel in stale:
-            del self.files[rel]
-        for rel in stale_dirs:
-            del self.dirs[rel]
-        save_json(self.path, {"version": VERSION, "files": self.files, "dirs": self.dirs})
+        save_json(self.path, {"version": VERSION, "dirs": new})
 
 
 def cached_walk(root: Path) -> Tree:

@@ -140,7 +140,9 @@ class _Fields:
         return value.strip() if value else ""
 
     def stamp(self, key: str) -> datetime | None:
-        value = self.text(key)
+        value = self.fields.get(key)  # (self.text inlined here and below: hot)
+        if value:
+            value = value.strip()
         if not value:
             return None
         try:
@@ -150,7 +152,9 @@ class _Fields:
             return None
 
     def interval(self, key: str) -> timedelta | None:
-        value = self.text(key)
+        value = self.fields.get(key)
+        if value:
+            value = value.strip()
         if not value:
             return None
         try:
@@ -160,7 +164,9 @@ class _Fields:
             return None
 
     def integer(self, key: str, default: int) -> int:
-        value = self.text(key)
+        value = self.fields.get(key)
+        if value:
+            value = value.strip()
         if not value:
             return default
         if value.isascii() and value.isdigit():
@@ -277,12 +283,13 @@ def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     decision = Decision(record, now)
     fields = _Fields(record, decision.problems)
     decision.moved_at, decision.moved_from = _moved_at(fields)
+    level = LEVELS[record.type]
     status = status_of(record)
-    if status not in LEVELS[record.type].states:
+    if status not in level.states:
         decision.notes.append(f"unknown status {status!r} counts as open")
     if record.type == "reminder":
         _evaluate_reminder(decision, fields, now)
-    elif record.type in STALE_LEVELS and is_open(record):
+    elif level.stale_after is not None and is_open(record):
         _evaluate_stale(tree, decision, fields, now)
     return decision
 

@@ -34,31 +34,33 @@ class Header(Value):
     """What a header says. ``fields`` holds the first occurrence of each key."""
 
     __slots__ = (
+        "_bad_lines",
+        "_continued",
+        "_duplicates",
         "_entries",
-        "bad_lines",
-        "continued",
-        "duplicates",
         "end_line",
         "fenced",
         "fields",
         "lines",
     )
     _fields = ("fenced", "fields", "entries", "duplicates", "continued", "bad_lines", "end_line")
+    _bad_lines: list[tuple[int, str]]
+    _continued: list[int]
+    _duplicates: list[Entry]
+    _entries: list[Entry]
 
     def __init__(
         self, fenced: bool = False, fields: dict[str, str] | None = None, end_line: int = 0
     ):
         self.fenced = fenced
         self.fields: dict[str, str] = {} if fields is None else fields
-        self.duplicates: list[Entry] = []
-        self.continued: list[int] = []
-        self.bad_lines: list[tuple[int, str]] = []
         self.end_line = end_line  # line number of the closing fence (0 when unfenced)
         #: the line of each key in ``fields``, in order, for a plain header whose
         #: Entry objects are not made yet (a cache hit fills this; the pack's hot
         #: path never needs the entries themselves)
         self.lines: list[int] | None = None
-        self._entries: list[Entry] = []
+        # entries, duplicates, continued and bad_lines are made on first use:
+        # a cache hit (thousands per pack) never needs them
 
     @property
     def entries(self) -> list[Entry]:
@@ -67,7 +69,51 @@ class Header(Value):
             pairs = zip(self.fields.items(), self.lines, strict=True)
             self._entries = [Entry(key, value, line) for (key, value), line in pairs]
             self.lines = None
-        return self._entries
+            return self._entries
+        try:
+            return self._entries
+        except AttributeError:
+            self._entries = []
+            return self._entries
+
+    @property
+    def duplicates(self) -> list[Entry]:
+        """Later lines repeating a key (``fields`` keeps the first)."""
+        try:
+            return self._duplicates
+        except AttributeError:
+            self._duplicates = []
+            return self._duplicates
+
+    @duplicates.setter
+    def duplicates(self, value: list[Entry]) -> None:
+        self._duplicates = value
+
+    @property
+    def continued(self) -> list[int]:
+        """Line numbers of continuation lines."""
+        try:
+            return self._continued
+        except AttributeError:
+            self._continued = []
+            return self._continued
+
+    @continued.setter
+    def continued(self, value: list[int]) -> None:
+        self._continued = value
+
+    @property
+    def bad_lines(self) -> list[tuple[int, str]]:
+        """``(line, text)`` of lines that are not ``key: value``."""
+        try:
+            return self._bad_lines
+        except AttributeError:
+            self._bad_lines = []
+            return self._bad_lines
+
+    @bad_lines.setter
+    def bad_lines(self, value: list[tuple[int, str]]) -> None:
+        self._bad_lines = value
 
     def get(self, key: str) -> str | None:
         return self.fields.get(key)

@@ -18,7 +18,6 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
 
 from rouse import header, home, layout
 from rouse.errors import HeaderError, RouseError, UsageError
@@ -26,6 +25,12 @@ from rouse.stampkey import SIG_VERSION, StampKey, init_key, load_key, sign, sign
 from rouse.statefile import load_json, save_json
 from rouse.tree import File, Tree
 from rouse.value import Frozen, Value
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 __all__ = [
     "ORIGINS",

@@ -13,7 +13,12 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def load_json(path: Path) -> Any:

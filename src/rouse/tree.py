@@ -244,8 +244,10 @@ class _Walker:
             )
         name, info = record_files[0]
         file_rel = f"{rel}/{name}"
-        header = self.load(f"{path}/{name}", file_rel, info)
-        if header is None:
+        try:  # self.load inlined: once per record
+            header = self.read(f"{path}/{name}", file_rel, info)
+        except HeaderError as exc:
+            self.tree.untrackable.append(Problem(file_rel, exc.message, exc.line))
             return parent
         # positional: keyword calls cost more, and this runs once per record
         record = Record(file_rel, header, info.st_size, info.st_mtime_ns, name[:-3], rel, parent)
