@@ -65,7 +65,7 @@ def _load(data: list[Any]) -> Header:
     header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
     entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
     dupes = set(duplicate_lines)
-    header.entries.extend(entries)
+    header._entries = entries
     header.duplicates = [e for e in entries if e.line in dupes]
     return header
 

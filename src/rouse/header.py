@@ -34,20 +34,16 @@ class Header(Value):
     """What a header says. ``fields`` holds the first occurrence of each key."""
 
     __slots__ = (
-        "_bad_lines",
-        "_continued",
-        "_duplicates",
         "_entries",
+        "bad_lines",
+        "continued",
+        "duplicates",
         "end_line",
         "fenced",
         "fields",
         "lines",
     )
     _fields = ("fenced", "fields", "entries", "duplicates", "continued", "bad_lines", "end_line")
-    _bad_lines: list[tuple[int, str]]
-    _continued: list[int]
-    _duplicates: list[Entry]
-    _entries: list[Entry]
 
     def __init__(
         self, fenced: bool = False, fields: dict[str, str] | None = None, end_line: int = 0
@@ -55,65 +51,24 @@ class Header(Value):
         self.fenced = fenced
         self.fields: dict[str, str] = {} if fields is None else fields
         self.end_line = end_line  # line number of the closing fence (0 when unfenced)
+        self.duplicates: list[Entry] = []  # later lines repeating a key
+        self.continued: list[int] = []  # line numbers of continuation lines
+        self.bad_lines: list[tuple[int, str]] = []  # lines that are not key: value
         #: the line of each key in ``fields``, in order, for a plain header whose
         #: Entry objects are not made yet (a cache hit fills this; the pack's hot
         #: path never needs the entries themselves)
         self.lines: list[int] | None = None
-        # entries, duplicates, continued and bad_lines are made on first use:
-        # a cache hit (thousands per pack) never needs them
+        self._entries: list[Entry] | None = None
 
     @property
     def entries(self) -> list[Entry]:
         """Every ``key: value`` line in order, duplicates included."""
-        if self.lines is not None:
-            pairs = zip(self.fields.items(), self.lines, strict=True)
+        if self._entries is None:
+            lines = self.lines if self.lines is not None else [0] * len(self.fields)
+            pairs = zip(self.fields.items(), lines, strict=True)
             self._entries = [Entry(key, value, line) for (key, value), line in pairs]
             self.lines = None
-            return self._entries
-        try:
-            return self._entries
-        except AttributeError:
-            self._entries = []
-            return self._entries
-
-    @property
-    def duplicates(self) -> list[Entry]:
-        """Later lines repeating a key (``fields`` keeps the first)."""
-        try:
-            return self._duplicates
-        except AttributeError:
-            self._duplicates = []
-            return self._duplicates
-
-    @duplicates.setter
-    def duplicates(self, value: list[Entry]) -> None:
-        self._duplicates = value
-
-    @property
-    def continued(self) -> list[int]:
-        """Line numbers of continuation lines."""
-        try:
-            return self._continued
-        except AttributeError:
-            self._continued = []
-            return self._continued
-
-    @continued.setter
-    def continued(self, value: list[int]) -> None:
-        self._continued = value
-
-    @property
-    def bad_lines(self) -> list[tuple[int, str]]:
-        """``(line, text)`` of lines that are not ``key: value``."""
-        try:
-            return self._bad_lines
-        except AttributeError:
-            self._bad_lines = []
-            return self._bad_lines
-
-    @bad_lines.setter
-    def bad_lines(self, value: list[tuple[int, str]]) -> None:
-        self._bad_lines = value
+        return self._entries
 
     def get(self, key: str) -> str | None:
         return self.fields.get(key)
@@ -151,6 +106,11 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
     header.fenced = True
     size = len(lines[0])
     last: Entry | None = None
+    entries: list[Entry] = []
+    duplicates: list[Entry] = []
+    continued: list[int] = []
+    bad_lines: list[tuple[int, str]] = []
+    header._entries = entries
     for index in range(1, len(lines)):
         raw = lines[index]
         size += len(raw)
@@ -167,31 +127,32 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
         lineno = index + 1
         if _is_fence(line):
             header.end_line = lineno
+            header.duplicates, header.continued, header.bad_lines = duplicates, continued, bad_lines
             return header, index + 1
         text = line.rstrip("\r\n")
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         if text[0] in " \t":
             if last is None:
-                header.bad_lines.append((lineno, text))
+                bad_lines.append((lineno, text))
                 continue
             last.value = f"{last.value} {text.strip()}".strip()
             if header.fields.get(last.key) is not None and header.line_of(last.key) == last.line:
                 header.fields[last.key] = last.value
-            header.continued.append(lineno)
+            continued.append(lineno)
             continue
         key, colon, value = text.partition(":")
         key = key.strip()
         if not colon or not KEY_RE.match(key):
-            header.bad_lines.append((lineno, text))
+            bad_lines.append((lineno, text))
             last = None
             continue
         entry = Entry(key.lower(), value.strip(), lineno)
         if entry.key in header.fields:
-            header.duplicates.append(entry)
+            duplicates.append(entry)
         else:
             header.fields[entry.key] = entry.value
-        header.entries.append(entry)
+        entries.append(entry)
         last = entry
     raise HeaderError(
         f"unterminated header: no closing '---' within {MAX_HEADER_LINES} lines / "
