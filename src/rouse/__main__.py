@@ -1,5 +1,5 @@
 """``python -m rouse``."""
 
-from rouse.cli import main
+from rouse.cli import run
 
-raise SystemExit(main())
+run()

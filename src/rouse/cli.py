@@ -99,6 +99,10 @@ def probes_enabled() -> bool:
     return os.environ.get("ROUSE_PROBES", "").strip().lower() != "off"
 
 
+#: What a read verb built and the process may leave behind at exit (see ``run``).
+_LEFT_BEHIND: list[object] = []
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
     if getattr(args, "hook", None):
         from rouse import wire
@@ -121,6 +125,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
         emit_json(pack.to_json())
     else:
         sys.stdout.write(pack.text)
+    _LEFT_BEHIND.append(pack)
     return 0
 
 
@@ -799,3 +804,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if collecting:
             gc.enable()
+
+
+def run() -> None:
+    """The console entry point (and ``python -m rouse``): ``main``, then exit.
+
+    ``rouse pack`` runs at every session start. When it has finished (its
+    caches saved, its output written), the process ends without tearing down
+    the tree it built: on a large tree that teardown alone costs several
+    percent of the run. Every other verb exits normally.
+    """
+    code = main()
+    if _LEFT_BEHIND:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except OSError:
+            code = code or 1  # the reader went away: nothing more to say
+        os._exit(code)
+    raise SystemExit(code)

@@ -48,6 +48,10 @@ class Pack:
         self.data = data
         self.text = text
         self.trimmed = trimmed or []  # what was cut to fit, in order
+        #: what it was computed from (the CLI keeps these alive to the end of
+        #: the process: tearing thousands of objects down costs more than it saves)
+        self.tree: Tree | None = None
+        self.decisions: list[clock.Decision] = []
 
     def to_json(self) -> dict[str, Any]:
         return self.data
@@ -287,7 +291,9 @@ def build_pack(
         "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
         "warnings": _warnings(tree, every, layers, probe_notes, now),
     }
-    return _fit(data, max_chars)
+    built = _fit(data, max_chars)
+    built.tree, built.decisions = tree, every
+    return built
 
 
 def pack(
