@@ -541,3 +541,12 @@ def test_done_reminder_does_not_snooze(home: Path) -> None:
     assert rouse(home, "close", "example-renew-the-tls-certificate", "--done").returncode == 0
     done = rouse(home, "snooze", "example-renew-the-tls-certificate", "--for", "1d")
     assert done.returncode == 2 and "only open records snooze" in done.stderr
+
+
+def test_pack_through_a_real_process_is_whole(home: Path) -> None:
+    text = rouse(home, "pack", "--now", LATER)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("now: Friday 2099-01-02 09:00")
+    assert text.stdout.endswith("`rouse recall QUERY` or grep finds them\n")
+    data = json.loads(rouse(home, "pack", "--json", "--now", LATER).stdout)
+    assert data["due_total"] == 2 and len(data["beliefs"]) == 2
