@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from pathlib import PurePosixPath
 
 from rouse.errors import UsageError
 
@@ -81,11 +80,6 @@ def record_type_of(filename: str) -> str | None:
     return None
 
 
-def is_inside(rel: PurePosixPath, ancestor: str) -> bool:
+def is_inside(rel: str, ancestor: str) -> bool:
     """True if ``rel`` is ``ancestor`` or below it (tree-relative paths)."""
-    return rel == PurePosixPath(ancestor) or PurePosixPath(ancestor) in rel.parents
-
-
-def is_inside_str(rel: str, ancestor: str) -> bool:
-    """``is_inside`` for plain strings."""
     return rel == ancestor or rel.startswith(ancestor + "/")

@@ -31,7 +31,6 @@ GIVE_UP_AFTER = timedelta(hours=24)
 FIRST_RETRY = timedelta(minutes=1)
 MAX_RETRY = timedelta(hours=1)
 STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
-OPEN_STATES = ("pending", "held")
 __all__ = ["LEDGER", "Entry", "Ledger", "QuietHours", "counts", "recent", "undelivered_counts"]
 
 MIGRATIONS: tuple[str, ...] = (

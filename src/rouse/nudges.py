@@ -37,10 +37,10 @@ def nudge_dir(root: Path) -> Path:
     return root / layout.STATE_DIR / DIR
 
 
-def file_name(now: datetime, record: Record, attempt: int = 1) -> str:
-    """``<YYYYmmdd-HHMMSS>-<type>-<slug>[-N].md``."""
-    suffix = "" if attempt <= 1 else f"-{attempt}"
-    return f"{now.strftime(NAME_STAMP)}-{record.type}-{record.slug}{suffix}.md"
+def file_name(now: datetime, kind: str, slug: str, number: int = 1) -> str:
+    """``<YYYYmmdd-HHMMSS>-<type>-<slug>[-N].md``: the one place the name is made."""
+    suffix = "" if number <= 1 else f"-{number}"
+    return f"{now.strftime(NAME_STAMP)}-{kind}-{slug}{suffix}.md"
 
 
 def read_nudges(root: Path) -> list[Nudge]:

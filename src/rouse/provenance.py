@@ -52,7 +52,6 @@ __all__ = [
 ]
 
 ORIGINS = ("owner", "system", "agent", "untrusted", "unknown")
-TRUST_ORDER = ("owner", "system", "agent", "untrusted")
 #: Origins whose probes.md may run under a key (SPEC §6).
 PROBE_ORIGINS = frozenset({"owner", "system", "agent"})
 

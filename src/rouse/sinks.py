@@ -65,7 +65,6 @@ def write_nudge(root: Path, wake: Wake, now: datetime, trailer: str = "") -> str
     """
     directory = nudges.nudge_dir(root)
     directory.mkdir(parents=True, exist_ok=True)
-    stem = f"{now.strftime(nudges.NAME_STAMP)}-{wake.type}-{wake.slug}"
     fd, temp = tempfile.mkstemp(prefix=".wake.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -75,7 +74,7 @@ def write_nudge(root: Path, wake: Wake, now: datetime, trailer: str = "") -> str
         os.chmod(temp, 0o644)
         number = 1
         while True:
-            name = f"{stem}.md" if number == 1 else f"{stem}-{number}.md"
+            name = nudges.file_name(now, wake.type, wake.slug, number)
             try:
                 os.link(temp, directory / name)  # atomic, and fails if the name is taken
             except FileExistsError:

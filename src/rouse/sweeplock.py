@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rouse import layout
 from rouse.errors import UsageError
+from rouse.statefile import load_json, save_json
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -96,17 +97,15 @@ def write_state(root: Path, now: datetime, interval: float | None, sink: str) ->
         "pid": os.getpid(),
         "sink": sink,
     }
-    temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temp.write_text(json.dumps(data) + "\n")
-    os.replace(temp, path)
+    save_json(path, data)  # best-effort like every state file: a miss reads as "stopped"
 
 
 def last_tick(root: Path) -> tuple[datetime | None, float | None]:
     """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown)."""
     try:
-        data = json.loads((root / STATE_FILE).read_text())
+        data = load_json(root / STATE_FILE)
         when = datetime.strptime(data["last_tick"], TIME_FORMAT)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError):  # missing, damaged or foreign: unknown
         return None, None
     interval = data.get("interval")
     return when, float(interval) if isinstance(interval, int | float) else None

@@ -179,10 +179,6 @@ _by_name = operator.attrgetter("name")
 RECORD_FILES = frozenset(f"{kind}.md" for kind in layout.RECORD_TYPES)
 
 
-def _inside(rel: str, ancestor: str) -> bool:
-    return rel == ancestor or rel.startswith(ancestor + "/")
-
-
 class _Walker:
     """Walks with plain strings: this runs at every session start, so no pathlib here."""
 
@@ -219,7 +215,12 @@ class _Walker:
             else:
                 files.append((name, info))
         record_dir = False
-        if record_files and rel and rel not in NEVER_RECORDS and not _inside(rel, layout.NOTES):
+        if (
+            record_files
+            and rel
+            and rel not in NEVER_RECORDS
+            and not layout.is_inside(rel, layout.NOTES)
+        ):
             parent = self.add_record(path, rel, record_files, parent)
             record_dir = True
         elif record_files:
@@ -296,14 +297,14 @@ class _Walker:
                 tree.plugins.append(plugin)
         elif rel == layout.PROBES:
             tree.probes = make(File)
-        elif _inside(where, layout.NOTES):
+        elif layout.is_inside(where, layout.NOTES):
             slug = where.rpartition("/")[2] if name == layout.NOTE_FILE else name[:-3]
             note = make(Note, slug=slug)
             if isinstance(note, Note):
                 tree.notes.append(note)
         elif record_dir:
             return  # a record's own things: scripts, outputs, attachments
-        elif _inside(where, layout.ENTRYPOINT):
+        elif layout.is_inside(where, layout.ENTRYPOINT):
             tree.strays.append(
                 Problem(rel, "loose file: neither context nor a record; move it or delete it")
             )

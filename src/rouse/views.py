@@ -104,8 +104,8 @@ def tree_lines(tree: Tree) -> list[str]:
             nest(tree.records[child], depth + 1, out)
 
     roots = tree.roots()
-    work = [r for r in roots if not layout.is_inside_str(r.dir, layout.INVENTORY)]
-    stock = [r for r in roots if layout.is_inside_str(r.dir, layout.INVENTORY)]
+    work = [r for r in roots if not layout.is_inside(r.dir, layout.INVENTORY)]
+    stock = [r for r in roots if layout.is_inside(r.dir, layout.INVENTORY)]
     if work:
         lines.append("records:")
         for record in work:

@@ -34,7 +34,6 @@ INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
 MATCHER = "startup|clear|compact"
 HOOK_LIMIT = 10_000  # Claude Code's cap on hook output, in characters
 HOOK_MAX_CHARS = 9_000  # what the pack is asked to fit, leaving room to spare
-HOOK_KINDS = ("claude", "codex")
 _OUR_HOOK_RE = re.compile(r"(^|[\s;&|(])rouse\s+pack\b")
 
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
