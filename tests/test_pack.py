@@ -266,6 +266,18 @@ def test_walk_cache_sees_added_and_removed_entries(tree: Path) -> None:
     assert cache.walk().notes == result.notes  # and a second walk agrees
 
 
+def test_walk_cache_is_not_rewritten_for_a_listing_that_only_settled(tree: Path) -> None:
+    _settle(tree)
+    HeaderCache(tree).walk()  # saving makes .rouse/: the root's mtime moves to now
+    saved = tree / ".rouse/cache/walk.json"
+    before = (saved.read_bytes(), saved.stat().st_mtime_ns)
+    again = HeaderCache(tree)
+    result = again.walk()  # the root is racy now: listed, not trusted; nothing else changed
+    assert again.listed == 1 and again.misses == 0
+    assert (saved.read_bytes(), saved.stat().st_mtime_ns) == before  # not worth a rewrite
+    assert sorted(result.records) == sorted(walk(tree).records)
+
+
 def test_walk_cache_is_disposable(tree: Path) -> None:
     _settle(tree)
     cold = walk(tree)

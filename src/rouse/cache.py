@@ -181,10 +181,13 @@ class HeaderCache:
             else:
                 entry = [None, [], [], [], new]
             self.next[rel] = entry
-            # a racy directory (the root, just after .rouse/ was made) stays
-            # [None, ...]: rewriting the whole file for it would cost more than
-            # the listing
-            if old is None or old[:4] != entry[:4]:
+            # Worth a save: a new directory, or a trusted listing that changed.
+            # A listing that was not trusted (the root, just after .rouse/ was
+            # made) and now is costs one scandir per walk; rewriting the whole
+            # file for it alone would cost far more.
+            if entry[0] is not None and (
+                old is None or (old[0] is not None and old[:4] != entry[:4])
+            ):
                 self.dirty = True
         self._dir = rel
         self._old = old[4] if old is not None else {}

@@ -31,14 +31,19 @@ def load_json(path: Path) -> Any:
 
 def save_json(path: Path, data: Any) -> bool:
     """Write ``data`` atomically; return False (and leave no temp file) if we can't."""
+    try:
+        # dumps, not dump: dump streams through the pure-Python encoder (~7× slower)
+        text = json.dumps(data, separators=(",", ":")).encode()
+    except (TypeError, ValueError):
+        return False
     temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, separators=(",", ":"))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text)
         os.replace(temp, path)
-    except (OSError, TypeError, ValueError):
+    except OSError:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         return False
