@@ -40,8 +40,15 @@ def timed(command: list[str]) -> float:
     return time.perf_counter() - start
 
 
+def rouse_command() -> list[str]:
+    """What an agent's hook runs: the installed ``rouse`` script beside this
+    interpreter (``python -m rouse`` also imports runpy, ~9 ms more), else -m."""
+    script = Path(sys.executable).parent / "rouse"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "rouse"]
+
+
 def measure(root: Path, runs: int) -> dict[str, float]:
-    rouse = [sys.executable, "-m", "rouse", "--memory", str(root)]
+    rouse = [*rouse_command(), "--memory", str(root)]
     bare = [sys.executable, "-c", BARE, str(root)]
     samples: dict[str, list[float]] = {"bare": [], "pack first": [], "pack warm": []}
     for _ in range(runs):
@@ -58,6 +65,7 @@ def main() -> None:
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
     args = parser.parse_args()
     results: dict[int, dict[str, float]] = {}
+    print(f"pack runs as: {' '.join(rouse_command())} --memory TREE pack")
     with tempfile.TemporaryDirectory(prefix="rouse-bench-") as scratch:
         for scale in args.scales:
             root = Path(scratch) / f"x{scale}" / "memory"

@@ -550,3 +550,61 @@ def test_pack_through_a_real_process_is_whole(home: Path) -> None:
     assert text.stdout.endswith("`rouse recall QUERY` or grep finds them\n")
     data = json.loads(rouse(home, "pack", "--json", "--now", LATER).stdout)
     assert data["due_total"] == 2 and len(data["beliefs"]) == 2
+
+
+# -- the quick parse of `rouse pack` -------------------------------------------
+
+QUICK_FORMS = [
+    ["pack"],
+    ["--memory", "/m", "pack"],
+    ["--memory=/m", "--now", "2026-03-14 09:00", "pack"],
+    ["pack", "--memory", "/a", "--now=2026-03-14 09:00"],
+    ["--memory", "/a", "pack", "--memory", "/b"],  # the later one wins, as in argparse
+    ["pack", "--json", "--json"],
+    ["pack", "--query", "deploy cache", "--max-chars", "500"],
+    ["pack", "--query=--odd", "--max-chars= 1_000", "--probe-budget", "+20"],
+    ["pack", "--hook", "claude"],
+    ["pack", "--hook=codex", "--max-chars=-5"],
+    ["pack", "--memory="],
+]
+ARGPARSE_FORMS = [
+    [],
+    ["--json", "pack"],  # a pack option before the verb
+    ["pack", "--help"],
+    ["pack", "-h"],
+    ["pack", "--jso"],  # an abbreviation
+    ["pack", "--json=yes"],
+    ["pack", "--query", "-x"],  # a value that looks like an option
+    ["pack", "--max-chars", "-5"],  # argparse takes this one: left to it all the same
+    ["pack", "--query"],
+    ["pack", "--max-chars", "many"],
+    ["pack", "--hook", "cursor"],
+    ["pack", "extra"],
+    ["pack", "pack"],
+    ["--version"],
+    ["due"],
+    ["pack", "--", "--json"],
+]
+
+
+@pytest.mark.parametrize("argv", QUICK_FORMS, ids=" ".join)
+def test_quick_pack_reads_like_argparse(argv: list[str]) -> None:
+    from rouse.cli import _quick_pack, build_parser
+
+    quick = _quick_pack(argv)
+    assert quick is not None
+    assert vars(quick) == vars(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", ARGPARSE_FORMS, ids=" ".join)
+def test_quick_pack_leaves_everything_else_to_argparse(argv: list[str]) -> None:
+    from rouse.cli import _quick_pack
+
+    assert _quick_pack(argv) is None
+
+
+def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:
+    done = rouse(home, "pack", "--max-chars", "many")
+    assert done.returncode == 2 and "invalid int value: 'many'" in done.stderr
+    done = rouse(home, "pack", "--hook", "cursor")
+    assert done.returncode == 2 and "invalid choice: 'cursor'" in done.stderr

@@ -5,36 +5,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-CORE = [
-    "rouse",
-    "rouse.errors",
-    "rouse.header",
-    "rouse.timefmt",
-    "rouse.home",
-    "rouse.layout",
-    "rouse.tree",
-    "rouse.clock",
-    "rouse.store",
-    "rouse.provenance",
-    "rouse.stampkey",
-    "rouse.wire",
-    "rouse.mcp_server",
-    "rouse.check",
-    "rouse.probes",
-    "rouse.views",
-    "rouse.scaffold",
-    "rouse.lifecycle",
-    "rouse.wake",
-    "rouse.ledger",
-    "rouse.sinks",
-    "rouse.stamping",
-    "rouse.sweeplock",
-    "rouse.sweep",
-    "rouse.cli",
-]
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "rouse"
+#: Every module of the package: the core and the edges alike keep heavy
+#: extras (mcp) inside the verbs that need them.
+CORE = ["rouse", *sorted(f"rouse.{p.stem}" for p in SOURCE.glob("*.py") if p.stem[0] != "_")]
 
 PROBE = """
 import json, sys
@@ -68,3 +46,38 @@ def test_core_module_loads_only_the_standard_library(module: str) -> None:
 def test_importing_rouse_does_no_work() -> None:
     loaded = _loaded("rouse")
     assert [m for m in loaded if m.startswith("rouse.")] == []
+
+
+#: What a session start must never pay for: each costs milliseconds to import.
+NOT_AT_START = {
+    "argparse",
+    "dataclasses",
+    "inspect",
+    "typing",
+    "shutil",
+    "tempfile",
+    "sqlite3",
+    "rouse.wire",
+    "rouse.check",
+    "rouse.sweep",
+    "rouse.ledger",
+}
+
+START = """
+import json, sys
+from rouse.cli import main
+code = main({argv!r})
+sys.stderr.write(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("extra", [[], ["--hook", "claude"], ["--hook", "codex"]])
+def test_session_start_loads_nothing_heavy(tmp_path: Path, extra: list[str]) -> None:
+    subprocess.run([sys.executable, "-m", "rouse", "init", str(tmp_path)], check=True)
+    argv = ["--memory", str(tmp_path / "memory"), "pack", *extra]
+    done = subprocess.run(
+        [sys.executable, "-c", START.format(argv=argv)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "not listed: every body" in done.stdout  # the whole pack was printed
+    assert sorted(NOT_AT_START & set(json.loads(done.stderr))) == []

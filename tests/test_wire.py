@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse import wire
+from rouse import hook, wire
 from rouse.errors import RouseError, UsageError
 from rouse.scaffold import init
 
@@ -263,7 +263,7 @@ def test_the_claude_hook_prints_the_pack_within_the_limit(
     done = run_hook(command, tmp_path, CLAUDE_PROJECT_DIR=str(project))
     assert done.returncode == 0
     assert done.stdout.startswith("now: ")
-    assert len(done.stdout) <= wire.HOOK_LIMIT
+    assert len(done.stdout) <= hook.HOOK_LIMIT
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])
@@ -317,16 +317,16 @@ def test_a_hook_crash_still_exits_0() -> None:
     args = argparse.Namespace(hook="codex", json=True, max_chars=20_000)
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
-        assert wire.pack_hook(args, boom) == 0
+        assert hook.pack_hook(args, boom) == 0
     context = json.loads(buffer.getvalue())["hookSpecificOutput"]["additionalContext"]
     assert "internal error ValueError: kaput" in context
-    assert args.max_chars == wire.HOOK_MAX_CHARS and args.json is False
+    assert args.max_chars == hook.HOOK_MAX_CHARS and args.json is False
 
 
 def test_cap_keeps_hook_output_under_the_limit() -> None:
-    assert wire.cap("x" * 50) == "x" * 50
-    capped = wire.cap("x" * 20_000)
-    assert len(capped) == wire.HOOK_LIMIT and capped.endswith("run `rouse pack` for the rest)\n")
+    assert hook.cap("x" * 50) == "x" * 50
+    capped = hook.cap("x" * 20_000)
+    assert len(capped) == hook.HOOK_LIMIT and capped.endswith("run `rouse pack` for the rest)\n")
 
 
 # -- docs/wiring.md runs as written -------------------------------------------

@@ -6,7 +6,6 @@ MCP server can call too.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import gc
 import json
@@ -15,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 from rouse import __version__, layout
 from rouse.errors import RouseError, UsageError
@@ -25,10 +25,13 @@ from rouse.timefmt import format_stamp, parse_stamp, parse_when
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
-Handler = Callable[[argparse.Namespace], int]
+    Handler = Callable[[argparse.Namespace], int]
+
 LONG_RUNNING = frozenset({"sweep", "mcp"})
+HOOK_KINDS = ("claude", "codex")
 
 
 # -- shared plumbing ----------------------------------------------------------
@@ -105,9 +108,9 @@ _LEFT_BEHIND: list[object] = []
 
 def cmd_pack(args: argparse.Namespace) -> int:
     if getattr(args, "hook", None):
-        from rouse import wire
+        from rouse.hook import pack_hook
 
-        return wire.pack_hook(args, cmd_pack)
+        return pack_hook(args, cmd_pack)
     from rouse.pack import pack as build
 
     if args.max_chars < 200:
@@ -457,6 +460,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    import argparse
+
     default = argparse.SUPPRESS if suppress else None
     parser.add_argument(
         "--memory",
@@ -485,20 +490,20 @@ def _args_pack(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--max-chars",
         type=int,
-        default=9000,
+        default=_PACK_DEFAULTS["max_chars"],
         metavar="N",
         help="fit in N characters: trims the index, then the due list (default 9000)",
     )
     sub.add_argument(
         "--probe-budget",
         type=int,
-        default=150,
+        default=_PACK_DEFAULTS["probe_budget"],
         metavar="MS",
         help="shared deadline for pack-tier probes (default 150)",
     )
     sub.add_argument(
         "--hook",
-        choices=("claude", "codex"),
+        choices=HOOK_KINDS,
         help="as a SessionStart hook: fit 10,000 chars, always exit 0 (codex: JSON)",
     )
 
@@ -705,32 +710,40 @@ def _columns() -> int:
     return columns or 80
 
 
-class _Formatter(argparse.HelpFormatter):
+def _formatter() -> type[argparse.HelpFormatter]:
     """argparse's help formatter, given its width so that it does not import
     ``shutil`` (~5 ms, with bz2 and lzma) at every start just to size help text."""
+    import argparse
 
-    def __init__(
-        self,
-        prog: str,
-        indent_increment: int = 2,
-        max_help_position: int = 24,
-        width: int | None = None,
-    ):
-        if width is None:
-            width = _columns() - 2
-        super().__init__(prog, indent_increment, max_help_position, width)
+    class Formatter(argparse.HelpFormatter):
+        def __init__(
+            self,
+            prog: str,
+            indent_increment: int = 2,
+            max_help_position: int = 24,
+            width: int | None = None,
+        ):
+            if width is None:
+                width = _columns() - 2
+            super().__init__(prog, indent_increment, max_help_position, width)
+
+    return Formatter
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser with every verb, or (``only``) with just that one verb's subparser.
 
     Building every verb's subparser costs ~13 ms, and ``rouse pack`` runs at every
-    session start: ``main`` builds only the verb it was given (see ``_verb_named``).
+    session start: ``main`` builds only the verb it was given (see ``_verb_named``),
+    and a plain ``rouse pack`` skips argparse altogether (see ``_quick_pack``).
     """
+    import argparse
+
+    formatter = _formatter()
     parser = argparse.ArgumentParser(
         prog="rouse",
         description="Agent memory with a clock: plain markdown that comes and finds the agent.",
-        formatter_class=_Formatter,
+        formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"rouse {__version__}")
     _globals(parser, suppress=False)
@@ -739,7 +752,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         if only is not None and name != only:
             continue
         sub = verbs.add_parser(
-            name, help=help_text, description=help_text, formatter_class=_Formatter
+            name, help=help_text, description=help_text, formatter_class=formatter
         )
         _globals(sub, suppress=True)
         sub.set_defaults(handler=handler)
@@ -771,12 +784,86 @@ def _verb_named(argv: Sequence[str]) -> str | None:
     return None
 
 
+#: ``rouse pack``'s values when not given (argparse's defaults for it too).
+_PACK_DEFAULTS: dict[str, Any] = {
+    "memory": None,
+    "now": None,
+    "query": None,
+    "json": False,
+    "max_chars": 9000,
+    "probe_budget": 150,
+    "hook": None,
+}
+#: Each option the quick parse takes: its destination and how to read its value.
+_PACK_OPTIONS: dict[str, tuple[str, Callable[[str], Any] | None]] = {
+    "--memory": ("memory", str),
+    "--now": ("now", str),
+    "--query": ("query", str),
+    "--json": ("json", None),
+    "--max-chars": ("max_chars", int),
+    "--probe-budget": ("probe_budget", int),
+    "--hook": ("hook", str),
+}
+_GLOBAL_DESTS = frozenset({"memory", "now"})
+
+
+def _quick_pack(argv: Sequence[str]) -> argparse.Namespace | None:
+    """``rouse pack`` read without argparse, or None to let argparse read it.
+
+    ``rouse pack`` runs at every session start, and importing and building
+    argparse costs ~9 ms of it. Only exact, well-formed spellings are taken
+    here; anything else (help, an abbreviation, a bad value, a value that
+    looks like an option) returns None, and argparse reads it and says what is
+    wrong. tests/test_cli.py checks that both read every accepted form alike.
+    """
+    values = dict(_PACK_DEFAULTS)
+    verb = False
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token == "pack" and not verb:
+            verb = True
+            continue
+        name, equals, value = token.partition("=")
+        option = _PACK_OPTIONS.get(name)
+        if option is None:
+            return None
+        dest, read = option
+        if not verb and dest not in _GLOBAL_DESTS:
+            return None  # a pack option before the verb: argparse's error
+        if read is None:  # a flag
+            if equals:
+                return None
+            values[dest] = True
+            continue
+        if not equals:
+            if index >= len(argv) or argv[index].startswith("-"):
+                return None
+            value = argv[index]
+            index += 1
+        try:
+            values[dest] = read(value)
+        except ValueError:
+            return None
+    if not verb or values["hook"] not in (None, *HOOK_KINDS):
+        return None
+    # it reads like argparse.Namespace (plain attributes), which is not imported
+    args: argparse.Namespace = SimpleNamespace(  # type: ignore[assignment]
+        verb="pack", handler=cmd_pack, **values
+    )
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(_verb_named(sys.argv[1:] if argv is None else argv))
-    args = parser.parse_args(argv)
-    if not getattr(args, "handler", None):
-        parser.print_help()
-        return 2
+    argv = sys.argv[1:] if argv is None else argv
+    args = _quick_pack(argv)
+    if args is None:
+        parser = build_parser(_verb_named(argv))
+        args = parser.parse_args(argv)
+        if not getattr(args, "handler", None):
+            parser.print_help()
+            return 2
     collecting = gc.isenabled()
     if args.verb not in LONG_RUNNING:
         # a short-lived process: reference counting frees what it builds, and

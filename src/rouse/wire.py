@@ -8,16 +8,11 @@ never created; everything else in them is kept.
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
 import json
 import os
 import re
 import shlex
-import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +27,6 @@ _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
 
 MATCHER = "startup|clear|compact"
-HOOK_LIMIT = 10_000  # Claude Code's cap on hook output, in characters
-HOOK_MAX_CHARS = 9_000  # what the pack is asked to fit, leaving room to spare
 _OUR_HOOK_RE = re.compile(r"(^|[\s;&|(])rouse\s+pack\b")
 
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
@@ -389,50 +382,3 @@ def wire(
     if mcp:
         result.printed += ["", *mcp_instructions(w)] if result.printed else mcp_instructions(w)
     return result
-
-
-# -- the hook side of `rouse pack` --------------------------------------------
-
-
-def cap(text: str, limit: int = HOOK_LIMIT) -> str:
-    """Hard-cap ``text`` at ``limit`` characters, saying so (the pack should already fit)."""
-    if len(text) <= limit:
-        return text
-    tail = "\n… (cut to fit the hook limit: run `rouse pack` for the rest)\n"
-    return text[: limit - len(tail)] + tail
-
-
-def hook_output(kind: str, text: str) -> str:
-    """What a SessionStart hook prints: plain text for Claude, strict JSON for Codex."""
-    text = cap(text)
-    if kind == "codex":
-        payload = {
-            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
-        }
-        return json.dumps(payload, ensure_ascii=False) + "\n"
-    return text if text.endswith("\n") else text + "\n"
-
-
-def pack_hook(args: argparse.Namespace, run: Callable[[argparse.Namespace], int]) -> int:
-    """``rouse pack --hook KIND``: run the pack verb, capture it, and never fail the session.
-
-    Whatever goes wrong (no tree, a broken file, a bug) becomes one line of
-    context saying so, and the exit code is 0.
-    """
-    kind = args.hook
-    args.hook, args.json = None, False
-    args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            run(args)
-        text = out.getvalue()
-    except RouseError as exc:
-        text = f"rouse: no memory pack this session: {exc.render()}\n"
-    except Exception as exc:  # a session-start hook must never fail the session
-        text = (
-            f"rouse: no memory pack this session: internal error {type(exc).__name__}: {exc} "
-            "(run `rouse pack` by hand to see it)\n"
-        )
-    sys.stdout.write(hook_output(kind, text))
-    return 0
