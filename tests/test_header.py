@@ -127,7 +127,7 @@ def test_empty_value_is_allowed() -> None:
 def test_blank_and_comment_lines_are_ignored() -> None:
     header = parse_header(b"---\n\n# status: done\nstatus: open\n   \n#due: never\n---\n")
     assert header.fields == {"status": "open"}
-    assert header.bad_lines == []
+    assert header.bad_lines == ()
 
 
 def test_indented_lines_continue_the_previous_value_with_one_space() -> None:
@@ -144,7 +144,7 @@ def test_indented_lines_continue_the_previous_value_with_one_space() -> None:
         "closes-when": "the staging migration has run once with me watching",
         "status": "open",
     }
-    assert header.continued == [3, 4]  # check warns about these lines
+    assert header.continued == (3, 4)  # check warns about these lines
 
 
 def test_continuation_of_an_empty_value() -> None:
@@ -155,7 +155,7 @@ def test_continuation_of_an_empty_value() -> None:
 def test_continuation_without_a_previous_key_is_a_bad_line() -> None:
     header = parse_header(b"---\n  orphan text\nstatus: open\n---\n")
     assert header.fields == {"status": "open"}
-    assert header.bad_lines == [(2, "  orphan text")]
+    assert header.bad_lines == ((2, "  orphan text"),)
 
 
 @pytest.mark.parametrize(
@@ -174,7 +174,7 @@ def test_continuation_without_a_previous_key_is_a_bad_line() -> None:
 def test_lines_that_are_not_key_value_are_bad_lines_not_fields(line: str) -> None:
     header = parse_header(f"---\n{line}\nstatus: open\n---\n")
     assert header.fields == {"status": "open"}
-    assert header.bad_lines == [(2, line)]
+    assert header.bad_lines == ((2, line),)
 
 
 def test_first_occurrence_wins_and_duplicates_are_recorded() -> None:
@@ -368,7 +368,7 @@ def test_set_removes_later_copies_and_their_continuations() -> None:
     out = set_fields(data, {"nudges": "2"})
     assert out == b"---\nnudges: 2\nstatus: open\n# kept comment\nclose: x\n---\nbody\n"
     header = parse_header(out)
-    assert header.duplicates == []
+    assert header.duplicates == ()
     assert header.fields == {"nudges": "2", "status": "open", "close": "x"}
 
 

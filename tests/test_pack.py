@@ -400,6 +400,9 @@ def test_cached_headers_equal_fresh_ones(make_tree: MakeTree) -> None:
                 "---\nstatus: open\nstatus: done\ncloses-when: a\n  b\nnot a line\n---\nbody\n"
             ),
             f"{NOTES}/n.md": "no fence at all\n",
+            f"{INTENTIONS}/compact/intention.md": "---\nstatus: open\nopened: 2026-01-01\n---\n",
+            f"{INTENTIONS}/late-close/intention.md": "---\nstatus: open\n\n---\nbody\n",
+            f"{INTENTIONS}/empty/intention.md": "---\n---\n",
         }
     )
     fresh = walk(root)
@@ -408,9 +411,10 @@ def test_cached_headers_equal_fresh_ones(make_tree: MakeTree) -> None:
     HeaderCache(root).walk()
     cache = HeaderCache(root)
     cached = cache.walk()
-    assert cache.hits == 3 and cache.misses == 0
+    assert cache.hits == 6 and cache.misses == 0
     for rel, record in fresh.records.items():
         again = cached.records[rel].header
+        assert (again.fenced, again.end_line) == (record.header.fenced, record.header.end_line)
         assert again.fields == record.header.fields
         assert again.entries == record.header.entries
         assert again.duplicates == record.header.duplicates

@@ -27,18 +27,33 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION = 4
+VERSION = 5
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
 
 
-def _dump(header: Header) -> list[Any]:
-    """A header as JSON: ``[fenced, fields, lines]`` when it is plain (one line per
-    key, in order), else with its entries and findings spelled out."""
+#: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
+_COMPACT_LINES = [range(2, 2 + count) for count in range(64)]
+
+
+def _dump(header: Header) -> dict[str, str] | list[Any]:
+    """A header as JSON. Almost every header is compact: fenced, one line per key
+    right under the opening fence, closed on the next line; it is stored as its
+    fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
+    (one line per key, in order), else with its entries and findings spelled out."""
     entries = header.entries
     plain = not (header.duplicates or header.continued or header.bad_lines)
     if plain and list(header.fields) == [e.key for e in entries]:
-        return [int(header.fenced), header.fields, [e.line for e in entries], header.end_line]
+        lines = [e.line for e in entries]
+        count = len(lines)
+        if (
+            header.fenced
+            and count < len(_COMPACT_LINES)
+            and lines == list(_COMPACT_LINES[count])
+            and header.end_line == count + 2
+        ):
+            return header.fields
+        return [int(header.fenced), header.fields, lines, header.end_line]
     return [
         int(header.fenced),
         header.fields,
@@ -50,7 +65,14 @@ def _dump(header: Header) -> list[Any]:
     ]
 
 
-def _load(data: list[Any]) -> Header:
+def _load(data: dict[str, str] | list[Any]) -> Header:
+    if type(data) is dict:  # compact
+        count = len(data)
+        header = Header(True, data, count + 2)
+        header.lines = _COMPACT_LINES[count]
+        return header
+    if not isinstance(data, list):
+        raise ValueError("cached header is neither fields nor a list")
     fenced, fields, lines, end_line = data[:4]
     if not isinstance(fields, dict):
         raise ValueError("cached fields are not a mapping")
@@ -61,12 +83,12 @@ def _load(data: list[Any]) -> Header:
         header.lines = lines
         return header
     duplicate_lines, continued, bad_lines = data[4:]
-    header.continued = [int(line) for line in continued]
-    header.bad_lines = [(int(line), str(text)) for line, text in bad_lines]
+    header.continued = tuple(int(line) for line in continued)
+    header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
     entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
     dupes = set(duplicate_lines)
     header._entries = entries
-    header.duplicates = [e for e in entries if e.line in dupes]
+    header.duplicates = tuple(e for e in entries if e.line in dupes)
     return header
 
 
@@ -135,13 +157,10 @@ class HeaderCache:
             try:
                 if cached[0] == size and cached[1] == mtime_ns:
                     data = cached[2]
-                    if len(data) == 4:  # plain (inlined _load: once per file per walk)
-                        fenced, fields, lines, end_line = data
-                        if type(fields) is dict and len(lines) == len(fields):
-                            header = Header(bool(fenced), fields, int(end_line))
-                            header.lines = lines
-                        else:
-                            raise ValueError("cached header is malformed")
+                    if type(data) is dict:  # compact (inlined _load: once per file per walk)
+                        count = len(data)
+                        header = Header(True, data, count + 2)
+                        header.lines = _COMPACT_LINES[count]
                     else:
                         header = _load(data)
                     self.hits += 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rouse.errors import HeaderError
@@ -51,13 +51,14 @@ class Header(Value):
         self.fenced = fenced
         self.fields: dict[str, str] = {} if fields is None else fields
         self.end_line = end_line  # line number of the closing fence (0 when unfenced)
-        self.duplicates: list[Entry] = []  # later lines repeating a key
-        self.continued: list[int] = []  # line numbers of continuation lines
-        self.bad_lines: list[tuple[int, str]] = []  # lines that are not key: value
+        # findings, as tuples: one shared empty tuple for the common clean header
+        self.duplicates: tuple[Entry, ...] = ()  # later lines repeating a key
+        self.continued: tuple[int, ...] = ()  # line numbers of continuation lines
+        self.bad_lines: tuple[tuple[int, str], ...] = ()  # lines that are not key: value
         #: the line of each key in ``fields``, in order, for a plain header whose
         #: Entry objects are not made yet (a cache hit fills this; the pack's hot
         #: path never needs the entries themselves)
-        self.lines: list[int] | None = None
+        self.lines: Sequence[int] | None = None
         self._entries: list[Entry] | None = None
 
     @property
@@ -127,7 +128,8 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
         lineno = index + 1
         if _is_fence(line):
             header.end_line = lineno
-            header.duplicates, header.continued, header.bad_lines = duplicates, continued, bad_lines
+            header.duplicates, header.continued = tuple(duplicates), tuple(continued)
+            header.bad_lines = tuple(bad_lines)
             return header, index + 1
         text = line.rstrip("\r\n")
         if not text.strip() or text.lstrip().startswith("#"):
