@@ -108,6 +108,7 @@ def test_json_has_every_key(tree: Path) -> None:
         "probes",
         "woken",
         "due",
+        "due_total",
         "persona",
         "beliefs",
         "motivations",
@@ -115,6 +116,7 @@ def test_json_has_every_key(tree: Path) -> None:
         "ladder",
         "plugins",
         "index",
+        "index_total",
         "not_listed",
         "warnings",
     ):
@@ -122,6 +124,21 @@ def test_json_has_every_key(tree: Path) -> None:
     json.dumps(data)
     assert data["persona"]["body"] == "Terse and kind."
     assert [b["slug"] for b in data["beliefs"]] == ["bare", "tests"]
+
+
+def test_index_lists_the_newest_forty_and_counts_the_rest(make_tree: MakeTree) -> None:
+    root = make_tree({f"{NOTES}/n{i:02}.md": f"---\nkeywords: k{i}\n---\n" for i in range(45)})
+    for i in range(45):  # n44 is the newest
+        set_mtime(root / NOTES / f"n{i:02}.md", ago(hours=50 - i))
+    data = build_pack(root, NOW, probes_enabled=False).to_json()
+    assert [item["path"] for item in data["index"]][:2] == [f"{NOTES}/n44.md", f"{NOTES}/n43.md"]
+    assert len(data["index"]) == 40 and data["index_total"] == 45
+    assert data["not_listed"]["index"] == 5 and data["not_listed"]["trimmed_for_size"] == []
+    text = build_pack(root, NOW, probes_enabled=False).text
+    assert "not listed: 5 more notes/backlog items" in text and f"{NOTES}/n04.md" not in text
+    small = build_pack(root, NOW, probes_enabled=False, max_chars=1000).to_json()
+    assert small["not_listed"]["trimmed_for_size"] == ["index"]
+    assert len(small["index"]) + small["not_listed"]["index"] == 45
 
 
 def test_json_keys_present_on_an_empty_tree(make_tree: MakeTree) -> None:

@@ -153,13 +153,14 @@ def _context(
 
 def _index(
     root: Path, tree: Tree, origin_of: OriginOf, now: datetime, known: Mapping[str, probes.Probe]
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], int]:
+    """The newest INDEX_CAP notes and open backlog items, and how many there are in all."""
     files: list[File] = list(tree.notes)
     files += [r for r in tree.records.values() if r.type == "backlog" and clock.is_open(r)]
     files.sort(key=lambda f: (-f.mtime_ns, f.rel))
     cache = readings.load_cache(root)
     items = []
-    for file in files:
+    for file in files[:INDEX_CAP]:
         names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
         shown = {}
         for name in names:
@@ -177,7 +178,7 @@ def _index(
                 "probes": shown,
             }
         )
-    return items
+    return items, len(files)
 
 
 def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
@@ -273,7 +274,7 @@ def build_pack(
     every = clock.decisions(tree, now)
     due, due_total = _due(clock.select_due(every), ids, now, {w["path"] for w in woken})
     layers, quarantined = _context(root, tree, origin_of, query, now)
-    index = _index(root, tree, origin_of, now, known)
+    index, index_total = _index(root, tree, origin_of, now, known)
     ladder, closed = _ladder(tree)
     data: dict[str, Any] = {
         "now": _now_line(now),
@@ -288,6 +289,7 @@ def build_pack(
         "ladder": ladder,
         "plugins": [Path(p.rel).stem for p in tree.plugins],
         "index": index,
+        "index_total": index_total,
         "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
         "warnings": _warnings(tree, every, layers, probe_notes, now),
     }
@@ -325,7 +327,7 @@ def pack(
 
 def _fit(data: dict[str, Any], max_chars: int) -> Pack:
     """Render within ``max_chars``: trim the index first, then the due list, never context."""
-    index_cap = min(INDEX_CAP, len(data["index"]))
+    index_cap = len(data["index"])
     due_cap = len(data["due"])
     woken_cap = min(LIST_CAP, len(data["woken"]))
     trimmed: list[str] = []
@@ -339,7 +341,7 @@ def _fit(data: dict[str, Any], max_chars: int) -> Pack:
             due_cap -= 1
         else:
             break
-    if index_cap < min(INDEX_CAP, len(data["index"])):
+    if index_cap < len(data["index"]):
         trimmed.append("index")
     if due_cap < len(data["due"]):
         trimmed.append("due")
@@ -350,7 +352,7 @@ def _fit(data: dict[str, Any], max_chars: int) -> Pack:
         )
         text = render_text(data, index_cap, due_cap, woken_cap)
     data["not_listed"].update(
-        index=len(data["index"]) - index_cap,
+        index=data["index_total"] - index_cap,
         due=data["due_total"] - due_cap,
         woken=len(data["woken"]) - woken_cap,
         trimmed_for_size=trimmed,
@@ -439,7 +441,7 @@ def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap
                     shown = ", ".join(f"{k}={v}" for k, v in item["probes"].items())
                     out.append(f"    probes: {shown}")
         out.append("")
-    hidden = len(data["index"]) - index_cap
+    hidden = data["index_total"] - index_cap
     closed = data["not_listed"]["closed_records"]
     parts = []
     if hidden:
