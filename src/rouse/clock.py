@@ -220,8 +220,9 @@ def is_open(record: Record) -> bool:
     return memo
 
 
-def _is_open(record: Record) -> bool:
-    status = status_of(record)
+def _is_open(record: Record, status: str | None = None) -> bool:
+    if status is None:
+        status = status_of(record)
     level = LEVELS[record.type]
     if status not in level.states:
         return True
@@ -287,14 +288,17 @@ def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     status = status_of(record)
     if status not in level.states:
         decision.notes.append(f"unknown status {status!r} counts as open")
+    if record.open_memo is None:  # (is_open, with the status already read)
+        record.open_memo = _is_open(record, status)
     if record.type == "reminder":
         _evaluate_reminder(decision, fields, now)
-    elif level.stale_after is not None and is_open(record):
+    elif level.stale_after is not None and record.open_memo:
         _evaluate_stale(tree, decision, fields, now)
     return decision
 
 
 def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: datetime) -> None:
+    # (runs for most records of every pack: locals, not repeated attribute reads)
     record = decision.record
     level = LEVELS[record.type]
     assert level.stale_after is not None
@@ -303,36 +307,39 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: dateti
     interval = level.stale_after if written is None else written
     if written is not None and written < FLOOR:
         decision.notes.append(f"stale-after {fields.text('stale-after')} is floored to 15m")
-    decision.stale_after = floored(interval)
-    decision.swept = fields.stamp("swept")
-    if record.type == "goal" and record.children:
+    decision.stale_after = stale_after = floored(interval)
+    decision.swept = swept = fields.stamp("swept")
+    children = record.children
+    if children and record.type == "goal":
         ends = [end_time(d) for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
-    assert decision.moved_at is not None
     base = decision.moved_at  # the latest of moved, swept and own clock (no generator: hot)
-    if decision.swept is not None and decision.swept > base:
-        base = decision.swept
-    if decision.own_clock is not None and decision.own_clock > base:
-        base = decision.own_clock
-    decision.stale_at = _later(base, decision.stale_after)
-    if record.children:
+    assert base is not None
+    if swept is not None and swept > base:
+        base = swept
+    own_clock = decision.own_clock
+    if own_clock is not None and own_clock > base:
+        base = own_clock
+    decision.stale_at = stale_at = _later(base, stale_after)
+    silenced = False
+    if children:
         decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
+        silenced = bool(decision.silenced_by)
 
     review_every = fields.interval("review-every")
+    review_at = None
     if review_every is not None:
         review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
-        decision.review_at = _later(review_base, floored(review_every))
+        decision.review_at = review_at = _later(review_base, floored(review_every))
 
-    if decision.review_at is not None and now >= decision.review_at:
-        decision.reason, decision.due_at = "review", decision.review_at
-    elif not decision.silenced_by and now >= decision.stale_at:
-        decision.reason, decision.due_at = "stale", decision.stale_at
+    if review_at is not None and now >= review_at:
+        decision.reason, decision.due_at = "review", review_at
+    elif not silenced and now >= stale_at:
+        decision.reason, decision.due_at = "stale", stale_at
+    elif silenced:
+        decision.due_at = review_at  # only a review can wake a silenced record
     else:
-        upcoming = [decision.review_at]
-        if not decision.silenced_by:
-            upcoming.append(decision.stale_at)
-        future = [t for t in upcoming if t is not None]
-        decision.due_at = min(future) if future else None
+        decision.due_at = stale_at if review_at is None else min(review_at, stale_at)
 
 
 def _evaluate_reminder(decision: Decision, fields: _Fields, now: datetime) -> None:

@@ -7,6 +7,7 @@ header cache only saves re-reading files whose size and mtime are unchanged).
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -99,9 +100,9 @@ def _due(
 ) -> tuple[list[dict[str, Any]], int]:
     """The first LIST_CAP due records, oldest first, and how many are due in all."""
     wanted = [d for d in found if d.record.dir not in skip]
-    wanted.sort(key=lambda d: (still_since(d), d.record.dir))
     items = []
-    for decision in wanted[:LIST_CAP]:
+    # (the same as sorting them all and taking the first LIST_CAP, in one pass)
+    for decision in heapq.nsmallest(LIST_CAP, wanted, key=lambda d: (still_since(d), d.record.dir)):
         record = decision.record
         line = None
         for key in ("closes-when", "success-when", "due"):
@@ -272,7 +273,8 @@ def build_pack(
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     woken = _woken(root, tree, ids, now)
     every = clock.decisions(tree, now)
-    due, due_total = _due(clock.select_due(every), ids, now, {w["path"] for w in woken})
+    found = [d for d in every if d.reason is not None]  # due; _due puts them in its order
+    due, due_total = _due(found, ids, now, {w["path"] for w in woken})
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index, index_total = _index(root, tree, origin_of, now, known)
     ladder, closed = _ladder(tree)

@@ -32,7 +32,8 @@ class DisplayIds(Mapping[str, str]):
 
     def __init__(self, tree: Tree):
         self.records = tree.records
-        self.counts = Counter(r.slug for r in tree.records.values())
+        # (a record's slug is its directory's last part: read straight off the keys)
+        self.counts = Counter(d.rpartition("/")[2] for d in tree.records)
 
     def __getitem__(self, directory: str) -> str:
         record = self.records[directory]
