@@ -44,7 +44,10 @@ pytest: $(STAMP)
 
 test: lint typecheck pytest
 
+# compiled first, as a pip/pipx install is (with PYTHONDONTWRITEBYTECODE set,
+# every run would otherwise recompile rouse from source and time that too)
 bench: $(STAMP)
+	$(BIN)/python -m compileall -q src/rouse
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/sweep_bench.py
 
