@@ -156,13 +156,7 @@ class HeaderCache:
         if cached is not None:
             try:
                 if cached[0] == size and cached[1] == mtime_ns:
-                    data = cached[2]
-                    if type(data) is dict:  # compact (inlined _load: once per file per walk)
-                        count = len(data)
-                        header = Header(True, data, count + 2)
-                        header.lines = _COMPACT_LINES[count]
-                    else:
-                        header = _load(data)
+                    header = _load(cached[2])
                     self.hits += 1
                     self._new[name] = cached
                     return header

@@ -273,7 +273,7 @@ def build_pack(
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     woken = _woken(root, tree, ids, now)
     every = clock.decisions(tree, now)
-    found = [d for d in every if d.reason is not None]  # due; _due puts them in its order
+    found = [d for d in every if d.is_due]  # _due puts them in its own order
     due, due_total = _due(found, ids, now, {w["path"] for w in woken})
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index, index_total = _index(root, tree, origin_of, now, known)
