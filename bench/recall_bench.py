@@ -59,9 +59,9 @@ def measure(root: Path, runs: int) -> dict[str, float]:
 
 def index_stats(root: Path) -> str:
     """One in-process first build and warm refresh, to show what each re-read."""
-    from rouse.cache import HeaderCache
-    from rouse.index import Index
-    from rouse.tree import walk
+    from rouse.core.cache import HeaderCache
+    from rouse.pack.index import Index
+    from rouse.core.tree import walk
 
     shutil.rmtree(root / ".rouse", ignore_errors=True)
     lines = []

@@ -589,7 +589,7 @@ ARGPARSE_FORMS = [
 
 @pytest.mark.parametrize("argv", QUICK_FORMS, ids=" ".join)
 def test_quick_pack_reads_like_argparse(argv: list[str]) -> None:
-    from rouse.cli import _quick_pack, build_parser
+    from rouse.cli.main import _quick_pack, build_parser
 
     quick = _quick_pack(argv)
     assert quick is not None
@@ -598,7 +598,7 @@ def test_quick_pack_reads_like_argparse(argv: list[str]) -> None:
 
 @pytest.mark.parametrize("argv", ARGPARSE_FORMS, ids=" ".join)
 def test_quick_pack_leaves_everything_else_to_argparse(argv: list[str]) -> None:
-    from rouse.cli import _quick_pack
+    from rouse.cli.main import _quick_pack
 
     assert _quick_pack(argv) is None
 

@@ -27,11 +27,11 @@ from conftest import (
     stamp,
     write_tree,
 )
-from rouse import clock
-from rouse.clock import Decision, evaluate, stamps_after_delivery
-from rouse.header import set_fields, split
-from rouse.layout import MACHINE_FIELDS
-from rouse.tree import Tree, walk
+from rouse.core import clock
+from rouse.core.clock import Decision, evaluate, stamps_after_delivery
+from rouse.core.header import set_fields, split
+from rouse.core.layout import MACHINE_FIELDS
+from rouse.core.tree import Tree, walk
 
 M = timedelta(minutes=1)
 H = timedelta(hours=1)

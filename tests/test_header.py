@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rouse.errors import HeaderError
-from rouse.header import (
+from rouse.core.errors import HeaderError
+from rouse.core.header import (
     BOM,
     MAX_HEADER_BYTES,
     MAX_HEADER_LINES,

@@ -12,7 +12,14 @@ import pytest
 SOURCE = Path(__file__).resolve().parents[1] / "src" / "rouse"
 #: Every module of the package: the core and the edges alike keep heavy
 #: extras (mcp) inside the verbs that need them.
-CORE = ["rouse", *sorted(f"rouse.{p.stem}" for p in SOURCE.glob("*.py") if p.stem[0] != "_")]
+CORE = [
+    "rouse",
+    *sorted(
+        "rouse." + ".".join(p.relative_to(SOURCE).with_suffix("").parts).removesuffix(".__init__")
+        for p in SOURCE.rglob("*.py")
+        if p.name != "__main__.py"
+    ),
+]
 
 PROBE = """
 import json, sys
@@ -57,15 +64,14 @@ NOT_AT_START = {
     "shutil",
     "tempfile",
     "sqlite3",
-    "rouse.wire",
-    "rouse.check",
+    "rouse.agents.wire",
+    "rouse.lint",
     "rouse.sweep",
-    "rouse.ledger",
 }
 
 START = """
 import json, sys
-from rouse.cli import main
+from rouse.cli.main import main
 code = main({argv!r})
 sys.stderr.write(json.dumps(sorted(sys.modules)))
 """

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse import ledger
-from rouse.errors import UsageError
-from rouse.ledger import Ledger, QuietHours, backoff
-from rouse.wake import Wake
+from rouse.sweep import ledger
+from rouse.core.errors import UsageError
+from rouse.sweep.ledger import Ledger, QuietHours, backoff
+from rouse.sweep.wake import Wake
 
 
 def _wake(wake_id: str = "w1", path: str = "inventory/reminders/r") -> Wake:

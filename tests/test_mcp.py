@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from conftest import INTENTIONS, NOTES, NOW
-from rouse import provenance
-from rouse.errors import UsageError
-from rouse.mcp_server import Tools
-from rouse.scaffold import init
+from rouse.trust import provenance
+from rouse.core.errors import UsageError
+from rouse.agents.mcp import Tools
+from rouse.records.scaffold import init
 
 TOOLS = {
     "pack",
@@ -155,7 +155,7 @@ def test_probes_off_runs_nothing(memory: Path, tmp_path: Path) -> None:
 
 
 def test_mcp_server_module_loads_without_the_sdk() -> None:
-    code = "import sys, rouse.mcp_server; print('mcp' in sys.modules)"
+    code = "import sys, rouse.agents.mcp; print('mcp' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -269,7 +269,7 @@ def test_client_cannot_run_an_untrusted_probe(memory: Path, tmp_path: Path) -> N
 
 def test_rouse_mcp_without_the_extra_says_how_to_install_it(memory: Path) -> None:
     code = (
-        "import sys; sys.modules['mcp'] = None; from rouse.cli import main; "
+        "import sys; sys.modules['mcp'] = None; from rouse.cli.main import main; "
         f"sys.exit(main(['mcp', '--memory', {str(memory)!r}]))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

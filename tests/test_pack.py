@@ -24,10 +24,10 @@ from conftest import (
     set_mtime,
     stamp,
 )
-from rouse import readings
-from rouse.cache import HeaderCache
-from rouse.pack import build_pack
-from rouse.tree import walk
+from rouse.probes import readings
+from rouse.core.cache import HeaderCache
+from rouse.pack.build import build_pack
+from rouse.core.tree import walk
 
 GOLDEN = Path(__file__).parent / "golden"
 SECRET = "BODY-SECRET-DO-NOT-INJECT"
@@ -386,7 +386,7 @@ def test_demand_probe_ttl_and_note_readings(tree: Path) -> None:
 
 
 def test_run_all_kills_the_whole_group(tmp_path: Path) -> None:
-    from rouse.probes import Probe
+    from rouse.probes.definitions import Probe
 
     marker = tmp_path / "marker"
     probe = Probe(name="bg", cmd=f"(sleep 1; touch {marker}) & sleep 5", tier="pack")

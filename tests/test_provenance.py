@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from conftest import BELIEFS, NOTES, NOW, MakeTree
-from rouse import provenance, stampkey
-from rouse.check import check
-from rouse.errors import RouseError, UsageError
-from rouse.provenance import OriginReader, origin_reader, probes_allowed, stamp, stamp_findings
-from rouse.scaffold import init
-from rouse.tree import walk
+from rouse.trust import provenance
+from rouse.trust import stampkey
+from rouse.lint.check import check
+from rouse.core.errors import RouseError, UsageError
+from rouse.trust.provenance import OriginReader, origin_reader, probes_allowed, stamp, stamp_findings
+from rouse.records.scaffold import init
+from rouse.core.tree import walk
 
 BELIEF = f"{BELIEFS}/belief-tests-pass.md"
 OTHER = f"{BELIEFS}/belief-owner-said.md"
@@ -329,7 +330,7 @@ def _cache_attacks(tree: Path, key_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def _tool_attacks(tree: Path, key_path: Path) -> dict[str, bool]:
     """Forge through the MCP tools (the library calls behind them); True = accepted."""
-    from rouse.mcp_server import Tools
+    from rouse.agents.mcp import Tools
 
     tools = Tools(tree, lambda: NOW, {}, key_path)
     accepted: dict[str, bool] = {}

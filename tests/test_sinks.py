@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse import sinks
-from rouse.errors import UsageError
-from rouse.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
-from rouse.wake import Wake
+from rouse.sweep import sinks
+from rouse.core.errors import UsageError
+from rouse.sweep.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
+from rouse.sweep.wake import Wake
 
 SECRET = "whsec_" + base64.b64encode(b"rouse-test-secret-0123456789ab").decode()
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from rouse import store
-from rouse.errors import ChangedUnderfoot
-from rouse.header import parse_header
-from rouse.store import Store
+from rouse.core import store
+from rouse.core.errors import ChangedUnderfoot
+from rouse.core.header import parse_header
+from rouse.core.store import Store
 
 REL = "x/task.md"
 ORIGINAL = b"---\nstatus: pending\n---\nline one\n"
@@ -118,7 +118,7 @@ def test_an_unchanged_result_writes_nothing(root: Path) -> None:
 
 
 def test_a_missing_file_is_a_usage_error(root: Path) -> None:
-    from rouse.errors import UsageError
+    from rouse.core.errors import UsageError
 
     with pytest.raises(UsageError, match="does not exist"):
         Store(root).set_fields("x/gone.md", {"a": "b"}, guarded=True)

@@ -16,14 +16,19 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, NOW, OLD, REMINDERS, MakeTree, ago, stamp
-from rouse import clock, ledger, lifecycle, sweep, views, wake
-from rouse.errors import ChangedUnderfoot
-from rouse.header import parse_header
-from rouse.ledger import Ledger, QuietHours
-from rouse.sinks import FileSink, SinkError
-from rouse.sweep import Sweeper
-from rouse.tree import walk
-from rouse.wake import Wake
+from rouse.core import clock
+from rouse.sweep import ledger
+from rouse.records import lifecycle
+from rouse.sweep import tick as sweep
+from rouse.pack import views
+from rouse.sweep import wake
+from rouse.core.errors import ChangedUnderfoot
+from rouse.core.header import parse_header
+from rouse.sweep.ledger import Ledger, QuietHours
+from rouse.sweep.sinks import FileSink, SinkError
+from rouse.sweep.tick import Sweeper
+from rouse.core.tree import walk
+from rouse.sweep.wake import Wake
 
 SHIP = f"{INTENTIONS}/ship"
 
@@ -546,7 +551,7 @@ def test_planning_touches_nothing(stale: Path) -> None:
 def test_an_idle_tick_reads_no_unchanged_file(
     stale: Path, logs: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rouse import cache
+    from rouse.core import cache
 
     reads: list[str] = []
     real = cache.read_header

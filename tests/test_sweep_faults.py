@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, REMINDERS, stamp
-from rouse.header import parse_header
-from rouse.sinks import FileSink
-from rouse.sweep import Sweeper
+from rouse.core.header import parse_header
+from rouse.sweep.sinks import FileSink
+from rouse.sweep.tick import Sweeper
 from test_sinks import SECRET, Server, server  # noqa: F401  (the loopback server fixture)
 
 T0 = datetime(2026, 3, 14, 12, 0)

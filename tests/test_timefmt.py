@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import NOW
-from rouse.timefmt import (
+from rouse.core.timefmt import (
     FLOOR,
     floored,
     format_interval,

@@ -18,9 +18,9 @@ from conftest import (
     REMINDERS,
     MakeTree,
 )
-from rouse.errors import HeaderError, UsageError
-from rouse.header import Header
-from rouse.tree import Tree, walk
+from rouse.core.errors import HeaderError, UsageError
+from rouse.core.header import Header
+from rouse.core.tree import Tree, walk
 
 OPEN = "---\nstatus: open\n---\n"
 PENDING = "---\nstatus: pending\n---\n"

@@ -6,8 +6,9 @@ from datetime import timedelta
 from pathlib import Path
 
 from conftest import INTENTIONS, NOW, REMINDERS, MakeTree, ago, stamp
-from rouse import clock, wake
-from rouse.tree import walk
+from rouse.core import clock
+from rouse.sweep import wake
+from rouse.core.tree import walk
 
 
 def _decide(root: Path, rel: str, now=NOW):  # type: ignore[no-untyped-def]

@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse import hook, wire
-from rouse.errors import RouseError, UsageError
-from rouse.scaffold import init
+from rouse.agents import hook
+from rouse.agents import wire
+from rouse.core.errors import RouseError, UsageError
+from rouse.records.scaffold import init
 
 PRE_EXISTING = {
     "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(~/.config/rouse/**)"]},

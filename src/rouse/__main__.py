@@ -1,5 +1,5 @@
 """``python -m rouse``."""
 
-from rouse.cli import run
+from rouse.cli.main import run
 
 run()

@@ -1,0 +1,1 @@
+"""The edges towards agent tools: wiring, session-start hooks, the MCP server."""

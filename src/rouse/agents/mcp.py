@@ -1,0 +1,344 @@
+"""``rouse mcp``: the memory as MCP tools over stdio (extra ``rouse-memory[mcp]``).
+
+:class:`Tools` holds the behaviour as plain methods over the same library
+functions the CLI calls (``scaffold.new``, ``lifecycle.*``, ``clock.due``, the
+pack, recall, probes), with the same validation: bad slugs, machine fields and
+illegal endings raise, and the server turns that into an error result with
+nothing written. The ``mcp`` SDK (v2: ``mcp.server.mcpserver.MCPServer``) is
+imported only inside :func:`build_server`, so this module loads without it.
+No tool offers ``stamp``: origins are written from outside the agent.
+"""
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, is_dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rouse.core import clock
+
+from rouse.core import header
+
+from rouse.core import layout
+
+from rouse.records import lifecycle
+
+from rouse.trust import provenance
+
+from rouse.records import scaffold
+from rouse.core.errors import RouseError, UsageError
+from rouse.core.store import Store
+from rouse.core.timefmt import format_stamp, parse_when
+from rouse.core.tree import Note, walk
+from rouse.pack.views import display_ids, due_item, due_lines
+
+ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
+ENDINGS = ("done", "dropped", "abandoned")
+#: A rewritten note's old stamps no longer describe its text: they go.
+STAMP_FIELDS = ("origin", "origin-turn", "origin-sig")
+
+INSTRUCTIONS = """\
+rouse is your memory: plain markdown files in a tree, with a clock that brings \
+records back when they go still. If the memory pack is not already in your \
+context, call `pack` first and treat it as your memory. Before writing memory \
+for the first time in a session, read entrypoint/rouse.md in the tree. Use \
+`recall` to find what the pack does not list, `due` to see what wants you, \
+`remember` for notes, `intend` for a new intention, `add` for a goal, action, \
+task, reminder or backlog item, and `move` / `snooze` / `close` / `promote` to \
+keep records honest. Machine fields (swept, nudges, origin, ...) are rouse's \
+own: a call that sets one is refused."""
+
+
+def _wall_clock() -> datetime:
+    return datetime.now().replace(microsecond=0)
+
+
+def _one_line(value: str | None, what: str) -> str:
+    text = (value or "").strip()
+    if not text or "\n" in text or "\r" in text:
+        raise UsageError(f"{what} must be one non-empty line")
+    return text
+
+
+class Tools:
+    """The MCP tools as plain methods returning text (testable without ``mcp``)."""
+
+    def __init__(
+        self,
+        root: Path,
+        now: Callable[[], datetime] = _wall_clock,
+        env: Mapping[str, str] | None = None,
+        key_path: Path | None = None,
+    ):
+        self.root = root
+        self.now = now
+        self.env: Mapping[str, str] = env or {}
+        self.key_path = key_path
+
+    def _reader(self) -> provenance.OriginReader:
+        return provenance.origin_reader(self.root, self.key_path)
+
+    # -- read ---------------------------------------------------------------
+
+    def pack(self, query: str | None = None, max_chars: int = 9000) -> str:
+        from rouse.pack.build import pack
+
+        if max_chars < 200:
+            raise UsageError("max_chars must be at least 200")
+        built = pack(
+            self.root,
+            self.now(),
+            env=self.env,
+            key_path=self.key_path,
+            query=query or None,
+            max_chars=max_chars,
+        )
+        return built.text
+
+    def recall(self, query: str, limit: int = 10, kind: str | None = None) -> str:
+        from rouse.pack import index
+
+        hits = index.recall(self.root, query, self.now(), limit=limit, kind=kind)
+        if not hits:
+            return f"nothing recalled for {query!r}"
+        return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)
+
+    def due(self, until: str | None = None) -> str:
+        now = self.now()
+        at = now
+        if until:
+            try:
+                at = parse_when(until, now)
+            except ValueError as exc:
+                raise UsageError(f"bad until: {exc}") from None
+        tree = walk(self.root)
+        found = clock.due(tree, at)
+        if not found:
+            return f"nothing is due at {format_stamp(at)}"
+        ids = display_ids(tree)
+        items = [due_item(d, ids[d.record.dir]) for d in found]
+        return "\n".join(due_lines(tree, found, at)) + "\n\n" + json.dumps(items, indent=2)
+
+    def probe(self, name: str | None = None) -> str:
+        from rouse.probes import definitions as probes
+        from rouse.probes import readings
+
+        tree = walk(self.root)
+        allowed, reason = provenance.probes_allowed(tree, self._reader(), self.env)
+        found, _ = probes.load_probes(tree)
+        if name is not None and name not in {p.name for p in found}:
+            names = ", ".join(p.name for p in found) or "none"
+            raise UsageError(f"no probe named {name!r} in {layout.PROBES} (have: {names})")
+        chosen = [p for p in found if name is None or p.name == name]
+        if not allowed:
+            lines = [f"{p.name}: {readings.UNKNOWN}" for p in chosen]
+            return "\n".join([*lines, reason])
+        return "\n".join(f"{p.name}: {readings.run_demand(self.root, p)}" for p in chosen)
+
+    # -- write --------------------------------------------------------------
+
+    def remember(
+        self,
+        slug: str,
+        body: str,
+        keywords: str | None = None,
+        fields: dict[str, str] | None = None,
+    ) -> str:
+        layout.validate_slug(slug)
+        now = self.now()
+        given = dict(fields or {})
+        if keywords is not None:
+            given["keywords"] = keywords
+        clean = scaffold.validate_fields(given, now)
+        matches = [n for n in walk(self.root).notes if n.slug == slug]
+        if len(matches) > 1:
+            paths = ", ".join(sorted(n.rel for n in matches))
+            raise UsageError(f"ambiguous note {slug!r}: {paths}; rename one")
+        if not matches:
+            created = scaffold.new(self.root, "note", slug, now, fields=clean, body=body)
+            return f"wrote {created.rel}" + _todo(created.todo)
+        return self._rewrite_note(matches[0], clean, body, now)
+
+    def _rewrite_note(self, note: Note, clean: dict[str, str], body: str, now: datetime) -> str:
+        updates: dict[str, str | None] = {key: None for key in STAMP_FIELDS}
+        updates.update(clean)
+        updates.setdefault("updated", format_stamp(now))
+        text = body if body.endswith("\n") or not body else body + "\n"
+
+        def change(data: bytes) -> bytes:
+            data = header.set_fields(data, updates, note.rel)
+            _, old_body = header.split(data, note.rel)
+            return data[: len(data) - len(old_body)] + text.encode("utf-8")
+
+        store = Store(self.root)
+        with store.lock():
+            store.update(note.rel, change)
+        return f"updated {note.rel}"
+
+    def intend(
+        self,
+        slug: str,
+        closes_when: str,
+        body: str = "",
+        under: str | None = None,
+        fields: dict[str, str] | None = None,
+    ) -> str:
+        given = {**(fields or {}), "closes-when": _one_line(closes_when, "closes_when")}
+        created = scaffold.new(
+            self.root,
+            "intention",
+            slug,
+            self.now(),
+            under=under,
+            fields=scaffold.validate_fields(given, self.now()),
+            body=body,
+        )
+        return f"wrote {created.rel}" + _todo(created.todo)
+
+    def add(
+        self,
+        kind: str,
+        slug: str,
+        under: str | None = None,
+        body: str = "",
+        fields: dict[str, str] | None = None,
+    ) -> str:
+        if kind not in ADD_TYPES:
+            raise UsageError(f"kind must be one of {', '.join(ADD_TYPES)}, not {kind!r}")
+        given = dict(fields or {})
+        if kind == "reminder" and not given.get("due"):
+            raise UsageError("a reminder needs fields.due: a stamp 'YYYY-MM-DD HH:MM' or '+2h'")
+        now = self.now()
+        clean = scaffold.validate_fields(given, now)
+        created = scaffold.new(self.root, kind, slug, now, under=under, fields=clean, body=body)
+        return f"wrote {created.rel}" + _todo(created.todo)
+
+    def move(self, ref: str, note: str | None = None) -> str:
+        return lifecycle.move(self.root, ref, self.now(), note).summary
+
+    def snooze(
+        self,
+        ref: str,
+        until: str | None = None,
+        duration: str | None = None,
+        note: str | None = None,
+    ) -> str:
+        changed = lifecycle.snooze(
+            self.root, ref, self.now(), until=until, duration=duration, note=note
+        )
+        nxt = f"; next due {format_stamp(changed.next_due)}" if changed.next_due else ""
+        return changed.summary + nxt
+
+    def close(
+        self, ref: str, ending: str, why: str | None = None, outcome: str | None = None
+    ) -> str:
+        if ending not in ENDINGS:
+            raise UsageError(f"ending must be one of {', '.join(ENDINGS)}, not {ending!r}")
+        return lifecycle.close(self.root, ref, self.now(), ending, why, outcome).summary
+
+    def promote(self, slug: str, closes_when: str, under: str | None = None) -> str:
+        return lifecycle.promote(self.root, slug, closes_when, self.now(), under).summary
+
+
+def _todo(todo: list[str]) -> str:
+    return f" (fill in: {', '.join(todo)})" if todo else ""
+
+
+def _as_dict(hit: Any) -> Any:
+    if hasattr(hit, "to_json"):
+        return hit.to_json()
+    if is_dataclass(hit) and not isinstance(hit, type):
+        return asdict(hit)
+    return hit
+
+
+# -- the server ---------------------------------------------------------------
+
+DESCRIPTIONS = {
+    "pack": "The memory pack: now, probe readings, what woke you, what is due, your persona, "
+    "beliefs and motivations, and an index of notes. Call it at session start if it is not "
+    "already in your context. query thins motivations that share no keyword with it.",
+    "recall": "Full-text search over notes, backlog, records and context files (keywords weigh "
+    "most). Returns hits best first as JSON: path, kind, origin, age, keywords, snippet, probes.",
+    "due": "What the clock would wake you about now (or by `until`, a stamp or +2h): one line "
+    "per record, then the same as JSON.",
+    "probe": "Run one demand probe by name (or all, with no name) and return its live reading. "
+    "<unknown> means go and check; a reading outranks any note.",
+    "remember": "Write a note (inventory/notes/<slug>.md) or replace the body of the existing "
+    "note with that slug. keywords: comma-separated words recall and the index use. Stamps "
+    "`updated:`. fields: other header fields (never machine fields).",
+    "intend": "Open a new intention: something you mean to get done. closes_when says how you "
+    "will know it is done. under: a record to nest it under (optional).",
+    "add": "Add a goal, action, task, reminder or backlog item (kind). Goals, actions and tasks go "
+    "under a record (under = its slug or path). fields: e.g. {'success-when': ...} for a goal, "
+    "{'due': '2026-03-20 09:00' or '+2h', 'nag': '1h'} for a reminder.",
+    "move": "Say a record moved: stamps last-moved now (note: a line appended to its body).",
+    "snooze": "Push a record so it next comes due at `until` (a stamp or +2h) or after "
+    "`duration` (e.g. 3d); a reminder gets a new due. note: why.",
+    "close": "End a record out loud: ending done, dropped or abandoned (a goal is abandoned), "
+    "with why (required unless done). An action may carry outcome: as-expected, surprising "
+    "or contradicts. Nothing is deleted.",
+    "promote": "Turn the backlog item `slug` into an open intention (moves its directory), with "
+    "closes_when; under nests it under a record.",
+}
+
+
+def build_server(tools: Tools) -> Any:
+    """An ``MCPServer`` exposing ``tools``; imports the ``mcp`` SDK here and only here."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
+
+    server: Any = MCPServer(name="rouse", instructions=INSTRUCTIONS)
+
+    def hints(read_only: bool, destructive: bool = False, open_world: bool = False) -> Any:
+        if read_only:
+            return ToolAnnotations(read_only_hint=True, open_world_hint=open_world)
+        return ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=destructive,
+            idempotent_hint=False,
+            open_world_hint=False,
+        )
+
+    def register(fn: Callable[..., str], annotations: Any) -> None:
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def guarded(*args: Any, **kwargs: Any) -> str:
+            try:
+                return fn(*args, **kwargs)
+            except RouseError as exc:
+                raise ToolError(exc.render()) from None
+
+        server.add_tool(
+            guarded,
+            name=name,
+            description=DESCRIPTIONS[name],
+            annotations=annotations,
+            structured_output=False,
+        )
+
+    register(tools.pack, hints(read_only=True))
+    register(tools.recall, hints(read_only=True))
+    register(tools.due, hints(read_only=True))
+    register(tools.probe, hints(read_only=True, open_world=True))
+    register(tools.remember, hints(read_only=False, destructive=True))
+    register(tools.intend, hints(read_only=False))
+    register(tools.add, hints(read_only=False))
+    register(tools.move, hints(read_only=False))
+    register(tools.snooze, hints(read_only=False))
+    register(tools.close, hints(read_only=False, destructive=True))
+    register(tools.promote, hints(read_only=False, destructive=True))
+    return server
+
+
+def serve(
+    root: Path,
+    now: Callable[[], datetime] = _wall_clock,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Run the server on stdin/stdout until the client hangs up."""
+    build_server(Tools(root, now, env)).run("stdio")

@@ -1,0 +1,236 @@
+"""The walk cache in ``.rouse/``: headers validated by size and mtime, and
+directory listings validated by the directory's mtime.
+
+Derived and disposable: deleting it only costs speed, a corrupt one is
+ignored, and a tree that cannot be written still works (the cache is just
+not saved). Anything whose mtime is within a couple of seconds of the read
+is not trusted, so a change landing in the same clock tick is never missed.
+A directory's mtime changes whenever an entry is added, removed or renamed
+in it, so an unchanged directory costs one stat instead of a listing; every
+file is still stat'ed, so an edited file is always re-read.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from rouse.core import layout
+from rouse.core.header import Entry, Header, read_header
+from rouse.core.statefile import load_json, save_json
+from rouse.core.tree import Listing, Tree, scan_dir, walk
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+VERSION = 5
+FILE = "walk.json"
+RACY_NS = 2_000_000_000
+
+
+#: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
+_COMPACT_LINES = [range(2, 2 + count) for count in range(64)]
+
+
+def _dump(header: Header) -> dict[str, str] | list[Any]:
+    """A header as JSON. Almost every header is compact: fenced, one line per key
+    right under the opening fence, closed on the next line; it is stored as its
+    fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
+    (one line per key, in order), else with its entries and findings spelled out."""
+    entries = header.entries
+    plain = not (header.duplicates or header.continued or header.bad_lines)
+    if plain and list(header.fields) == [e.key for e in entries]:
+        lines = [e.line for e in entries]
+        count = len(lines)
+        if (
+            header.fenced
+            and count < len(_COMPACT_LINES)
+            and lines == list(_COMPACT_LINES[count])
+            and header.end_line == count + 2
+        ):
+            return header.fields
+        return [int(header.fenced), header.fields, lines, header.end_line]
+    return [
+        int(header.fenced),
+        header.fields,
+        [[e.key, e.value, e.line] for e in entries],
+        header.end_line,
+        [e.line for e in header.duplicates],
+        header.continued,
+        [list(bad) for bad in header.bad_lines],
+    ]
+
+
+def _load(data: dict[str, str] | list[Any]) -> Header:
+    if type(data) is dict:  # compact
+        count = len(data)
+        header = Header(True, data, count + 2)
+        header.lines = _COMPACT_LINES[count]
+        return header
+    if not isinstance(data, list):
+        raise ValueError("cached header is neither fields nor a list")
+    fenced, fields, lines, end_line = data[:4]
+    if not isinstance(fields, dict):
+        raise ValueError("cached fields are not a mapping")
+    header = Header(bool(fenced), fields, int(end_line))
+    if len(data) == 4:  # plain: made into Entry objects only if someone asks
+        if len(lines) != len(fields):
+            raise ValueError("cached lines do not match the fields")
+        header.lines = lines
+        return header
+    duplicate_lines, continued, bad_lines = data[4:]
+    header.continued = tuple(int(line) for line in continued)
+    header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
+    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
+    dupes = set(duplicate_lines)
+    header._entries = entries
+    header.duplicates = tuple(e for e in entries if e.line in dupes)
+    return header
+
+
+class HeaderCache:
+    """A ``tree.walk`` reader and lister that redo only what changed.
+
+    The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
+    links, {name: [size, mtime_ns, header]}]``: each file's header lives in its
+    directory's entry (one small dict lookup per file, no repeated full
+    paths), and the next state is built as the walk goes, so whatever the
+    walk did not see is dropped without a set of every path. ``mtime_ns`` is
+    null when the listing is not trusted (racy, or never listed).
+    """
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.path = root / layout.STATE_DIR / "cache" / FILE
+        self.dirs: dict[str, list[Any]] = {}  # as loaded (the last walk's state)
+        self.next: dict[str, list[Any]] = {}  # this walk's state, saved afterwards
+        self.dirty = False
+        self.hits = 0
+        self.misses = 0
+        self.listed = 0
+        self.now_ns = time.time_ns()
+        # the directory whose files are being read: its old and new file maps
+        self._dir: str | None = None
+        self._old: dict[str, list[Any]] = {}
+        self._new: dict[str, list[Any]] = {}
+        raw = load_json(self.path)
+        if isinstance(raw, dict) and raw.get("version") == VERSION:
+            dirs = raw.get("dirs")
+            if isinstance(dirs, dict):
+                self.dirs = dirs  # each entry is checked when used
+
+    def _settled(self, mtime_ns: int) -> bool:
+        return self.now_ns - mtime_ns > RACY_NS
+
+    def _enter(self, rel: str) -> None:
+        """Make ``rel`` the current directory for reads (when no listing did)."""
+        entry = self.next.get(rel)
+        if entry is None:
+            old = self._old_entry(rel)
+            # a reader without the lister cannot vouch for a listing: keep the old one as is
+            head = old[:4] if old is not None else [None, [], [], []]
+            self.dirty = self.dirty or old is None
+            entry = self.next[rel] = [*head, {}]
+        self._dir = rel
+        old = self._old_entry(rel)
+        self._old = old[4] if old is not None else {}
+        self._new = entry[4]
+
+    def _old_entry(self, rel: str) -> list[Any] | None:
+        """The last walk's entry for ``rel``; None if missing or malformed."""
+        old = self.dirs.get(rel)
+        if type(old) is list and len(old) == 5 and type(old[4]) is dict:
+            return old
+        return None
+
+    def __call__(self, path: str, rel: str, info: os.stat_result) -> Header:
+        where, _, name = rel.rpartition("/")
+        if where != self._dir:
+            self._enter(where)
+        cached = self._old.get(name)
+        size, mtime_ns = info.st_size, info.st_mtime_ns
+        if cached is not None:
+            try:
+                if cached[0] == size and cached[1] == mtime_ns:
+                    header = _load(cached[2])
+                    self.hits += 1
+                    self._new[name] = cached
+                    return header
+            except (ValueError, TypeError, IndexError, KeyError):
+                pass
+        self.misses += 1
+        header = read_header(path, rel)
+        if self._settled(mtime_ns):
+            self._new[name] = [size, mtime_ns, _dump(header)]
+            self.dirty = True
+        # (a racy file is left out: if it was cached, save sees the count drop)
+        return header
+
+    def list_dir(self, path: str, rel: str) -> Listing:
+        """The directory's listing: from the cache while its mtime is unchanged."""
+        mtime_ns = os.lstat(path).st_mtime_ns
+        old = self.dirs.get(rel)  # (self._old_entry inlined: once per directory)
+        if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
+            old = None
+        new: dict[str, list[Any]] = {}
+        if (
+            old is not None
+            and old[0] == mtime_ns
+            and type(old[1]) is list
+            and type(old[2]) is list
+            and type(old[3]) is list
+        ):
+            listing: Listing = (old[1], old[2], old[3])
+            self.next[rel] = [mtime_ns, old[1], old[2], old[3], new]
+        else:
+            self.listed += 1
+            listing = scan_dir(path, rel)
+            if self._settled(mtime_ns):
+                entry = [mtime_ns, *listing, new]
+            else:
+                entry = [None, [], [], [], new]
+            self.next[rel] = entry
+            # Worth a save: a new directory, or a trusted listing that changed.
+            # A listing that was not trusted (the root, just after .rouse/ was
+            # made) and now is costs one scandir per walk; rewriting the whole
+            # file for it alone would cost far more.
+            if entry[0] is not None and (
+                old is None or (old[0] is not None and old[:4] != entry[:4])
+            ):
+                self.dirty = True
+        self._dir = rel
+        self._old = old[4] if old is not None else {}
+        self._new = new
+        return listing
+
+    def walk(self) -> Tree:
+        """One walk of the tree through this cache, then save it (best-effort)."""
+        self.next, self._dir = {}, None
+        self.now_ns = time.time_ns()
+        tree = walk(self.root, self, self.list_dir)
+        self.save()
+        return tree
+
+    def save(self) -> None:
+        """Write this walk's state (what it did not see is dropped); skip if we can't."""
+        old, new = self.dirs, self.next
+        # when not dirty, every key of `new` is in `old`: equal counts mean
+        # nothing vanished
+        unchanged = (
+            not self.dirty
+            and len(new) == len(old)
+            and sum(len(e[4]) for e in new.values()) == sum(len(e[4]) for e in old.values())
+        )
+        self.dirs, self.next, self._dir = new, {}, None
+        if unchanged:
+            return
+        save_json(self.path, {"version": VERSION, "dirs": new})
+
+
+def cached_walk(root: Path) -> Tree:
+    """``tree.walk`` through the cache, saving it afterwards (best-effort)."""
+    return HeaderCache(root).walk()

@@ -1,0 +1,434 @@
+"""The clock: the levels table and ALL due arithmetic.
+
+Every function here is pure: it takes records (from ``rouse.tree``) and
+``now`` and returns decisions. The pack, ``rouse due``, ``rouse explain`` and
+the sweeper all import this module; nothing else computes due.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from rouse.core.timefmt import FLOOR, floored, format_stamp, parse_interval, parse_stamp
+from rouse.core.tree import Record, Tree
+from rouse.core.value import Frozen, Value
+
+MAX_NAG_STEP = timedelta(days=1)
+DEFAULT_MAX_FIRES = 10
+DEFAULT_BACKOFF = 2.0
+
+
+class Level(Frozen):
+    __slots__ = ("states", "open_states", "stale_after")
+    _fields = __slots__
+
+    def __init__(
+        self, states: tuple[str, ...], open_states: frozenset[str], stale_after: timedelta | None
+    ):
+        self.states = states  # first = default when missing
+        self.open_states = open_states
+        self.stale_after = stale_after  # None: not on the stale rule
+
+
+LEVELS: dict[str, Level] = {
+    "intention": Level(("open", "done", "dropped"), frozenset({"open"}), timedelta(hours=2)),
+    "goal": Level(("open", "done", "abandoned"), frozenset({"open"}), timedelta(hours=1)),
+    "action": Level(("open", "done", "dropped"), frozenset({"open"}), timedelta(days=1)),
+    "task": Level(
+        ("pending", "running", "done", "failed", "cancelled"),
+        frozenset({"pending", "running"}),
+        timedelta(days=1),
+    ),
+    "reminder": Level(
+        ("pending", "fired", "done", "dropped", "expired"), frozenset({"pending"}), None
+    ),
+    "backlog": Level(("open", "promoted", "dropped"), frozenset({"open"}), None),
+}
+STALE_LEVELS = frozenset(t for t, level in LEVELS.items() if level.stale_after is not None)
+OUTCOMES = ("as-expected", "surprising", "contradicts")
+REASONS = ("stale", "review", "due", "nag", "expire")
+
+
+class FieldProblem(Value):
+    """A clock field that cannot be read; the clock fell back and says so."""
+
+    __slots__ = ("path", "key", "value", "message", "line")
+    _fields = __slots__
+
+    def __init__(self, path: str, key: str, value: str, message: str, line: int | None = None):
+        self.path = path
+        self.key = key
+        self.value = value
+        self.message = message
+        self.line = line
+
+    def render(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{where}: {self.message}"
+
+
+class Decision(Value):
+    """What the clock says about one record at one instant."""
+
+    __slots__ = (
+        "record",
+        "now",
+        "reason",
+        "due_at",
+        "moved_at",
+        "moved_from",
+        "nudge",
+        "stale_after",
+        "stale_at",
+        "review_at",
+        "swept",
+        "own_clock",
+        "silenced_by",
+        "problems",
+        "notes",
+    )
+    _fields = __slots__
+
+    def __init__(self, record: Record, now: datetime):
+        self.record = record
+        self.now = now
+        self.reason: str | None = None  # a code from REASONS when due now, else None
+        self.due_at: datetime | None = None  # when it is/was/will be due (None: never)
+        self.moved_at: datetime | None = None
+        self.moved_from = "mtime"  # last-moved, opened or mtime
+        self.nudge = 1  # the number the next wake would carry
+        self.stale_after: timedelta | None = None  # effective (floored) interval
+        self.stale_at: datetime | None = None
+        self.review_at: datetime | None = None
+        self.swept: datetime | None = None
+        self.own_clock: datetime | None = None
+        self.silenced_by: list[str] = []
+        self.problems: list[FieldProblem] = []
+        self.notes: list[str] = []  # human explanations (floors, fallbacks)
+
+    def replace(self, **changes: object) -> Decision:
+        """A copy with some fields changed."""
+        clone = Decision(self.record, self.now)
+        for name in self.__slots__:
+            setattr(clone, name, changes.get(name, getattr(self, name)))
+        return clone
+
+    @property
+    def is_due(self) -> bool:
+        return self.reason is not None
+
+
+# -- reading fields -----------------------------------------------------------
+
+
+class _Fields:
+    """Typed reads of one record's header that collect problems instead of raising."""
+
+    def __init__(self, record: Record, problems: list[FieldProblem]):
+        self.record = record
+        self.fields = record.header.fields  # (read ~5 times per record per pack)
+        self.problems = problems
+
+    def _bad(self, key: str, value: str, message: str) -> None:
+        if any(p.path == self.record.rel and p.key == key for p in self.problems):
+            return  # read twice, reported once
+        line = self.record.header.line_of(key)
+        self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
+
+    def text(self, key: str) -> str:
+        value = self.fields.get(key)
+        return value.strip() if value else ""
+
+    def stamp(self, key: str) -> datetime | None:
+        value = self.fields.get(key)  # (self.text inlined here and below: hot)
+        if value:
+            value = value.strip()
+        if not value:
+            return None
+        try:
+            return parse_stamp(value)
+        except ValueError:
+            self._bad(key, value, f"'{key}' must look like 2026-03-14 15:40, got {value!r}")
+            return None
+
+    def interval(self, key: str) -> timedelta | None:
+        value = self.fields.get(key)
+        if value:
+            value = value.strip()
+        if not value:
+            return None
+        try:
+            return parse_interval(value)
+        except ValueError:
+            self._bad(key, value, f"'{key}' must look like 45m, 2h or 1d, got {value!r}")
+            return None
+
+    def integer(self, key: str, default: int) -> int:
+        value = self.fields.get(key)
+        if value:
+            value = value.strip()
+        if not value:
+            return default
+        if value.isascii() and value.isdigit():
+            return int(value)
+        self._bad(key, value, f"'{key}' must be a whole number, got {value!r}")
+        return default
+
+    def backoff(self) -> float:
+        value = self.text("backoff")
+        if not value:
+            return DEFAULT_BACKOFF
+        if value.lower() == "fixed":
+            return 1.0
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if number >= 1.0 and number < 1000:
+            return number
+        self._bad("backoff", value, f"'backoff' must be a number >= 1 or 'fixed', got {value!r}")
+        return DEFAULT_BACKOFF
+
+
+# -- states -------------------------------------------------------------------
+
+
+def status_of(record: Record) -> str:
+    """The record's status, lowercased; the level's default when missing."""
+    value = record.header.fields.get("status")
+    if value:
+        value = value.strip().lower()
+    return value or LEVELS[record.type].states[0]
+
+
+def known_status(record: Record) -> bool:
+    return status_of(record) in LEVELS[record.type].states
+
+
+def is_nagging(record: Record) -> bool:
+    return bool((record.get("nag") or "").strip())
+
+
+def is_open(record: Record) -> bool:
+    """Open for the clock. An unknown status counts as open (err loud).
+
+    Memoised on the record: a walk's headers never change after it.
+    """
+    memo = record.open_memo
+    if memo is None:
+        memo = record.open_memo = _is_open(record)
+    return memo
+
+
+def _is_open(record: Record, status: str | None = None) -> bool:
+    if status is None:
+        status = status_of(record)
+    level = LEVELS[record.type]
+    if status not in level.states:
+        return True
+    if record.type == "action" and (record.get("outcome") or "").strip().lower() in OUTCOMES:
+        # judged; an unknown outcome is a check error and, like an unknown
+        # status, never silences the action
+        return False
+    if record.type == "reminder" and status == "fired":
+        return is_nagging(record)  # a nag stuck at fired is still live
+    return status in level.open_states
+
+
+def silences_parent(record: Record) -> bool:
+    """Whether this record, open, keeps the records above it quiet.
+
+    Backlog items are never swept, so they never silence anything either:
+    otherwise a parked idea could hold its parent quiet forever.
+    """
+    return record.type != "backlog" and is_open(record)
+
+
+def end_time(record: Record) -> datetime:
+    """When a closed record ended: last-moved, else opened, else mtime."""
+    for key in ("last-moved", "opened"):
+        try:
+            return parse_stamp(record.get(key) or "")
+        except ValueError:
+            continue
+    return record.mtime
+
+
+def moved_at(record: Record, problems: list[FieldProblem] | None = None) -> tuple[datetime, str]:
+    """``last-moved``, else ``opened``, else the file's mtime — and which one it was."""
+    return _moved_at(_Fields(record, [] if problems is None else problems))
+
+
+def _moved_at(reader: _Fields) -> tuple[datetime, str]:
+    record = reader.record
+    for key in ("last-moved", "opened"):
+        value = reader.stamp(key)
+        if value is not None:
+            return value, key
+    return record.mtime, "mtime"
+
+
+# -- the decision -------------------------------------------------------------
+
+
+def _later(base: datetime, interval: timedelta) -> datetime:
+    """``base + interval``, saturating at the end of the calendar instead of crashing."""
+    try:
+        return base + interval
+    except OverflowError:
+        return datetime.max
+
+
+def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
+    """Decide whether ``record`` is due at ``now``, why, and when it next will be."""
+    decision = Decision(record, now)
+    fields = _Fields(record, decision.problems)
+    decision.moved_at, decision.moved_from = _moved_at(fields)
+    level = LEVELS[record.type]
+    status = status_of(record)
+    if status not in level.states:
+        decision.notes.append(f"unknown status {status!r} counts as open")
+    if record.open_memo is None:  # (is_open, with the status already read)
+        record.open_memo = _is_open(record, status)
+    if record.type == "reminder":
+        _evaluate_reminder(decision, fields, now)
+    elif level.stale_after is not None and record.open_memo:
+        _evaluate_stale(tree, decision, fields, now)
+    return decision
+
+
+def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: datetime) -> None:
+    # (runs for most records of every pack: locals, not repeated attribute reads)
+    record = decision.record
+    level = LEVELS[record.type]
+    assert level.stale_after is not None
+    decision.nudge = fields.integer("nudges", 0) + 1
+    written = fields.interval("stale-after")
+    interval = level.stale_after if written is None else written
+    if written is not None and written < FLOOR:
+        decision.notes.append(f"stale-after {fields.text('stale-after')} is floored to 15m")
+    decision.stale_after = stale_after = floored(interval)
+    decision.swept = swept = fields.stamp("swept")
+    children = record.children
+    if children and record.type == "goal":
+        ends = [end_time(d) for d in tree.descendants(record) if not is_open(d)]
+        decision.own_clock = max(ends) if ends else None
+    base = decision.moved_at  # the latest of moved, swept and own clock (no generator: hot)
+    assert base is not None
+    if swept is not None and swept > base:
+        base = swept
+    own_clock = decision.own_clock
+    if own_clock is not None and own_clock > base:
+        base = own_clock
+    decision.stale_at = stale_at = _later(base, stale_after)
+    silenced = False
+    if children:
+        decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
+        silenced = bool(decision.silenced_by)
+
+    review_every = fields.interval("review-every")
+    review_at = None
+    if review_every is not None:
+        review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
+        decision.review_at = review_at = _later(review_base, floored(review_every))
+
+    if review_at is not None and now >= review_at:
+        decision.reason, decision.due_at = "review", review_at
+    elif not silenced and now >= stale_at:
+        decision.reason, decision.due_at = "stale", stale_at
+    elif silenced:
+        decision.due_at = review_at  # only a review can wake a silenced record
+    else:
+        decision.due_at = stale_at if review_at is None else min(review_at, stale_at)
+
+
+def _evaluate_reminder(decision: Decision, fields: _Fields, now: datetime) -> None:
+    record = decision.record
+    fires = fields.integer("fires", 0)
+    decision.nudge = fires + 1
+    nagging = is_nagging(record)
+    if nagging:
+        fields.interval("nag")  # report a bad value; the step falls back to the floor
+        fields.integer("max-fires", DEFAULT_MAX_FIRES)
+        fields.backoff()
+    expires = fields.stamp("expires")
+    if not is_open(record):
+        return
+    due = fields.stamp("due")
+    if due is None:
+        assert decision.moved_at is not None
+        due = decision.moved_at
+        decision.notes.append(f"no readable 'due': treated as due since {decision.moved_from}")
+    if nagging and status_of(record) == "fired":
+        decision.notes.append("stuck at 'fired' with a nag: treated as pending and due now")
+        due = min(due, now)
+    decision.due_at = due
+    if now < due:
+        return
+    max_fires = fields.integer("max-fires", DEFAULT_MAX_FIRES) if nagging else None
+    if (expires is not None and now >= expires) or (
+        max_fires is not None and fires + 1 >= max_fires
+    ):
+        decision.reason = "expire"
+    else:
+        decision.reason = "nag" if nagging else "due"
+
+
+def due(tree: Tree, now: datetime) -> list[Decision]:
+    """Every record due at ``now``, earliest due first."""
+    return select_due(decisions(tree, now))
+
+
+def select_due(every: list[Decision]) -> list[Decision]:
+    """The due decisions among ``every``, earliest due first."""
+    found = [d for d in every if d.is_due]
+    found.sort(key=lambda d: (d.due_at or d.now, d.record.dir))
+    return found
+
+
+def decisions(tree: Tree, now: datetime) -> list[Decision]:
+    """Every record's decision (due or not), in tree order."""
+    return [evaluate(tree, record, now) for record in tree.records.values()]
+
+
+def field_problems(every: list[Decision]) -> list[FieldProblem]:
+    """Every unreadable clock field among ``every`` (for the pack's warnings and check)."""
+    return [p for d in every for p in d.problems]
+
+
+# -- what a delivered wake writes ---------------------------------------------
+
+
+def nag_step(nag: timedelta, backoff: float, fires: int) -> timedelta:
+    """``clamp(nag × backoff^(fires-1), 15m, 1d)`` where ``fires`` is the new count."""
+    try:
+        seconds = nag.total_seconds() * backoff ** max(fires - 1, 0)
+    except OverflowError:
+        seconds = MAX_NAG_STEP.total_seconds()
+    seconds = min(seconds, MAX_NAG_STEP.total_seconds())
+    return floored(timedelta(seconds=seconds))
+
+
+def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | None]:
+    """The machine fields to write once a wake for ``decision`` has been delivered."""
+    record = decision.record
+    stamp = format_stamp(now)
+    if record.type != "reminder":
+        updates: dict[str, str | None] = {"swept": stamp, "nudges": str(decision.nudge)}
+        if decision.reason == "review":
+            updates["reviewed"] = stamp
+        return updates
+    fires = decision.nudge
+    if decision.reason == "expire":
+        expires = _Fields(record, []).stamp("expires")
+        ended = "expires" if expires is not None and now >= expires else "max-fires"
+        return {"status": "expired", "fires": str(fires), "ended": ended}
+    if decision.reason == "due":
+        return {"status": "fired", "fired": stamp}
+    fields = _Fields(record, [])
+    nag = fields.interval("nag") or FLOOR
+    step = nag_step(nag, fields.backoff(), fires)
+    updates = {"fires": str(fires), "due": format_stamp(now + step), "status": "pending"}
+    if not record.get("set"):
+        updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
+    return updates

@@ -1,0 +1,265 @@
+"""The header subset: ``key: value`` lines between two ``---`` fences.
+
+Reads are header-only (stop at the closing fence; give up after 64 KiB or
+500 lines). Rewrites touch only header lines: every body byte is kept.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rouse.core.errors import HeaderError
+from rouse.core.layout import KEY_RE
+from rouse.core.value import Value
+
+MAX_HEADER_BYTES = 64 * 1024
+MAX_HEADER_LINES = 500
+BOM = b"\xef\xbb\xbf"
+FENCE = "---"
+
+
+class Entry(Value):
+    __slots__ = _fields = ("key", "value", "line")
+
+    def __init__(self, key: str, value: str, line: int):
+        self.key = key
+        self.value = value
+        self.line = line  # 1-based line number in the file
+
+
+class Header(Value):
+    """What a header says. ``fields`` holds the first occurrence of each key."""
+
+    __slots__ = (
+        "_entries",
+        "bad_lines",
+        "continued",
+        "duplicates",
+        "end_line",
+        "fenced",
+        "fields",
+        "lines",
+    )
+    _fields = ("fenced", "fields", "entries", "duplicates", "continued", "bad_lines", "end_line")
+
+    def __init__(
+        self, fenced: bool = False, fields: dict[str, str] | None = None, end_line: int = 0
+    ):
+        self.fenced = fenced
+        self.fields: dict[str, str] = {} if fields is None else fields
+        self.end_line = end_line  # line number of the closing fence (0 when unfenced)
+        # findings, as tuples: one shared empty tuple for the common clean header
+        self.duplicates: tuple[Entry, ...] = ()  # later lines repeating a key
+        self.continued: tuple[int, ...] = ()  # line numbers of continuation lines
+        self.bad_lines: tuple[tuple[int, str], ...] = ()  # lines that are not key: value
+        #: the line of each key in ``fields``, in order, for a plain header whose
+        #: Entry objects are not made yet (a cache hit fills this; the pack's hot
+        #: path never needs the entries themselves)
+        self.lines: Sequence[int] | None = None
+        self._entries: list[Entry] | None = None
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every ``key: value`` line in order, duplicates included."""
+        if self._entries is None:
+            lines = self.lines if self.lines is not None else [0] * len(self.fields)
+            pairs = zip(self.fields.items(), lines, strict=True)
+            self._entries = [Entry(key, value, line) for (key, value), line in pairs]
+            self.lines = None
+        return self._entries
+
+    def get(self, key: str) -> str | None:
+        return self.fields.get(key)
+
+    def line_of(self, key: str) -> int | None:
+        for entry in self.entries:
+            if entry.key == key:
+                return entry.line
+        return None
+
+
+def _is_fence(line: str) -> bool:
+    return line.rstrip(" \t\r\n") == FENCE
+
+
+def _split_lines(data: bytes) -> tuple[bytes, list[bytes]]:
+    """Strip a BOM and split into lines keeping their ends."""
+    bom = BOM if data.startswith(BOM) else b""
+    return bom, data[len(bom) :].splitlines(keepends=True)
+
+
+def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
+    """Parse header lines; return the header and the index of the first body line."""
+    header = Header()
+    if not lines:
+        return header, 0
+    if b"\x00" in lines[0]:
+        raise HeaderError("binary data: not a text file", path=path, line=1)
+    try:
+        first = lines[0].decode("utf-8")
+    except UnicodeDecodeError:
+        raise HeaderError("not valid UTF-8: re-save the file as UTF-8", path=path, line=1) from None
+    if not _is_fence(first):
+        return header, 0
+    header.fenced = True
+    size = len(lines[0])
+    last: Entry | None = None
+    entries: list[Entry] = []
+    duplicates: list[Entry] = []
+    continued: list[int] = []
+    bad_lines: list[tuple[int, str]] = []
+    header._entries = entries
+    for index in range(1, len(lines)):
+        raw = lines[index]
+        size += len(raw)
+        if index >= MAX_HEADER_LINES or size > MAX_HEADER_BYTES:
+            break
+        if b"\x00" in raw:
+            raise HeaderError("binary data in header: not a text file", path=path, line=index + 1)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HeaderError(
+                "not valid UTF-8: re-save the file as UTF-8", path=path, line=index + 1
+            ) from None
+        lineno = index + 1
+        if _is_fence(line):
+            header.end_line = lineno
+            header.duplicates, header.continued = tuple(duplicates), tuple(continued)
+            header.bad_lines = tuple(bad_lines)
+            return header, index + 1
+        text = line.rstrip("\r\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        if text[0] in " \t":
+            if last is None:
+                bad_lines.append((lineno, text))
+                continue
+            last.value = f"{last.value} {text.strip()}".strip()
+            if header.fields.get(last.key) is not None and header.line_of(last.key) == last.line:
+                header.fields[last.key] = last.value
+            continued.append(lineno)
+            continue
+        key, colon, value = text.partition(":")
+        key = key.strip()
+        if not colon or not KEY_RE.match(key):
+            bad_lines.append((lineno, text))
+            last = None
+            continue
+        entry = Entry(key.lower(), value.strip(), lineno)
+        if entry.key in header.fields:
+            duplicates.append(entry)
+        else:
+            header.fields[entry.key] = entry.value
+        entries.append(entry)
+        last = entry
+    raise HeaderError(
+        f"unterminated header: no closing '---' within {MAX_HEADER_LINES} lines / "
+        f"{MAX_HEADER_BYTES // 1024} KiB",
+        path=path,
+        line=1,
+    )
+
+
+def parse_header(data: bytes | str, path: str | None = None) -> Header:
+    """Parse the header of a whole file's content."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    _, lines = _split_lines(raw)
+    return _scan(lines, path)[0]
+
+
+def split(data: bytes, path: str | None = None) -> tuple[Header, bytes]:
+    """Split a whole file into its header and its body bytes."""
+    _, lines = _split_lines(data)
+    header, body_index = _scan(lines, path)
+    return header, b"".join(lines[body_index:])
+
+
+def read_header(path: str | Path, rel: str | None = None) -> Header:
+    """Read only the header of ``path``; never follow a symlink.
+
+    Raises HeaderError for a non-regular file, binary or non-UTF-8 header
+    data, or an unterminated header.
+    """
+    where = rel or str(path)
+    try:
+        info = os.lstat(path)
+    except OSError as exc:
+        raise HeaderError(f"cannot stat: {exc.strerror}", path=where) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise HeaderError("not a regular file (symlinks are never followed)", path=where)
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise HeaderError(f"cannot open: {exc.strerror}", path=where) from None
+    with os.fdopen(fd, "rb") as handle:
+        head = handle.read(MAX_HEADER_BYTES + 8)
+    if b"\x00" in head.split(b"\n", 1)[0]:
+        raise HeaderError("binary data: not a text file", path=where, line=1)
+    _, lines = _split_lines(head)
+    if lines and len(head) > MAX_HEADER_BYTES and not lines[-1].endswith(b"\n"):
+        lines = lines[:-1]  # a line cut by our read limit is not a line
+    return _scan(lines, where)[0]
+
+
+def format_header(fields: Mapping[str, str], newline: str = "\n") -> str:
+    """A fresh header block for the given fields, in order."""
+    body = "".join(f"{key}: {value}{newline}" for key, value in fields.items())
+    return f"{FENCE}{newline}{body}{FENCE}{newline}"
+
+
+def _check_update(key: str, value: str | None) -> None:
+    if not KEY_RE.match(key) or key != key.lower():
+        raise ValueError(f"bad header key {key!r}: use lowercase letters, digits and '-'")
+    if value is not None and ("\n" in value or "\r" in value):
+        raise ValueError(f"header value for {key!r} must be one line")
+
+
+def set_fields(data: bytes, updates: Mapping[str, str | None], path: str | None = None) -> bytes:
+    """Rewrite header keys in ``data``: set each to its value, or remove it (None).
+
+    The first occurrence is replaced in place, later copies (and their
+    continuation lines) are removed, new keys go just before the closing
+    fence, and a file with no fence gets one. Body bytes are untouched.
+    """
+    for key, value in updates.items():
+        _check_update(key, value)
+    bom, lines = _split_lines(data)
+    header, body_index = _scan(lines, path)
+    newline = "\r\n" if lines and lines[0].endswith(b"\r\n") else "\n"
+    if not header.fenced:
+        added = {k: v for k, v in updates.items() if v is not None}
+        return bom + format_header(added, newline).encode("utf-8") + b"".join(lines)
+    written: set[str] = set()
+    out: list[bytes] = [lines[0]]
+    dropping = False
+    for index in range(1, body_index - 1):
+        raw = lines[index]
+        text = raw.decode("utf-8").rstrip("\r\n")
+        if not text.strip() or text.lstrip().startswith("#"):
+            out.append(raw)  # ignored by readers: it does not end a continued value
+            continue
+        if text[0] in " \t":
+            if not dropping:
+                out.append(raw)
+            continue
+        dropping = False
+        name, colon, _ = text.partition(":")
+        key = name.strip().lower()
+        if colon and KEY_RE.match(key) and key in updates:
+            dropping = True
+            value = updates[key]
+            if key not in written and value is not None:
+                out.append(f"{key}: {value}{newline}".encode())
+            written.add(key)
+            continue
+        out.append(raw)
+    for key, value in updates.items():
+        if key not in written and value is not None:
+            out.append(f"{key}: {value}{newline}".encode())
+    out.append(lines[body_index - 1])
+    return bom + b"".join(out) + b"".join(lines[body_index:])

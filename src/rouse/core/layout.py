@@ -1,0 +1,85 @@
+"""The tree's fixed paths and naming rules, in one place."""
+
+from __future__ import annotations
+
+import re
+
+from rouse.core.errors import UsageError
+
+STATE_DIR = ".rouse"
+ENTRYPOINT = "entrypoint"
+PERSONA = "persona.md"
+INSTRUCTIONS = "entrypoint/rouse.md"
+BELIEFS = "entrypoint/beliefs"
+MOTIVATIONS = "entrypoint/beliefs/motivations"
+INTENTIONS = "entrypoint/beliefs/motivations/intentions"
+PLUGINS = "entrypoint/plugins"
+INVENTORY = "inventory"
+NOTES = "inventory/notes"
+PROBES = "inventory/probes.md"
+REMINDERS = "inventory/reminders"
+BACKLOG = "inventory/backlog"
+
+BELIEF_PREFIX = "belief-"
+MOTIVATION_PREFIX = "motivation-"
+NOTE_FILE = "note.md"
+
+RECORD_TYPES = ("intention", "goal", "action", "task", "reminder", "backlog")
+CONTEXT_TYPES = ("persona", "belief", "motivation")
+
+#: Fields only rouse writes; verbs taking fields from a user or model refuse them.
+MACHINE_FIELDS = frozenset(
+    [
+        "swept",
+        "nudges",
+        "reviewed",
+        "fires",
+        "set",
+        "fired",
+        "ended",
+        "origin",
+        "origin-turn",
+        "origin-sig",
+        "promoted",
+        "was",
+    ]
+)
+
+#: Where a new record of each type goes when no ``--under`` is given.
+DEFAULT_HOME = {
+    "intention": INTENTIONS,
+    "reminder": REMINDERS,
+    "backlog": BACKLOG,
+}
+
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
+KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+
+
+def suggest_slug(text: str) -> str:
+    """A legal slug close to ``text`` (for error messages)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:80].strip("-")
+    return slug or "my-slug"
+
+
+def validate_slug(slug: str) -> str:
+    """Return ``slug`` if legal, else raise a UsageError with a suggestion."""
+    if SLUG_RE.match(slug):
+        return slug
+    raise UsageError(
+        f"bad slug {slug!r}: use 1-80 lowercase letters, digits and '-', "
+        f"not starting with '-' (try {suggest_slug(slug)!r})"
+    )
+
+
+def record_type_of(filename: str) -> str | None:
+    """``intention.md`` → ``intention``; anything else → None."""
+    stem, dot, ext = filename.rpartition(".")
+    if dot and ext == "md" and stem in RECORD_TYPES:
+        return stem
+    return None
+
+
+def is_inside(rel: str, ancestor: str) -> bool:
+    """True if ``rel`` is ``ancestor`` or below it (tree-relative paths)."""
+    return rel == ancestor or rel.startswith(ancestor + "/")

@@ -1,0 +1,350 @@
+"""The only code that writes memory files.
+
+Every write is atomic (a temp file in the same directory, renamed over),
+keeps the file's mode, refuses paths outside the tree or through a symlink,
+and refuses to clobber a file whose bytes changed since it was read.
+rouse's own writers serialize on an advisory lock in ``.rouse/``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import signal
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path, PurePosixPath
+
+from rouse.core import header
+
+from rouse.core import layout
+from rouse.core.errors import ChangedUnderfoot, UsageError
+
+WRITE_LOCK = "write.lock"
+RETRIES = 20
+GUARDED_RETRIES = 30  # with short growing sleeps: ~1s in all before giving up
+
+
+class Store:
+    """Writes inside one tree."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    # -- paths --------------------------------------------------------------
+
+    def path(self, rel: str) -> Path:
+        """The absolute path for a tree-relative one, refusing escapes and symlinks."""
+        pure = PurePosixPath(rel)
+        if not rel or pure.is_absolute() or ".." in pure.parts:
+            raise UsageError(f"refusing path {rel!r}: it must stay inside the tree")
+        current = self.root
+        for part in pure.parts:
+            current = current / part
+            if current.is_symlink():
+                raise UsageError(f"refusing path {rel!r}: {part} is a symlink (never followed)")
+        return current
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """The writers' lock: short, blocking, released by the OS if we die."""
+        state = self.root / layout.STATE_DIR
+        state.mkdir(exist_ok=True)
+        fd = os.open(state / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    # -- writing ------------------------------------------------------------
+
+    def _write_temp(self, target: Path, data: bytes, mode: int) -> Path:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.chmod(name, mode)
+        except BaseException:
+            os.unlink(name)
+            raise
+        return Path(name)
+
+    def create(self, rel: str, text: str) -> Path:
+        """Write a new file; never overwrite one that exists."""
+        target = self.path(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = self._write_temp(target, text.encode("utf-8"), 0o644 & ~_umask())
+        try:
+            os.link(temp, target)  # atomic, and fails if the target exists
+        except FileExistsError:
+            raise UsageError(f"{rel} already exists: pick another slug") from None
+        finally:
+            os.unlink(temp)
+        return target
+
+    def update(self, rel: str, change: Callable[[bytes], bytes], *, guarded: bool = False) -> bytes:
+        """Rewrite ``rel`` through ``change``; retry if the file moves under us.
+
+        The file is re-read right before the rename; if its bytes differ from
+        what ``change`` saw, the attempt is dropped and made again.
+
+        ``guarded=True`` (the sweeper's stamps) also closes the window an
+        editor writing the file *in place* or renaming over it could hit, where
+        the OS allows (Linux): see ``_guarded_attempt``.
+        """
+        target = self.path(rel)
+        if guarded:
+            for attempt in range(GUARDED_RETRIES):
+                written = _guarded_attempt(self, target, rel, change)
+                if written is not None:
+                    return written
+                time.sleep(min(0.002 * 2**attempt, 0.05) * (0.5 + random.random()))
+            raise ChangedUnderfoot(
+                "the file kept changing (or stayed open for writing) while rouse tried to "
+                "write it; try again when it is quiet",
+                path=rel,
+            )
+        for _ in range(RETRIES):
+            before = _read_regular(target, rel)
+            after = change(before)
+            if after == before:
+                return after
+            mode = stat.S_IMODE(os.stat(target).st_mode)
+            temp = self._write_temp(target, after, mode)
+            try:
+                if _read_regular(target, rel) != before:
+                    continue
+                os.replace(temp, target)
+                return after
+            finally:
+                if temp.exists():
+                    temp.unlink()
+        raise ChangedUnderfoot(
+            f"the file kept changing while rouse tried to write it ({RETRIES} tries); "
+            "try again when it is quiet",
+            path=rel,
+        )
+
+    def set_fields(
+        self, rel: str, updates: Mapping[str, str | None], *, guarded: bool = False
+    ) -> bytes:
+        """Set (or remove, with None) header fields; body bytes are untouched."""
+        return self.update(rel, lambda data: header.set_fields(data, updates, rel), guarded=guarded)
+
+    def append_body(self, rel: str, updates: Mapping[str, str | None], line: str) -> bytes:
+        """Set header fields and append one line to the end of the body."""
+
+        def change(data: bytes) -> bytes:
+            data = header.set_fields(data, updates, rel)
+            newline = b"\r\n" if b"\r\n" in data[:200] else b"\n"
+            if data and not data.endswith(b"\n"):
+                data += newline
+            return data + line.encode("utf-8") + newline
+
+        return self.update(rel, change)
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move a file or directory within the tree; refuse to replace anything."""
+        source, target = self.path(src), self.path(dst)
+        if target.exists():
+            raise UsageError(f"{dst} already exists: refusing to replace it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.rename(source, target)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _read_regular(path: Path, rel: str) -> bytes:
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        raise UsageError(f"{rel} does not exist") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise UsageError(f"{rel} is not a regular file (symlinks are never followed)")
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
+# -- guarded rewrites (Linux: read leases and RENAME_EXCHANGE) ----------------
+#
+# A plain "re-read, compare, rename" loses an editor's write when it lands
+# between the compare and the rename, and that gap is not microseconds under
+# load: an editor that writes in place (truncate, then write) can be preempted
+# between the two, and the re-read then sees the empty file as unchanged. A
+# guarded attempt closes both holes where the OS lets it:
+#
+# - a read lease (F_SETLEASE) is refused while anyone has the file open for
+#   writing, and while we hold it, an open-for-write elsewhere blocks and
+#   breaks the lease, which we can see — so no in-place write can be under way
+#   or start unseen while we read, decide and swap;
+# - renameat2(RENAME_EXCHANGE) swaps our new file in and hands back, under the
+#   temp name, exactly what was at the path. If that is not the file we read
+#   (an editor renamed over it), or it changed, or the lease broke, we swap
+#   back at once: the editor's bytes stay, and we try again later.
+#
+# Without either primitive (another OS, NFS, a file owned by another user)
+# the attempt falls back to the plain re-read-and-compare.
+
+F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)
+F_GETLEASE = getattr(fcntl, "F_GETLEASE", 1025)
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+_exchange_fn: list[Callable[[bytes, bytes], int] | None] = []
+
+
+def _renameat2() -> Callable[[bytes, bytes], int] | None:
+    """libc's renameat2(…, RENAME_EXCHANGE) as a function of two paths, or None."""
+    if not _exchange_fn:
+        found: Callable[[bytes, bytes], int] | None = None
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            raw = getattr(libc, "renameat2", None)
+            if raw is not None:
+
+                def exchange(a: bytes, b: bytes) -> int:
+                    if raw(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0:
+                        return 0
+                    return ctypes.get_errno() or 1
+
+                found = exchange
+        except (ImportError, OSError, AttributeError):
+            found = None
+        _exchange_fn.append(found)
+    return _exchange_fn[0]
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two names; False when this system or file system cannot."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    error = fn(os.fsencode(a), os.fsencode(b))
+    if error == 0:
+        return True
+    if error in (22, 38, 95):  # EINVAL, ENOSYS, EOPNOTSUPP: not here
+        return False
+    raise OSError(error, os.strerror(error), str(b))
+
+
+class _Busy(Exception):
+    """Someone has the file open for writing: come back in a moment."""
+
+
+def _sigio_handled() -> bool:
+    """A broken lease sends SIGIO, whose default action ends the process."""
+    current = signal.getsignal(signal.SIGIO)
+    if current is None:
+        return False  # set outside Python: leave it alone
+    if current is not signal.SIG_DFL:
+        return True
+    if threading.current_thread() is not threading.main_thread():
+        return False
+    signal.signal(signal.SIGIO, signal.SIG_IGN)  # we poll the lease instead
+    return True
+
+
+def _take_lease(fd: int) -> bool:
+    """A read lease on ``fd``: True if held, False if unsupported; _Busy if a writer is in."""
+    if not _sigio_handled():
+        return False
+    try:
+        fcntl.fcntl(fd, F_SETLEASE, fcntl.F_RDLCK)
+    except BlockingIOError:
+        raise _Busy() from None
+    except OSError:
+        return False  # not the owner, or a file system without leases
+    return True
+
+
+def _lease_intact(fd: int) -> bool:
+    return int(fcntl.fcntl(fd, F_GETLEASE)) == fcntl.F_RDLCK
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    chunks: list[bytes] = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, max(size - offset, 0) + 65536, offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _guarded_attempt(
+    store: Store, target: Path, rel: str, change: Callable[[bytes], bytes]
+) -> bytes | None:
+    """One guarded rewrite: the new bytes, or None to try again shortly.
+
+    The slow part (reading, deciding, writing and syncing the temp file) runs
+    unleased; the lease is held only to verify, swap and check — a few system
+    calls — so a busy editor is kept waiting for microseconds, not for a sync.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(target, flags)
+    except FileNotFoundError:
+        raise UsageError(f"{rel} does not exist") from None
+    leased = False
+    temp: Path | None = None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UsageError(f"{rel} is not a regular file (symlinks are never followed)")
+        before = _read_fd(fd, info.st_size)
+        after = change(before)
+        if after == before:
+            return after
+        temp = store._write_temp(target, after, stat.S_IMODE(info.st_mode))
+        ours = os.lstat(temp)
+        try:
+            leased = _take_lease(fd)
+        except _Busy:
+            return None  # an editor has it open for writing right now
+        # Leased: no in-place write is under way or can start unseen. Is the
+        # path still the file we read, holding the bytes we read?
+        now_at = os.lstat(target)
+        if (now_at.st_ino, now_at.st_dev) != (info.st_ino, info.st_dev):
+            return None
+        if _read_fd(fd, info.st_size) != before:
+            return None
+        if not _exchange(temp, target):
+            os.replace(temp, target)  # no exchange on this system: the plain way
+            temp = None
+            return after
+        # ``temp`` now names whatever was at the path at the instant of the swap
+        out = os.lstat(temp)
+        same = (out.st_ino, out.st_dev) == (info.st_ino, info.st_dev)
+        if same and (not leased or _lease_intact(fd)) and _read_fd(fd, info.st_size) == before:
+            return after
+        _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
+        back = os.lstat(temp)
+        if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
+            # yet another write landed between our two swaps: two versions now hold
+            # someone's lines and neither holds them all; keep the other one beside
+            # the file (visible, not walked) rather than delete anyone's bytes
+            os.rename(temp, target.with_name(f"{target.name}.conflict-{time.time_ns()}"))
+            temp = None
+        return None
+    finally:
+        if temp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp)
+        if leased:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, F_SETLEASE, fcntl.F_UNLCK)
+        os.close(fd)

@@ -1,0 +1,180 @@
+"""Who sweeps this tree, when it last ticked, and what the ledger still owes.
+
+``.rouse/sweep.lock`` is held (flock) for a sweeper's life — one sweeper per
+tree, released by the OS if it dies — and names its holder.
+``.rouse/sweep.json`` records the last tick's ``now`` and the sweeper's
+interval, so the pack can warn when a sweeper has stopped ticking. The ledger
+counts here open ``.rouse/ledger.sqlite3`` read-only and never create it.
+Light to import: the pack and ``status`` call these on every run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core import layout
+from rouse.core.errors import UsageError
+from rouse.core.statefile import load_json, save_json
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import sqlite3
+    from typing import Any
+
+SWEEP_LOCK = f"{layout.STATE_DIR}/sweep.lock"
+STATE_FILE = f"{layout.STATE_DIR}/sweep.json"
+LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
+
+
+def _t(value: datetime) -> str:
+    return value.strftime(TIME_FORMAT)
+
+
+@contextlib.contextmanager
+def sweeper_lock(root: Path) -> Iterator[None]:
+    """Hold ``.rouse/sweep.lock`` for the sweeper's life; refuse at once if taken."""
+    path = root / SWEEP_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        found = holder(root) or {}
+        who = f" (pid {found['pid']}, since {found.get('since')})" if found.get("pid") else ""
+        raise UsageError(
+            f"another sweeper is already running on {root}{who}: one sweeper per tree; "
+            "stop it first, or let it do the work"
+        ) from None
+    try:
+        os.ftruncate(fd, 0)
+        started = datetime.now().replace(microsecond=0)
+        os.write(fd, json.dumps({"pid": os.getpid(), "since": _t(started)}).encode())
+        yield
+    finally:
+        os.close(fd)
+
+
+def holder(root: Path) -> dict[str, Any] | None:
+    """Who took the sweeper lock last, and whether that process is still alive."""
+    try:
+        data = json.loads((root / SWEEP_LOCK).read_text() or "{}")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+        return None
+    data["running"] = _alive(data["pid"])
+    return data
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def write_state(root: Path, now: datetime, interval: float | None, sink: str) -> None:
+    """Record the last tick (its ``now``) and the interval, atomically."""
+    path = root / STATE_FILE
+    data = {
+        "last_tick": _t(now),
+        "interval": interval,
+        "wall": _t(datetime.now()),
+        "pid": os.getpid(),
+        "sink": sink,
+    }
+    save_json(path, data)  # best-effort like every state file: a miss reads as "stopped"
+
+
+def last_tick(root: Path) -> tuple[datetime | None, float | None]:
+    """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown)."""
+    try:
+        data = load_json(root / STATE_FILE)
+        when = datetime.strptime(data["last_tick"], TIME_FORMAT)
+    except (ValueError, KeyError, TypeError):  # missing, damaged or foreign: unknown
+        return None, None
+    interval = data.get("interval")
+    return when, float(interval) if isinstance(interval, int | float) else None
+
+
+# -- the ledger, read-only ------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _reader(root: Path) -> Iterator[sqlite3.Connection | None]:
+    """A connection to an existing ledger, or None; never creates the file."""
+    path = root / LEDGER
+    if not path.is_file():
+        yield None
+        return
+    import sqlite3  # only once a ledger exists
+
+    db: sqlite3.Connection | None = None
+    for mode in ("rw", "ro"):
+        try:
+            db = sqlite3.connect(f"{path.as_uri()}?mode={mode}", uri=True, timeout=5)
+            db.execute("SELECT 1 FROM sqlite_master LIMIT 1")
+            break
+        except sqlite3.Error:
+            if db is not None:
+                db.close()
+            db = None
+    if db is None:
+        yield None
+        return
+    db.row_factory = sqlite3.Row
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+def counts(root: Path) -> dict[str, int]:
+    """Wakes by state (all time): pending, held, delivered, given_up, withdrawn."""
+    found = dict.fromkeys(LEDGER_STATES, 0)
+    with _reader(root) as db:
+        if db is None:
+            return found
+        try:
+            for row in db.execute("SELECT state, COUNT(*) AS n FROM wakes GROUP BY state"):
+                found[row["state"]] = row["n"]
+        except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
+            pass
+    return found
+
+
+def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
+    """Cheap counts for the pack's warnings; never creates the database.
+
+    ``pending``: wakes not delivered yet (new, failing or in flight),
+    ``held``: waiting out quiet hours (not a failure), ``given_up``: wakes given
+    up after 24h of failures, all time or (with ``since``) given up at or after it.
+    """
+    found = {"pending": 0, "held": 0, "given_up": 0}
+    with _reader(root) as db:
+        if db is None:
+            return found
+        try:
+            for row in db.execute(
+                "SELECT state, COUNT(*) AS n FROM wakes WHERE state IN ('pending', 'held') "
+                "OR (state = 'given_up' AND (? IS NULL OR finished >= ?)) GROUP BY state",
+                (None if since is None else _t(since),) * 2,
+            ):
+                found[row["state"]] = row["n"]
+        except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
+            pass
+    return found

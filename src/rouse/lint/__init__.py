@@ -1,0 +1,1 @@
+"""check: the linter, its shape rules and its field rules."""

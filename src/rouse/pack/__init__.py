@@ -1,0 +1,1 @@
+"""Seam one, what the agent reads: the pack, the due/explain/tree views, recall."""

@@ -1,0 +1,470 @@
+"""The pack: the block printed at the top of every session (seam one).
+
+Read-only toward memory (its only writes are its own caches in ``.rouse/``,
+and it still works when it cannot write them) and fresh (computed now; the
+header cache only saves re-reading files whose size and mtime are unchanged).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from rouse.core import clock
+
+from rouse.core import header
+
+from rouse.core import layout
+
+from rouse.core import nudges
+
+from rouse.probes import definitions as probes
+
+from rouse.probes import readings
+
+from rouse.core import sweepstate
+from rouse.core.cache import cached_walk
+from rouse.core.errors import HeaderError
+from rouse.trust.provenance import effective_origin, origin_reader, probes_allowed_at
+from rouse.core.timefmt import format_stamp, human_age
+from rouse.core.tree import File, Tree
+from rouse.pack.views import display_ids, still_since
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+DEFAULT_MAX_CHARS = 9000
+CONTEXT_BUDGET = 8000
+LIST_CAP = 20
+INDEX_CAP = 40
+FRESH = timedelta(hours=36)
+STOPPED_AFTER = timedelta(hours=1)  # or 3 × the sweeper's interval, whichever is longer
+GIVEN_UP_SHOWN = timedelta(days=1)
+MAX_CONTEXT_BYTES = 1024 * 1024
+LADDER = ("intention", "goal", "action", "task", "reminder")
+QUARANTINE_TEXT = "from an untrusted source — review it, then re-stamp or delete"
+_WORD = re.compile(r"[a-z0-9]+")
+
+OriginOf = Callable[[File], str]
+
+
+class Pack:
+    """The pack, as data (``--json``) and as text."""
+
+    def __init__(self, data: dict[str, Any], text: str, trimmed: list[str] | None = None):
+        self.data = data
+        self.text = text
+        self.trimmed = trimmed or []  # what was cut to fit, in order
+        #: what it was computed from (the CLI keeps these alive to the end of
+        #: the process: tearing thousands of objects down costs more than it saves)
+        self.tree: Tree | None = None
+        self.decisions: list[clock.Decision] = []
+
+    def to_json(self) -> dict[str, Any]:
+        return self.data
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _body(root: Path, file: File) -> str:
+    """A context file's body (the pack injects it whole)."""
+    with open(root / file.rel, "rb") as handle:
+        data = handle.read(MAX_CONTEXT_BYTES)
+    try:
+        _, body = header.split(data, file.rel)
+    except HeaderError:
+        body = data
+    return body.decode("utf-8", "replace").strip("\n")
+
+
+# -- sections -------------------------------------------------------------------
+
+
+def _now_line(now: datetime) -> str:
+    zone = now.astimezone().tzname() or "local"
+    return f"{now.strftime('%A %Y-%m-%d %H:%M')} {zone}"
+
+
+def _woken(root: Path, tree: Tree, ids: Mapping[str, str], now: datetime) -> list[dict[str, Any]]:
+    return [
+        {
+            "record": ids.get(n.record_dir, n.record_dir),
+            "path": n.record_dir,
+            "at": format_stamp(n.at),
+            "age": human_age(n.at, now),
+            "wake": n.title,
+            "file": n.path.relative_to(root).as_posix(),
+        }
+        for n in nudges.woken(root, tree)
+    ]
+
+
+def _due(
+    found: list[clock.Decision], ids: Mapping[str, str], now: datetime, skip: set[str]
+) -> tuple[list[dict[str, Any]], int]:
+    """The first LIST_CAP due records, oldest first, and how many are due in all."""
+    wanted = [d for d in found if d.record.dir not in skip]
+    items = []
+    # (the same as sorting them all and taking the first LIST_CAP, in one pass)
+    for decision in heapq.nsmallest(LIST_CAP, wanted, key=lambda d: (still_since(d), d.record.dir)):
+        record = decision.record
+        line = None
+        for key in ("closes-when", "success-when", "due"):
+            value = (record.get(key) or "").strip()
+            if value:
+                line = f"{key}: {value}"
+                break
+        since = still_since(decision)
+        items.append(
+            {
+                "record": ids[record.dir],
+                "path": record.dir,
+                "reason": decision.reason,
+                "still": human_age(since, now),
+                "since": format_stamp(since),
+                "nudge": decision.nudge if decision.nudge > 1 else None,
+                "line": line,
+            }
+        )
+    return items, len(wanted)
+
+
+def _context(
+    root: Path, tree: Tree, origin_of: OriginOf, query: str | None, now: datetime
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    layers: dict[str, Any] = {"persona": None, "beliefs": [], "motivations": []}
+    quarantined: list[dict[str, str]] = []
+    asked = _words(query) if query else None
+    for ctx in sorted(tree.context, key=lambda c: c.slug):
+        origin = origin_of(ctx)
+        if origin == "untrusted":
+            quarantined.append({"kind": ctx.kind, "slug": ctx.slug, "path": ctx.rel})
+            continue
+        entry: dict[str, Any] = {"slug": ctx.slug, "path": ctx.rel, "origin": origin}
+        if ctx.kind == "motivation" and asked is not None:
+            keywords = _words((ctx.get("keywords") or "").replace(",", " "))
+            if not keywords & asked:
+                entry["age"] = human_age(ctx.mtime, now)
+                entry["body"] = None  # on disk, thinned by --query
+                layers["motivations"].append(entry)
+                continue
+        entry["body"] = _body(root, ctx)
+        if ctx.kind == "persona":
+            layers["persona"] = entry
+        else:
+            layers[f"{ctx.kind}s"].append(entry)
+    return layers, quarantined
+
+
+def _index(
+    root: Path, tree: Tree, origin_of: OriginOf, now: datetime, known: Mapping[str, probes.Probe]
+) -> tuple[list[dict[str, Any]], int]:
+    """The newest INDEX_CAP notes and open backlog items, and how many there are in all."""
+    files: list[File] = list(tree.notes)
+    files += [r for r in tree.records.values() if r.type == "backlog" and clock.is_open(r)]
+    files.sort(key=lambda f: (-f.mtime_ns, f.rel))
+    cache = readings.load_cache(root)
+    items = []
+    for file in files[:INDEX_CAP]:
+        names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
+        shown = {}
+        for name in names:
+            probe = known.get(name)
+            reading = readings.cached_reading(root, probe, cache) if probe else None
+            if reading is not None:
+                shown[name] = reading
+        items.append(
+            {
+                "path": file.rel,
+                "origin": origin_of(file),
+                "age": human_age(file.mtime, now),
+                "fresh": file.mtime >= now - FRESH,
+                "keywords": (file.get("keywords") or "").strip(),
+                "probes": shown,
+            }
+        )
+    return items, len(files)
+
+
+def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
+    """Open records per level, and how many records are closed (one pass)."""
+    counts = dict.fromkeys(LADDER, 0)
+    closed = 0
+    for record in tree.records.values():
+        if not clock.is_open(record):
+            closed += 1
+        elif record.type in counts:
+            counts[record.type] += 1
+    return counts, closed
+
+
+def _context_chars(layers: Mapping[str, Any]) -> int:
+    entries = [layers["persona"]] if layers["persona"] else []
+    entries += layers["beliefs"] + layers["motivations"]
+    return sum(len(e["body"] or "") for e in entries)
+
+
+def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
+    """A sweeper that has stopped ticking, and wakes the ledger still owes."""
+    warnings = []
+    last, interval = sweepstate.last_tick(root)
+    if last is not None:
+        allowed = max(STOPPED_AFTER, timedelta(seconds=3 * (interval or 0)))
+        if now - last > allowed:
+            warnings.append(
+                f"the sweeper has stopped: its last tick was {human_age(last, now)} "
+                f"({format_stamp(last)}); wakes are not being delivered — restart `rouse sweep`"
+            )
+    owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_SHOWN)
+    if owed["pending"]:
+        warnings.append(f"{owed['pending']} wake(s) not delivered yet (retrying) — `rouse log`")
+    if owed["given_up"]:
+        warnings.append(
+            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last "
+            "day, written as nudge files instead — `rouse log`"
+        )
+    return warnings
+
+
+def _warnings(
+    tree: Tree,
+    every: list[clock.Decision],
+    layers: Mapping[str, Any],
+    extra: list[str],
+    now: datetime,
+) -> list[str]:
+    warnings = list(extra)
+    size = _context_chars(layers)
+    if size > CONTEXT_BUDGET:
+        warnings.append(
+            f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
+            "merge or retire beliefs and motivations"
+        )
+    warnings += _sweeper_warnings(tree.root, now)
+    warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
+    warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(every)]
+    return warnings
+
+
+# -- building -------------------------------------------------------------------
+
+
+def build_pack(
+    root: Path,
+    now: datetime,
+    *,
+    query: str | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    probe_budget_ms: int = readings.DEFAULT_BUDGET_MS,
+    probes_enabled: bool = True,
+    origin_of: OriginOf | None = None,
+    probes_reason: str | None = None,
+) -> Pack:
+    """Compute the pack for the tree at ``root`` at ``now``."""
+    tree = cached_walk(root)
+    origin_of = origin_of or effective_origin
+    ids = display_ids(tree)
+    probe_list, _ = probes.load_probes(tree)
+    known = {p.name: p for p in probe_list} if probes_enabled else {}
+    probe_notes = []
+    if probe_list and not probes_enabled:
+        probe_notes.append(
+            probes_reason or "probes are off (ROUSE_PROBES=off): every reading is <unknown>"
+        )
+    if probes_enabled:
+        measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
+    else:
+        measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
+    woken = _woken(root, tree, ids, now)
+    every = clock.decisions(tree, now)
+    found = [d for d in every if d.is_due]  # _due puts them in its own order
+    due, due_total = _due(found, ids, now, {w["path"] for w in woken})
+    layers, quarantined = _context(root, tree, origin_of, query, now)
+    index, index_total = _index(root, tree, origin_of, now, known)
+    ladder, closed = _ladder(tree)
+    data: dict[str, Any] = {
+        "now": _now_line(now),
+        "probes": [{"name": name, "reading": value} for name, value in measured],
+        "woken": woken,
+        "due": due,
+        "due_total": due_total,
+        "persona": layers["persona"],
+        "beliefs": layers["beliefs"],
+        "motivations": layers["motivations"],
+        "quarantined": quarantined,
+        "ladder": ladder,
+        "plugins": [Path(p.rel).stem for p in tree.plugins],
+        "index": index,
+        "index_total": index_total,
+        "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
+        "warnings": _warnings(tree, every, layers, probe_notes, now),
+    }
+    built = _fit(data, max_chars)
+    built.tree, built.decisions = tree, every
+    return built
+
+
+def pack(
+    root: Path,
+    now: datetime,
+    *,
+    env: Mapping[str, str],
+    key_path: Path | None,
+    query: str | None = None,
+    max_chars: int = DEFAULT_MAX_CHARS,
+    probe_budget_ms: int = readings.DEFAULT_BUDGET_MS,
+) -> Pack:
+    """``rouse pack`` (and the MCP tool): origins verified, probes run only when trusted."""
+    origins = origin_reader(root, key_path)
+    allowed, why = probes_allowed_at(root, origins, env)
+    built = build_pack(
+        root,
+        now,
+        query=query,
+        max_chars=max_chars,
+        probe_budget_ms=probe_budget_ms,
+        probes_enabled=allowed,
+        origin_of=origins,
+        probes_reason=why,
+    )
+    origins.flush()
+    return built
+
+
+def _fit(data: dict[str, Any], max_chars: int) -> Pack:
+    """Render within ``max_chars``: trim the index first, then the due list, never context."""
+    index_cap = len(data["index"])
+    due_cap = len(data["due"])
+    woken_cap = min(LIST_CAP, len(data["woken"]))
+    trimmed: list[str] = []
+    while True:
+        text = render_text(data, index_cap, due_cap, woken_cap)
+        if len(text) <= max_chars:
+            break
+        if index_cap > 0:
+            index_cap -= 1
+        elif due_cap > 0:
+            due_cap -= 1
+        else:
+            break
+    if index_cap < len(data["index"]):
+        trimmed.append("index")
+    if due_cap < len(data["due"]):
+        trimmed.append("due")
+    if len(text) > max_chars:
+        data["warnings"].append(
+            f"the context layers alone exceed --max-chars {max_chars}: "
+            "they are never cut, so the pack is longer than asked"
+        )
+        text = render_text(data, index_cap, due_cap, woken_cap)
+    data["not_listed"].update(
+        index=data["index_total"] - index_cap,
+        due=data["due_total"] - due_cap,
+        woken=len(data["woken"]) - woken_cap,
+        trimmed_for_size=trimmed,
+    )
+    shown = dict(data)
+    shown["index"] = data["index"][:index_cap]
+    shown["due"] = data["due"][:due_cap]
+    shown["woken"] = data["woken"][:woken_cap]
+    return Pack(shown, text, trimmed)
+
+
+# -- text -----------------------------------------------------------------------
+
+
+def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
+    name = "persona" if kind == "persona" else f"{kind} {entry['slug']}"
+    if entry["body"] is None:
+        return [
+            f"{kind} [{entry['slug']}] — {entry['age']} (on disk: no keyword matches the query)"
+        ]
+    return [f"{name} [{entry['origin']}]:", entry["body"], ""]
+
+
+def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap: int) -> str:
+    out: list[str] = [f"now: {data['now']}", ""]
+    if data["probes"]:
+        out.append(
+            "probes (measured now; a reading outranks any memory file; <unknown> means go check):"
+        )
+        out += [f"  {p['name']}: {p['reading']}" for p in data["probes"]]
+        out.append("")
+    woken = data["woken"]
+    if woken:
+        out.append(f"woken: {len(woken)} record(s) woke you and have not moved since")
+        for item in woken[:woken_cap]:
+            out += [f"  {item['wake']}", f"    at: {item['path']}"]
+        if len(woken) > woken_cap:
+            out.append(f"  … and {len(woken) - woken_cap} more — ls .rouse/nudges")
+        out.append("")
+    due, due_total = data["due"], data["due_total"]
+    if due:
+        out.append(f"due: {due_total} record(s) want you")
+        for item in due[:due_cap]:
+            nudge = f", nudge {item['nudge']}" if item["nudge"] else ""
+            still = "due" if item["reason"] in ("due", "nag", "expire") else "last moved"
+            out.append(f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}")
+            out.append(f"    at: {item['path']}")
+            if item["line"]:
+                out.append(f"    {item['line']}")
+        if due_total > due_cap:
+            out.append(f"  … and {due_total - due_cap} more — rouse due")
+        out.append("")
+    if data["persona"] or data["beliefs"] or data["motivations"]:
+        out += ["standing truth (context layers: true until edited, not news):", ""]
+        if data["persona"]:
+            out += _context_block("persona", data["persona"])
+        for entry in data["beliefs"]:
+            out += _context_block("belief", entry)
+        for entry in data["motivations"]:
+            out += _context_block("motivation", entry)
+        if out[-1] != "":
+            out.append("")
+    if data["quarantined"]:
+        out.append(f"quarantined ({QUARANTINE_TEXT}):")
+        out += [f"  {q['kind']} {q['slug']} — {q['path']}" for q in data["quarantined"]]
+        out.append("")
+    ladder = data["ladder"]
+    out.append("ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open")
+    if data["plugins"]:
+        out.append(
+            f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "
+            f"settings in {layout.PLUGINS}/"
+        )
+    out.append("")
+    index = data["index"][:index_cap]
+    if index:
+        out.append("memory index (bodies stay on disk; open a file to read it):")
+        for label, fresh in (("fresh", True), ("older", False)):
+            group = [item for item in index if item["fresh"] is fresh]
+            if group:
+                out.append(f"{label}:")
+            for item in group:
+                keywords = f" — {item['keywords']}" if item["keywords"] else ""
+                out.append(f"  {item['path']} [{item['origin']}] ({item['age']}{keywords})")
+                if item["probes"]:
+                    shown = ", ".join(f"{k}={v}" for k, v in item["probes"].items())
+                    out.append(f"    probes: {shown}")
+        out.append("")
+    hidden = data["index_total"] - index_cap
+    closed = data["not_listed"]["closed_records"]
+    parts = []
+    if hidden:
+        parts.append(f"{hidden} more notes/backlog items")
+    if closed:
+        parts.append(f"{closed} closed records")
+    parts.append("every body")
+    out.append(f"not listed: {', '.join(parts)} — `rouse recall QUERY` or grep finds them")
+    if data["warnings"]:
+        out += ["", "warnings:"]
+        out += [f"  {w}" for w in data["warnings"]]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,1 @@
+"""Probes: definitions in inventory/probes.md, readings under a budget, and who may run them."""

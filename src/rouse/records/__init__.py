@@ -1,0 +1,1 @@
+"""Writing records: scaffolding (init, new, remind) and the lifecycle verbs."""

@@ -1,0 +1,1 @@
+"""Seam two, the wake: plan a tick, record it in the ledger, send it to a sink, stamp."""

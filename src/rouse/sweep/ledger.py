@@ -1,0 +1,357 @@
+"""The delivery ledger: ``.rouse/ledger.sqlite3`` (stdlib sqlite3).
+
+Every wake is written here before it is sent and marked when it lands, so an
+undelivered wake is never silently lost: it is resent (same id) with backoff,
+and given up after 24h as a nudge file. The schema moves forward by numbered
+migrations recorded in ``PRAGMA user_version``.
+
+States: ``pending`` (not delivered yet: new, failing, or in flight),
+``held`` (waiting out quiet hours), ``delivered``, ``given_up`` (written as a
+nudge file after 24h of failures), ``withdrawn`` (its record moved or ended
+before the wake could land, so there was nothing left to say).
+
+Only the sweeper writes the ledger (it holds the sweeper lock); readers
+(``status``, ``log``, the pack) open it without ever creating it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, time, timedelta
+from pathlib import Path
+
+from rouse.core.errors import UsageError
+from rouse.core.sweepstate import LEDGER, TIME_FORMAT, _reader, counts, undelivered_counts
+from rouse.sweep.wake import Wake
+
+GIVE_UP_AFTER = timedelta(hours=24)
+FIRST_RETRY = timedelta(minutes=1)
+MAX_RETRY = timedelta(hours=1)
+STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
+__all__ = ["LEDGER", "Entry", "Ledger", "QuietHours", "counts", "recent", "undelivered_counts"]
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the wakes table
+    """
+    CREATE TABLE wakes (
+        id TEXT PRIMARY KEY,
+        record TEXT NOT NULL,
+        path TEXT NOT NULL,
+        file TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        nudge INTEGER NOT NULL,
+        made_at TEXT NOT NULL,
+        wake TEXT NOT NULL,
+        sink TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        in_flight INTEGER NOT NULL DEFAULT 0,
+        first_failure TEXT,
+        last_attempt TEXT,
+        next_attempt TEXT,
+        finished TEXT,
+        stamped INTEGER NOT NULL DEFAULT 0,
+        receipt TEXT,
+        error TEXT
+    );
+    CREATE INDEX wakes_state ON wakes (state, stamped);
+    CREATE INDEX wakes_made ON wakes (made_at);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _t(value: datetime | None) -> str | None:
+    return value.strftime(TIME_FORMAT) if value is not None else None
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.strptime(value, TIME_FORMAT) if value else None
+
+
+def backoff(attempts: int) -> timedelta:
+    """``min(1m × 2^(attempts-1), 1h)``: the wait after the ``attempts``-th try."""
+    if attempts >= 8:
+        return MAX_RETRY
+    wait: timedelta = FIRST_RETRY * 2 ** max(attempts - 1, 0)
+    return min(wait, MAX_RETRY)
+
+
+@dataclass
+class Entry:
+    """One ledger row: a wake and what happened to it."""
+
+    wake: Wake
+    sink: str
+    state: str
+    attempts: int = 0
+    in_flight: bool = False
+    first_failure: datetime | None = None
+    last_attempt: datetime | None = None
+    next_attempt: datetime | None = None
+    finished: datetime | None = None
+    stamped: bool = False
+    receipt: str | None = None
+    error: str | None = None
+
+    @property
+    def id(self) -> str:
+        return self.wake.id
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "id": self.wake.id,
+            "record": self.wake.record,
+            "path": self.wake.path,
+            "reason": self.wake.reason,
+            "nudge": self.wake.nudge,
+            "sink": self.sink,
+            "state": self.state.replace("_", " "),
+            "attempts": self.attempts,
+            "made_at": self.wake.at,
+            "last_attempt": _t(self.last_attempt),
+            "next_attempt": _t(self.next_attempt) if self.state == "pending" else None,
+            "finished": _t(self.finished),
+            "receipt": self.receipt,
+            "error": self.error,
+        }
+
+
+_COLUMNS = (
+    "wake, sink, state, attempts, in_flight, first_failure, last_attempt, "
+    "next_attempt, finished, stamped, receipt, error"
+)
+
+
+def _entry(row: sqlite3.Row) -> Entry:
+    return Entry(
+        wake=Wake.from_dict(json.loads(row["wake"])),
+        sink=row["sink"],
+        state=row["state"],
+        attempts=row["attempts"],
+        in_flight=bool(row["in_flight"]),
+        first_failure=_dt(row["first_failure"]),
+        last_attempt=_dt(row["last_attempt"]),
+        next_attempt=_dt(row["next_attempt"]),
+        finished=_dt(row["finished"]),
+        stamped=bool(row["stamped"]),
+        receipt=row["receipt"],
+        error=row["error"],
+    )
+
+
+class Ledger:
+    """The sweeper's read-write handle (creates and migrates the database)."""
+
+    def __init__(self, root: Path):
+        self.path = root / LEDGER
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        self.db.row_factory = sqlite3.Row
+        # WAL + NORMAL: every commit survives a killed process; a power cut can
+        # lose the last commits, which at worst resends a wake (same id).
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        migrate(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------
+
+    def open_entries(self) -> list[Entry]:
+        """Wakes still owed something: pending, held, or delivered but not stamped."""
+        rows = self.db.execute(
+            f"SELECT {_COLUMNS} FROM wakes WHERE state IN ('pending', 'held') "
+            "OR (state = 'delivered' AND stamped = 0) ORDER BY made_at, id"
+        )
+        return [_entry(row) for row in rows]
+
+    def get(self, wake_id: str) -> Entry | None:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM wakes WHERE id = ?", (wake_id,)).fetchone()
+        return _entry(row) if row else None
+
+    # -- writing ------------------------------------------------------------
+
+    def add(self, wake: Wake, sink: str, now: datetime, *, held: bool = False) -> None:
+        """Write a new wake: held, or pending with its first attempt starting now."""
+        self.db.execute(
+            "INSERT INTO wakes (id, record, path, file, reason, nudge, made_at, wake, sink, "
+            "state, attempts, in_flight, last_attempt) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                wake.id,
+                wake.record,
+                wake.path,
+                wake.file,
+                wake.reason,
+                wake.nudge,
+                wake.at,
+                json.dumps(wake.as_dict(), ensure_ascii=False),
+                sink,
+                "held" if held else "pending",
+                0 if held else 1,
+                0 if held else 1,
+                None if held else _t(now),
+            ),
+        )
+
+    def start_attempt(self, wake_id: str, sink: str, now: datetime) -> None:
+        self.db.execute(
+            "UPDATE wakes SET state = 'pending', sink = ?, attempts = attempts + 1, "
+            "in_flight = 1, last_attempt = ? WHERE id = ?",
+            (sink, _t(now), wake_id),
+        )
+
+    def failed(
+        self, wake_id: str, now: datetime, error: str, *, when: datetime | None = None
+    ) -> None:
+        """Record a failed attempt (made at ``when``, default now) and the next try's time."""
+        row = self.db.execute(
+            "SELECT attempts, last_attempt FROM wakes WHERE id = ?", (wake_id,)
+        ).fetchone()
+        failed_at = when or now
+        last = _dt(row["last_attempt"]) or failed_at
+        self.db.execute(
+            "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
+            "next_attempt = ?, error = ? WHERE id = ?",
+            (_t(failed_at), _t(last + backoff(row["attempts"])), error, wake_id),
+        )
+
+    def delivered(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> None:
+        """It landed; ``stamped`` says whether the record's stamp is written yet."""
+        self.db.execute(
+            "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
+            "next_attempt = NULL, error = NULL, stamped = ? WHERE id = ?",
+            (_t(now), receipt, int(stamped), wake_id),
+        )
+
+    def given_up(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> None:
+        self.db.execute(
+            "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
+            "next_attempt = NULL, stamped = ? WHERE id = ?",
+            (_t(now), receipt, int(stamped), wake_id),
+        )
+
+    def hold(self, wake_id: str) -> None:
+        self.db.execute("UPDATE wakes SET state = 'held' WHERE id = ?", (wake_id,))
+
+    def withdraw(self, wake_id: str, now: datetime, why: str) -> None:
+        self.db.execute(
+            "UPDATE wakes SET state = 'withdrawn', in_flight = 0, finished = ?, "
+            "next_attempt = NULL, stamped = 1, receipt = ? WHERE id = ?",
+            (_t(now), why, wake_id),
+        )
+
+    def mark_stamped(self, wake_id: str) -> None:
+        self.db.execute("UPDATE wakes SET stamped = 1 WHERE id = ?", (wake_id,))
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Bring the schema up to ``SCHEMA_VERSION``, one numbered step at a time."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            f"the ledger has schema {version}, newer than this rouse knows ({SCHEMA_VERSION}): "
+            "upgrade rouse, or move .rouse/ledger.sqlite3 aside"
+        )
+    for number in range(version, SCHEMA_VERSION):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _run_script(db, MIGRATIONS[number])
+            db.execute(f"PRAGMA user_version = {number + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run a migration's statements inside the caller's transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+# -- read-only views (status, log, the pack) ----------------------------------
+# The cheap counts live in ``rouse.sweeplock`` (no dataclasses, no sqlite3 until
+# a ledger exists) so the pack can ask without paying for this module.
+
+
+def recent(root: Path, limit: int = 20) -> list[Entry]:
+    """The most recent wakes, newest first (``rouse log``)."""
+    with _reader(root) as db:
+        if db is None:
+            return []
+        try:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM wakes ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+        return [_entry(row) for row in rows]
+
+
+def log_lines(entries: list[Entry]) -> list[str]:
+    """``rouse log``: one line per wake, then what went wrong if anything did."""
+    lines: list[str] = []
+    for entry in entries:
+        wake = entry.wake
+        when = _t(entry.finished or entry.last_attempt) or wake.at
+        lines.append(
+            f"{wake.at}  {entry.state.replace('_', ' '):<9}  {wake.record}  {wake.reason} "
+            f"nudge {wake.nudge}  via {entry.sink}  attempts {entry.attempts}  "
+            f"last {when}  id {wake.id}"
+        )
+        if entry.state == "pending" and entry.next_attempt is not None:
+            lines.append(f"    next attempt at or after {_t(entry.next_attempt)}")
+        if entry.error and entry.state != "delivered":
+            lines.append(f"    error: {entry.error}")
+        if entry.receipt and entry.state in ("given_up", "withdrawn"):
+            lines.append(f"    {entry.receipt}")
+    return lines
+
+
+# -- quiet hours ----------------------------------------------------------------
+
+_QUIET_RE = re.compile(r"^(\d{1,2}):(\d{2})-(\d{1,2}):(\d{2})$")
+
+
+@dataclass(frozen=True)
+class QuietHours:
+    """``HH:MM-HH:MM``: start inclusive, end exclusive, may wrap midnight."""
+
+    start: time
+    end: time
+
+    @classmethod
+    def parse(cls, text: str) -> QuietHours:
+        match = _QUIET_RE.match(text.strip())
+        if match:
+            h1, m1, h2, m2 = (int(g) for g in match.groups())
+            if h1 < 24 and h2 < 24 and m1 < 60 and m2 < 60 and (h1, m1) != (h2, m2):
+                return cls(time(h1, m1), time(h2, m2))
+        raise UsageError(f"bad --quiet {text!r}: want HH:MM-HH:MM, e.g. 22:00-07:00")
+
+    def holds(self, now: datetime) -> bool:
+        moment = now.time()
+        if self.start < self.end:
+            return self.start <= moment < self.end
+        return moment >= self.start or moment < self.end
+
+    def ends_after(self, now: datetime) -> datetime:
+        """The first instant after ``now`` at which the window is over."""
+        end = datetime.combine(now.date(), self.end)
+        return end if end > now else end + timedelta(days=1)
+
+    def __str__(self) -> str:
+        return f"{self.start:%H:%M}-{self.end:%H:%M}"

@@ -1,0 +1,1 @@
+"""Trust: origins, signed stamps, the stamp key, quarantine."""
