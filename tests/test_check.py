@@ -20,8 +20,8 @@ from conftest import (
     REMINDERS,
     MakeTree,
 )
-from rouse.lint.check import Finding, check
 from rouse.core.tree import walk
+from rouse.lint.check import Finding, check
 
 SHIP = f"{INTENTIONS}/example-ship"
 

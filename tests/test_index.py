@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, MakeTree, ago, set_mtime
-from rouse.pack import index
-from rouse.trust import provenance
 from rouse.core.cache import HeaderCache
 from rouse.core.errors import UsageError
-from rouse.pack.index import Index, recall
 from rouse.core.tree import walk
+from rouse.pack import index
+from rouse.pack.index import Index, recall
+from rouse.trust import provenance
 
 FILLER = "Nothing of note happened in this paragraph, which only pads the body. " * 3
 

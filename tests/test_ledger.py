@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse.sweep import ledger
 from rouse.core.errors import UsageError
+from rouse.sweep import ledger
 from rouse.sweep.ledger import Ledger, QuietHours, backoff
 from rouse.sweep.wake import Wake
 

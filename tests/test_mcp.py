@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from conftest import INTENTIONS, NOTES, NOW
-from rouse.trust import provenance
-from rouse.core.errors import UsageError
 from rouse.agents.mcp import Tools
+from rouse.core.errors import UsageError
 from rouse.records.scaffold import init
+from rouse.trust import provenance
 
 TOOLS = {
     "pack",

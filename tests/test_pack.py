@@ -24,10 +24,10 @@ from conftest import (
     set_mtime,
     stamp,
 )
-from rouse.probes import readings
 from rouse.core.cache import HeaderCache
-from rouse.pack.build import build_pack
 from rouse.core.tree import walk
+from rouse.pack.build import build_pack
+from rouse.probes import readings
 
 GOLDEN = Path(__file__).parent / "golden"
 SECRET = "BODY-SECRET-DO-NOT-INJECT"

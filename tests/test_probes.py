@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from rouse.probes.definitions import DEFAULT_TIMEOUT, Probe, load_probes, parse_probes
 from rouse.core.tree import Problem, walk
+from rouse.probes.definitions import DEFAULT_TIMEOUT, Probe, load_probes, parse_probes
 
 PATH = "inventory/probes.md"
 

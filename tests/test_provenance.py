@@ -13,13 +13,18 @@ from pathlib import Path
 import pytest
 
 from conftest import BELIEFS, NOTES, NOW, MakeTree
-from rouse.trust import provenance
-from rouse.trust import stampkey
-from rouse.lint.check import check
 from rouse.core.errors import RouseError, UsageError
-from rouse.trust.provenance import OriginReader, origin_reader, probes_allowed, stamp, stamp_findings
-from rouse.records.scaffold import init
 from rouse.core.tree import walk
+from rouse.lint.check import check
+from rouse.records.scaffold import init
+from rouse.trust import provenance, stampkey
+from rouse.trust.provenance import (
+    OriginReader,
+    origin_reader,
+    probes_allowed,
+    stamp,
+    stamp_findings,
+)
 
 BELIEF = f"{BELIEFS}/belief-tests-pass.md"
 OTHER = f"{BELIEFS}/belief-owner-said.md"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse.sweep import sinks
 from rouse.core.errors import UsageError
+from rouse.sweep import sinks
 from rouse.sweep.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
 from rouse.sweep.wake import Wake
 

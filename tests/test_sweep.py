@@ -17,17 +17,15 @@ import pytest
 
 from conftest import INTENTIONS, NOW, OLD, REMINDERS, MakeTree, ago, stamp
 from rouse.core import clock
-from rouse.sweep import ledger
-from rouse.records import lifecycle
-from rouse.sweep import tick as sweep
-from rouse.pack import views
-from rouse.sweep import wake
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.header import parse_header
+from rouse.core.tree import walk
+from rouse.records import lifecycle
+from rouse.sweep import ledger, status, wake
+from rouse.sweep import tick as sweep
 from rouse.sweep.ledger import Ledger, QuietHours
 from rouse.sweep.sinks import FileSink, SinkError
 from rouse.sweep.tick import Sweeper
-from rouse.core.tree import walk
 from rouse.sweep.wake import Wake
 
 SHIP = f"{INTENTIONS}/ship"
@@ -577,13 +575,13 @@ def test_last_tick_and_status(stale: Path, logs: list[str]) -> None:
     with make_sweeper(stale, FileSink(stale), logs, interval=30.0) as sw:
         sw.tick(NOW)
     assert sweep.last_tick(stale) == (NOW, 30.0)
-    data = views.status(walk(stale), NOW)
+    data = status.status(walk(stale), NOW)
     assert data["last_tick"] == stamp(NOW)
     assert data["ledger"] == {"pending": 0, "held": 0, "delivered": 1, "given_up": 0}
 
 
 def test_status_before_any_sweeper(stale: Path) -> None:
-    data = views.status(walk(stale), NOW)
+    data = status.status(walk(stale), NOW)
     assert data["last_tick"] is None and data["sweeper"] is None
     assert data["ledger"]["pending"] == 0
     assert not (stale / ".rouse" / "ledger.sqlite3").exists()

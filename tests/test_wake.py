@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import INTENTIONS, NOW, REMINDERS, MakeTree, ago, stamp
 from rouse.core import clock
-from rouse.sweep import wake
 from rouse.core.tree import walk
+from rouse.sweep import wake
 
 
 def _decide(root: Path, rel: str, now=NOW):  # type: ignore[no-untyped-def]

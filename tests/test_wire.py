@@ -15,8 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse.agents import hook
-from rouse.agents import wire
+from rouse.agents import hook, wire
 from rouse.core.errors import RouseError, UsageError
 from rouse.records.scaffold import init
 

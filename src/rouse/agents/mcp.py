@@ -17,22 +17,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import clock
-
-from rouse.core import header
-
-from rouse.core import layout
-
-from rouse.records import lifecycle
-
-from rouse.trust import provenance
-
-from rouse.records import scaffold
+from rouse.core import clock, header, layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_when
-from rouse.core.tree import Note, walk
-from rouse.pack.views import display_ids, due_item, due_lines
+from rouse.core.tree import Note, display_ids, walk
+from rouse.pack.views import due_item, due_lines
+from rouse.records import lifecycle, scaffold
+from rouse.trust import provenance
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
 ENDINGS = ("done", "dropped", "abandoned")

@@ -17,7 +17,6 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from rouse import __version__
-
 from rouse.core import layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.home import find_tree, global_tree, stamp_key_path
@@ -73,8 +72,8 @@ def read_body(text: str | None) -> str:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    from rouse.trust import provenance
     from rouse.records import scaffold
+    from rouse.trust import provenance
 
     if args.glob and args.dir:
         raise UsageError("give DIR or --global, not both")
@@ -136,10 +135,10 @@ def cmd_pack(args: argparse.Namespace) -> int:
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
+    from rouse.core.tree import walk
     from rouse.probes import definitions as probes
     from rouse.probes import readings
     from rouse.trust.provenance import origin_reader, probes_allowed_at
-    from rouse.core.tree import walk
 
     root = tree_root(args)
     found, problems = probes.load_probes(walk(root))
@@ -193,7 +192,8 @@ def cmd_tree(args: argparse.Namespace) -> int:
 def cmd_due(args: argparse.Namespace) -> int:
     from rouse.core import clock
     from rouse.core.cache import cached_walk
-    from rouse.pack.views import display_ids, due_item, due_lines
+    from rouse.core.tree import display_ids
+    from rouse.pack.views import due_item, due_lines
 
     now = resolve_now(args)
     at = now
@@ -218,9 +218,9 @@ def cmd_due(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from rouse.core.tree import walk
     from rouse.lint.check import check
     from rouse.trust.provenance import origin_reader, probes_allowed
-    from rouse.core.tree import walk
 
     root = tree_root(args)
     tree = walk(root)
@@ -331,8 +331,8 @@ def cmd_promote(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    from rouse.pack import views
     from rouse.core.tree import walk
+    from rouse.pack import views
 
     now = resolve_now(args)
     tree = walk(tree_root(args))
@@ -449,15 +449,15 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rouse.pack import views
     from rouse.core.tree import walk
+    from rouse.sweep import status
 
     now = resolve_now(args)
-    data = views.status(walk(tree_root(args)), now)
+    data = status.status(walk(tree_root(args)), now)
     if args.json:
         emit_json(data)
     else:
-        emit(views.status_lines(data))
+        emit(status.status_lines(data))
     return 0
 
 

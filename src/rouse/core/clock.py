@@ -432,3 +432,11 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
     if not record.get("set"):
         updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
     return updates
+
+
+def still_since(decision: Decision) -> datetime:
+    """The instant a due line's age counts from: the due time for reminders."""
+    if decision.record.type == "reminder" and decision.due_at is not None:
+        return decision.due_at
+    assert decision.moved_at is not None
+    return decision.moved_at

@@ -11,9 +11,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock
-
-from rouse.core import layout
+from rouse.core import clock, layout
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Value
 

@@ -20,9 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
-from rouse.core import header
-
-from rouse.core import layout
+from rouse.core import header, layout
 from rouse.core.errors import ChangedUnderfoot, UsageError
 
 WRITE_LOCK = "write.lock"

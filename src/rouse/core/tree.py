@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import operator
 import os
-from collections.abc import Callable, Iterator
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
@@ -360,3 +361,26 @@ def _check_layer(tree: Tree, directory: str) -> None:
                     f"only {allowed}/ belongs in {directory}/: move this directory out",
                 )
             )
+
+
+class DisplayIds(Mapping[str, str]):
+    """Record dir → id: ``type/slug``, or the path when the slug collides (computed on lookup)."""
+
+    def __init__(self, tree: Tree):
+        self.records = tree.records
+        # (a record's slug is its directory's last part: read straight off the keys)
+        self.counts = Counter(d.rpartition("/")[2] for d in tree.records)
+
+    def __getitem__(self, directory: str) -> str:
+        record = self.records[directory]
+        return record.id if self.counts[record.slug] == 1 else record.dir
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.records)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+def display_ids(tree: Tree) -> DisplayIds:
+    return DisplayIds(tree)

@@ -17,14 +17,13 @@ from pathlib import Path
 from typing import Literal
 
 from rouse.core import clock
-
-from rouse.probes import readings
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
-from rouse.probes.definitions import load_probes
-from rouse.trust.provenance import OriginReader, stamp_findings
 from rouse.core.timefmt import FLOOR, parse_interval, parse_stamp
 from rouse.core.tree import Context, File, Note, Problem, Record, Tree
+from rouse.probes import readings
+from rouse.probes.definitions import load_probes
+from rouse.trust.provenance import OriginReader, stamp_findings
 
 Level = Literal["error", "warn"]
 

@@ -13,25 +13,15 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock
-
-from rouse.core import header
-
-from rouse.core import layout
-
-from rouse.core import nudges
-
-from rouse.probes import definitions as probes
-
-from rouse.probes import readings
-
-from rouse.core import sweepstate
+from rouse.core import clock, header, layout, nudges, sweepstate
 from rouse.core.cache import cached_walk
+from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
-from rouse.trust.provenance import effective_origin, origin_reader, probes_allowed_at
 from rouse.core.timefmt import format_stamp, human_age
-from rouse.core.tree import File, Tree
-from rouse.pack.views import display_ids, still_since
+from rouse.core.tree import File, Tree, display_ids
+from rouse.probes import definitions as probes
+from rouse.probes import readings
+from rouse.trust.provenance import effective_origin, origin_reader, probes_allowed_at
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker

@@ -28,19 +28,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import header
-
-from rouse.core import layout
-
-from rouse.probes import definitions as probes
-
-from rouse.trust import provenance
-
-from rouse.probes import readings
+from rouse.core import header, layout
 from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.timefmt import human_age
 from rouse.core.tree import File, Tree
+from rouse.probes import definitions as probes
+from rouse.probes import readings
+from rouse.trust import provenance
 
 SCHEMA = 1  # bump when the tables, columns or tokenizer change: old files are rebuilt
 FILE = "index.sqlite3"

@@ -6,17 +6,13 @@ MCP server returns them. (The pack has its own module.)
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock
-
-from rouse.core import layout
-from rouse.core.clock import Decision
+from rouse.core import clock, layout
+from rouse.core.clock import Decision, still_since
 from rouse.core.timefmt import format_interval, format_stamp, human_age
-from rouse.core.tree import Record, Tree
+from rouse.core.tree import Record, Tree, display_ids
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -27,29 +23,6 @@ if TYPE_CHECKING:
 
 def _stamp(value: datetime | None) -> str | None:
     return format_stamp(value) if value is not None else None
-
-
-class DisplayIds(Mapping[str, str]):
-    """Record dir → id: ``type/slug``, or the path when the slug collides (computed on lookup)."""
-
-    def __init__(self, tree: Tree):
-        self.records = tree.records
-        # (a record's slug is its directory's last part: read straight off the keys)
-        self.counts = Counter(d.rpartition("/")[2] for d in tree.records)
-
-    def __getitem__(self, directory: str) -> str:
-        record = self.records[directory]
-        return record.id if self.counts[record.slug] == 1 else record.dir
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.records)
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-
-def display_ids(tree: Tree) -> DisplayIds:
-    return DisplayIds(tree)
 
 
 # -- due ----------------------------------------------------------------------
@@ -67,14 +40,6 @@ def due_item(decision: Decision, record_id: str) -> dict[str, Any]:
         "moved_at": _stamp(decision.moved_at),
         "nudge": decision.nudge,
     }
-
-
-def still_since(decision: Decision) -> datetime:
-    """The instant a due line's age counts from: the due time for reminders."""
-    if decision.record.type == "reminder" and decision.due_at is not None:
-        return decision.due_at
-    assert decision.moved_at is not None
-    return decision.moved_at
 
 
 def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
@@ -200,71 +165,3 @@ def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
 
 
 # -- status -------------------------------------------------------------------
-
-
-def status(tree: Tree, now: datetime) -> dict[str, Any]:
-    """Counts per level, what is due, and what was skipped."""
-    levels: dict[str, dict[str, int]] = {
-        kind: {"open": 0, "total": 0} for kind in layout.RECORD_TYPES
-    }
-    for record in tree.records.values():
-        levels[record.type]["total"] += 1
-        levels[record.type]["open"] += int(clock.is_open(record))
-    return {
-        "tree": str(tree.root),
-        "now": format_stamp(now),
-        "levels": levels,
-        "due": len(clock.due(tree, now)),
-        "context": len(tree.context),
-        "notes": len(tree.notes),
-        "untrackable": len(tree.untrackable),
-        "symlinks": len(tree.symlinks),
-        **sweeper_status(tree.root),
-    }
-
-
-def sweeper_status(root: Path) -> dict[str, Any]:
-    """The last tick, the sweeper lock's holder, and the ledger's counts."""
-    from rouse.sweep import ledger
-    from rouse.core import sweepstate
-
-    tick, interval = sweepstate.last_tick(root)
-    holder = sweepstate.holder(root)
-    if holder is not None:
-        holder["interval"] = interval
-    counts = ledger.counts(root)
-    return {
-        "last_tick": _stamp(tick),
-        "sweeper": holder,
-        "ledger": {
-            "pending": counts["pending"],
-            "held": counts["held"],
-            "delivered": counts["delivered"],
-            "given_up": counts["given_up"],
-        },
-    }
-
-
-def status_lines(data: dict[str, Any]) -> list[str]:
-    lines = [f"tree: {data['tree']}", f"now: {data['now']}"]
-    for kind, counts in data["levels"].items():
-        lines.append(f"{kind}: {counts['open']} open of {counts['total']}")
-    lines.append(f"due now: {data['due']}")
-    lines.append(f"context files: {data['context']}, notes: {data['notes']}")
-    if data["untrackable"] or data["symlinks"]:
-        lines.append(f"skipped: {data['untrackable']} untrackable, {data['symlinks']} symlinks")
-    lines.append(f"last tick: {data['last_tick'] or 'never (no sweeper has run)'}")
-    sweeper = data["sweeper"]
-    if sweeper is not None:
-        every = f", every {sweeper['interval']:g}s" if sweeper.get("interval") else ""
-        state = "running" if sweeper["running"] else "not running (last"
-        close = "" if sweeper["running"] else ")"
-        lines.append(
-            f"sweeper: {state} pid {sweeper['pid']} since {sweeper['since']}{close}{every}"
-        )
-    ledger = data["ledger"]
-    lines.append(
-        f"ledger: {ledger['pending']} pending, {ledger.get('held', 0)} held, "
-        f"{ledger['delivered']} delivered, {ledger['given_up']} given up"
-    )
-    return lines

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.probes.definitions import Probe
 from rouse.core.statefile import load_json, save_json
+from rouse.probes.definitions import Probe
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker

@@ -12,9 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock
-
-from rouse.core import layout
+from rouse.core import clock, layout
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when

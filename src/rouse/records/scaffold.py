@@ -10,15 +10,14 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core import layout
-
-from rouse.trust import provenance
 from rouse.core.clock import LEVELS
 from rouse.core.errors import UsageError
 from rouse.core.header import format_header
-from rouse.trust.stampkey import StampKey
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
 from rouse.core.tree import walk
+from rouse.trust import provenance
+from rouse.trust.stampkey import StampKey
 
 SKELETON = Path(__file__).parent / "skeleton"
 EMPTY_DIRS = (layout.INTENTIONS, layout.PLUGINS, layout.NOTES, layout.REMINDERS, layout.BACKLOG)

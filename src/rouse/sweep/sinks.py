@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from rouse import __version__
-
-from rouse.core import layout
-
-from rouse.core import nudges
+from rouse.core import layout, nudges
 from rouse.core.errors import UsageError
 from rouse.sweep.wake import Wake
 

@@ -24,21 +24,17 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
-from rouse.core import clock
-
-from rouse.core import nudges
-
-from rouse.sweep import wake
+from rouse.core import clock, nudges
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError, UsageError
+from rouse.core.sweepstate import last_tick, sweeper_lock, write_state
+from rouse.core.tree import File, Tree, display_ids
+from rouse.sweep import wake
 from rouse.sweep.ledger import GIVE_UP_AFTER, Entry, Ledger, QuietHours
-from rouse.trust.provenance import effective_origin
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.core.sweepstate import last_tick, sweeper_lock, write_state
-from rouse.core.tree import File, Tree
-from rouse.pack.views import display_ids
+from rouse.trust.provenance import effective_origin
 
 DEFAULT_EVERY = 60.0
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"

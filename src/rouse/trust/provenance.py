@@ -19,16 +19,20 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from rouse.core import header
-
-from rouse.core import home
-
-from rouse.core import layout
+from rouse.core import header, home, layout
 from rouse.core.errors import HeaderError, RouseError, UsageError
-from rouse.trust.stampkey import SIG_VERSION, StampKey, init_key, load_key, sign, signing_message, verify
 from rouse.core.statefile import load_json, save_json
 from rouse.core.tree import File, Tree
 from rouse.core.value import Frozen, Value
+from rouse.trust.stampkey import (
+    SIG_VERSION,
+    StampKey,
+    init_key,
+    load_key,
+    sign,
+    signing_message,
+    verify,
+)
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker

@@ -13,9 +13,7 @@ import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from rouse.core import header
-
-from rouse.core import layout
+from rouse.core import header, layout
 from rouse.core.errors import UsageError
 from rouse.core.value import Frozen
 
