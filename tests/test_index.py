@@ -17,7 +17,8 @@ from rouse.core.errors import UsageError
 from rouse.core.tree import walk
 from rouse.pack import index
 from rouse.pack.index import Index, recall
-from rouse.trust import provenance
+from rouse.trust import stamp as stamping
+from rouse.trust import stampkey
 
 FILLER = "Nothing of note happened in this paragraph, which only pads the body. " * 3
 
@@ -413,16 +414,14 @@ def test_cli_probes_off(probed: Path) -> None:
 def test_with_a_stamp_key_unsigned_origins_and_probes_read_unknown(
     probed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    key_path = provenance.init_key(tmp_path / "keys" / "stamp.key")
+    key_path = stampkey.init_key(tmp_path / "keys" / "stamp.key")
     monkeypatch.setenv("ROUSE_STAMP_KEY", str(key_path))
     (hit,) = recall(probed, "disk", NOW)
     assert hit.origin == "unknown"
     assert hit.probes == {"v": "<unknown>", "missing": "<unknown>"}
     assert not (probed / "ran.txt").exists()
-    key = provenance.load_key(key_path)
-    provenance.stamp(
-        probed, ["inventory/probes.md", f"{NOTES}/disk.md"], "owner", None, probed, key
-    )
+    key = stampkey.load_key(key_path)
+    stamping.stamp(probed, ["inventory/probes.md", f"{NOTES}/disk.md"], "owner", None, probed, key)
     (hit,) = recall(probed, "disk", NOW)
     assert (hit.origin, hit.probes["v"]) == ("owner", "42")
 

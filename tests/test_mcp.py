@@ -21,7 +21,8 @@ from conftest import INTENTIONS, NOTES, NOW
 from rouse.agents.mcp import Tools
 from rouse.core.errors import UsageError
 from rouse.records.scaffold import init
-from rouse.trust import provenance
+from rouse.trust import stamp as stamping
+from rouse.trust import stampkey
 
 TOOLS = {
     "pack",
@@ -111,7 +112,7 @@ def test_remember_writes_then_updates_a_note(memory: Path, no_key: Path) -> None
         f"wrote {NOTES}/deploys.md"
     )
     path = memory / NOTES / "deploys.md"
-    provenance.stamp(memory, [f"{NOTES}/deploys.md"], "owner", "t1", cwd=memory)
+    stamping.stamp(memory, [f"{NOTES}/deploys.md"], "owner", "t1", cwd=memory)
     assert t.remember("deploys", "Deploys are manual now.") == f"updated {NOTES}/deploys.md"
     text = path.read_text()
     assert "keywords: deploy, ci" in text and "updated: 2026-03-14 12:00" in text
@@ -132,7 +133,7 @@ def test_promote_and_due(memory: Path, no_key: Path) -> None:
 
 def test_untrusted_probes_never_run_through_the_tools(memory: Path, tmp_path: Path) -> None:
     key_path = tmp_path / "keys" / "stamp.key"
-    provenance.init_key(key_path)
+    stampkey.init_key(key_path)
     (memory / PROBES).write_text("---\norigin: owner\n---\n" + MARKER_PROBES)  # typed, unsigned
     t = tools(memory, key_path)
     answer = t.probe("demand-marker")
@@ -140,8 +141,8 @@ def test_untrusted_probes_never_run_through_the_tools(memory: Path, tmp_path: Pa
     t.pack()
     assert not (tmp_path / "marker").exists() and not (tmp_path / "demand-marker").exists()
     # the control: stamped by the owner with the key, the same probes do run
-    key = provenance.load_key(key_path)
-    provenance.stamp(memory, [PROBES], "owner", None, cwd=memory, key=key)
+    key = stampkey.load_key(key_path)
+    stamping.stamp(memory, [PROBES], "owner", None, cwd=memory, key=key)
     assert t.probe("demand-marker") == "demand-marker: ran"
     assert (tmp_path / "demand-marker").exists()
 
@@ -254,7 +255,7 @@ def test_client_creates_an_intention_reads_the_pack_and_is_refused_swept(
 
 def test_client_cannot_run_an_untrusted_probe(memory: Path, tmp_path: Path) -> None:
     key_path = tmp_path / "keys" / "stamp.key"
-    provenance.init_key(key_path)
+    stampkey.init_key(key_path)
     (memory / PROBES).write_text(MARKER_PROBES)
     answers: dict[str, str] = {}
 

@@ -16,15 +16,11 @@ from conftest import BELIEFS, NOTES, NOW, MakeTree
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.tree import walk
 from rouse.lint.check import check
+from rouse.probes.gate import probes_allowed
 from rouse.records.scaffold import init
-from rouse.trust import provenance, stampkey
-from rouse.trust.provenance import (
-    OriginReader,
-    origin_reader,
-    probes_allowed,
-    stamp,
-    stamp_findings,
-)
+from rouse.trust import origins, stampkey
+from rouse.trust.origins import OriginReader, origin_reader, stamp_findings
+from rouse.trust.stamp import stamp
 
 BELIEF = f"{BELIEFS}/belief-tests-pass.md"
 OTHER = f"{BELIEFS}/belief-owner-said.md"
@@ -35,7 +31,7 @@ PROBES_TEXT = "Probes.\n\n```probe\nname: today\ncmd: date +%F\ntier: pack\n```\
 @pytest.fixture
 def key_path(tmp_path: Path) -> Path:
     path = tmp_path / "keys" / "stamp.key"
-    provenance.init_key(path)
+    stampkey.init_key(path)
     return path
 
 
@@ -64,7 +60,7 @@ def origin_of(root: Path, rel: str, key_path: Path | None) -> str:
 
 
 def signed(root: Path, key_path: Path, origin: str, *rels: str, turn: str | None = None) -> None:
-    stamp(root, list(rels), origin, turn, cwd=root, key=provenance.load_key(key_path))
+    stamp(root, list(rels), origin, turn, cwd=root, key=stampkey.load_key(key_path))
 
 
 # -- the key ------------------------------------------------------------------
@@ -72,37 +68,37 @@ def signed(root: Path, key_path: Path, origin: str, *rels: str, turn: str | None
 
 def test_init_key_makes_a_private_key_and_its_directory(tmp_path: Path) -> None:
     path = tmp_path / "deep" / "config" / "stamp.key"
-    assert provenance.init_key(path) == path
+    assert stampkey.init_key(path) == path
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    key = provenance.load_key(path)
+    key = stampkey.load_key(path)
     assert key is not None and key.secret is not None and len(key.secret) == 32
 
 
 def test_init_key_refuses_to_overwrite(key_path: Path) -> None:
     before = key_path.read_bytes()
     with pytest.raises(UsageError, match="already exists"):
-        provenance.init_key(key_path)
+        stampkey.init_key(key_path)
     assert key_path.read_bytes() == before
 
 
 def test_init_key_refuses_a_location_inside_a_tree(tree: Path) -> None:
     with pytest.raises(UsageError, match="inside the memory tree"):
-        provenance.init_key(tree / "inventory" / "stamp.key", [tree])
+        stampkey.init_key(tree / "inventory" / "stamp.key", [tree])
     assert not (tree / "inventory" / "stamp.key").exists()
 
 
 def test_init_key_refuses_any_tree_above_it_even_unnamed(tmp_path: Path) -> None:
     init(tmp_path / "memory", NOW)
     with pytest.raises(UsageError, match="inside the memory tree"):
-        provenance.init_key(tmp_path / "memory" / "keys" / "stamp.key")
+        stampkey.init_key(tmp_path / "memory" / "keys" / "stamp.key")
 
 
 def test_missing_key_is_none_and_a_bad_key_fails_closed(tmp_path: Path) -> None:
-    assert provenance.load_key(tmp_path / "nope") is None
+    assert stampkey.load_key(tmp_path / "nope") is None
     bad = tmp_path / "bad.key"
     bad.write_text("not hex\n")
-    key = provenance.load_key(bad)
+    key = stampkey.load_key(bad)
     assert key is not None and key.secret is None and "not a rouse stamp key" in (key.problem or "")
 
 
@@ -124,12 +120,12 @@ def test_unreadable_key_fails_closed(tmp_path: Path, tree: Path, key_path: Path)
 
 
 def test_signing_message_is_versioned_and_unambiguous() -> None:
-    message = provenance.signing_message("a/b.md", "owner", "t1", b"body\n")
+    message = stampkey.signing_message("a/b.md", "owner", "t1", b"body\n")
     fields = json.loads(message)
     assert fields[:5] == ["rouse-origin-sig", "v1", "a/b.md", "owner", "t1"]
     assert len(fields[5]) == 64
     # a field cannot bleed into its neighbour
-    assert message != provenance.signing_message("a/b.mdowner", "", "t1", b"body\n")
+    assert message != stampkey.signing_message("a/b.mdowner", "", "t1", b"body\n")
 
 
 def test_stamp_with_a_key_signs_and_verifies(tree: Path, key_path: Path) -> None:
@@ -167,7 +163,7 @@ def test_stamp_refuses_an_unusable_key(tree: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.key"
     bad.write_text("zz\n")
     with pytest.raises(UsageError, match="fix it before stamping"):
-        stamp(tree, [BELIEF], "owner", None, cwd=tree, key=provenance.load_key(bad))
+        stamp(tree, [BELIEF], "owner", None, cwd=tree, key=stampkey.load_key(bad))
     assert "origin" not in (tree / BELIEF).read_text()
 
 
@@ -182,7 +178,7 @@ def test_without_a_key_origins_read_as_written(tree: Path, tmp_path: Path) -> No
 def test_effective_origin_without_a_root_reads_as_written(tree: Path) -> None:
     (tree / BELIEF).write_text("---\norigin: agent\n---\nx\n")
     ctx = next(c for c in walk(tree).context if c.rel == BELIEF)
-    assert provenance.effective_origin(ctx) == "agent"
+    assert origins.effective_origin(ctx) == "agent"
 
 
 # -- the forged-origin suite --------------------------------------------------
@@ -261,7 +257,7 @@ def _forgeries(tree: Path, key_path: Path, tmp_path: Path) -> dict[str, tuple[st
     )
     # a signature made with another key (the attacker's own)
     rogue_key = tmp_path / "rogue" / "stamp.key"
-    provenance.init_key(rogue_key)
+    stampkey.init_key(rogue_key)
     write("signed with another key", _with_header(belief_body, {"origin": "owner"}))
     rogue_rel = attacks["signed with another key"][0]
     signed(tree, rogue_key, "owner", rogue_rel)
@@ -286,7 +282,7 @@ def _forgeries(tree: Path, key_path: Path, tmp_path: Path) -> dict[str, tuple[st
 
 def _cache_attacks(tree: Path, key_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     """Poison ``.rouse/cache/origins.json``; True means the forgery was accepted."""
-    monkeypatch.setattr(provenance, "RACY_NS", 0)  # cache even files written just now
+    monkeypatch.setattr(origins, "RACY_NS", 0)  # cache even files written just now
     accepted: dict[str, bool] = {}
     signed(tree, key_path, "owner", OTHER)
     forged = f"{BELIEFS}/belief-cache-forged.md"
@@ -414,7 +410,7 @@ def test_reader_caches_verdicts_and_rereads_only_changed_files(
 ) -> None:
     signed(tree, key_path, "owner", OTHER, BELIEF, f"{NOTES}/setup.md")
     _age(tree)
-    monkeypatch.setattr(provenance, "RACY_NS", 0)
+    monkeypatch.setattr(origins, "RACY_NS", 0)
     first = reader_for(tree, key_path)
     files = walk(tree)
     for f in files.context + files.notes:
@@ -559,7 +555,7 @@ def test_no_probes_file_is_allowed(make_tree: MakeTree, key_path: Path) -> None:
 
 def test_init_with_a_key_signs_the_examples(tmp_path: Path, key_path: Path) -> None:
     root = tmp_path / "memory"
-    result = init(root, NOW, stamp_key=provenance.load_key(key_path))
+    result = init(root, NOW, stamp_key=stampkey.load_key(key_path))
     assert any("signed the origin of" in note for note in result.notes)
     tree = walk(root)
     reader = reader_for(root, key_path)
@@ -583,7 +579,7 @@ def test_the_stamp_error_still_names_missing_files(tree: Path, key_path: Path) -
 
 
 def test_key_module_never_reads_the_environment() -> None:
-    source = Path(stampkey.__file__).read_text() + Path(provenance.__file__).read_text()
+    source = Path(stampkey.__file__).read_text() + Path(origins.__file__).read_text()
     assert "environ" not in source and "getenv" not in source
 
 
@@ -613,7 +609,7 @@ def test_an_untrusted_probes_file_runs_nothing_anywhere(
     tmp_path: Path, key_path: Path, how: str
 ) -> None:
     root = tmp_path / "memory"
-    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    init(root, NOW, stamp_key=stampkey.load_key(key_path))
     probes_file = root / PROBES
     if how == "typed owner":
         probes_file.write_text("---\norigin: owner\n---\n" + MARKER_PROBES)
@@ -637,7 +633,7 @@ def test_an_untrusted_probes_file_runs_nothing_anywhere(
 
 def test_the_same_probes_stamped_by_the_owner_do_run(tmp_path: Path, key_path: Path) -> None:
     root = tmp_path / "memory"
-    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    init(root, NOW, stamp_key=stampkey.load_key(key_path))
     (root / PROBES).write_text(MARKER_PROBES)
     assert rouse(root, key_path, "stamp", "--origin", "owner", str(root / PROBES)).returncode == 0
     pack = rouse(root, key_path, "pack", "--probe-budget", "2000")
@@ -648,7 +644,7 @@ def test_the_same_probes_stamped_by_the_owner_do_run(tmp_path: Path, key_path: P
 
 def test_probes_off_runs_nothing_even_when_trusted(tmp_path: Path, key_path: Path) -> None:
     root = tmp_path / "memory"
-    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    init(root, NOW, stamp_key=stampkey.load_key(key_path))
     (root / PROBES).write_text(MARKER_PROBES)
     rouse(root, key_path, "stamp", "--origin", "owner", str(root / PROBES))
     pack = rouse(root, key_path, "pack", "--probe-budget", "2000", ROUSE_PROBES="off")
@@ -659,7 +655,7 @@ def test_probes_off_runs_nothing_even_when_trusted(tmp_path: Path, key_path: Pat
 
 def test_a_forged_belief_reads_unknown_in_the_pack(tmp_path: Path, key_path: Path) -> None:
     root = tmp_path / "memory"
-    init(root, NOW, stamp_key=provenance.load_key(key_path))
+    init(root, NOW, stamp_key=stampkey.load_key(key_path))
     belief = root / BELIEFS / "belief-example-small-reversible-steps.md"
     belief.write_text(belief.read_text().replace("origin: system", "origin: owner"))
     pack = rouse(root, key_path, "pack").stdout

@@ -23,8 +23,9 @@ from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_when
 from rouse.core.tree import Note, display_ids, walk
 from rouse.pack.views import due_item, due_lines
+from rouse.probes import gate
 from rouse.records import lifecycle, scaffold
-from rouse.trust import provenance
+from rouse.trust import origins
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
 ENDINGS = ("done", "dropped", "abandoned")
@@ -69,8 +70,8 @@ class Tools:
         self.env: Mapping[str, str] = env or {}
         self.key_path = key_path
 
-    def _reader(self) -> provenance.OriginReader:
-        return provenance.origin_reader(self.root, self.key_path)
+    def _reader(self) -> origins.OriginReader:
+        return origins.origin_reader(self.root, self.key_path)
 
     # -- read ---------------------------------------------------------------
 
@@ -118,7 +119,7 @@ class Tools:
         from rouse.probes import readings
 
         tree = walk(self.root)
-        allowed, reason = provenance.probes_allowed(tree, self._reader(), self.env)
+        allowed, reason = gate.probes_allowed(tree, self._reader(), self.env)
         found, _ = probes.load_probes(tree)
         if name is not None and name not in {p.name for p in found}:
             names = ", ".join(p.name for p in found) or "none"

@@ -73,12 +73,12 @@ def read_body(text: str | None) -> str:
 
 def cmd_init(args: argparse.Namespace) -> int:
     from rouse.records import scaffold
-    from rouse.trust import provenance
+    from rouse.trust import stampkey
 
     if args.glob and args.dir:
         raise UsageError("give DIR or --global, not both")
     target = global_tree() if args.glob else Path(args.dir or ".").resolve() / "memory"
-    key = provenance.load_key(stamp_key_path())
+    key = stampkey.load_key(stamp_key_path())
     result = scaffold.init(target, resolve_now(args), examples=not args.no_examples, stamp_key=key)
     instructions = target / layout.INSTRUCTIONS
     emit(
@@ -138,7 +138,8 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.probes import definitions as probes
     from rouse.probes import readings
-    from rouse.trust.provenance import origin_reader, probes_allowed_at
+    from rouse.probes.gate import probes_allowed_at
+    from rouse.trust.origins import origin_reader
 
     root = tree_root(args)
     found, problems = probes.load_probes(walk(root))
@@ -220,7 +221,8 @@ def cmd_due(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.lint.check import check
-    from rouse.trust.provenance import origin_reader, probes_allowed
+    from rouse.probes.gate import probes_allowed
+    from rouse.trust.origins import origin_reader
 
     root = tree_root(args)
     tree = walk(root)
@@ -345,7 +347,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 
 def cmd_stamp(args: argparse.Namespace) -> int:
-    from rouse.trust import provenance
+    from rouse.trust import stamp as stamping
+    from rouse.trust import stampkey
 
     if args.init_key:
         if args.origin or args.turn or args.files:
@@ -353,7 +356,7 @@ def cmd_stamp(args: argparse.Namespace) -> int:
         trees = [Path(args.memory)] if getattr(args, "memory", None) else []
         with contextlib.suppress(UsageError):
             trees.append(tree_root(args))
-        path = provenance.init_key(stamp_key_path(), trees)
+        path = stampkey.init_key(stamp_key_path(), trees)
         emit(
             [
                 f"made a stamp key at {path} (mode 600): `rouse stamp` now signs origins",
@@ -365,8 +368,8 @@ def cmd_stamp(args: argparse.Namespace) -> int:
         raise UsageError("stamp needs --origin CLASS (or --init-key)")
     if not args.files:
         raise UsageError("stamp needs at least one FILE")
-    key = provenance.load_key(stamp_key_path())
-    done = provenance.stamp(
+    key = stampkey.load_key(stamp_key_path())
+    done = stamping.stamp(
         tree_root(args), args.files, args.origin, args.turn, key=key, if_changed=args.if_changed
     )
     signed = " (signed)" if done.signed else ""
@@ -412,7 +415,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rouse.sweep import sinks
     from rouse.sweep import tick as sweep
     from rouse.sweep.ledger import QuietHours
-    from rouse.trust.provenance import origin_reader
+    from rouse.trust.origins import origin_reader
 
     root = tree_root(args)
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")

@@ -23,7 +23,7 @@ from rouse.core.timefmt import FLOOR, parse_interval, parse_stamp
 from rouse.core.tree import Context, File, Note, Problem, Record, Tree
 from rouse.probes import readings
 from rouse.probes.definitions import load_probes
-from rouse.trust.provenance import OriginReader, stamp_findings
+from rouse.trust.origins import OriginReader, stamp_findings
 
 Level = Literal["error", "warn"]
 
@@ -107,7 +107,7 @@ def check(
 ) -> list[Finding]:
     """Lint ``tree``: every finding, errors first, then by path and line.
 
-    With ``origins`` (a ``provenance.origin_reader``), stamps are checked too;
+    With ``origins`` (a :func:`rouse.trust.origins.origin_reader`), stamps are checked too;
     with ``probe_budget_ms`` (only when probes may run), the pack-tier probes
     are run once under that budget and judged."""
     findings = list(_all_findings(tree, now))

@@ -21,7 +21,8 @@ from rouse.core.timefmt import format_stamp, human_age
 from rouse.core.tree import File, Tree, display_ids
 from rouse.probes import definitions as probes
 from rouse.probes import readings
-from rouse.trust.provenance import effective_origin, origin_reader, probes_allowed_at
+from rouse.probes.gate import probes_allowed_at
+from rouse.trust.origins import effective_origin, origin_reader
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker

@@ -34,8 +34,8 @@ from rouse.core.errors import HeaderError, UsageError
 from rouse.core.timefmt import human_age
 from rouse.core.tree import File, Tree
 from rouse.probes import definitions as probes
-from rouse.probes import readings
-from rouse.trust import provenance
+from rouse.probes import gate, readings
+from rouse.trust import origins
 
 SCHEMA = 1  # bump when the tables, columns or tokenizer change: old files are rebuilt
 FILE = "index.sqlite3"
@@ -441,7 +441,7 @@ def recall(
         index.refresh(tree)
         matches = index.search(words, kind=kind, limit=limit)
     files = indexed_files(tree)
-    reader = provenance.origin_reader(root)
+    reader = origins.origin_reader(root)
     measure = _probe_reader(tree, reader, run_probes)
     hits = []
     for match in matches:
@@ -464,7 +464,7 @@ def recall(
 
 
 def _probe_reader(
-    tree: Tree, reader: provenance.OriginReader, run_probes: bool
+    tree: Tree, reader: origins.OriginReader, run_probes: bool
 ) -> Callable[[str], str]:
     """``measure(name)``: a probe's reading, run at most once per recall, only when asked."""
     readings_by_name: dict[str, str] = {}
@@ -474,7 +474,7 @@ def _probe_reader(
         if name in readings_by_name:
             return readings_by_name[name]
         if "probes" not in state:  # first probe named by a hit: read and judge the file once
-            allowed = run_probes and provenance.probes_allowed(tree, reader, {})[0]
+            allowed = run_probes and gate.probes_allowed(tree, reader, {})[0]
             state["probes"] = {p.name: p for p in probes.load_probes(tree)[0]} if allowed else {}
         probe = state["probes"].get(name)
         reading = readings.run_demand(tree.root, probe) if probe else readings.UNKNOWN

@@ -16,7 +16,7 @@ from rouse.core.header import format_header
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
 from rouse.core.tree import walk
-from rouse.trust import provenance
+from rouse.trust import stamp as stamping
 from rouse.trust.stampkey import StampKey
 
 SKELETON = Path(__file__).parent / "skeleton"
@@ -85,7 +85,7 @@ def _sign_examples(target: Path, key: StampKey) -> str:
     if key.secret is None:
         return f"the stamp key {key.path} {key.problem}: the example files are unsigned"
     laid = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.md"))
-    count = provenance.sign_laid_files(target, key, laid)
+    count = stamping.sign_laid_files(target, key, laid)
     return f"signed the origin of {count} example file(s) with the stamp key {key.path}"
 
 

@@ -34,7 +34,7 @@ from rouse.sweep import wake
 from rouse.sweep.ledger import GIVE_UP_AFTER, Entry, Ledger, QuietHours
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.trust.provenance import effective_origin
+from rouse.trust.origins import effective_origin
 
 DEFAULT_EVERY = 60.0
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"

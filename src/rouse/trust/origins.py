@@ -1,9 +1,8 @@
-"""Provenance: ``origin:`` classes, stamping, signing, and the effective origin.
+"""Reading provenance: ``origin:`` classes and a file's effective origin.
 
-Without a stamp key an origin reads as written. With one (SPEC §7), ``stamp``
-also writes ``origin-sig:``, an HMAC-SHA256 over a versioned canonical message
-(:func:`signing_message`), and an origin counts only when its signature
-verifies; anything else reads ``unknown``. :func:`origin_reader` answers
+Without a stamp key an origin reads as written. With one (SPEC §7), an origin
+counts only when its ``origin-sig`` verifies (``rouse.trust.stamp`` writes
+it); anything else reads ``unknown``. :func:`origin_reader` answers
 "what is this file's effective origin?" cheaply, from a cache in ``.rouse/``
 whose entries are themselves authenticated with the key, so editing the cache
 forges nothing.
@@ -16,21 +15,16 @@ import os
 import stat
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from rouse.core import header, home, layout
-from rouse.core.errors import HeaderError, RouseError, UsageError
+from rouse.core.errors import HeaderError
 from rouse.core.statefile import load_json, save_json
 from rouse.core.tree import File, Tree
 from rouse.core.value import Frozen, Value
 from rouse.trust.stampkey import (
-    SIG_VERSION,
     StampKey,
-    init_key,
     load_key,
-    sign,
-    signing_message,
     verify,
 )
 
@@ -40,28 +34,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
 
-__all__ = [
-    "ORIGINS",
-    "SIG_VERSION",
-    "OriginReader",
-    "StampKey",
-    "Verdict",
-    "effective_origin",
-    "init_key",
-    "load_key",
-    "origin_reader",
-    "probes_allowed",
-    "probes_allowed_at",
-    "sign",
-    "signing_message",
-    "stamp",
-    "stamp_findings",
-    "verify",
-]
 
 ORIGINS = ("owner", "system", "agent", "untrusted", "unknown")
-#: Origins whose probes.md may run under a key (SPEC §6).
-PROBE_ORIGINS = frozenset({"owner", "system", "agent"})
 
 CACHE_FILE = "origins.json"
 CACHE_VERSION = 1
@@ -94,141 +68,6 @@ def effective_origin(file: File) -> str:
 def _normal(value: str | None) -> str:
     value = (value or "").strip().lower()
     return value if value in ORIGINS else "unknown"
-
-
-def _stamp_bytes(
-    data: bytes, rel: str, origin: str, turn: str | None, secret: bytes | None
-) -> bytes:
-    updates: dict[str, str | None] = {"origin": origin, "origin-turn": turn, "origin-sig": None}
-    data = header.set_fields(data, updates, rel)
-    if secret is None:
-        return data
-    _, body = header.split(data, rel)
-    return header.set_fields(data, {"origin-sig": sign(secret, rel, origin, turn or "", body)}, rel)
-
-
-def _stamper(
-    rel: str, origin: str, turn: str | None, secret: bytes | None
-) -> Callable[[bytes], bytes]:
-    def change(data: bytes) -> bytes:
-        return _stamp_bytes(data, rel, origin, turn, secret)
-
-    return change
-
-
-# -- stamping -----------------------------------------------------------------
-
-
-class Stamped(Value):
-    """What ``stamp`` did."""
-
-    __slots__ = ("written", "missing", "skipped", "signed")
-    _fields = __slots__
-
-    def __init__(self, signed: bool = False) -> None:
-        self.written: list[str] = []
-        self.missing: list[str] = []
-        self.skipped: list[str] = []  # still verified (--if-changed)
-        self.signed = signed
-
-
-def _tree_relative(root: Path, given: str, cwd: Path) -> str | None:
-    """A FILE argument as a tree-relative path, or None if it is not in the tree."""
-    real_root = root.resolve()
-    for base in (cwd, root):
-        candidate = Path(given) if os.path.isabs(given) else base / given
-        if not candidate.exists() and not candidate.is_symlink():
-            continue
-        try:
-            rel = candidate.parent.resolve().relative_to(real_root) / candidate.name
-        except ValueError:
-            return None
-        return rel.as_posix()
-    return None
-
-
-def _usable_secret(key: StampKey | None) -> bytes | None:
-    if key is None:
-        return None
-    if key.secret is None:
-        raise UsageError(f"the stamp key {key.path} {key.problem}: fix it before stamping")
-    return key.secret
-
-
-def stamp(
-    root: Path,
-    files: Iterable[str],
-    origin: str,
-    turn: str | None,
-    cwd: Path | None = None,
-    key: StampKey | None = None,
-    if_changed: bool = False,
-) -> Stamped:
-    """Write ``origin`` (and ``origin-turn``, and with a key ``origin-sig``) into each file.
-
-    Files that do not exist or are not in the tree are named in the error
-    raised after the others are stamped (exit 1), never skipped silently.
-    With ``if_changed`` (and a key), a file whose stamp still verifies is left
-    as it is: a wrapper can pass every file a turn may have touched without
-    re-stamping the owner's files as the agent's.
-    """
-    if origin not in ORIGINS:
-        raise UsageError(f"unknown origin class {origin!r}: use one of {', '.join(ORIGINS)}")
-    if turn is not None and (not turn.strip() or "\n" in turn or "\r" in turn):
-        raise UsageError("--turn must be a one-line id")
-    secret = _usable_secret(key)
-    turn = turn.strip() if turn is not None else None
-    cwd = Path.cwd() if cwd is None else cwd
-    from rouse.core.store import Store  # writers only: the pack's path never loads it
-
-    store = Store(root)
-    result = Stamped(signed=secret is not None)
-    with store.lock():
-        for given in files:
-            rel = _tree_relative(root, given, cwd)
-            if rel is None or not (root / rel).is_file() or (root / rel).is_symlink():
-                result.missing.append(given)
-                continue
-            if if_changed and secret is not None and _verifies(root, rel, secret):
-                result.skipped.append(rel)
-                continue
-            store.update(rel, _stamper(rel, origin, turn, secret))
-            result.written.append(rel)
-    if result.missing:
-        raise RouseError(
-            f"not stamped (missing, not a regular file, or not in the tree {root}): "
-            + ", ".join(result.missing)
-            + (f"; stamped {len(result.written)} other file(s)" if result.written else "")
-        )
-    return result
-
-
-def _verifies(root: Path, rel: str, secret: bytes) -> bool:
-    try:
-        return verify(secret, rel, (root / rel).read_bytes())[1] == "verified"
-    except (OSError, HeaderError):
-        return False
-
-
-def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
-    """Sign the origins rouse itself just wrote (``init``'s example files).
-
-    Only for files rouse laid down a moment ago: signing whatever origin a
-    file claims is exactly what a forger wants, so no verb offers this.
-    """
-    secret = _usable_secret(key)
-    assert secret is not None
-    count = 0
-    from rouse.core.store import Store  # writers only: the pack's path never loads it
-
-    store = Store(root)
-    for rel in rels:
-        head = header.read_header(root / rel, rel)
-        written, turn = head.get("origin"), head.get("origin-turn")
-        if written:
-            store.update(rel, _stamper(rel, written, turn, secret))
-            count += 1
-    return count
 
 
 # -- reading origins ----------------------------------------------------------
@@ -398,7 +237,7 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
     return OriginReader(root, load_key(path), path)
 
 
-# -- what check and the probe runner ask --------------------------------------
+# -- what check asks -------------------------------------------------------------
 
 
 class StampFinding(Value):
@@ -472,38 +311,3 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
             )
     reader.flush()
     return findings
-
-
-def probes_allowed(tree: Tree, reader: OriginReader, env: Mapping[str, str]) -> tuple[bool, str]:
-    """May the tree's probes run? ``(allowed, reason)`` — the reason is shown when they may not.
-
-    ``ROUSE_PROBES=off`` disables probes. With a stamp key, ``probes.md`` runs
-    only when its verified origin is owner, system or agent.
-    """
-    return _probes_allowed(tree.root, tree.probes is not None, reader, env)
-
-
-def probes_allowed_at(root: Path, reader: OriginReader, env: Mapping[str, str]) -> tuple[bool, str]:
-    """:func:`probes_allowed` for a caller that has not walked the tree (no walk needed)."""
-    return _probes_allowed(root, os.path.lexists(root / layout.PROBES), reader, env)
-
-
-def _probes_allowed(
-    root: Path, present: bool, reader: OriginReader, env: Mapping[str, str]
-) -> tuple[bool, str]:
-    if env.get("ROUSE_PROBES", "").strip().lower() == "off":
-        return False, "probes are off (ROUSE_PROBES=off): every probe reads <unknown>"
-    rel = layout.PROBES
-    if not present:
-        return True, "no probes file"
-    if not reader.keyed:
-        return True, f"{rel} runs unprotected: no stamp key (`rouse stamp --init-key` makes one)"
-    verdict = reader.verdict_at(rel)
-    reader.flush()
-    if verdict.origin in PROBE_ORIGINS:
-        return True, f"{rel} verified as {verdict.origin}"
-    return False, (
-        f"probes did not run: {rel} reads as {verdict.origin} ({verdict.why}), so every "
-        "probe reads <unknown>. The owner reviews the file and re-stamps it from outside "
-        f"the agent: rouse --memory {root} stamp --origin owner {root / rel}"
-    )
