@@ -19,11 +19,12 @@ from conftest import INTENTIONS, NOW, OLD, REMINDERS, MakeTree, ago, stamp
 from rouse.core import clock
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.header import parse_header
+from rouse.core.sweepstate import last_tick
 from rouse.core.tree import walk
 from rouse.records import lifecycle
-from rouse.sweep import ledger, status, wake
-from rouse.sweep import tick as sweep
+from rouse.sweep import ledger, status, tick, wake
 from rouse.sweep.ledger import Ledger, QuietHours
+from rouse.sweep.plan import plan
 from rouse.sweep.sinks import FileSink, SinkError
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake
@@ -477,7 +478,7 @@ def test_a_wake_left_in_flight_is_resent_with_its_id(stale: Path, logs: list[str
 def test_a_delivered_wake_whose_stamp_was_deferred_is_stamped_not_resent(
     stale: Path, logs: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = sweep.stamp_after_delivery
+    real = tick.stamp_after_delivery
     calls: list[int] = []
 
     def busy_once(root: Path, record: object, updates: dict[str, str | None]) -> bool:
@@ -486,7 +487,7 @@ def test_a_delivered_wake_whose_stamp_was_deferred_is_stamped_not_resent(
             raise ChangedUnderfoot("kept changing", path="x")
         return real(root, record, updates)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(sweep, "stamp_after_delivery", busy_once)
+    monkeypatch.setattr(tick, "stamp_after_delivery", busy_once)
     sink = Recorder()
     with make_sweeper(stale, sink, logs) as sw:
         assert sw.tick(NOW).stamped == 0
@@ -540,8 +541,8 @@ def test_the_agent_changing_a_reminder_mid_send_is_not_undone(
 def test_planning_touches_nothing(stale: Path) -> None:
     tree = walk(stale)
     listing = sorted(str(p) for p in stale.rglob("*"))
-    first = sweep.plan(tree, NOW, [])
-    second = sweep.plan(tree, NOW, [])
+    first = plan(tree, NOW, [])
+    second = plan(tree, NOW, [])
     assert [s.action for s in first.steps] == ["new"] == [s.action for s in second.steps]
     assert sorted(str(p) for p in stale.rglob("*")) == listing
 
@@ -571,10 +572,10 @@ def test_an_idle_tick_reads_no_unchanged_file(
 
 
 def test_last_tick_and_status(stale: Path, logs: list[str]) -> None:
-    assert sweep.last_tick(stale) == (None, None)
+    assert last_tick(stale) == (None, None)
     with make_sweeper(stale, FileSink(stale), logs, interval=30.0) as sw:
         sw.tick(NOW)
-    assert sweep.last_tick(stale) == (NOW, 30.0)
+    assert last_tick(stale) == (NOW, 30.0)
     data = status.status(walk(stale), NOW)
     assert data["last_tick"] == stamp(NOW)
     assert data["ledger"] == {"pending": 0, "held": 0, "delivered": 1, "given_up": 0}

@@ -412,8 +412,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from rouse.sweep import sinks
-    from rouse.sweep import tick as sweep
+    from rouse.sweep import loop, sinks
     from rouse.sweep.ledger import QuietHours
     from rouse.trust.origins import origin_reader
 
@@ -427,7 +426,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
         base_env=os.environ,
     )
-    return sweep.sweep(
+    return loop.sweep(
         root,
         sink,
         once=args.once,

@@ -7,136 +7,38 @@ time: write it to the ledger, send it, and only after the sink says it landed
 stamp the record's machine fields. Nudge files whose record has since moved
 or ended are archived to ``.rouse/nudges/done/``.
 
-One sweeper per tree (``rouse.sweeplock``). The record stamps are written
-by ``rouse.stamping``.
+The plan is made by :mod:`rouse.sweep.plan`, the loop around ticks is
+:mod:`rouse.sweep.loop`, nudge files are archived by :mod:`rouse.sweep.archive`
+and the record stamps are written by :mod:`rouse.sweep.stamping`.
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from types import FrameType
 
-from rouse.core import clock, nudges
+from rouse.core import clock
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
-from rouse.core.errors import RouseError, UsageError
-from rouse.core.sweepstate import last_tick, sweeper_lock, write_state
+from rouse.core.errors import RouseError
+from rouse.core.sweepstate import write_state
 from rouse.core.tree import File, Tree, display_ids
 from rouse.sweep import wake
-from rouse.sweep.ledger import GIVE_UP_AFTER, Entry, Ledger, QuietHours
+from rouse.sweep.archive import NudgeArchive
+from rouse.sweep.ledger import Ledger, QuietHours
+from rouse.sweep.plan import Step, plan
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
 from rouse.trust.origins import effective_origin
 
-DEFAULT_EVERY = 60.0
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-__all__ = ["Sweeper", "last_tick", "plan", "sweep"]
 
 Log = Callable[[str], None]
 Origins = Callable[[File], str]
-
-
-# -- the plan (pure) ------------------------------------------------------------
-
-
-@dataclass
-class Step:
-    """One thing a tick will do.
-
-    ``new``: make a wake for a due record and send it (or hold it);
-    ``send``: resend a wake the ledger owes; ``hold``: keep it through quiet
-    hours; ``give_up``: 24h of failures, write it as a nudge file and stamp;
-    ``withdraw``: its record moved or ended first; ``confirm``: its stamp
-    landed but the ledger missed it (a crash); ``restamp``: delivered but the
-    record could not be stamped yet.
-    """
-
-    action: str
-    decision: Decision | None = None
-    entry: Entry | None = None
-    why: str = ""
-
-
-@dataclass
-class Plan:
-    steps: list[Step] = field(default_factory=list)
-    next_at: datetime | None = None  # the next instant something known comes due
-
-
-def plan(
-    tree: Tree,
-    now: datetime,
-    entries: list[Entry],
-    *,
-    holdable: bool = False,
-    quiet: QuietHours | None = None,
-) -> Plan:
-    """What a tick at ``now`` does: a pure function of the tree, the ledger and now."""
-    decided = {d.record.dir: d for d in clock.decisions(tree, now)}
-    untrackable = {p.path for p in tree.untrackable}
-    quiet_now = holdable and quiet is not None and quiet.holds(now)
-    result = Plan()
-    upcoming: list[datetime] = []
-    owed: set[str] = set()
-    for entry in entries:
-        owed.add(entry.wake.path)
-        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now)
-        if step is not None:
-            result.steps.append(step)
-        elif entry.state == "pending" and entry.next_attempt is not None and not quiet_now:
-            upcoming.append(entry.next_attempt)
-    # the same order as clock.due(): earliest due first
-    due = sorted(
-        (d for d in decided.values() if d.is_due),
-        key=lambda d: (d.due_at or now, d.record.dir),
-    )
-    result.steps += [Step("new", d) for d in due if d.record.dir not in owed]
-    upcoming += [d.due_at for d in decided.values() if d.due_at and d.due_at > now]
-    waiting = any(s.action in ("new", "hold") for s in result.steps)
-    if quiet_now and quiet is not None and (waiting or any(e.state == "held" for e in entries)):
-        upcoming.append(quiet.ends_after(now))
-    result.next_at = min(upcoming) if upcoming else None
-    return result
-
-
-def _plan_entry(
-    tree: Tree,
-    decided: dict[str, Decision],
-    untrackable: set[str],
-    entry: Entry,
-    now: datetime,
-    quiet_now: bool,
-) -> Step | None:
-    found = tree.records.get(entry.wake.path)
-    record = found if found is not None and found.rel == entry.wake.file else None
-    if record is None and entry.wake.file in untrackable:
-        return None  # a bad file is skipped, not given up on: try again next tick
-    decision = decided[record.dir] if record is not None else None
-    if entry.state == "delivered":
-        return Step("restamp", decision, entry)
-    if record is None:
-        return Step("withdraw", None, entry, "its record is gone")
-    assert decision is not None
-    if already_stamped(record, entry.wake):
-        return Step("confirm", decision, entry)
-    if not decision.is_due:
-        return Step("withdraw", decision, entry, "its record moved or ended first")
-    if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
-        return Step("give_up", decision, entry)
-    if quiet_now:
-        return Step("hold", decision, entry) if entry.state != "held" else None
-    ready = entry.next_attempt is None or now >= entry.next_attempt
-    if entry.in_flight or entry.state == "held" or ready:
-        return Step("send", decision, entry)
-    return None
 
 
 # -- carrying it out ------------------------------------------------------------
@@ -181,8 +83,7 @@ class Sweeper:
         self.stop = threading.Event()
         self.ledger = Ledger(root)
         self.headers = HeaderCache(root)  # an idle tick reads no unchanged file
-        self._nudge_names: frozenset[str] = frozenset()
-        self._nudges: list[nudges.Nudge] = []
+        self.nudges = NudgeArchive(root)
         self._told: set[str] = set()
 
     def close(self) -> None:
@@ -221,7 +122,7 @@ class Sweeper:
                 where = step.decision.record.rel if step.decision else step.action
                 self.log(f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)")
         try:
-            self._archive(tree, report)
+            report.archived += self.nudges.archive(tree)
         except OSError as exc:
             self.log(f"{_t(now)} could not archive nudge files: {exc}")
         report.undelivered = sum(e.state == "pending" for e in self.ledger.open_entries())
@@ -327,88 +228,6 @@ class Sweeper:
             report.stamped += 1
         return True
 
-    # -- nudge files --------------------------------------------------------
-
-    def _archive(self, tree: Tree, report: TickReport) -> None:
-        """Move nudge files whose record the agent acted on to ``.rouse/nudges/done/``.
-
-        Acted on = ``nudges.acted_since`` (the pack's own test): moved later than
-        the wake, or ended. A record that is gone counts as acted on; one whose
-        file cannot be read right now does not.
-        """
-        directory = nudges.nudge_dir(self.root)
-        try:
-            names = frozenset(e.name for e in os.scandir(directory) if e.name.endswith(".md"))
-        except FileNotFoundError:
-            return
-        if names != self._nudge_names:  # nudge files never change: re-read only new ones
-            self._nudges = nudges.read_nudges(self.root)
-            self._nudge_names = names
-        untrackable = {p.path for p in tree.untrackable}
-        kept: list[nudges.Nudge] = []
-        moved: set[str] = set()
-        for nudge in self._nudges:
-            record = tree.records.get(nudge.record_dir)
-            if record is None:
-                acted = not any(p.startswith(nudge.record_dir + "/") for p in untrackable)
-            else:
-                acted = nudges.acted_since(record, nudge.at)
-            if acted and nudge.path.exists():
-                archive_nudge(nudge.path)
-                moved.add(nudge.path.name)
-                report.archived.append(nudge.path.name)
-            else:
-                kept.append(nudge)
-        self._nudges = kept
-        self._nudge_names = names - moved
-
-    # -- the loop -----------------------------------------------------------
-
-    def run(self, now: Callable[[], datetime], *, once: bool, every: float) -> int:
-        """Tick (once, or until stopped); the exit code for ``rouse sweep``."""
-        while True:
-            at = now()
-            try:
-                report = self.tick(at)
-            except Exception as exc:  # never fatal: log it, and tick again later
-                self.log(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}")
-                if once:
-                    return 1
-                if self.stop.wait(every):
-                    return 0
-                continue
-            summary = (
-                f"{_t(at)} tick: {len(report.delivered)} delivered, {len(report.failed)} failed, "
-                f"{len(report.held)} held, {len(report.given_up)} given up, "
-                f"{report.undelivered} owed"
-            )
-            if once:
-                self.log(summary)
-                return 1 if report.undelivered and not report.interrupted else 0
-            if self.stop.is_set():
-                return 0
-            delay = every
-            if report.next_at is not None and report.next_at > at:
-                delay = min(delay, (report.next_at - at).total_seconds() + 0.05)
-            if self.stop.wait(max(delay, 0.05)):
-                return 0
-
-
-def archive_nudge(path: Path) -> Path:
-    """Move a nudge file into ``done/`` beside it, never overwriting (``-2``, ``-3``…)."""
-    done = path.parent / "done"
-    done.mkdir(exist_ok=True)
-    number = 1
-    while True:
-        target = done / (path.name if number == 1 else f"{path.stem}-{number}.md")
-        try:
-            os.link(path, target)  # atomic, and fails if the name is taken
-        except FileExistsError:
-            number += 1
-            continue
-        os.unlink(path)
-        return target
-
 
 def _what(made: wake.Wake) -> str:
     return f"{made.record} ({made.reason}, nudge {made.nudge}) id={made.id}"
@@ -420,63 +239,3 @@ def _t(value: datetime) -> str:
 
 def _stderr(line: str) -> None:
     print(f"rouse sweep: {line}", file=sys.stderr, flush=True)
-
-
-# -- the verb -------------------------------------------------------------------
-
-
-def sweep(
-    root: Path,
-    sink: Sink,
-    *,
-    once: bool,
-    every: float | None = None,
-    now: datetime | None = None,
-    quiet: QuietHours | None = None,
-    log: Log | None = None,
-    origins: Origins | None = None,
-) -> int:
-    """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
-
-    With ``now`` the clock starts at that instant and runs on with the wall
-    clock, so a loop under ``--now`` behaves like one started then.
-    """
-    if every is not None and every <= 0:
-        raise UsageError("--every must be a positive number of seconds")
-    period = every if every is not None else DEFAULT_EVERY
-    interval = period if not once or every is not None else None
-    started = time.monotonic()
-
-    def tick_now() -> datetime:
-        if now is None:
-            return datetime.now().replace(microsecond=0)
-        if once:
-            return now
-        return (now + timedelta(seconds=time.monotonic() - started)).replace(microsecond=0)
-
-    with (
-        sweeper_lock(root),
-        Sweeper(root, sink, quiet=quiet, log=log, interval=interval, origins=origins) as sw,
-    ):
-        restore = _on_signals(sw.stop)
-        try:
-            return sw.run(tick_now, once=once, every=period)
-        finally:
-            restore()
-
-
-def _on_signals(stop: threading.Event) -> Callable[[], None]:
-    """SIGTERM/SIGINT set ``stop``: the wake in flight finishes, then the sweeper exits 0."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-    def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-    return restore

@@ -1,0 +1,69 @@
+"""Nudge files the agent has acted on move to ``.rouse/nudges/done/``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rouse.core import nudges
+from rouse.core.tree import Tree
+
+
+class NudgeArchive:
+    """The sweeper's view of ``.rouse/nudges/``, re-read only when a file appears or goes."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._nudge_names: frozenset[str] = frozenset()
+        self._nudges: list[nudges.Nudge] = []
+
+    def archive(self, tree: Tree) -> list[str]:
+        """Move nudge files whose record the agent acted on to ``.rouse/nudges/done/``.
+
+        Acted on = ``nudges.acted_since`` (the pack's own test): moved later than
+        the wake, or ended. A record that is gone counts as acted on; one whose
+        file cannot be read right now does not.
+        """
+        directory = nudges.nudge_dir(self.root)
+        archived: list[str] = []
+        try:
+            names = frozenset(e.name for e in os.scandir(directory) if e.name.endswith(".md"))
+        except FileNotFoundError:
+            return archived
+        if names != self._nudge_names:  # nudge files never change: re-read only new ones
+            self._nudges = nudges.read_nudges(self.root)
+            self._nudge_names = names
+        untrackable = {p.path for p in tree.untrackable}
+        kept: list[nudges.Nudge] = []
+        moved: set[str] = set()
+        for nudge in self._nudges:
+            record = tree.records.get(nudge.record_dir)
+            if record is None:
+                acted = not any(p.startswith(nudge.record_dir + "/") for p in untrackable)
+            else:
+                acted = nudges.acted_since(record, nudge.at)
+            if acted and nudge.path.exists():
+                archive_nudge(nudge.path)
+                moved.add(nudge.path.name)
+                archived.append(nudge.path.name)
+            else:
+                kept.append(nudge)
+        self._nudges = kept
+        self._nudge_names = names - moved
+        return archived
+
+
+def archive_nudge(path: Path) -> Path:
+    """Move a nudge file into ``done/`` beside it, never overwriting (``-2``, ``-3``…)."""
+    done = path.parent / "done"
+    done.mkdir(exist_ok=True)
+    number = 1
+    while True:
+        target = done / (path.name if number == 1 else f"{path.stem}-{number}.md")
+        try:
+            os.link(path, target)  # atomic, and fails if the name is taken
+        except FileExistsError:
+            number += 1
+            continue
+        os.unlink(path)
+        return target

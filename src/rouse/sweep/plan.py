@@ -1,0 +1,108 @@
+"""Planning a tick: a pure function of the tree, the ledger's open wakes and ``now``.
+
+It decides, touching nothing, what to do about each due record and each wake
+the ledger still owes; :mod:`rouse.sweep.tick` carries the plan out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from rouse.core import clock
+from rouse.core.clock import Decision
+from rouse.core.tree import Tree
+from rouse.sweep.ledger import GIVE_UP_AFTER, Entry, QuietHours
+from rouse.sweep.stamping import already_stamped
+
+
+@dataclass
+class Step:
+    """One thing a tick will do.
+
+    ``new``: make a wake for a due record and send it (or hold it);
+    ``send``: resend a wake the ledger owes; ``hold``: keep it through quiet
+    hours; ``give_up``: 24h of failures, write it as a nudge file and stamp;
+    ``withdraw``: its record moved or ended first; ``confirm``: its stamp
+    landed but the ledger missed it (a crash); ``restamp``: delivered but the
+    record could not be stamped yet.
+    """
+
+    action: str
+    decision: Decision | None = None
+    entry: Entry | None = None
+    why: str = ""
+
+
+@dataclass
+class Plan:
+    steps: list[Step] = field(default_factory=list)
+    next_at: datetime | None = None  # the next instant something known comes due
+
+
+def plan(
+    tree: Tree,
+    now: datetime,
+    entries: list[Entry],
+    *,
+    holdable: bool = False,
+    quiet: QuietHours | None = None,
+) -> Plan:
+    """What a tick at ``now`` does: a pure function of the tree, the ledger and now."""
+    decided = {d.record.dir: d for d in clock.decisions(tree, now)}
+    untrackable = {p.path for p in tree.untrackable}
+    quiet_now = holdable and quiet is not None and quiet.holds(now)
+    result = Plan()
+    upcoming: list[datetime] = []
+    owed: set[str] = set()
+    for entry in entries:
+        owed.add(entry.wake.path)
+        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now)
+        if step is not None:
+            result.steps.append(step)
+        elif entry.state == "pending" and entry.next_attempt is not None and not quiet_now:
+            upcoming.append(entry.next_attempt)
+    # the same order as clock.due(): earliest due first
+    due = sorted(
+        (d for d in decided.values() if d.is_due),
+        key=lambda d: (d.due_at or now, d.record.dir),
+    )
+    result.steps += [Step("new", d) for d in due if d.record.dir not in owed]
+    upcoming += [d.due_at for d in decided.values() if d.due_at and d.due_at > now]
+    waiting = any(s.action in ("new", "hold") for s in result.steps)
+    if quiet_now and quiet is not None and (waiting or any(e.state == "held" for e in entries)):
+        upcoming.append(quiet.ends_after(now))
+    result.next_at = min(upcoming) if upcoming else None
+    return result
+
+
+def _plan_entry(
+    tree: Tree,
+    decided: dict[str, Decision],
+    untrackable: set[str],
+    entry: Entry,
+    now: datetime,
+    quiet_now: bool,
+) -> Step | None:
+    found = tree.records.get(entry.wake.path)
+    record = found if found is not None and found.rel == entry.wake.file else None
+    if record is None and entry.wake.file in untrackable:
+        return None  # a bad file is skipped, not given up on: try again next tick
+    decision = decided[record.dir] if record is not None else None
+    if entry.state == "delivered":
+        return Step("restamp", decision, entry)
+    if record is None:
+        return Step("withdraw", None, entry, "its record is gone")
+    assert decision is not None
+    if already_stamped(record, entry.wake):
+        return Step("confirm", decision, entry)
+    if not decision.is_due:
+        return Step("withdraw", decision, entry, "its record moved or ended first")
+    if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
+        return Step("give_up", decision, entry)
+    if quiet_now:
+        return Step("hold", decision, entry) if entry.state != "held" else None
+    ready = entry.next_attempt is None or now >= entry.next_attempt
+    if entry.in_flight or entry.state == "held" or ready:
+        return Step("send", decision, entry)
+    return None
