@@ -15,8 +15,9 @@ from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, Make
 from rouse.core.cache import HeaderCache
 from rouse.core.errors import UsageError
 from rouse.core.tree import walk
-from rouse.pack import index
-from rouse.pack.index import Index, recall
+from rouse.pack import index, schema, search
+from rouse.pack.index import Index
+from rouse.pack.recall import Hit, recall, render
 from rouse.trust import stamp as stamping
 from rouse.trust import stampkey
 
@@ -55,7 +56,7 @@ def tree(make_tree: MakeTree) -> Path:
     )
 
 
-def paths(hits: list[index.Hit]) -> list[str]:
+def paths(hits: list[Hit]) -> list[str]:
     return [hit.path for hit in hits]
 
 
@@ -145,7 +146,7 @@ def test_plain_rendering(make_tree: MakeTree) -> None:
         },
         mtime=ago(days=6),
     )
-    lines = index.render(recall(root, "deploy", NOW))
+    lines = render(recall(root, "deploy", NOW))
     assert lines == [
         f"{NOTES}/deploys.md [unknown] (6d ago — deploy)",
         "  How we deploy.",
@@ -191,7 +192,7 @@ def test_a_query_without_words_is_a_usage_error(tree: Path, query: str) -> None:
 
 
 def test_query_words() -> None:
-    assert index.query_words('Deploy "staging" -x a:b deploy*') == [
+    assert search.query_words('Deploy "staging" -x a:b deploy*') == [
         "deploy",
         "staging",
         "x",
@@ -252,13 +253,13 @@ def test_rebuilt_when_of_an_old_schema(tree: Path) -> None:
     recall(tree, "postgres", NOW)
     db = tree / ".rouse" / index.FILE
     with sqlite3.connect(db) as conn:
-        conn.execute(f"PRAGMA user_version = {index.SCHEMA - 1}")
+        conn.execute(f"PRAGMA user_version = {schema.SCHEMA - 1}")
     conn.close()
     with Index(tree) as idx:
         stats = idx.refresh(walk(tree))
     assert (stats.rebuilt, stats.read, stats.in_memory) == (True, 10, False)
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == index.SCHEMA
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.SCHEMA
     conn.close()
 
 
@@ -344,7 +345,7 @@ def probed(make_tree: MakeTree) -> Path:
 def test_probe_readings_beside_a_hit(probed: Path) -> None:
     (hit,) = recall(probed, "disk", NOW)
     assert hit.probes == {"v": "42", "missing": "<unknown>"}
-    assert index.render([hit])[-1] == "  probes: v=42, missing=<unknown>"
+    assert render([hit])[-1] == "  probes: v=42, missing=<unknown>"
 
 
 def test_only_probes_named_by_returned_hits_run(probed: Path) -> None:

@@ -91,9 +91,9 @@ class Tools:
         return built.text
 
     def recall(self, query: str, limit: int = 10, kind: str | None = None) -> str:
-        from rouse.pack import index
+        from rouse.pack import recall
 
-        hits = index.recall(self.root, query, self.now(), limit=limit, kind=kind)
+        hits = recall.recall(self.root, query, self.now(), limit=limit, kind=kind)
         if not hits:
             return f"nothing recalled for {query!r}"
         return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)

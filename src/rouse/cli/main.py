@@ -161,10 +161,10 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    from rouse.pack import index
+    from rouse.pack import recall
 
     query = " ".join(args.query)
-    hits = index.recall(
+    hits = recall.recall(
         tree_root(args),
         query,
         resolve_now(args),
@@ -175,7 +175,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     if args.json:
         emit_json([hit.to_json() for hit in hits])
     else:
-        emit(index.render(hits))
+        emit(recall.render(hits))
     if not hits:
         where = f" among {args.kind} files" if args.kind else ""
         raise RouseError(f"nothing recalled for {query!r}{where}: try other words, or grep")
