@@ -1,0 +1,246 @@
+"""Field rules: header lines, values that must parse, floors, fields nothing reads, states.
+
+Every rule here looks at one file's header; none reads a body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import timedelta
+
+from rouse.core import clock
+from rouse.core.timefmt import FLOOR, parse_interval, parse_stamp
+from rouse.core.tree import File, Record
+from rouse.lint.finding import Finding, article
+
+LONGEST_INTENTION_STALE = timedelta(days=7)
+
+
+STAMP_FIELDS = frozenset(
+    {
+        *("opened", "last-moved", "swept", "reviewed", "due"),
+        *("expires", "fired", "set", "updated", "promoted"),
+    }
+)
+
+
+INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
+
+
+COUNT_FIELDS = frozenset({"fires", "nudges", "max-fires"})
+
+
+FLOORED_FIELDS = ("stale-after", "review-every", "nag")
+
+
+#: Clock and status fields: nothing reads them on a context file or a note.
+CLOCK_FIELDS = frozenset(
+    {
+        *("status", "opened", "last-moved", "stale-after", "swept", "nudges", "reviewed"),
+        *("review-every", "due", "nag", "backoff", "max-fires", "expires", "fires", "set"),
+        *("fired", "ended", "cancel"),
+    }
+)
+
+
+#: Clock fields a backlog item must not carry (``opened`` is fine: it dates the idea).
+BACKLOG_CLOCK_FIELDS = (
+    "last-moved",
+    "stale-after",
+    "due",
+    "nag",
+    "review-every",
+    "swept",
+    "nudges",
+)
+
+
+#: Fields read only for some record types: field → (types, what to say).
+ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
+    "closes-when": (frozenset({"intention"}), "only an intention's closes-when is read"),
+    "success-when": (frozenset({"goal"}), "only a goal's success-when is read"),
+    "outcome": (frozenset({"action"}), "only an action is judged by its outcome"),
+    "cancel": (frozenset({"task"}), "only a task's worker reads cancel"),
+    **{
+        key: (frozenset({"reminder"}), f"only a reminder's {key} is read")
+        for key in ("due", "nag", "backoff", "max-fires", "expires")
+    },
+    **{
+        key: (
+            frozenset(clock.STALE_LEVELS),
+            f"{key} is read on intentions, goals, actions and tasks",
+        )
+        for key in ("stale-after", "review-every")
+    },
+}
+
+
+def header_findings(file: File) -> Iterator[Finding]:
+    header = file.header
+    for line, text in header.bad_lines:
+        yield Finding(
+            "error",
+            file.rel,
+            f"unparseable header line {text.strip()!r} — write it as 'key: value' "
+            "(keys: a letter, then letters, digits or '-') or start it with '#'",
+            line,
+        )
+    for entry in header.duplicates:
+        first = header.line_of(entry.key)
+        yield Finding(
+            "error",
+            file.rel,
+            f"duplicate key {entry.key!r} (first on line {first}, which is the one read) "
+            "— keep one",
+            entry.line,
+        )
+    for line in header.continued:
+        yield Finding(
+            "warn",
+            file.rel,
+            "indented line continues the previous value — join it onto that line",
+            line,
+        )
+
+
+def _value_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read for ``key``, or None when it reads."""
+    if not value:
+        return None
+    if key in STAMP_FIELDS:
+        try:
+            parse_stamp(value)
+        except ValueError:
+            return f"'{key}' must look like 2026-03-14 15:40, got {value!r}"
+    elif key in INTERVAL_FIELDS:
+        try:
+            parse_interval(value)
+        except ValueError:
+            return f"'{key}' must look like 45m, 2h or 1d, got {value!r}"
+    elif key in COUNT_FIELDS:
+        if not (value.isascii() and value.isdigit()):
+            return f"'{key}' must be a whole number, got {value!r}"
+    elif key == "backoff" and value.lower() != "fixed":
+        try:
+            number = float(value)
+        except ValueError:
+            number = -1.0
+        if not 1.0 <= number < 1000:
+            return f"'backoff' must be a number >= 1 or 'fixed', got {value!r}"
+    return None
+
+
+def value_findings(file: File, skip: set[str], reported: set[str]) -> Iterator[Finding]:
+    """Unparseable stamps, intervals and numbers not already reported."""
+    for key, value in file.header.fields.items():
+        if key in skip or key in reported:
+            continue
+        why = _value_problem(key, value.strip())
+        if why is not None:
+            yield Finding(
+                "error",
+                file.rel,
+                f"{why} — fix the value (until then it is read as absent)",
+                file.header.line_of(key),
+            )
+
+
+def floor_findings(record: Record, skip: set[str]) -> Iterator[Finding]:
+    for key in FLOORED_FIELDS:
+        value = (record.get(key) or "").strip()
+        if key in skip or not value:
+            continue
+        try:
+            interval = parse_interval(value)
+        except ValueError:
+            continue
+        line = record.header.line_of(key)
+        if interval < FLOOR:
+            yield Finding(
+                "warn",
+                record.rel,
+                f"'{key}: {value}' is floored to 15m — write 15m or more",
+                line,
+            )
+        elif (
+            key == "stale-after"
+            and record.type == "intention"
+            and interval > LONGEST_INTENTION_STALE
+        ):
+            yield Finding(
+                "warn",
+                record.rel,
+                f"'stale-after: {value}' is over 7d: it wanted to be a backlog item — "
+                "move it to inventory/backlog/ or shorten it",
+                line,
+            )
+
+
+def misplaced(file: File, kind: str, fields: Iterable[str]) -> Iterator[tuple[str, Finding]]:
+    for key in fields:
+        if key not in ONLY_ON:
+            continue
+        types, why = ONLY_ON[key]
+        if kind in types:
+            continue
+        yield (
+            key,
+            Finding(
+                "warn",
+                file.rel,
+                f"'{key}' on {article(kind)}: nothing reads it ({why}) — remove it",
+                file.header.line_of(key),
+            ),
+        )
+
+
+def state_findings(record: Record) -> Iterator[Finding]:
+    header = record.header
+    level = clock.LEVELS[record.type]
+    status = clock.status_of(record)
+    if not clock.known_status(record):
+        yield Finding(
+            "error",
+            record.rel,
+            f"unknown status {status!r} for {article(record.type)} — use one of "
+            f"{', '.join(level.states)} (until then it counts as open)",
+            header.line_of("status"),
+        )
+    if record.type == "intention" and not (record.get("closes-when") or "").strip():
+        yield Finding(
+            "warn",
+            record.rel,
+            "intention with no closes-when — add 'closes-when:' saying what would close it",
+            header.line_of("closes-when"),
+        )
+    if record.type == "goal" and not (record.get("success-when") or "").strip():
+        yield Finding(
+            "warn",
+            record.rel,
+            "goal with no success-when — add 'success-when:' saying what success looks like",
+            header.line_of("success-when"),
+        )
+    if record.type == "action":
+        outcome = (record.get("outcome") or "").strip().lower()
+        if outcome and outcome not in clock.OUTCOMES:
+            yield Finding(
+                "error",
+                record.rel,
+                f"unknown outcome {outcome!r} — use one of {', '.join(clock.OUTCOMES)}",
+                header.line_of("outcome"),
+            )
+        if outcome == "as-expected" and status == "open":
+            yield Finding(
+                "warn",
+                record.rel,
+                "outcome as-expected but status still open — set 'status: done'",
+                header.line_of("status") or header.line_of("outcome"),
+            )
+    if record.type == "reminder" and not (record.get("due") or "").strip():
+        yield Finding(
+            "error",
+            record.rel,
+            "reminder with no due — add 'due: YYYY-MM-DD HH:MM' (until then it counts as "
+            "due since it last moved)",
+            header.line_of("due"),
+        )
