@@ -589,7 +589,8 @@ ARGPARSE_FORMS = [
 
 @pytest.mark.parametrize("argv", QUICK_FORMS, ids=" ".join)
 def test_quick_pack_reads_like_argparse(argv: list[str]) -> None:
-    from rouse.cli.main import _quick_pack, build_parser
+    from rouse.cli.main import _quick_pack
+    from rouse.cli.parser import build_parser
 
     quick = _quick_pack(argv)
     assert quick is not None

@@ -7,7 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from rouse.cli.main import build_parser
+from rouse.cli.parser import build_parser
 
 ROOT = Path(__file__).resolve().parent.parent
 

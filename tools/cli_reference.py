@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from rouse.cli.main import build_parser
+from rouse.cli.parser import build_parser
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 

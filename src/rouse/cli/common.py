@@ -1,0 +1,62 @@
+"""What every verb shares: finding the tree and now, printing lines and JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core.errors import UsageError
+from rouse.core.home import find_tree
+from rouse.core.timefmt import parse_stamp
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+HOOK_KINDS = ("claude", "codex")
+
+
+def resolve_now(args: argparse.Namespace) -> datetime:
+    """``--now``, else ``$ROUSE_NOW``, else the wall clock (local time)."""
+    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
+    if not given:
+        return datetime.now().replace(microsecond=0)
+    try:
+        return parse_stamp(given)
+    except ValueError:
+        raise UsageError(f"bad --now {given!r}: use 'YYYY-MM-DD HH:MM'") from None
+
+
+def tree_root(args: argparse.Namespace) -> Path:
+    return find_tree(getattr(args, "memory", None))
+
+
+def emit(lines: Sequence[str]) -> None:
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+
+
+def emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def read_body(text: str | None) -> str:
+    if text == "-":
+        return sys.stdin.read()
+    return text or ""
+
+
+def probes_enabled() -> bool:
+    return os.environ.get("ROUSE_PROBES", "").strip().lower() != "off"
+
+
+#: What a read verb built and the process may leave behind at exit (see ``run``).
+_LEFT_BEHIND: list[object] = []

@@ -1,0 +1,200 @@
+"""The argparse side: every verb's options, its help text and its handler, in one table."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from rouse import __version__
+from rouse.cli.agents import args_wire, cmd_mcp, cmd_wire
+from rouse.cli.read import (
+    args_check,
+    args_due,
+    args_explain,
+    args_pack,
+    args_probe,
+    args_recall,
+    cmd_check,
+    cmd_due,
+    cmd_explain,
+    cmd_pack,
+    cmd_probe,
+    cmd_recall,
+    cmd_tree,
+)
+from rouse.cli.sweeping import args_log, args_status, args_sweep, cmd_log, cmd_status, cmd_sweep
+from rouse.cli.write import (
+    args_close,
+    args_init,
+    args_move,
+    args_new,
+    args_promote,
+    args_remind,
+    args_snooze,
+    args_stamp,
+    cmd_close,
+    cmd_init,
+    cmd_move,
+    cmd_new,
+    cmd_promote,
+    cmd_remind,
+    cmd_snooze,
+    cmd_stamp,
+)
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+
+    Handler = Callable[[argparse.Namespace], int]
+
+
+def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    import argparse
+
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--memory",
+        metavar="DIR",
+        default=default,
+        help="the tree (else $ROUSE_HOME, ./memory, ~/.rouse)",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="WHEN",
+        default=default,
+        help="evaluate the clock at this instant, 'YYYY-MM-DD HH:MM' (else $ROUSE_NOW)",
+    )
+
+
+#: Every verb: its handler, its one-line help, and what adds its arguments.
+VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] | None]] = {
+    "init": (
+        cmd_init,
+        "lay a new memory tree with examples and its own git repository",
+        args_init,
+    ),
+    "pack": (cmd_pack, "print the block for the top of a session (read-only)", args_pack),
+    "probe": (cmd_probe, "run one demand probe, or list every probe with its reading", args_probe),
+    "recall": (cmd_recall, "search notes, backlog, records and context by keywords", args_recall),
+    "due": (cmd_due, "what the clock would wake about now, one line each", args_due),
+    "tree": (cmd_tree, "the ladder: context, records by nesting, inventory", None),
+    "check": (cmd_check, "lint the tree; exit 1 on errors", args_check),
+    "new": (cmd_new, "write a record, context file or note with a fresh header", args_new),
+    "move": (cmd_move, "stamp last-moved: now (the record moved)", args_move),
+    "snooze": (cmd_snooze, "push a record so it next comes due at WHEN", args_snooze),
+    "explain": (
+        cmd_explain,
+        "why a record is or is not due, and when it next will be",
+        args_explain,
+    ),
+    "close": (cmd_close, "end a record out loud (nothing is deleted)", args_close),
+    "promote": (cmd_promote, "turn a backlog item into an open intention", args_promote),
+    "remind": (cmd_remind, "shorthand for a new reminder", args_remind),
+    "stamp": (cmd_stamp, "write origin (and origin-turn) into files: for wrappers", args_stamp),
+    "status": (cmd_status, "counts per level, what is due, the sweeper and ledger", args_status),
+    "sweep": (
+        cmd_sweep,
+        "run the clock: deliver a wake for each due record, then stamp",
+        args_sweep,
+    ),
+    "log": (
+        cmd_log,
+        "the ledger's recent wakes: id, record, reason, sink, state, times",
+        args_log,
+    ),
+    "wire": (cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules", args_wire),
+    "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])", None),
+}
+
+
+def _columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` would give it."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
+def _formatter() -> type[argparse.HelpFormatter]:
+    """argparse's help formatter, given its width so that it does not import
+    ``shutil`` (~5 ms, with bz2 and lzma) at every start just to size help text."""
+    import argparse
+
+    class Formatter(argparse.HelpFormatter):
+        def __init__(
+            self,
+            prog: str,
+            indent_increment: int = 2,
+            max_help_position: int = 24,
+            width: int | None = None,
+        ):
+            if width is None:
+                width = _columns() - 2
+            super().__init__(prog, indent_increment, max_help_position, width)
+
+    return Formatter
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every verb, or (``only``) with just that one verb's subparser.
+
+    Building every verb's subparser costs ~13 ms, and ``rouse pack`` runs at every
+    session start: ``main`` builds only the verb it was given (see ``verb_named``),
+    and a plain ``rouse pack`` skips argparse altogether (see ``_quick_pack``).
+    """
+    import argparse
+
+    formatter = _formatter()
+    parser = argparse.ArgumentParser(
+        prog="rouse",
+        description="Agent memory with a clock: plain markdown that comes and finds the agent.",
+        formatter_class=formatter,
+    )
+    parser.add_argument("--version", action="version", version=f"rouse {__version__}")
+    _globals(parser, suppress=False)
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name, (handler, help_text, add_arguments) in VERBS.items():
+        if only is not None and name != only:
+            continue
+        sub = verbs.add_parser(
+            name, help=help_text, description=help_text, formatter_class=formatter
+        )
+        _globals(sub, suppress=True)
+        sub.set_defaults(handler=handler)
+        if add_arguments is not None:
+            add_arguments(sub)
+    return parser
+
+
+#: Top-level options that take a value, and the spelled-out names argparse
+#: accepts abbreviations of.
+_VALUE_OPTIONS = ("--memory", "--now")
+
+
+def verb_named(argv: Sequence[str]) -> str | None:
+    """The verb ``argv`` names, if only --memory/--now come before it; else None.
+
+    None (anything else before the verb, such as --help, or no known verb)
+    means: build the whole parser, so help and errors read as they always have.
+    """
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        if not token.startswith("-"):
+            return token if token in VERBS else None
+        name, equals, _ = token.partition("=")
+        if len(name) < 3 or not any(option.startswith(name) for option in _VALUE_OPTIONS):
+            return None
+        index += 1 if equals else 2
+    return None

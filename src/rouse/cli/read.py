@@ -1,0 +1,264 @@
+"""The read verbs: pack, due, tree, explain, check, probe, recall.
+
+``rouse pack`` runs at every session start: this module imports nothing heavy
+at the top, and each verb imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from rouse.cli.common import (
+    _LEFT_BEHIND,
+    HOOK_KINDS,
+    emit,
+    emit_json,
+    probes_enabled,
+    resolve_now,
+    tree_root,
+)
+from rouse.core import layout
+from rouse.core.errors import RouseError, UsageError
+from rouse.core.home import stamp_key_path
+from rouse.core.timefmt import parse_when
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from typing import Any
+
+
+def cmd_pack(args: argparse.Namespace) -> int:
+    if getattr(args, "hook", None):
+        from rouse.agents.hook import pack_hook
+
+        return pack_hook(args, cmd_pack)
+    from rouse.pack.build import pack as build
+
+    if args.max_chars < 200:
+        raise UsageError("--max-chars must be at least 200")
+    pack = build(
+        tree_root(args),
+        resolve_now(args),
+        env=os.environ,
+        key_path=stamp_key_path(),
+        query=args.query,
+        max_chars=args.max_chars,
+        probe_budget_ms=args.probe_budget,
+    )
+    if args.json:
+        emit_json(pack.to_json())
+    else:
+        sys.stdout.write(pack.text)
+    _LEFT_BEHIND.append(pack)
+    return 0
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from rouse.core.tree import walk
+    from rouse.probes import definitions as probes
+    from rouse.probes import readings
+    from rouse.probes.gate import probes_allowed_at
+    from rouse.trust.origins import origin_reader
+
+    root = tree_root(args)
+    found, problems = probes.load_probes(walk(root))
+    for problem in problems:
+        print(f"rouse: {problem.render()}", file=sys.stderr)
+    allowed, why = probes_allowed_at(root, origin_reader(root, stamp_key_path()), os.environ)
+    if not allowed:
+        raise RouseError(why)
+    if args.name:
+        chosen = [p for p in found if p.name == args.name]
+        if not chosen:
+            names = ", ".join(p.name for p in found) or "none"
+            raise UsageError(f"no probe named {args.name!r} in {layout.PROBES} (have: {names})")
+        reading = readings.run_demand(root, chosen[0])
+        emit([reading])
+        return 1 if reading == readings.UNKNOWN else 0
+    emit([f"{p.name}\t{p.tier}\t{readings.run_demand(root, p)}" for p in found])
+    return 0
+
+
+def cmd_recall(args: argparse.Namespace) -> int:
+    from rouse.pack import recall
+
+    query = " ".join(args.query)
+    hits = recall.recall(
+        tree_root(args),
+        query,
+        resolve_now(args),
+        limit=args.limit,
+        kind=args.kind,
+        run_probes=probes_enabled(),
+    )
+    if args.json:
+        emit_json([hit.to_json() for hit in hits])
+    else:
+        emit(recall.render(hits))
+    if not hits:
+        where = f" among {args.kind} files" if args.kind else ""
+        raise RouseError(f"nothing recalled for {query!r}{where}: try other words, or grep")
+    return 0
+
+
+def cmd_tree(args: argparse.Namespace) -> int:
+    from rouse.core.cache import cached_walk
+    from rouse.pack.views import tree_lines
+
+    emit(tree_lines(cached_walk(tree_root(args))))
+    return 0
+
+
+def cmd_due(args: argparse.Namespace) -> int:
+    from rouse.core import clock
+    from rouse.core.cache import cached_walk
+    from rouse.core.tree import display_ids
+    from rouse.pack.views import due_item, due_lines
+
+    now = resolve_now(args)
+    at = now
+    if args.until:
+        try:
+            at = parse_when(args.until, now)
+        except ValueError as exc:
+            raise UsageError(f"bad --until: {exc}") from None
+    tree = cached_walk(tree_root(args))
+    every = clock.decisions(tree, at)
+    found = clock.select_due(every)
+    if args.json:
+        ids = display_ids(tree)
+        emit_json([due_item(d, ids[d.record.dir]) for d in found])
+    else:
+        emit(due_lines(tree, found, at))
+    skipped = [p.render() for p in tree.untrackable]
+    skipped += [p.render() for p in clock.field_problems(every)]
+    for line in skipped:
+        print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from rouse.core.tree import walk
+    from rouse.lint.check import check
+    from rouse.probes.gate import probes_allowed
+    from rouse.trust.origins import origin_reader
+
+    root = tree_root(args)
+    tree = walk(root)
+    origins = origin_reader(root, stamp_key_path())
+    allowed, _ = probes_allowed(tree, origins, os.environ)
+    budget = args.probe_budget if allowed else None
+    findings = check(tree, resolve_now(args), origins, budget)
+    if args.json:
+        emit_json(
+            [
+                {"level": f.level, "path": f.path, "line": f.line, "message": f.message}
+                for f in findings
+            ]
+        )
+    else:
+        emit([f.render() for f in findings])
+        errors = sum(f.level == "error" for f in findings)
+        print(f"{errors} error(s), {len(findings) - errors} warning(s)", file=sys.stderr)
+    if any(f.level == "error" for f in findings):
+        return 1
+    return 1 if args.strict and findings else 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from rouse.core.tree import walk
+    from rouse.pack import views
+
+    now = resolve_now(args)
+    tree = walk(tree_root(args))
+    data = views.explain(tree, tree.resolve(args.ref), now)
+    if args.json:
+        emit_json(data)
+    else:
+        emit(views.explain_lines(data, now))
+    return 0
+
+
+def args_pack(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--query", metavar="TEXT", help="thin motivations that share no keyword")
+    sub.add_argument("--json", action="store_true", help="the same content as one JSON object")
+    sub.add_argument(
+        "--max-chars",
+        type=int,
+        default=PACK_DEFAULTS["max_chars"],
+        metavar="N",
+        help="fit in N characters: trims the index, then the due list (default 9000)",
+    )
+    sub.add_argument(
+        "--probe-budget",
+        type=int,
+        default=PACK_DEFAULTS["probe_budget"],
+        metavar="MS",
+        help="shared deadline for pack-tier probes (default 150)",
+    )
+    sub.add_argument(
+        "--hook",
+        choices=HOOK_KINDS,
+        help="as a SessionStart hook: fit 10,000 chars, always exit 0 (codex: JSON)",
+    )
+
+
+def args_probe(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("name", nargs="?", metavar="NAME", help="the probe to run")
+
+
+def args_recall(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "query",
+        nargs="+",
+        metavar="QUERY",
+        help="words to look for (any of them; -- before a word starting with -)",
+    )
+    sub.add_argument(
+        "--limit", type=int, default=10, metavar="N", help="at most N hits (default 10)"
+    )
+    sub.add_argument(
+        "--kind",
+        metavar="K",
+        help="only this kind: note backlog intention goal action task reminder persona "
+        "belief motivation",
+    )
+    sub.add_argument("--json", action="store_true", help="a JSON array of hits, best first")
+
+
+def args_due(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--json", action="store_true", help="a JSON array of due items")
+    sub.add_argument("--until", metavar="WHEN", help="forecast what comes due by WHEN (or +2h)")
+
+
+def args_check(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--json", action="store_true", help="findings as a JSON array")
+    sub.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    sub.add_argument(
+        "--probe-budget",
+        type=int,
+        default=150,
+        metavar="MS",
+        help="run pack-tier probes once under this budget and judge them",
+    )
+
+
+def args_explain(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
+    sub.add_argument("--json", action="store_true", help="the explanation as JSON")
+
+
+#: ``rouse pack``'s values when not given (argparse's defaults for it too).
+PACK_DEFAULTS: dict[str, Any] = {
+    "memory": None,
+    "now": None,
+    "query": None,
+    "json": False,
+    "max_chars": 9000,
+    "probe_budget": 150,
+    "hook": None,
+}
