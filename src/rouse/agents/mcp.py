@@ -17,20 +17,17 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import clock, header, layout
+from rouse.core import clock, layout
 from rouse.core.errors import RouseError, UsageError
-from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_when
-from rouse.core.tree import Note, display_ids, walk
+from rouse.core.tree import display_ids, walk
 from rouse.pack.views import due_item, due_lines
 from rouse.probes import gate
-from rouse.records import lifecycle, scaffold
+from rouse.records import lifecycle, notes, scaffold
 from rouse.trust import origins
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
 ENDINGS = ("done", "dropped", "abandoned")
-#: A rewritten note's old stamps no longer describe its text: they go.
-STAMP_FIELDS = ("origin", "origin-turn", "origin-sig")
 
 INSTRUCTIONS = """\
 rouse is your memory: plain markdown files in a tree, with a clock that brings \
@@ -139,36 +136,11 @@ class Tools:
         keywords: str | None = None,
         fields: dict[str, str] | None = None,
     ) -> str:
-        layout.validate_slug(slug)
-        now = self.now()
         given = dict(fields or {})
         if keywords is not None:
             given["keywords"] = keywords
-        clean = scaffold.validate_fields(given, now)
-        matches = [n for n in walk(self.root).notes if n.slug == slug]
-        if len(matches) > 1:
-            paths = ", ".join(sorted(n.rel for n in matches))
-            raise UsageError(f"ambiguous note {slug!r}: {paths}; rename one")
-        if not matches:
-            created = scaffold.new(self.root, "note", slug, now, fields=clean, body=body)
-            return f"wrote {created.rel}" + _todo(created.todo)
-        return self._rewrite_note(matches[0], clean, body, now)
-
-    def _rewrite_note(self, note: Note, clean: dict[str, str], body: str, now: datetime) -> str:
-        updates: dict[str, str | None] = {key: None for key in STAMP_FIELDS}
-        updates.update(clean)
-        updates.setdefault("updated", format_stamp(now))
-        text = body if body.endswith("\n") or not body else body + "\n"
-
-        def change(data: bytes) -> bytes:
-            data = header.set_fields(data, updates, note.rel)
-            _, old_body = header.split(data, note.rel)
-            return data[: len(data) - len(old_body)] + text.encode("utf-8")
-
-        store = Store(self.root)
-        with store.lock():
-            store.update(note.rel, change)
-        return f"updated {note.rel}"
+        done = notes.remember(self.root, slug, body, self.now(), given)
+        return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"
 
     def intend(
         self,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 QUARANTINE_TEXT = "from an untrusted source — review it, then re-stamp or delete"
 
 LIST_CAP = 20
+LADDER = ("intention", "goal", "action", "task", "reminder")
 
 
 class Pack:
@@ -163,6 +164,3 @@ def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap
         out += ["", "warnings:"]
         out += [f"  {w}" for w in data["warnings"]]
     return "\n".join(out) + "\n"
-
-
-LADDER = ("intention", "goal", "action", "task", "reminder")

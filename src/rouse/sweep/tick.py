@@ -178,7 +178,9 @@ class Sweeper:
             self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
             report.delivered.append(entry.id)
         elif step.action == "restamp":
-            done = step.decision is None or self._stamp(entry.wake, step.decision, now, report)
+            done = step.decision is None or _stamp(
+                self.root, entry.wake, step.decision, now, report, self.log
+            )
             if done:
                 self.ledger.mark_stamped(entry.id)
         elif step.action == "give_up":
@@ -188,7 +190,7 @@ class Sweeper:
                 f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
             )
             written = write_nudge(self.root, entry.wake, now, trailer)
-            stamped = self._stamp(entry.wake, step.decision, now, report)
+            stamped = _stamp(self.root, entry.wake, step.decision, now, report, self.log)
             self.ledger.given_up(entry.id, now, written, stamped=stamped)
             report.given_up.append(entry.id)
             self.log(f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}")
@@ -203,30 +205,10 @@ class Sweeper:
             return
         # landed: say so first, so a crash from here on restamps instead of resending
         self.ledger.delivered(made.id, now, receipt, stamped=False)
-        if self._stamp(made, decision, now, report):
+        if _stamp(self.root, made, decision, now, report, self.log):
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
         self.log(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
-
-    def _stamp(
-        self, made: wake.Wake, decision: Decision, now: datetime, report: TickReport
-    ) -> bool:
-        """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
-        record = decision.record
-        if already_stamped(record, made):
-            return True
-        if record.type == "reminder" and not decision.is_due:
-            return True  # the agent already acted on it: nothing left to write
-        as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
-        updates = clock.stamps_after_delivery(as_sent, now)
-        try:
-            written = stamp_after_delivery(self.root, record, updates)
-        except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
-            self.log(f"{_t(now)} delivered but not yet stamped {record.rel}: {exc}")
-            return False
-        if written:
-            report.stamped += 1
-        return True
 
 
 def _what(made: wake.Wake) -> str:
@@ -239,3 +221,24 @@ def _t(value: datetime) -> str:
 
 def _stderr(line: str) -> None:
     print(f"rouse sweep: {line}", file=sys.stderr, flush=True)
+
+
+def _stamp(
+    root: Path, made: wake.Wake, decision: Decision, now: datetime, report: TickReport, log: Log
+) -> bool:
+    """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
+    record = decision.record
+    if already_stamped(record, made):
+        return True
+    if record.type == "reminder" and not decision.is_due:
+        return True  # the agent already acted on it: nothing left to write
+    as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
+    updates = clock.stamps_after_delivery(as_sent, now)
+    try:
+        written = stamp_after_delivery(root, record, updates)
+    except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
+        log(f"{_t(now)} delivered but not yet stamped {record.rel}: {exc}")
+        return False
+    if written:
+        report.stamped += 1
+    return True
