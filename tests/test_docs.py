@@ -43,3 +43,12 @@ def test_every_verb_is_documented() -> None:
 def test_readme_gives_the_two_commands() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "make demo" in readme and "make test" in readme
+
+
+def test_architecture_page_names_every_package() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    source = ROOT / "src" / "rouse"
+    packages = sorted(p.parent.name for p in source.glob("*/__init__.py"))
+    assert packages, "no packages found"
+    missing = [name for name in packages if f"| `{name}` |" not in text]
+    assert missing == [], f"docs/architecture.md has no row for {missing}"

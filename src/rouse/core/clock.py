@@ -1,6 +1,6 @@
 """The clock: the levels table and ALL due arithmetic.
 
-Every function here is pure: it takes records (from ``rouse.tree``) and
+Every function here is pure: it takes records (from ``rouse.core.tree``) and
 ``now`` and returns decisions. The pack, ``rouse due``, ``rouse explain`` and
 the sweeper all import this module; nothing else computes due.
 """

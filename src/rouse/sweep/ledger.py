@@ -282,7 +282,7 @@ def _run_script(db: sqlite3.Connection, script: str) -> None:
 
 
 # -- read-only views (status, log, the pack) ----------------------------------
-# The cheap counts live in ``rouse.sweeplock`` (no dataclasses, no sqlite3 until
+# The cheap counts live in ``rouse.core.sweepstate`` (no dataclasses, no sqlite3 until
 # a ledger exists) so the pack can ask without paying for this module.
 
 

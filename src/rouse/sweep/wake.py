@@ -6,7 +6,7 @@ in the ledger until it lands: a retry resends the same wake. Its text is
 the text; nothing decides anything from a body.
 
 The nudge files the file sink writes (the wake at rest) are named and read
-back by ``rouse.nudges``, which the pack shares.
+back by ``rouse.core.nudges``, which the pack shares.
 """
 
 from __future__ import annotations

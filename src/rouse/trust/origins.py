@@ -241,7 +241,7 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
 
 
 class StampFinding(Value):
-    """A ``check`` finding about stamps (check.py turns it into its own Finding)."""
+    """A ``check`` finding about stamps (rouse.lint.check turns it into its own Finding)."""
 
     __slots__ = ("level", "path", "message", "line")
     _fields = __slots__
