@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -208,14 +209,43 @@ def test_warnings_come_last(make_tree: MakeTree) -> None:
     assert text.rstrip().endswith(tail.rstrip())
 
 
-def test_woken_section_reads_nudge_files(tree: Path) -> None:
+def _delivered_nudge(tree: Path, name: str, text: str) -> None:
+    """A nudge file as the file sink leaves it: the file, and its row in the ledger."""
+    from rouse.sweep.ledger import Ledger
+    from rouse.sweep.wake import Wake
+
     nudges = tree / ".rouse/nudges"
-    nudges.mkdir(parents=True)
-    (nudges / "20260314-113000-intention-ship.md").write_text(
-        f"intention/ship — nudge 2, last moved 5h ago\nat: {INTENTIONS}/ship\n\nbody\n"
+    nudges.mkdir(parents=True, exist_ok=True)
+    (nudges / name).write_text(text)
+    at = datetime.strptime(name[:15], "%Y%m%d-%H%M%S")
+    wake = Wake(
+        id=f"w{name[:15]}",
+        record="intention/ship",
+        type="intention",
+        slug="ship",
+        path=f"{INTENTIONS}/ship",
+        file=f"{INTENTIONS}/ship/intention.md",
+        reason="stale",
+        nudge=1,
+        last_moved=stamp(ago(hours=5)),
+        at=at.strftime("%Y-%m-%d %H:%M:%S"),
+        text=text,
     )
-    (nudges / "20260314-100000-intention-ship.md").write_text(
-        f"intention/ship — nudge 1, last moved 3h ago\nat: {INTENTIONS}/ship\n"
+    with Ledger(tree) as ledger:
+        ledger.add(wake, "file", at)
+        ledger.delivered(wake.id, at, f".rouse/nudges/{name}", stamped=True)
+
+
+def test_woken_section_reads_nudge_files(tree: Path) -> None:
+    _delivered_nudge(
+        tree,
+        "20260314-113000-intention-ship.md",
+        f"intention/ship — nudge 2, last moved 5h ago\nat: {INTENTIONS}/ship\n\nbody\n",
+    )
+    _delivered_nudge(
+        tree,
+        "20260314-100000-intention-ship.md",
+        f"intention/ship — nudge 1, last moved 3h ago\nat: {INTENTIONS}/ship\n",
     )
     text = build_pack(tree, NOW, probes_enabled=False).text
     assert text.index("woken: 1 record(s)") < text.index("due:")

@@ -8,17 +8,27 @@ is not trusted, so a change landing in the same clock tick is never missed.
 A directory's mtime changes whenever an entry is added, removed or renamed
 in it, so an unchanged directory costs one stat instead of a listing; every
 file is still stat'ed, so an edited file is always re-read.
+
+Nothing in the file is taken on faith (it sits in the tree, where an agent
+can write): a cached header is used only while the file's identity — size,
+mtime, ctime and inode — is what it was; names from a cached listing must be
+single path components, or the directory is listed afresh; a value of the
+wrong type is a miss; and anything else that fails means one walk without
+the cache, which is then rewritten. With a stamp key (``secret``) the file is
+also MACed, so an edit by anyone without the key reads as no cache at all.
+Without a key, editing the cache can do no more than editing the records.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
 
 from rouse.core import layout
 from rouse.core.header import Entry, Header, read_header
-from rouse.core.statefile import load_json, save_json
+from rouse.core.statefile import load_bytes, save_bytes
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -27,9 +37,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION = 5
+VERSION = 6
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
+#: the first line of the file: magic, version, MAC (or "-" when unkeyed)
+MAGIC = b"rouse-walk-cache"
+#: names a cached listing may never hold (besides anything with "/" or NUL)
+_BAD_NAMES = frozenset({"", ".", "..", layout.STATE_DIR, ".git"})
 
 
 #: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
@@ -65,8 +79,26 @@ def _dump(header: Header) -> dict[str, str] | list[Any]:
     ]
 
 
+def _strings(fields: dict[str, str]) -> None:
+    """TypeError unless every key and value is a string (checked at C speed)."""
+    "".join(fields)
+    "".join(fields.values())
+
+
+def _names_ok(names: list[str], at_root: bool) -> bool:
+    """Are these (cached) names single path components rouse would list itself?"""
+    try:
+        joined = "".join(names)
+    except TypeError:
+        return False
+    if "/" in joined or "\0" in joined or not _BAD_NAMES.isdisjoint(names):
+        return False
+    return not at_root or not any(name.startswith(".") for name in names)
+
+
 def _load(data: dict[str, str] | list[Any]) -> Header:
     if type(data) is dict:  # compact
+        _strings(data)
         count = len(data)
         header = Header(True, data, count + 2)
         header.lines = _COMPACT_LINES[count]
@@ -76,9 +108,10 @@ def _load(data: dict[str, str] | list[Any]) -> Header:
     fenced, fields, lines, end_line = data[:4]
     if not isinstance(fields, dict):
         raise ValueError("cached fields are not a mapping")
+    _strings(fields)
     header = Header(bool(fenced), fields, int(end_line))
     if len(data) == 4:  # plain: made into Entry objects only if someone asks
-        if len(lines) != len(fields):
+        if len(lines) != len(fields) or any(type(line) is not int for line in lines):
             raise ValueError("cached lines do not match the fields")
         header.lines = lines
         return header
@@ -96,16 +129,17 @@ class HeaderCache:
     """A ``tree.walk`` reader and lister that redo only what changed.
 
     The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
-    links, {name: [size, mtime_ns, header]}]``: each file's header lives in its
+    links, {name: [size, mtime_ns, ctime_ns, inode, header]}]``: each file's header lives in its
     directory's entry (one small dict lookup per file, no repeated full
     paths), and the next state is built as the walk goes, so whatever the
     walk did not see is dropped without a set of every path. ``mtime_ns`` is
     null when the listing is not trusted (racy, or never listed).
     """
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, secret: bytes | None = None):
         self.root = root
         self.path = root / layout.STATE_DIR / "cache" / FILE
+        self.secret = secret  # with a stamp key: the cache is MACed
         self.dirs: dict[str, list[Any]] = {}  # as loaded (the last walk's state)
         self.next: dict[str, list[Any]] = {}  # this walk's state, saved afterwards
         self.dirty = False
@@ -117,11 +151,38 @@ class HeaderCache:
         self._dir: str | None = None
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
-        raw = load_json(self.path)
+        raw = self._read()
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
             if isinstance(dirs, dict):
                 self.dirs = dirs  # each entry is checked when used
+
+    def _mac(self, body: bytes) -> bytes:
+        import hashlib
+        import hmac
+
+        assert self.secret is not None
+        derived = hmac.new(self.secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
+        return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
+
+    def _read(self) -> Any:
+        """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
+        data = load_bytes(self.path)
+        if data is None:
+            return None
+        first, _, body = data.partition(b"\n")
+        parts = first.split(b" ")
+        if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
+            return None
+        if self.secret is not None:
+            import hmac
+
+            if not hmac.compare_digest(parts[2], self._mac(body)):
+                return None
+        try:
+            return json.loads(body)
+        except ValueError:
+            return None
 
     def _settled(self, mtime_ns: int) -> bool:
         return self.now_ns - mtime_ns > RACY_NS
@@ -155,8 +216,13 @@ class HeaderCache:
         size, mtime_ns = info.st_size, info.st_mtime_ns
         if cached is not None:
             try:
-                if cached[0] == size and cached[1] == mtime_ns:
-                    header = _load(cached[2])
+                if (
+                    cached[0] == size
+                    and cached[1] == mtime_ns
+                    and cached[2] == info.st_ctime_ns
+                    and cached[3] == info.st_ino
+                ):
+                    header = _load(cached[4])
                     self.hits += 1
                     self._new[name] = cached
                     return header
@@ -165,7 +231,7 @@ class HeaderCache:
         self.misses += 1
         header = read_header(path, rel)
         if self._settled(mtime_ns):
-            self._new[name] = [size, mtime_ns, _dump(header)]
+            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, _dump(header)]
             self.dirty = True
         # (a racy file is left out: if it was cached, save sees the count drop)
         return header
@@ -183,6 +249,7 @@ class HeaderCache:
             and type(old[1]) is list
             and type(old[2]) is list
             and type(old[3]) is list
+            and _names_ok(old[1] + old[2] + old[3], not rel)
         ):
             listing: Listing = (old[1], old[2], old[3])
             self.next[rel] = [mtime_ns, old[1], old[2], old[3], new]
@@ -208,10 +275,18 @@ class HeaderCache:
         return listing
 
     def walk(self) -> Tree:
-        """One walk of the tree through this cache, then save it (best-effort)."""
+        """One walk of the tree through this cache, then save it (best-effort).
+
+        A cache so damaged that the walk trips over it is dropped: the tree is
+        walked again from the files alone, and the cache rewritten.
+        """
         self.next, self._dir = {}, None
         self.now_ns = time.time_ns()
-        tree = walk(self.root, self, self.list_dir)
+        try:
+            tree = walk(self.root, self, self.list_dir)
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+            self.dirs, self.next, self._dir, self.dirty = {}, {}, None, True
+            tree = walk(self.root, self, self.list_dir)
         self.save()
         return tree
 
@@ -228,9 +303,14 @@ class HeaderCache:
         self.dirs, self.next, self._dir = new, {}, None
         if unchanged:
             return
-        save_json(self.path, {"version": VERSION, "dirs": new})
+        body = json.dumps({"version": VERSION, "dirs": new}, separators=(",", ":")).encode()
+        mac = self._mac(body) if self.secret is not None else b"-"
+        save_bytes(self.path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
 
 
-def cached_walk(root: Path) -> Tree:
-    """``tree.walk`` through the cache, saving it afterwards (best-effort)."""
-    return HeaderCache(root).walk()
+def cached_walk(root: Path, secret: bytes | None = None) -> Tree:
+    """``tree.walk`` through the cache, saving it afterwards (best-effort).
+
+    ``secret``: the stamp key's secret, when there is one (the cache is MACed).
+    """
+    return HeaderCache(root, secret).walk()

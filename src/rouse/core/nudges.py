@@ -11,7 +11,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, layout
+from rouse.core import clock, layout, statedir, sweepstate
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Value
 
@@ -46,6 +46,8 @@ def file_name(now: datetime, kind: str, slug: str, number: int = 1) -> str:
 def read_nudges(root: Path) -> list[Nudge]:
     """Every undelivered-to-the-agent nudge file (not yet archived), oldest first."""
     found: list[Nudge] = []
+    if statedir.path_problem(root, DIR, directory=True) is not None:
+        return found  # behind a link: not state rouse wrote (check and the pack say so)
     try:
         entries = list(os.scandir(nudge_dir(root)))
     except OSError:
@@ -75,10 +77,33 @@ def acted_since(record: Record, when: datetime) -> bool:
     return moved > when
 
 
+def rel_of(nudge: Nudge) -> str:
+    """The nudge file's tree-relative path: what the ledger keeps as its receipt."""
+    return f"{layout.STATE_DIR}/{DIR}/{nudge.path.name}"
+
+
+def vouched(root: Path, found: list[Nudge]) -> tuple[list[Nudge], list[Nudge]]:
+    """Split nudge files into those the ledger says rouse wrote (their record and
+    title taken from the ledger, not the file) and the rest."""
+    known = sweepstate.vouched_nudges(root, [rel_of(n) for n in found])
+    kept: list[Nudge] = []
+    strays: list[Nudge] = []
+    for nudge in found:
+        row = known.get(rel_of(nudge))
+        if row is None:
+            strays.append(nudge)
+        else:
+            kept.append(Nudge(nudge.path, nudge.at, row[0], row[1]))
+    return kept, strays
+
+
 def woken(root: Path, tree: Tree) -> list[Nudge]:
-    """The latest nudge per record whose record the agent has not acted on since."""
+    """The latest nudge per record whose record the agent has not acted on since.
+
+    Only nudge files the ledger vouches for count (see :func:`vouched`).
+    """
     latest: dict[str, Nudge] = {}
-    for nudge in read_nudges(root):
+    for nudge in vouched(root, read_nudges(root))[0]:
         latest[nudge.record_dir] = nudge
     live = []
     for nudge in latest.values():

@@ -2,7 +2,9 @@
 
 Writes go to a temp file in the same directory and are renamed over, so a
 reader never sees half a file; a tree that cannot be written is not an
-error (the caller just works without its cache). Kept free of ``tempfile``
+error (the caller just works without its cache). Neither reads nor writes go
+through a symlink anywhere from ``.rouse`` down (see ``rouse.core.statedir``):
+state behind a link is treated as missing. Kept free of ``tempfile``
 and friends: this is on the pack's start-up path.
 """
 
@@ -21,11 +23,37 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def load_json(path: Path) -> Any:
-    """The decoded file, or None if it is missing, unreadable or not JSON."""
+def through_link(path: Path) -> bool:
+    """Is ``path``, or a directory above it up to ``.rouse``, a symlink (or unreadable)?"""
+    current = path
+    for _ in range(8):  # state files sit at most a few levels under .rouse/
+        try:
+            if os.path.islink(current):
+                return True
+        except OSError:
+            return True
+        if current.name == ".rouse" or current.parent == current:
+            return False
+        current = current.parent
+    return False
+
+
+def load_bytes(path: Path) -> bytes | None:
+    """The file's bytes, or None if it is missing, unreadable or behind a link."""
+    if through_link(path):
+        return None
     try:
-        return json.loads(path.read_bytes())
-    except (OSError, ValueError):
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def load_json(path: Path) -> Any:
+    """The decoded file, or None if it is missing, unreadable, behind a link, or not JSON."""
+    data = load_bytes(path)
+    try:
+        return None if data is None else json.loads(data)
+    except ValueError:
         return None
 
 
@@ -36,7 +64,14 @@ def save_json(path: Path, data: Any) -> bool:
         text = json.dumps(data, separators=(",", ":")).encode()
     except (TypeError, ValueError):
         return False
+    return save_bytes(path, text)
+
+
+def save_bytes(path: Path, text: bytes) -> bool:
+    """Write ``text`` atomically; return False (and leave no temp file) if we can't."""
     temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    if through_link(path):
+        return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

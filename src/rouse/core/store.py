@@ -20,8 +20,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
-from rouse.core import header, layout
+from rouse.core import header
 from rouse.core.errors import ChangedUnderfoot, UsageError
+from rouse.core.statedir import StateError, state_path
 
 WRITE_LOCK = "write.lock"
 RETRIES = 20
@@ -51,9 +52,14 @@ class Store:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """The writers' lock: short, blocking, released by the OS if we die."""
-        state = self.root / layout.STATE_DIR
-        state.mkdir(exist_ok=True)
-        fd = os.open(state / WRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        path = state_path(self.root, WRITE_LOCK)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise StateError(
+                f"cannot open the writers' lock {path} ({exc.strerror}): rouse needs to write "
+                "there — check the permissions of the tree and its .rouse/"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

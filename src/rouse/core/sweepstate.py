@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rouse.core import layout
 from rouse.core.errors import UsageError
+from rouse.core.statedir import StateError, path_problem, state_path
 from rouse.core.statefile import load_json, save_json
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -43,9 +44,14 @@ def _t(value: datetime) -> str:
 @contextlib.contextmanager
 def sweeper_lock(root: Path) -> Iterator[None]:
     """Hold ``.rouse/sweep.lock`` for the sweeper's life; refuse at once if taken."""
-    path = root / SWEEP_LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    path = state_path(root, "sweep.lock")
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise StateError(
+            f"cannot open the sweeper's lock {path} ({exc.strerror}): check the permissions "
+            "of the tree and its .rouse/"
+        ) from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -118,8 +124,8 @@ def last_tick(root: Path) -> tuple[datetime | None, float | None]:
 def _reader(root: Path) -> Iterator[sqlite3.Connection | None]:
     """A connection to an existing ledger, or None; never creates the file."""
     path = root / LEDGER
-    if not path.is_file():
-        yield None
+    if path_problem(root, "ledger.sqlite3") is not None or not path.is_file():
+        yield None  # missing, or behind a link: no ledger to read
         return
     import sqlite3  # only once a ledger exists
 
@@ -154,6 +160,41 @@ def counts(root: Path) -> dict[str, int]:
                 found[row["state"]] = row["n"]
         except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
             pass
+    return found
+
+
+def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str]]:
+    """Of these nudge files (tree-relative paths), the ones the ledger says rouse wrote.
+
+    A nudge file is the file sink's receipt (or a given-up wake's); the ledger
+    row keeps the wake as it was made. Returns receipt → (the record's path,
+    the wake's first line) from the ledger, never from the file, so a file
+    written or edited by hand vouches for nothing.
+    """
+    found: dict[str, tuple[str, str]] = {}
+    if not receipts:
+        return found
+    with _reader(root) as db:
+        if db is None:
+            return found
+        for start in range(0, len(receipts), 500):
+            chunk = receipts[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            try:
+                rows = db.execute(
+                    f"SELECT receipt, path, wake FROM wakes WHERE receipt IN ({marks}) "
+                    "AND state IN ('delivered', 'given_up')",
+                    chunk,
+                ).fetchall()
+            except Exception:  # sqlite3.Error: a busy or damaged ledger vouches for nothing
+                return found
+            for row in rows:
+                try:
+                    text = json.loads(row["wake"])["text"]
+                except (ValueError, KeyError, TypeError):
+                    continue
+                if isinstance(text, str):
+                    found[row["receipt"]] = (str(row["path"]), text.split("\n", 1)[0])
     return found
 
 

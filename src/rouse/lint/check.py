@@ -21,7 +21,9 @@ from rouse.lint.shape import (
     context_findings,
     duplicate_slug_findings,
     encoding_findings,
+    machine_state_findings,
     note_findings,
+    nudge_findings,
     plugin_findings,
     record_findings,
     shape_findings,
@@ -53,6 +55,8 @@ def check(
 
 def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     yield from shape_findings(tree)
+    yield from machine_state_findings(tree)
+    yield from nudge_findings(tree)
     files = _files(tree)
     for file in files:
         yield from header_findings(file)

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from rouse.core import clock
+from rouse.core import clock, nudges, statedir
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.tree import Context, File, Note, Record, Tree
@@ -53,6 +53,24 @@ def shape_findings(tree: Tree) -> Iterator[Finding]:
             link,
             "symlink in the tree: rouse never follows it — replace it with the file or "
             "directory itself, or move it out",
+        )
+
+
+def machine_state_findings(tree: Tree) -> Iterator[Finding]:
+    """``.rouse/`` itself: a link at it or in it makes the sweeper refuse to run."""
+    for problem in statedir.problems(tree.root):
+        where, _, what = problem.partition(" ")
+        yield Finding("error", where, what)
+
+
+def nudge_findings(tree: Tree) -> Iterator[Finding]:
+    """Nudge files the ledger does not vouch for: the pack ignores them."""
+    for nudge in nudges.vouched(tree.root, nudges.read_nudges(tree.root))[1]:
+        yield Finding(
+            "warn",
+            nudges.rel_of(nudge),
+            "not in the ledger: rouse did not write this nudge file (or its ledger was "
+            "lost), so the pack does not show it — delete it",
         )
 
 

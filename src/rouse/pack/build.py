@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, header, nudges, sweepstate
+from rouse.core import clock, header, nudges, statedir, sweepstate
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
@@ -222,6 +222,7 @@ def _warnings(
             "merge or retire beliefs and motivations"
         )
     warnings += _sweeper_warnings(tree.root, now)
+    warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(tree.root)]
     warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
     warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(every)]
     return warnings
@@ -237,9 +238,10 @@ def build_pack(
     probes_enabled: bool = True,
     origin_of: OriginOf | None = None,
     probes_reason: str | None = None,
+    cache_secret: bytes | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``."""
-    tree = cached_walk(root)
+    tree = cached_walk(root, cache_secret)
     origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
@@ -304,6 +306,7 @@ def pack(
         probes_enabled=allowed,
         origin_of=origins,
         probes_reason=why,
+        cache_secret=origins.cache_secret,
     )
     origins.flush()
     return built

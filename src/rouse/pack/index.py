@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rouse.core import header, layout
+from rouse.core import header, layout, statedir
 from rouse.core.errors import HeaderError
 from rouse.core.tree import File, Tree
 from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
@@ -91,6 +91,8 @@ class Index:
     # -- opening --------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
+        if statedir.path_problem(self.root, FILE) is not None:
+            return self._memory()  # .rouse/ behind a link: never build the index there
         try:
             self.path.parent.mkdir(exist_ok=True)
             return self._open_file()

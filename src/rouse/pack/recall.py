@@ -66,12 +66,12 @@ def recall(
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    tree = cached_walk(root)
+    reader = origins.origin_reader(root)
+    tree = cached_walk(root, reader.cache_secret)
     with Index(root) as index:
         index.refresh(tree)
         matches = index.search(words, kind=kind, limit=limit)
     files = indexed_files(tree)
-    reader = origins.origin_reader(root)
     measure = _probe_reader(tree, reader, run_probes)
     hits = []
     for match in matches:

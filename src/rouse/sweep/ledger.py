@@ -24,6 +24,7 @@ from datetime import datetime, time, timedelta
 from pathlib import Path
 
 from rouse.core.errors import UsageError
+from rouse.core.statedir import StateError, state_path
 from rouse.core.sweepstate import LEDGER, TIME_FORMAT, _reader, counts, undelivered_counts
 from rouse.sweep.wake import Wake
 
@@ -147,15 +148,21 @@ class Ledger:
     """The sweeper's read-write handle (creates and migrates the database)."""
 
     def __init__(self, root: Path):
-        self.path = root / LEDGER
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
-        self.db.row_factory = sqlite3.Row
-        # WAL + NORMAL: every commit survives a killed process; a power cut can
-        # lose the last commits, which at worst resends a wake (same id).
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
-        migrate(self.db)
+        self.path = state_path(root, "ledger.sqlite3")
+        try:
+            self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        except sqlite3.Error as exc:
+            raise StateError(_unusable(self.path, exc)) from None
+        try:
+            self.db.row_factory = sqlite3.Row
+            # WAL + NORMAL: every commit survives a killed process; a power cut can
+            # lose the last commits, which at worst resends a wake (same id).
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")
+            migrate(self.db)
+        except sqlite3.Error as exc:
+            self.db.close()
+            raise StateError(_unusable(self.path, exc)) from None
 
     def close(self) -> None:
         self.db.close()
@@ -253,6 +260,15 @@ class Ledger:
 
     def mark_stamped(self, wake_id: str) -> None:
         self.db.execute("UPDATE wakes SET stamped = 1 WHERE id = ?", (wake_id,))
+
+
+def _unusable(path: Path, exc: sqlite3.Error) -> str:
+    """Why the ledger cannot be opened, and what to do (the wakes it held are history)."""
+    return (
+        f"the ledger {path} cannot be used ({exc}): if it is damaged, move it aside "
+        f"(mv {path} {path}.damaged) and sweep again — wakes still owed are found "
+        "again by the clock; check that .rouse/ is writable"
+    )
 
 
 def migrate(db: sqlite3.Connection) -> None:

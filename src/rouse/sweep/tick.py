@@ -25,6 +25,7 @@ from rouse.core import clock
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
+from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
 from rouse.core.tree import File, Tree, display_ids
 from rouse.sweep import wake
@@ -73,6 +74,7 @@ class Sweeper:
         interval: float | None = None,
         origins: Origins | None = None,
     ):
+        require_safe(root)  # no ledger, lock or nudge file goes through a link
         self.root = root
         #: a file's effective origin (verified when a stamp key exists)
         self.origins: Origins = origins or effective_origin
@@ -82,7 +84,9 @@ class Sweeper:
         self.log: Log = log or _stderr
         self.stop = threading.Event()
         self.ledger = Ledger(root)
-        self.headers = HeaderCache(root)  # an idle tick reads no unchanged file
+        # an idle tick reads no unchanged file; MACed with the stamp key when the
+        # origins reader has one
+        self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
         self.nudges = NudgeArchive(root)
         self._told: set[str] = set()
 

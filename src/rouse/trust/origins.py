@@ -165,6 +165,11 @@ class OriginReader:
             weakref.finalize(self, self._cache.save)
 
     @property
+    def cache_secret(self) -> bytes | None:
+        """The stamp key's secret, for the caches that are MACed with it (or None)."""
+        return self.key.secret if self.key is not None else None
+
+    @property
     def keyed(self) -> bool:
         """True when a key file exists (even an unusable one: then all reads are unknown)."""
         return self.key is not None

@@ -65,6 +65,12 @@ def load_key(path: Path) -> StampKey | None:
     return StampKey(path, secret, None, stat.S_IMODE(info.st_mode))
 
 
+def cache_secret(path: Path) -> bytes | None:
+    """The key's secret for MACing rouse's caches, or None (no key, or an unusable one)."""
+    key = load_key(path)
+    return key.secret if key is not None else None
+
+
 def _looks_like_tree(path: Path) -> bool:
     return (path / layout.INSTRUCTIONS).is_file() or (path / layout.STATE_DIR).is_dir()
 
