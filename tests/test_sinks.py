@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import json
+import math
 import os
+import re
+import signal
+import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -16,12 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOW
+from conftest import NOW, MakeTree
+from rouse.cli.main import main
 from rouse.core.errors import UsageError
 from rouse.sweep import sinks
 from rouse.sweep.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
 from rouse.sweep.wake import Wake
 
+TRICKLE = 0.2  # seconds between the bytes of a trickled answer
 SECRET = "whsec_" + base64.b64encode(b"rouse-test-secret-0123456789ab").decode()
 
 
@@ -64,6 +72,29 @@ class Server:
 
 @pytest.fixture
 def server() -> Iterator[Server]:
+    with _serve() as state:
+        yield state
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+    """The same server over HTTPS, with a self-signed certificate the client trusts."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    make = "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1"
+    name = "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1"
+    files = ["-keyout", str(key), "-out", str(cert)]
+    subprocess.run(
+        ["openssl", *make.split(), *name.split(), *files], check=True, capture_output=True
+    )
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # read by every default TLS context
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    with _serve(context) as state:
+        yield state
+
+
+@contextlib.contextmanager
+def _serve(tls: ssl.SSLContext | None = None) -> Iterator[Server]:
     state = Server(url="")
 
     class Handler(BaseHTTPRequestHandler):
@@ -77,6 +108,9 @@ def server() -> Iterator[Server]:
             state.seen.append(Seen(self.path, headers, body))
             if self.path == "/hang":
                 state.release.wait(10)
+            if self.path.startswith("/trickle"):
+                self._trickle()
+                return
             if self.path == "/redirect":
                 self.send_response(302)
                 self.send_header("Location", "/ok")
@@ -90,13 +124,32 @@ def server() -> Iterator[Server]:
             self.end_headers()
             self.wfile.write(b"ok")
 
+        def _trickle(self) -> None:
+            """A 200 answer one byte every 0.2 s (~9 s in all), or only its body so."""
+            body = b"delivered, slowly " * 2
+            head = f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            if self.path == "/trickle-body":
+                self.wfile.write(head)
+                head = b""
+            for byte in head + body:
+                if state.release.wait(TRICKLE):
+                    return
+                try:
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                except OSError:
+                    return  # the client gave up: what the tests want
+
     class Quiet(ThreadingHTTPServer):
         def handle_error(self, request: object, client_address: object) -> None:
             pass  # a client that timed out and left: expected here
 
     httpd = Quiet(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
+    scheme = "https" if tls is not None else "http"
+    state.url = f"{scheme}://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
@@ -133,6 +186,25 @@ def test_webhook_that_hangs_times_out(server: Server) -> None:
         WebhookSink(f"{server.url}/hang", 0.3).send(make_wake(), NOW)
     assert time.monotonic() - start < 5
     server.release.set()
+
+
+@pytest.mark.parametrize("path", ["/trickle", "/trickle-body"])
+def test_a_trickling_webhook_fails_at_the_deadline(server: Server, path: str) -> None:
+    # each byte comes well within any per-read timeout, the whole answer takes ~9 s:
+    # --timeout is one deadline for the delivery, so this is a failure after ~1 s
+    start = time.monotonic()
+    with pytest.raises(SinkError, match=r"within 1s"):
+        WebhookSink(f"{server.url}{path}", 1.0).send(make_wake(), NOW)
+    assert time.monotonic() - start < 5
+    assert len(server.hits(path)) == 1
+
+
+def test_a_trickling_webhook_over_tls_fails_at_the_deadline(tls_server: Server) -> None:
+    assert WebhookSink(f"{tls_server.url}/ok", 5).send(make_wake(), NOW) == "HTTP 200"
+    start = time.monotonic()
+    with pytest.raises(SinkError, match=r"within 1s"):
+        WebhookSink(f"{tls_server.url}/trickle", 1.0).send(make_wake(), NOW)
+    assert time.monotonic() - start < 5
 
 
 def test_redirects_are_never_followed(server: Server) -> None:
@@ -184,10 +256,48 @@ def test_a_bad_secret_is_a_usage_error(bad: str) -> None:
         sinks.parse_secret(bad)
 
 
-@pytest.mark.parametrize("url", ["ftp://x/", "localhost:8080", "http://"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://x/",
+        "localhost:8080",
+        "http://",
+        "http://[::1",
+        "http://[::1]:99999/",
+        "http://127.0.0.1:port/",
+        "http://:8080/",
+        "http://exa mple.org/",
+        "http://example.org/a\nb",
+    ],
+)
 def test_a_bad_url_is_a_usage_error(url: str) -> None:
-    with pytest.raises(UsageError, match="bad webhook URL"):
-        WebhookSink(url, 1)
+    with pytest.raises(UsageError, match="bad webhook URL") as caught:
+        sinks.make_sink(["webhook", url], [], root=Path("."), timeout=1, secret=None, base_env={})
+    message = str(caught.value)
+    assert repr(url) in message and "http://HOST" in message and "\n" not in message
+
+
+def test_a_bad_url_on_the_command_line_is_exit_2(
+    make_tree: MakeTree, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_tree({"entrypoint/": ""})
+    code = main(["--memory", str(root), "sweep", "--once", "--sink", "webhook", "http://[::1"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "'http://[::1'" in err and "internal error" not in err
+
+
+@pytest.mark.parametrize("kind", ["exec", "webhook"])
+@pytest.mark.parametrize("timeout", [math.nan, math.inf, -math.inf, 0.0, -1.0])
+def test_a_timeout_that_is_no_deadline_is_refused(kind: str, timeout: float) -> None:
+    spec, command = (["exec"], ["true"]) if kind == "exec" else (["webhook", "http://h/"], [])
+    with pytest.raises(UsageError, match="--timeout"):
+        sinks.make_sink(spec, command, root=Path("."), timeout=timeout, secret=None, base_env={})
+    with pytest.raises(UsageError, match="--timeout"):
+        if kind == "exec":
+            ExecSink(["true"], timeout, Path("."), {})
+        else:
+            WebhookSink("http://h/", timeout)
 
 
 # -- exec ---------------------------------------------------------------------
@@ -223,6 +333,58 @@ def test_exec_nonzero_exit_is_a_failure_with_its_output(tmp_path: Path) -> None:
     script = "import sys; print('queue full'); sys.exit(3)"
     with pytest.raises(SinkError, match="exited 3: queue full"):
         _exec(script, tmp_path).send(make_wake(), NOW)
+
+
+def test_exec_output_kept_is_capped_and_never_fills_a_disk(tmp_path: Path) -> None:
+    # 8 MiB of output, then a last line, then exit 1: the error ends with that line
+    # and counts what was discarded; the output never sat in a file while it ran
+    seen = tmp_path / "seen"
+    script = (
+        "import os, stat, sys\n"
+        "for _ in range(128):\n"
+        "    sys.stdout.write('x' * 65535 + '\\n')\n"
+        "sys.stdout.write('the last line\\n')\n"
+        "sys.stdout.flush()\n"
+        "st = os.fstat(1)\n"
+        f"open({str(seen)!r}, 'w').write(str(st.st_size if stat.S_ISREG(st.st_mode) else 0))\n"
+        "sys.exit(1)\n"
+    )
+    total = 128 * 65536 + len("the last line\n")
+    with pytest.raises(SinkError) as caught:
+        _exec(script, tmp_path).send(make_wake(), NOW)
+    message = str(caught.value)
+    assert f"exited 1 ({total - sinks.MAX_OUTPUT} bytes of output discarded): xxx" in message
+    assert message.endswith("xxx the last line")
+    assert int(seen.read_text()) <= sinks.MAX_OUTPUT
+
+
+def test_exec_that_never_stops_writing_is_cut_at_the_deadline(tmp_path: Path) -> None:
+    start = time.monotonic()
+    with pytest.raises(SinkError, match="killed its process group") as caught:
+        ExecSink(["yes"], 1.0, tmp_path, {"PATH": os.environ["PATH"]}).send(make_wake(), NOW)
+    assert time.monotonic() - start < 5
+    discarded = re.search(r"(\d+) bytes of output discarded", str(caught.value))
+    assert discarded and int(discarded.group(1)) > sinks.MAX_OUTPUT
+    assert str(caught.value).endswith("y y y")
+
+
+def test_exec_done_while_a_grandchild_holds_its_output_is_delivered(tmp_path: Path) -> None:
+    # the command exits 0 at once but leaves a helper with its stdout open:
+    # delivered now, not at the deadline
+    pidfile = tmp_path / "helper.pid"
+    script = (
+        "import subprocess, sys\n"
+        "helper = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(helper.pid))\n"
+    )
+    start = time.monotonic()
+    try:
+        assert _exec(script, tmp_path, timeout=30).send(make_wake(), NOW) == "exit 0"
+        assert time.monotonic() - start < 15
+    finally:
+        if pidfile.exists():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
 def test_exec_that_hangs_is_killed_with_its_whole_group(tmp_path: Path) -> None:
