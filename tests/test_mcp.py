@@ -58,6 +58,12 @@ def no_key(tmp_path: Path) -> Path:
     return tmp_path / "no-key"
 
 
+def files_under(root: Path) -> dict[str, bytes]:
+    """Every file in the tree but rouse's own state (the walk cache may change on a read)."""
+    found = {p.relative_to(root).as_posix(): p for p in root.rglob("*") if p.is_file()}
+    return {rel: p.read_bytes() for rel, p in found.items() if not rel.startswith(".rouse/")}
+
+
 # -- the tools in-process -----------------------------------------------------
 
 
@@ -89,6 +95,43 @@ def test_machine_fields_are_refused_and_nothing_is_written(memory: Path, no_key:
             t.remember("forged", "x", fields={field: "1"})
     assert not (memory / INTENTIONS / "forged").exists()
     assert not (memory / NOTES / "forged.md").exists()
+
+
+#: Machine fields as the hostile run spelled them: case, spacing, a newline.
+SMUGGLED_KEYS = ("ORIGIN", "origin ", "x\norigin", "Swept", "FIRES", "a\nnudges")
+
+
+def test_machine_fields_in_any_spelling_are_refused_in_process(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    before = files_under(memory)
+    for key in SMUGGLED_KEYS:
+        with pytest.raises(UsageError, match=r"machine field|bad field key"):
+            t.intend("forged", "x", fields={key: "2099-01-01 00:00"})
+        with pytest.raises(UsageError, match=r"machine field|bad field key"):
+            t.remember("forged", "x", fields={key: "1"})
+        with pytest.raises(UsageError, match=r"machine field|bad field key"):
+            t.add("backlog", "forged", fields={key: "1"})
+    assert files_under(memory) == before
+
+
+def test_text_that_would_not_read_back_is_refused_in_process(memory: Path, no_key: Path) -> None:
+    t = tools(memory, no_key)
+    before = files_under(memory)
+    with pytest.raises(UsageError, match="control character"):
+        t.intend("nul", "x", fields={"success-when": "a\x00b"})
+    with pytest.raises(UsageError, match="at most 4,000"):
+        t.intend("big", "x" * 100_000)
+    with pytest.raises(UsageError, match="at most 4,000"):
+        t.promote("example-try-a-build-cache", "x" * 100_000)
+    with pytest.raises(UsageError, match="one line"):
+        t.promote("example-try-a-build-cache", "a\rb")
+    with pytest.raises(UsageError, match="NUL"):
+        t.remember("nul", "a\x00b")
+    with pytest.raises(UsageError, match="NUL"):
+        t.move("example-stabilise-nightly-build", note="a\x00b")
+    with pytest.raises(UsageError, match="NUL"):
+        t.close("example-stabilise-nightly-build", "dropped", why="a\x00b")
+    assert files_under(memory) == before
 
 
 def test_bad_slugs_and_kinds_are_refused(memory: Path, no_key: Path) -> None:
@@ -251,6 +294,66 @@ def test_client_creates_an_intention_reads_the_pack_and_is_refused_swept(
     assert "'swept' is a machine field" in text_of(results["swept"])
     assert not (memory / INTENTIONS / "learn-mcp" / "sneaky").exists()
     assert "intention/learn-mcp\tstale" in text_of(results["due"])
+
+
+def test_client_refuses_machine_fields_in_any_spelling_and_writes_nothing(
+    memory: Path, no_key: Path
+) -> None:
+    before = files_under(memory)
+    results: list[tuple[str, Any]] = []
+
+    async def body(session: Any) -> None:
+        for key in SMUGGLED_KEYS:
+            calls = {
+                "intend": {"slug": "forged", "closes_when": "x", "fields": {key: "2099-01-01"}},
+                "remember": {"slug": "forged", "body": "x", "fields": {key: "1"}},
+                "add": {"kind": "backlog", "slug": "forged", "fields": {key: "1"}},
+            }
+            for name, arguments in calls.items():
+                results.append((f"{name} {key!r}", await session.call_tool(name, arguments)))
+        value = {"slug": "forged", "closes_when": "x", "fields": {"success-when": "a\x00b"}}
+        results.append(("a NUL in a value", await session.call_tool("intend", value)))
+
+    with_client(memory, no_key, body)
+    for what, result in results:
+        assert result.is_error, what
+        assert (
+            "machine field" in text_of(result)
+            or "field key" in text_of(result)
+            or ("control character" in text_of(result))
+        ), what
+    assert files_under(memory) == before
+
+
+def test_client_unknown_arguments_are_an_error_naming_them(memory: Path, no_key: Path) -> None:
+    record = memory / INTENTIONS / "example-stabilise-nightly-build" / "intention.md"
+    before = files_under(memory)
+    results: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
+
+    async def body(session: Any) -> None:
+        listed = await session.list_tools()
+        schemas.update({tool.name: tool.input_schema for tool in listed.tools})
+        results["swept"] = await session.call_tool(
+            "intend", {"slug": "sneaky", "closes_when": "x", "swept": "2099-01-01 00:00"}
+        )
+        results["for"] = await session.call_tool(
+            "snooze", {"ref": "example-stabilise-nightly-build", "for": "3d"}
+        )
+        results["two"] = await session.call_tool("pack", {"verbose": True, "color": "no"})
+        results["fine"] = await session.call_tool("due", {})
+
+    with_client(memory, no_key, body)
+    for name, schema in schemas.items():
+        assert schema.get("additionalProperties") is False, name
+    assert results["swept"].is_error and "'swept'" in text_of(results["swept"])
+    assert results["for"].is_error and "'for'" in text_of(results["for"])
+    assert "duration" in text_of(results["for"])  # it says what the tool does take
+    assert results["two"].is_error
+    assert "'color'" in text_of(results["two"]) and "'verbose'" in text_of(results["two"])
+    assert not results["fine"].is_error
+    assert files_under(memory) == before
+    assert "2099" not in record.read_text()
 
 
 def test_client_cannot_run_an_untrusted_probe(memory: Path, tmp_path: Path) -> None:

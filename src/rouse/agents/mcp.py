@@ -2,10 +2,13 @@
 
 :class:`Tools` holds the behaviour as plain methods over the same library
 functions the CLI calls (``scaffold.new``, ``lifecycle.*``, ``clock.due``, the
-pack, recall, probes), with the same validation: bad slugs, machine fields and
-illegal endings raise, and the server turns that into an error result with
-nothing written. The ``mcp`` SDK (v2: ``mcp.server.mcpserver.MCPServer``) is
-imported only inside :func:`build_server`, so this module loads without it.
+pack, recall, probes), with the same validation: bad slugs, field keys and
+values checked by the CLI's own functions (``scaffold.check_key``,
+``check_value``, ``check_body``), illegal endings raise, and the server turns
+that into an error result with nothing written. Input schemas are strict: an
+argument a tool does not take is an error result that names it. The ``mcp``
+SDK (v2: ``mcp.server.mcpserver.MCPServer``) is imported only inside
+:func:`build_server`, so this module loads without it.
 No tool offers ``stamp``: origins are written from outside the agent.
 """
 
@@ -46,10 +49,16 @@ def _wall_clock() -> datetime:
 
 
 def _one_line(value: str | None, what: str) -> str:
-    text = (value or "").strip()
-    if not text or "\n" in text or "\r" in text:
+    """A header value given as its own argument: checked as a field value, and not empty."""
+    text = scaffold.check_value(what, value or "")
+    if not text:
         raise UsageError(f"{what} must be one non-empty line")
     return text
+
+
+def _text(value: str | None, what: str) -> str | None:
+    """Body text (a note, a reason): any length, but text."""
+    return None if value is None else scaffold.check_body(value, what)
 
 
 class Tools:
@@ -125,7 +134,9 @@ class Tools:
         if not allowed:
             lines = [f"{p.name}: {readings.UNKNOWN}" for p in chosen]
             return "\n".join([*lines, reason])
-        return "\n".join(f"{p.name}: {readings.run_demand(self.root, p)}" for p in chosen)
+        return "\n".join(
+            f"{p.name}: {readings.run_demand(self.root, p, self.key_path)}" for p in chosen
+        )
 
     # -- write --------------------------------------------------------------
 
@@ -139,6 +150,7 @@ class Tools:
         given = dict(fields or {})
         if keywords is not None:
             given["keywords"] = keywords
+        scaffold.check_body(body)
         done = notes.remember(self.root, slug, body, self.now(), given)
         return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"
 
@@ -181,7 +193,7 @@ class Tools:
         return f"wrote {created.rel}" + _todo(created.todo)
 
     def move(self, ref: str, note: str | None = None) -> str:
-        return lifecycle.move(self.root, ref, self.now(), note).summary
+        return lifecycle.move(self.root, ref, self.now(), _text(note, "note")).summary
 
     def snooze(
         self,
@@ -191,7 +203,7 @@ class Tools:
         note: str | None = None,
     ) -> str:
         changed = lifecycle.snooze(
-            self.root, ref, self.now(), until=until, duration=duration, note=note
+            self.root, ref, self.now(), until=until, duration=duration, note=_text(note, "note")
         )
         nxt = f"; next due {format_stamp(changed.next_due)}" if changed.next_due else ""
         return changed.summary + nxt
@@ -201,9 +213,11 @@ class Tools:
     ) -> str:
         if ending not in ENDINGS:
             raise UsageError(f"ending must be one of {', '.join(ENDINGS)}, not {ending!r}")
+        why = _text(why, "why")
         return lifecycle.close(self.root, ref, self.now(), ending, why, outcome).summary
 
     def promote(self, slug: str, closes_when: str, under: str | None = None) -> str:
+        closes_when = _one_line(closes_when, "closes_when")
         return lifecycle.promote(self.root, slug, closes_when, self.now(), under).summary
 
 
@@ -251,12 +265,26 @@ DESCRIPTIONS = {
 
 
 def build_server(tools: Tools) -> Any:
-    """An ``MCPServer`` exposing ``tools``; imports the ``mcp`` SDK here and only here."""
+    """An ``MCPServer`` exposing ``tools``; imports the ``mcp`` SDK here and only here.
+
+    Every tool's input schema says ``additionalProperties: false``, and the
+    server holds to it: a call with an argument the tool does not take is an
+    error result naming it, before the tool runs.
+    """
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.tools import Tool
     from mcp_types import ToolAnnotations
 
-    server: Any = MCPServer(name="rouse", instructions=INSTRUCTIONS)
+    takes: dict[str, list[str]] = {}
+
+    class StrictServer(MCPServer[Any]):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            known = takes.get(name)
+            unknown = sorted(set(arguments) - set(known or ()))
+            if known is not None and unknown:
+                raise ToolError(_unknown_arguments(name, unknown, known))
+            return await super().call_tool(name, arguments, context)
 
     def hints(read_only: bool, destructive: bool = False, open_world: bool = False) -> Any:
         if read_only:
@@ -268,7 +296,7 @@ def build_server(tools: Tools) -> Any:
             open_world_hint=False,
         )
 
-    def register(fn: Callable[..., str], annotations: Any) -> None:
+    def strict(fn: Callable[..., str], annotations: Any) -> Any:
         name = fn.__name__
 
         @functools.wraps(fn)
@@ -278,26 +306,41 @@ def build_server(tools: Tools) -> Any:
             except RouseError as exc:
                 raise ToolError(exc.render()) from None
 
-        server.add_tool(
+        tool = Tool.from_function(
             guarded,
             name=name,
             description=DESCRIPTIONS[name],
             annotations=annotations,
             structured_output=False,
         )
+        tool.parameters["additionalProperties"] = False
+        takes[name] = list(tool.parameters.get("properties", {}))
+        return tool
 
-    register(tools.pack, hints(read_only=True))
-    register(tools.recall, hints(read_only=True))
-    register(tools.due, hints(read_only=True))
-    register(tools.probe, hints(read_only=True, open_world=True))
-    register(tools.remember, hints(read_only=False, destructive=True))
-    register(tools.intend, hints(read_only=False))
-    register(tools.add, hints(read_only=False))
-    register(tools.move, hints(read_only=False))
-    register(tools.snooze, hints(read_only=False))
-    register(tools.close, hints(read_only=False, destructive=True))
-    register(tools.promote, hints(read_only=False, destructive=True))
-    return server
+    return StrictServer(
+        name="rouse",
+        instructions=INSTRUCTIONS,
+        tools=[
+            strict(tools.pack, hints(read_only=True)),
+            strict(tools.recall, hints(read_only=True)),
+            strict(tools.due, hints(read_only=True)),
+            strict(tools.probe, hints(read_only=True, open_world=True)),
+            strict(tools.remember, hints(read_only=False, destructive=True)),
+            strict(tools.intend, hints(read_only=False)),
+            strict(tools.add, hints(read_only=False)),
+            strict(tools.move, hints(read_only=False)),
+            strict(tools.snooze, hints(read_only=False)),
+            strict(tools.close, hints(read_only=False, destructive=True)),
+            strict(tools.promote, hints(read_only=False, destructive=True)),
+        ],
+    )
+
+
+def _unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> str:
+    names = ", ".join(repr(name) for name in unknown)
+    plural = "s" if len(unknown) > 1 else ""
+    takes = ", ".join(known) or "no arguments"
+    return f"Error executing tool {tool}: unknown argument{plural} {names}: it takes {takes}"
 
 
 def serve(

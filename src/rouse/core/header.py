@@ -17,6 +17,8 @@ from rouse.core.value import Value
 
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADER_LINES = 500
+#: The longest value a writer puts on a header line, in characters: longer text goes in the body.
+MAX_VALUE_CHARS = 4000
 BOM = b"\xef\xbb\xbf"
 FENCE = "---"
 
@@ -210,6 +212,30 @@ def format_header(fields: Mapping[str, str], newline: str = "\n") -> str:
     """A fresh header block for the given fields, in order."""
     body = "".join(f"{key}: {value}{newline}" for key, value in fields.items())
     return f"{FENCE}{newline}{body}{FENCE}{newline}"
+
+
+def value_problem(value: str) -> str | None:
+    """Why a writer must not put ``value`` on a header line, or None when it may.
+
+    A value is one line of text: no line break or other control character
+    (U+0000-U+001F, U+007F-U+009F), no line or paragraph separator, nothing
+    that is not UTF-8, and at most MAX_VALUE_CHARS characters, so that what a
+    writer accepts the reader reads back.
+    """
+    if len(value) > MAX_VALUE_CHARS:
+        return (
+            f"is {len(value):,} characters long: a header value holds at most "
+            f"{MAX_VALUE_CHARS:,} (put longer text in the body)"
+        )
+    for char in value:
+        code = ord(char)
+        if char in "\n\r" or code in (0x2028, 0x2029):
+            return f"must be one line (it holds a line break, U+{code:04X})"
+        if code < 0x20 or 0x7F <= code <= 0x9F:
+            return f"holds the control character U+{code:04X}: write it as one line of plain text"
+        if 0xD800 <= code <= 0xDFFF:
+            return "is not valid UTF-8 text: re-type it as UTF-8"
+    return None
 
 
 def _check_update(key: str, value: str | None) -> None:

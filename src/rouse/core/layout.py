@@ -52,8 +52,12 @@ DEFAULT_HOME = {
     "backlog": BACKLOG,
 }
 
-SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}$")
-KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+# \Z, not $: a $ would also match before a final newline ("nl\n" is no slug)
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,79}\Z")
+#: A header key as the reader takes it (any case; written lowercase).
+KEY_RE = re.compile(r"^[A-Za-z][A-Za-z0-9-]*\Z")
+#: A key a writer accepts from a user or a model: lowercase kebab-case only.
+FIELD_KEY_RE = re.compile(r"^[a-z][a-z0-9-]*\Z")
 
 
 def suggest_slug(text: str) -> str:
@@ -64,7 +68,7 @@ def suggest_slug(text: str) -> str:
 
 def validate_slug(slug: str) -> str:
     """Return ``slug`` if legal, else raise a UsageError with a suggestion."""
-    if SLUG_RE.match(slug):
+    if SLUG_RE.fullmatch(slug):
         return slug
     raise UsageError(
         f"bad slug {slug!r}: use 1-80 lowercase letters, digits and '-', "

@@ -17,6 +17,7 @@ from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
 from rouse.core.tree import Record, Tree, walk
+from rouse.records.scaffold import check_body, check_value
 
 ENDINGS = ("done", "dropped", "abandoned")
 #: Reminder states a snooze re-arms (a fresh due and status pending).
@@ -132,7 +133,8 @@ def promote(
 ) -> Changed:
     """Move a backlog item into the intentions as an open intention (all or nothing)."""
     layout.validate_slug(slug)
-    if not closes_when.strip() or "\n" in closes_when:
+    closes_when = check_value("closes-when", closes_when)
+    if not closes_when:
         raise UsageError("--closes-when needs one line saying how you will know it is done")
     tree = walk(root)
     source = f"{layout.BACKLOG}/{slug}"
@@ -153,7 +155,7 @@ def promote(
     updates: dict[str, str | None] = {
         "status": "open",
         "last-moved": stamp,
-        "closes-when": closes_when.strip(),
+        "closes-when": closes_when,
         "promoted": stamp,
         "was": source,
     }
@@ -212,4 +214,5 @@ class _Mover:
 
 
 def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    """A note or reason as one body line: whitespace collapsed, and text (no NUL)."""
+    return " ".join(check_body(text, "the note").split())

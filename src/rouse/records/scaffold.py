@@ -9,10 +9,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import layout
+from rouse.core import header, layout
 from rouse.core.clock import LEVELS
-from rouse.core.errors import UsageError
-from rouse.core.header import format_header
+from rouse.core.errors import HeaderError, UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
 from rouse.core.tree import walk
@@ -134,25 +133,74 @@ def _git_init(target: Path) -> str:
 
 
 def parse_assignments(pairs: list[str], now: datetime) -> dict[str, str]:
-    """``k=v`` strings from a user or model → fields; machine fields are refused."""
+    """``k=v`` strings from ``new --set`` → fields, through :func:`validate_fields`.
+
+    Spaces around the ``=`` are the syntax's and go; the key itself is checked
+    by :func:`check_key`, as the MCP tools' keys are.
+    """
     fields: dict[str, str] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
-        key = key.strip().lower()
-        if not eq or not layout.KEY_RE.match(key):
+        if not eq:
             raise UsageError(f"bad --set {pair!r}: use key=value with a key like closes-when")
-        fields[key] = value.strip()
+        fields[check_key(key.strip())] = value
     return validate_fields(fields, now)
 
 
+def check_key(key: str) -> str:
+    """The one check of a field key a user or a model gives (``new --set``, MCP tools).
+
+    A key is lowercase kebab-case (``[a-z][a-z0-9-]*``); a machine field is
+    refused whatever its case or the spaces around it. Returns the key.
+    """
+    folded = key.strip().lower()
+    if folded in layout.MACHINE_FIELDS:
+        raise UsageError(f"'{folded}' is a machine field: only rouse writes it")
+    if layout.FIELD_KEY_RE.match(key):
+        return key
+    hint = f" (write {folded!r})" if layout.FIELD_KEY_RE.match(folded) else " (like closes-when)"
+    shown = repr(key) if len(key) <= 60 else repr(key[:60]) + "..."
+    raise UsageError(
+        f"bad field key {shown}: use lowercase letters, digits and '-', "
+        f"starting with a letter{hint}"
+    )
+
+
+def check_value(key: str, value: str) -> str:
+    """A header value from a user or a model, trimmed, or a UsageError naming the key.
+
+    One line, no control characters, at most ``header.MAX_VALUE_CHARS``
+    characters: what a writer accepts, the reader reads back.
+    """
+    problem = header.value_problem(value)
+    if problem is not None:
+        raise UsageError(f"the value of '{key}' {problem}")
+    return value.strip()
+
+
+def check_body(text: str, what: str = "the body") -> str:
+    """Body text from a user or a model: any length, but text (no NUL, valid UTF-8)."""
+    if "\x00" in text:
+        raise UsageError(f"{what} holds a NUL character (U+0000): memory files are plain text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{what} is not valid UTF-8 text: re-type or re-save it as UTF-8"
+        ) from None
+    return text
+
+
 def validate_fields(fields: Mapping[str, str], now: datetime) -> dict[str, str]:
-    """Refuse machine fields and multi-line values; normalise stamps and intervals."""
+    """Check keys and values from a user or model; normalise stamps and intervals.
+
+    Machine fields, bad keys and values that would not read back are refused,
+    and so is a set of fields too big for the reader to read as one header.
+    """
     clean: dict[str, str] = {}
-    for key, value in fields.items():
-        if key in layout.MACHINE_FIELDS:
-            raise UsageError(f"'{key}' is a machine field: only rouse writes it")
-        if "\n" in value or "\r" in value:
-            raise UsageError(f"the value of '{key}' must be one line")
+    for raw_key, raw_value in fields.items():
+        key = check_key(raw_key)
+        value = check_value(key, raw_value)
         try:
             if key in STAMP_KEYS and value:
                 value = format_stamp(parse_when(value, now))
@@ -161,7 +209,26 @@ def validate_fields(fields: Mapping[str, str], now: datetime) -> dict[str, str]:
         except ValueError as exc:
             raise UsageError(f"bad value for '{key}': {exc}") from None
         clean[key] = value
+    readable_header(clean, "the fields given")
     return clean
+
+
+def readable_header(fields: Mapping[str, str], what: str) -> str:
+    """The header block for ``fields``, refused unless the reader reads it back as written."""
+    text = header.format_header(fields)
+    try:
+        back = header.parse_header(text).fields
+    except HeaderError:
+        size = len(text.encode("utf-8"))
+        raise UsageError(
+            f"{what} would make a header of {text.count(chr(10))} lines / {size:,} bytes, and "
+            f"rouse reads a header only up to {header.MAX_HEADER_LINES} lines / "
+            f"{header.MAX_HEADER_BYTES // 1024} KiB: give fewer or shorter fields, or put the "
+            "text in the body"
+        ) from None
+    if back != dict(fields):
+        raise UsageError(f"{what} would not read back as written: check the keys and values")
+    return text
 
 
 def _record_fields(kind: str, now: datetime) -> dict[str, str]:
@@ -186,20 +253,22 @@ def new(
     if kind not in NEW_TYPES:
         raise UsageError(f"unknown type {kind!r}: use one of {', '.join(NEW_TYPES)}")
     given = validate_fields(fields or {}, now)
-    header: dict[str, str]
+    check_body(body)
+    start: dict[str, str]
     if kind == "persona":
-        rel, header = layout.PERSONA, {}
+        rel, start = layout.PERSONA, {}
     elif slug is None:
         raise UsageError(f"`rouse new {kind}` needs a slug, e.g. `rouse new {kind} my-{kind}`")
     else:
         layout.validate_slug(slug)
-        rel, header = _placement(root, kind, slug, under, now)
-    header.update(given)
-    text = format_header(header) + (body if body.endswith("\n") or not body else body + "\n")
+        rel, start = _placement(root, kind, slug, under, now)
+    start.update(given)
+    head = readable_header(start, rel)
+    text = head + (body if body.endswith("\n") or not body else body + "\n")
     store = Store(root)
     with store.lock():
         path = store.create(rel, text)
-    todo = [key for key in WANTED.get(kind, ()) if not header.get(key)]
+    todo = [key for key in WANTED.get(kind, ()) if not start.get(key)]
     return Created(path, rel, todo)
 
 
