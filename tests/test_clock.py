@@ -229,7 +229,7 @@ def test_unparseable_stale_after_is_reported_and_uses_the_default(make_tree: Mak
     boundary(root, X, T0 + H, "stale")
 
 
-def test_extreme_values_never_crash_the_clock(make_tree: MakeTree) -> None:
+def test_extreme_values_are_reported_and_never_crash_the_clock(make_tree: MakeTree) -> None:
     root = make_tree(
         {
             f"{INTENTIONS}/a/intention.md": md({"last-moved": "9999-12-31 23:59"}),
@@ -240,12 +240,21 @@ def test_extreme_values_never_crash_the_clock(make_tree: MakeTree) -> None:
     )
     tree = walk(root)
     found = {d.record.dir: d for d in clock.decisions(tree, NOW)}
-    for name in "abd":
-        assert found[f"{INTENTIONS}/{name}"].reason is None
-    # an interval too large to use is unreadable: reported, and the field is treated as absent
-    c = found[f"{INTENTIONS}/c"]
-    assert [(p.key, p.value) for p in c.problems] == [("review-every", "9999999999999w")]
+    # out of bounds (docs/clock.md "Bounds"): reported, and the field is treated as absent,
+    # so a far-future stamp never silences a record
+    problems = {name: found[f"{INTENTIONS}/{name}"].problems for name in "abcd"}
+    assert {name: [(p.key, p.value) for p in listed] for name, listed in problems.items()} == {
+        "a": [("last-moved", "9999-12-31 23:59")],
+        "b": [("stale-after", "99999999w")],
+        "c": [("review-every", "9999999999999w")],
+        "d": [("opened", "9999-12-31")],
+    }
+    a, b, c = (found[f"{INTENTIONS}/{name}"] for name in "abc")
+    assert a.moved_from == "mtime" and a.reason == "stale"
+    assert b.stale_after == 2 * H and b.reason == "stale"
     assert c.review_at is None and c.reason == "stale"
+    assert "1900 to 9000" in problems["a"][0].message
+    assert "520w" in problems["b"][0].message
 
 
 # -- swept pushes the base -----------------------------------------------------------

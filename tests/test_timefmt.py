@@ -12,6 +12,9 @@ from hypothesis import strategies as st
 from conftest import NOW
 from rouse.core.timefmt import (
     FLOOR,
+    LATEST,
+    LONGEST,
+    OutOfRange,
     floored,
     format_interval,
     format_stamp,
@@ -124,7 +127,7 @@ def test_format_stamp_writes_local_minutes(value: datetime, text: str) -> None:
     assert format_stamp(value) == text
 
 
-@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(9999, 12, 31)))
+@given(st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(9000, 12, 31, 23, 59)))
 def test_stamp_round_trip_is_exact_to_the_minute(value: datetime) -> None:
     assert parse_stamp(format_stamp(value)) == value.replace(second=0, microsecond=0)
 
@@ -189,7 +192,7 @@ def test_format_interval(value: timedelta, text: str) -> None:
     assert format_interval(value) == text
 
 
-@given(st.integers(min_value=1, max_value=10**7))
+@given(st.integers(min_value=1, max_value=520 * 7 * 24 * 60))  # up to the longest, 520w
 def test_interval_round_trip(minutes: int) -> None:
     value = timedelta(minutes=minutes)
     assert parse_interval(format_interval(value)) == value
@@ -219,6 +222,50 @@ def test_parse_when() -> None:
         parse_when("+soon", NOW)
     with pytest.raises(ValueError):
         parse_when("tomorrow", NOW)
+
+
+# -- bounds (docs/clock.md "Bounds") ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1899-12-31 23:59",
+        "9001-01-01 00:00",
+        "9999-12-31 23:59",
+        "0001-01-01",
+        "9999-12-31T23:59:59",
+        "9000-12-31 23:30-05:00",  # a real date, but after the last year in local time
+    ],
+)
+def test_stamps_outside_the_years_1900_to_9000_are_out_of_range(
+    local_tz: Callable[[str], None], text: str
+) -> None:
+    local_tz("UTC")
+    with pytest.raises(OutOfRange, match="must fall in the years 1900 to 9000"):
+        parse_stamp(text)
+
+
+def test_intervals_longer_than_520_weeks_are_out_of_range() -> None:
+    assert parse_interval("520w") == LONGEST == timedelta(weeks=520)
+    assert parse_interval("3640d") == LONGEST
+    for text in ("521w", "3641d", "520w1s", "87361h", "99999999999999w"):
+        with pytest.raises(OutOfRange, match="at most 520w"):
+            parse_interval(text)
+
+
+def test_stamps_read_to_the_edges_of_their_years_and_no_further() -> None:
+    assert parse_stamp("1900-01-01 00:00") == datetime(1900, 1, 1)
+    assert parse_stamp("9000-12-31 23:59") == LATEST
+    assert parse_stamp("9000-12-31T23:59:59") == LATEST.replace(second=59)
+    near_the_end = datetime(9000, 12, 31, 23, 0)
+    assert parse_when("+59m", near_the_end) == LATEST
+    with pytest.raises(OutOfRange, match="1900 to 9000"):
+        parse_when("+1h", near_the_end)
+    with pytest.raises(OutOfRange):
+        parse_when("+1h", datetime.max)  # never an OverflowError
+    with pytest.raises(OutOfRange):
+        parse_when("1899-01-01", NOW)
 
 
 # -- human ages (SPEC §4 rules) ---------------------------------------------------

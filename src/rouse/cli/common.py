@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rouse.core.errors import UsageError
 from rouse.core.home import find_tree
-from rouse.core.timefmt import parse_stamp
+from rouse.core.timefmt import OutOfRange, parse_stamp
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -31,6 +31,8 @@ def resolve_now(args: argparse.Namespace) -> datetime:
         return datetime.now().replace(microsecond=0)
     try:
         return parse_stamp(given)
+    except OutOfRange as exc:
+        raise UsageError(f"bad --now {given!r}: it {exc.need}") from None
     except ValueError:
         raise UsageError(f"bad --now {given!r}: use 'YYYY-MM-DD HH:MM'") from None
 

@@ -31,6 +31,19 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+#: The bounds of the read verbs' numbers (``--limit`` is also ``rouse log``'s).
+MOST_LISTED = 1_000_000
+MAX_CHARS = (200, 10_000_000)
+PROBE_BUDGET_MS = (0, 60_000)
+
+
+def within(option: str, value: int, low: int, high: int) -> int:
+    """``value``, or a usage error (exit 2) naming ``option`` and its bounds."""
+    if not low <= value <= high:
+        raise UsageError(f"{option} must be a whole number from {low} to {high}, got {value}")
+    return value
+
+
 def cmd_pack(args: argparse.Namespace) -> int:
     if getattr(args, "hook", None):
         from rouse.agents.hook import pack_hook
@@ -38,8 +51,9 @@ def cmd_pack(args: argparse.Namespace) -> int:
         return pack_hook(args, cmd_pack)
     from rouse.pack.build import pack as build
 
-    if args.max_chars < 200:
-        raise UsageError("--max-chars must be at least 200")
+    # (both the quick parse in cli.main and argparse come here)
+    within("--max-chars", args.max_chars, *MAX_CHARS)
+    within("--probe-budget", args.probe_budget, *PROBE_BUDGET_MS)
     pack = build(
         tree_root(args),
         resolve_now(args),
@@ -87,6 +101,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     from rouse.pack import recall
 
     query = " ".join(args.query)
+    within("--limit", args.limit, 1, MOST_LISTED)
     hits = recall.recall(
         tree_root(args),
         query,
@@ -108,8 +123,9 @@ def cmd_recall(args: argparse.Namespace) -> int:
 def cmd_tree(args: argparse.Namespace) -> int:
     from rouse.core.cache import cached_walk
     from rouse.pack.views import tree_lines
+    from rouse.trust.stampkey import cache_secret
 
-    emit(tree_lines(cached_walk(tree_root(args))))
+    emit(tree_lines(cached_walk(tree_root(args), cache_secret(stamp_key_path()))))
     return 0
 
 
@@ -118,6 +134,7 @@ def cmd_due(args: argparse.Namespace) -> int:
     from rouse.core.cache import cached_walk
     from rouse.core.tree import display_ids
     from rouse.pack.views import due_item, due_lines
+    from rouse.trust.stampkey import cache_secret
 
     now = resolve_now(args)
     at = now
@@ -126,7 +143,7 @@ def cmd_due(args: argparse.Namespace) -> int:
             at = parse_when(args.until, now)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
-    tree = cached_walk(tree_root(args))
+    tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
     every = clock.decisions(tree, at)
     found = clock.select_due(every)
     if args.json:
@@ -147,6 +164,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from rouse.probes.gate import probes_allowed
     from rouse.trust.origins import origin_reader
 
+    within("--probe-budget", args.probe_budget, *PROBE_BUDGET_MS)
     root = tree_root(args)
     tree = walk(root)
     origins = origin_reader(root, stamp_key_path())

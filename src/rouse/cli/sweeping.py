@@ -10,7 +10,7 @@ from rouse.cli.common import (
     resolve_now,
     tree_root,
 )
-from rouse.core.errors import UsageError
+from rouse.cli.read import MOST_LISTED, within
 from rouse.core.home import stamp_key_path
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -25,6 +25,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from rouse.sweep.ledger import QuietHours
     from rouse.trust.origins import origin_reader
 
+    loop.check_wait("--every", args.every)
+    loop.check_wait("--timeout", args.timeout)  # (a nan or inf would never kill a hung exec)
     root = tree_root(args)
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
     sink = sinks.make_sink(
@@ -49,8 +51,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_log(args: argparse.Namespace) -> int:
     from rouse.sweep import ledger
 
-    if args.limit < 1:
-        raise UsageError("--limit must be at least 1")
+    within("--limit", args.limit, 1, MOST_LISTED)
     entries = ledger.recent(tree_root(args), args.limit)
     if args.json:
         emit_json([entry.as_json() for entry in entries])

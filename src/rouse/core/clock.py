@@ -9,13 +9,42 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rouse.core.timefmt import FLOOR, floored, format_stamp, parse_interval, parse_stamp
+from rouse.core.timefmt import (
+    FLOOR,
+    LATEST,
+    OutOfRange,
+    floored,
+    format_stamp,
+    parse_interval,
+    parse_stamp,
+)
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
 
 MAX_NAG_STEP = timedelta(days=1)
 DEFAULT_MAX_FIRES = 10
 DEFAULT_BACKOFF = 2.0
+#: The largest ``fires``, ``nudges`` or ``max-fires`` read (docs/clock.md "Bounds").
+MOST_COUNT = 1_000_000
+#: ``backoff`` is read when ``1 <= backoff < BACKOFF_BELOW`` (or ``fixed``).
+BACKOFF_BELOW = 1000.0
+
+#: What the clock does instead when a field cannot be read (docs/clock.md).
+FALLBACKS = {
+    "last-moved": "falls back to opened, else the mtime",
+    "opened": "falls back to the mtime",
+    "stale-after": "uses the level's default",
+    "swept": "ignored: as if never woken",
+    "nudges": "read as 0",
+    "review-every": "ignored: no review",
+    "reviewed": "falls back to opened, else the mtime",
+    "due": "falls back to moved_at: it fires",
+    "nag": "its step starts at the 15m floor",
+    "backoff": "read as 2",
+    "fires": "read as 0",
+    "max-fires": "read as 10",
+    "expires": "ignored: no expiry",
+}
 
 
 class Level(Frozen):
@@ -121,6 +150,57 @@ class Decision(Value):
 # -- reading fields -----------------------------------------------------------
 
 
+def parse_count(text: str) -> int:
+    """A ``fires``, ``nudges`` or ``max-fires`` value: a whole number, 0 to MOST_COUNT.
+
+    Raises ValueError (OutOfRange when it is a whole number, but too large).
+    """
+    text = text.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"not a whole number: {text!r}")
+    digits = text.lstrip("0")
+    if len(digits) > len(str(MOST_COUNT)) or int(digits or "0") > MOST_COUNT:
+        raise OutOfRange("a count", f"must be at most {MOST_COUNT}", text)
+    return int(digits or "0")
+
+
+def _problem(key: str, value: str, exc: ValueError, shape: str) -> str:
+    if isinstance(exc, OutOfRange):
+        return f"'{key}' {exc.need}, got {value!r}"
+    return f"'{key}' must {shape}, got {value!r}"
+
+
+def _count_problem(key: str, value: str) -> str:
+    return f"'{key}' must be a whole number from 0 to {MOST_COUNT}, got {value!r}"
+
+
+def stamp_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as the stamp ``key`` (as the clock says it), or None."""
+    try:
+        parse_stamp(value)
+    except ValueError as exc:
+        return _problem(key, value, exc, "look like 2026-03-14 15:40")
+    return None
+
+
+def interval_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as the interval ``key``, or None."""
+    try:
+        parse_interval(value)
+    except ValueError as exc:
+        return _problem(key, value, exc, "look like 45m, 2h or 1d")
+    return None
+
+
+def count_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as the count ``key`` (fires, nudges, max-fires), or None."""
+    try:
+        parse_count(value)
+    except ValueError:
+        return _count_problem(key, value)
+    return None
+
+
 class _Fields:
     """Typed reads of one record's header that collect problems instead of raising."""
 
@@ -133,6 +213,9 @@ class _Fields:
         if any(p.path == self.record.rel and p.key == key for p in self.problems):
             return  # read twice, reported once
         line = self.record.header.line_of(key)
+        fallback = FALLBACKS.get(key)
+        if fallback:
+            message = f"{message} ({fallback})"
         self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
 
     def text(self, key: str) -> str:
@@ -147,8 +230,8 @@ class _Fields:
             return None
         try:
             return parse_stamp(value)
-        except ValueError:
-            self._bad(key, value, f"'{key}' must look like 2026-03-14 15:40, got {value!r}")
+        except ValueError as exc:
+            self._bad(key, value, _problem(key, value, exc, "look like 2026-03-14 15:40"))
             return None
 
     def interval(self, key: str) -> timedelta | None:
@@ -159,8 +242,8 @@ class _Fields:
             return None
         try:
             return parse_interval(value)
-        except ValueError:
-            self._bad(key, value, f"'{key}' must look like 45m, 2h or 1d, got {value!r}")
+        except ValueError as exc:
+            self._bad(key, value, _problem(key, value, exc, "look like 45m, 2h or 1d"))
             return None
 
     def integer(self, key: str, default: int) -> int:
@@ -169,10 +252,11 @@ class _Fields:
             value = value.strip()
         if not value:
             return default
-        if value.isascii() and value.isdigit():
-            return int(value)
-        self._bad(key, value, f"'{key}' must be a whole number, got {value!r}")
-        return default
+        try:
+            return parse_count(value)
+        except ValueError:
+            self._bad(key, value, _count_problem(key, value))
+            return default
 
     def backoff(self) -> float:
         value = self.text("backoff")
@@ -184,7 +268,7 @@ class _Fields:
             number = float(value)
         except ValueError:
             number = -1.0
-        if number >= 1.0 and number < 1000:
+        if 1.0 <= number < BACKOFF_BELOW:  # (nan and inf are not)
             return number
         self._bad("backoff", value, f"'backoff' must be a number >= 1 or 'fixed', got {value!r}")
         return DEFAULT_BACKOFF
@@ -272,11 +356,17 @@ def _moved_at(reader: _Fields) -> tuple[datetime, str]:
 
 
 def _later(base: datetime, interval: timedelta) -> datetime:
-    """``base + interval``, saturating at the end of the calendar instead of crashing."""
+    """``base + interval``, never past the last readable stamp (nor the calendar's end).
+
+    A ``base`` already past LATEST (only a caller's ``now`` or a file's mtime
+    can be) saturates at the calendar's end instead of raising OverflowError.
+    """
+    ceiling = LATEST if base <= LATEST else datetime.max
     try:
-        return base + interval
+        later = base + interval
     except OverflowError:
-        return datetime.max
+        return ceiling
+    return min(later, ceiling)
 
 
 def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
@@ -428,7 +518,7 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
     fields = _Fields(record, [])
     nag = fields.interval("nag") or FLOOR
     step = nag_step(nag, fields.backoff(), fires)
-    updates = {"fires": str(fires), "due": format_stamp(now + step), "status": "pending"}
+    updates = {"fires": str(fires), "due": format_stamp(_later(now, step)), "status": "pending"}
     if not record.get("set"):
         updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
     return updates

@@ -12,6 +12,26 @@ from datetime import datetime, timedelta
 STAMP_FORMAT = "%Y-%m-%d %H:%M"
 FLOOR = timedelta(minutes=15)
 
+#: The years a stamp may name (docs/clock.md "Bounds"): wide enough for any
+#: real plan, and far enough from the calendar's ends (years 1 and 9999) that
+#: a stamp plus the longest interval, or minus a few days, is still a date.
+FIRST_YEAR = 1900
+LAST_YEAR = 9000
+LATEST = datetime(LAST_YEAR, 12, 31, 23, 59)
+#: The longest interval read: 520 weeks, about ten years.
+LONGEST = timedelta(weeks=520)
+STAMP_BOUNDS = f"must fall in the years {FIRST_YEAR} to {LAST_YEAR}"
+INTERVAL_BOUNDS = "must be at most 520w (about ten years)"
+
+
+class OutOfRange(ValueError):
+    """A value that reads, but lies outside rouse's bounds; ``need`` says what they are."""
+
+    def __init__(self, what: str, need: str, text: str):
+        super().__init__(f"{what} {need}, got {text!r}")
+        self.need = need
+
+
 _STAMP_RE = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})"
     r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?"
@@ -19,10 +39,15 @@ _STAMP_RE = re.compile(
 )
 _INTERVAL_RE = re.compile(r"(\d+)\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_LONGEST_SECONDS = int(LONGEST.total_seconds())
 
 
 def parse_stamp(text: str) -> datetime:
-    """Parse a stamp (``YYYY-MM-DD[ HH:MM[:SS]][offset]``) into local naive time."""
+    """Parse a stamp (``YYYY-MM-DD[ HH:MM[:SS]][offset]``) into local naive time.
+
+    Raises ValueError for what is not a stamp, and its subclass OutOfRange for
+    a stamp outside the years FIRST_YEAR to LAST_YEAR (in local time).
+    """
     if (
         len(text) == 16
         and text[4] == "-"
@@ -34,9 +59,13 @@ def parse_stamp(text: str) -> datetime:
         # the form rouse writes, thousands of times per pack: the C ISO parser
         # (it takes only ASCII digits between these separators), no regex
         try:
-            return datetime.fromisoformat(text)
+            value = datetime.fromisoformat(text)
         except ValueError:
             pass  # not a real date, or not digits: the full parser says so
+        else:
+            if FIRST_YEAR <= value.year <= LAST_YEAR:
+                return value
+            raise OutOfRange("a stamp", STAMP_BOUNDS, text)
     match = _STAMP_RE.match(text.strip())
     if not match:
         raise ValueError(f"not a stamp (want YYYY-MM-DD HH:MM): {text!r}")
@@ -54,8 +83,12 @@ def parse_stamp(text: str) -> datetime:
         try:
             aware = datetime.fromisoformat(value.isoformat() + iso)
             value = aware.astimezone().replace(tzinfo=None)
-        except (OverflowError, ValueError) as exc:
+        except OverflowError as exc:
+            raise OutOfRange("a stamp", STAMP_BOUNDS, text) from exc
+        except ValueError as exc:
             raise ValueError(f"not a representable local time: {text!r}") from exc
+    if not FIRST_YEAR <= value.year <= LAST_YEAR:
+        raise OutOfRange("a stamp", STAMP_BOUNDS, text)
     return value
 
 
@@ -65,7 +98,11 @@ def format_stamp(value: datetime) -> str:
 
 
 def parse_interval(text: str) -> timedelta:
-    """Parse ``45m``, ``2h``, ``1d``, ``2w`` or combinations like ``1h30m``."""
+    """Parse ``45m``, ``2h``, ``1d``, ``2w`` or combinations like ``1h30m``.
+
+    Raises ValueError for what is not an interval, and its subclass OutOfRange
+    for one longer than LONGEST.
+    """
     compact = text.strip().lower().replace(" ", "")
     if not compact:
         raise ValueError("empty interval (want e.g. 45m, 2h, 1d)")
@@ -78,10 +115,9 @@ def parse_interval(text: str) -> timedelta:
         pos = match.end()
     if pos != len(compact):
         raise ValueError(f"not an interval (want e.g. 45m, 2h, 1d, 1h30m): {text!r}")
-    try:
-        return timedelta(seconds=total)
-    except OverflowError as exc:
-        raise ValueError(f"interval too large: {text!r}") from exc
+    if total > _LONGEST_SECONDS:
+        raise OutOfRange("an interval", INTERVAL_BOUNDS, text.strip())
+    return timedelta(seconds=total)
 
 
 def format_interval(value: timedelta) -> str:
@@ -103,10 +139,17 @@ def floored(value: timedelta) -> timedelta:
 
 
 def parse_when(text: str, now: datetime) -> datetime:
-    """A CLI time: a stamp, or ``+INTERVAL`` relative to now."""
+    """A CLI time: a stamp, or ``+INTERVAL`` relative to now (within the stamp years)."""
     text = text.strip()
     if text.startswith("+"):
-        return now + parse_interval(text[1:])
+        step = parse_interval(text[1:])
+        try:
+            when = now + step
+        except OverflowError:
+            when = datetime.max
+        if not FIRST_YEAR <= when.year <= LAST_YEAR:
+            raise OutOfRange("a time", STAMP_BOUNDS, f"{text} from {format_stamp(now)}")
+        return when
     return parse_stamp(text)
 
 

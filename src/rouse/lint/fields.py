@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
 from rouse.core import clock
-from rouse.core.timefmt import FLOOR, parse_interval, parse_stamp
+from rouse.core.timefmt import FLOOR, parse_interval
 from rouse.core.tree import File, Record
 from rouse.lint.finding import Finding, article
 
@@ -108,19 +108,12 @@ def _value_problem(key: str, value: str) -> str | None:
     if not value:
         return None
     if key in STAMP_FIELDS:
-        try:
-            parse_stamp(value)
-        except ValueError:
-            return f"'{key}' must look like 2026-03-14 15:40, got {value!r}"
-    elif key in INTERVAL_FIELDS:
-        try:
-            parse_interval(value)
-        except ValueError:
-            return f"'{key}' must look like 45m, 2h or 1d, got {value!r}"
-    elif key in COUNT_FIELDS:
-        if not (value.isascii() and value.isdigit()):
-            return f"'{key}' must be a whole number, got {value!r}"
-    elif key == "backoff" and value.lower() != "fixed":
+        return clock.stamp_problem(key, value)
+    if key in INTERVAL_FIELDS:
+        return clock.interval_problem(key, value)
+    if key in COUNT_FIELDS:
+        return clock.count_problem(key, value)
+    if key == "backoff" and value.lower() != "fixed":
         try:
             number = float(value)
         except ValueError:

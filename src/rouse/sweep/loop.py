@@ -22,6 +22,17 @@ from rouse.sweep.sinks import Sink
 from rouse.sweep.tick import Log, Origins, Sweeper, _t
 
 DEFAULT_EVERY = 60.0
+#: The longest ``--every`` and ``--timeout``, in seconds: one day.
+LONGEST_WAIT = 86400.0
+
+
+def check_wait(option: str, seconds: float | None) -> None:
+    """Refuse (exit 2) a wait that is not a number of seconds above 0 and at most a day."""
+    if seconds is not None and not 0 < seconds <= LONGEST_WAIT:  # (nan and inf are not)
+        raise UsageError(
+            f"{option} must be a number of seconds above 0 and at most {LONGEST_WAIT:g} "
+            f"(one day), got {seconds:g}"
+        )
 
 
 def sweep(
@@ -40,8 +51,7 @@ def sweep(
     With ``now`` the clock starts at that instant and runs on with the wall
     clock, so a loop under ``--now`` behaves like one started then.
     """
-    if every is not None and every <= 0:
-        raise UsageError("--every must be a positive number of seconds")
+    check_wait("--every", every)
     period = every if every is not None else DEFAULT_EVERY
     interval = period if not once or every is not None else None
     started = time.monotonic()
