@@ -1,4 +1,4 @@
-"""The store's guarded rewrite (the sweeper's stamps): nobody's bytes are lost.
+"""The store's guarded rewrite (every writer's path): nobody's bytes are lost.
 
 Each test forces one interleaving that a plain re-read-and-rename would get
 wrong, and checks the editor's bytes are what is left at the path.
@@ -31,7 +31,7 @@ def root(tmp_path: Path) -> Path:
 
 def test_a_quiet_file_is_stamped_with_its_mode_and_body(root: Path) -> None:
     (root / REL).chmod(0o640)
-    Store(root).set_fields(REL, {"swept": "2026-03-14 12:00"}, guarded=True)
+    Store(root).set_fields(REL, {"swept": "2026-03-14 12:00"})
     data = (root / REL).read_bytes()
     assert parse_header(data).fields["swept"] == "2026-03-14 12:00"
     assert data.endswith(b"---\nline one\n")
@@ -47,7 +47,7 @@ def test_a_file_held_open_for_writing_is_not_touched(
     monkeypatch.setattr(store, "GUARDED_RETRIES", 3)
     with open(root / REL, "ab") as editor:  # an editor mid-write keeps it open
         try:
-            Store(root).set_fields(REL, {"swept": "now"}, guarded=True)
+            Store(root).set_fields(REL, {"swept": "now"})
         except ChangedUnderfoot:
             pass
         else:
@@ -80,7 +80,7 @@ def test_an_editor_renaming_over_in_the_gap_keeps_its_bytes(
     if store._renameat2() is None:
         pytest.skip("no renameat2 on this system")
     monkeypatch.setattr(store, "_exchange", _landing(root, 1))
-    Store(root).set_fields(REL, {"swept": "now"}, guarded=True)
+    Store(root).set_fields(REL, {"swept": "now"})
     data = (root / REL).read_bytes()
     assert data.endswith(b"line one\neditor line\n")  # the editor's line survived
     assert parse_header(data).fields["swept"] == "now"  # and the retry stamped it
@@ -95,7 +95,7 @@ def test_a_file_that_never_settles_is_left_as_the_editor_wrote_it(
     monkeypatch.setattr(store, "GUARDED_RETRIES", 4)
     monkeypatch.setattr(store, "_exchange", _landing(root, 100))
     with pytest.raises(ChangedUnderfoot):
-        Store(root).set_fields(REL, {"swept": "now"}, guarded=True)
+        Store(root).set_fields(REL, {"swept": "now"})
     data = (root / REL).read_bytes()
     assert data.count(b"editor line\n") == 4 and b"swept" not in data
 
@@ -105,14 +105,14 @@ def test_without_leases_or_exchange_it_falls_back_to_the_plain_way(
 ) -> None:
     monkeypatch.setattr(store, "_take_lease", lambda fd: False)
     monkeypatch.setattr(store, "_exchange", lambda a, b: False)
-    Store(root).set_fields(REL, {"swept": "now"}, guarded=True)
+    Store(root).set_fields(REL, {"swept": "now"})
     assert parse_header((root / REL).read_bytes()).fields["swept"] == "now"
     assert sorted(p.name for p in (root / "x").iterdir()) == ["task.md"]
 
 
 def test_an_unchanged_result_writes_nothing(root: Path) -> None:
     before = (root / REL).stat()
-    Store(root).update(REL, lambda data: data, guarded=True)
+    Store(root).update(REL, lambda data: data)
     after = (root / REL).stat()
     assert (before.st_ino, before.st_mtime_ns) == (after.st_ino, after.st_mtime_ns)
 
@@ -121,4 +121,4 @@ def test_a_missing_file_is_a_usage_error(root: Path) -> None:
     from rouse.core.errors import UsageError
 
     with pytest.raises(UsageError, match="does not exist"):
-        Store(root).set_fields("x/gone.md", {"a": "b"}, guarded=True)
+        Store(root).set_fields("x/gone.md", {"a": "b"})

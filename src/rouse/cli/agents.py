@@ -46,6 +46,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
             f"`rouse mcp` needs the mcp extra ({exc}): pipx install 'rouse-memory[mcp]'"
         ) from None
     resolve_now(args)  # a bad --now fails here, before the server starts
+    from rouse.core.store import prepare_leases
+
+    prepare_leases()  # the tools may write from worker threads: guard them too
     mcp_server.serve(root, now=lambda: resolve_now(args), env=dict(os.environ))
     return 0
 

@@ -2,8 +2,11 @@
 
 Every write is atomic (a temp file in the same directory, renamed over),
 keeps the file's mode, refuses paths outside the tree or through a symlink,
-and refuses to clobber a file whose bytes changed since it was read.
-rouse's own writers serialize on an advisory lock in ``.rouse/``.
+and refuses to clobber a file whose bytes changed since it was read — or
+that an editor holds open for writing (see ``_guarded_attempt``): every
+writer (the verbs, ``stamp``, the MCP tools, the sweeper) goes through the
+same guarded rewrite. rouse's own writers serialize on an advisory lock in
+``.rouse/``.
 """
 
 from __future__ import annotations
@@ -25,8 +28,7 @@ from rouse.core.errors import ChangedUnderfoot, UsageError
 from rouse.core.statedir import StateError, state_path
 
 WRITE_LOCK = "write.lock"
-RETRIES = 20
-GUARDED_RETRIES = 30  # with short growing sleeps: ~1s in all before giving up
+GUARDED_RETRIES = 50  # with short growing sleeps: ~2 s in all before giving up
 
 
 class Store:
@@ -94,54 +96,30 @@ class Store:
             os.unlink(temp)
         return target
 
-    def update(self, rel: str, change: Callable[[bytes], bytes], *, guarded: bool = False) -> bytes:
-        """Rewrite ``rel`` through ``change``; retry if the file moves under us.
+    def update(self, rel: str, change: Callable[[bytes], bytes]) -> bytes:
+        """Rewrite ``rel`` through ``change``; wait and retry while it moves under us.
 
-        The file is re-read right before the rename; if its bytes differ from
-        what ``change`` saw, the attempt is dropped and made again.
-
-        ``guarded=True`` (the sweeper's stamps) also closes the window an
-        editor writing the file *in place* or renaming over it could hit, where
-        the OS allows (Linux): see ``_guarded_attempt``.
+        Each attempt reads the file, applies ``change``, and swaps the result
+        in only if nobody has written the file meanwhile — in place, by
+        renaming over it, or by holding it open for writing (where the OS can
+        tell: see ``_guarded_attempt``). After ~2 s of a busy file it gives up
+        with ChangedUnderfoot, having written nothing.
         """
         target = self.path(rel)
-        if guarded:
-            for attempt in range(GUARDED_RETRIES):
-                written = _guarded_attempt(self, target, rel, change)
-                if written is not None:
-                    return written
-                time.sleep(min(0.002 * 2**attempt, 0.05) * (0.5 + random.random()))
-            raise ChangedUnderfoot(
-                "the file kept changing (or stayed open for writing) while rouse tried to "
-                "write it; try again when it is quiet",
-                path=rel,
-            )
-        for _ in range(RETRIES):
-            before = _read_regular(target, rel)
-            after = change(before)
-            if after == before:
-                return after
-            mode = stat.S_IMODE(os.stat(target).st_mode)
-            temp = self._write_temp(target, after, mode)
-            try:
-                if _read_regular(target, rel) != before:
-                    continue
-                os.replace(temp, target)
-                return after
-            finally:
-                if temp.exists():
-                    temp.unlink()
+        for attempt in range(GUARDED_RETRIES):
+            written = _guarded_attempt(self, target, rel, change)
+            if written is not None:
+                return written
+            time.sleep(min(0.002 * 2**attempt, 0.05) * (0.5 + random.random()))
         raise ChangedUnderfoot(
-            f"the file kept changing while rouse tried to write it ({RETRIES} tries); "
-            "try again when it is quiet",
+            "the file kept changing (or stayed open for writing) while rouse tried to "
+            "write it; try again when it is quiet",
             path=rel,
         )
 
-    def set_fields(
-        self, rel: str, updates: Mapping[str, str | None], *, guarded: bool = False
-    ) -> bytes:
+    def set_fields(self, rel: str, updates: Mapping[str, str | None]) -> bytes:
         """Set (or remove, with None) header fields; body bytes are untouched."""
-        return self.update(rel, lambda data: header.set_fields(data, updates, rel), guarded=guarded)
+        return self.update(rel, lambda data: header.set_fields(data, updates, rel))
 
     def append_body(self, rel: str, updates: Mapping[str, str | None], line: str) -> bytes:
         """Set header fields and append one line to the end of the body."""
@@ -168,17 +146,6 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def _read_regular(path: Path, rel: str) -> bytes:
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        raise UsageError(f"{rel} does not exist") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise UsageError(f"{rel} is not a regular file (symlinks are never followed)")
-    with open(path, "rb") as handle:
-        return handle.read()
 
 
 # -- guarded rewrites (Linux: read leases and RENAME_EXCHANGE) ----------------
@@ -246,6 +213,13 @@ def _exchange(a: Path, b: Path) -> bool:
 
 class _Busy(Exception):
     """Someone has the file open for writing: come back in a moment."""
+
+
+def prepare_leases() -> None:
+    """Let guarded writes use leases on every thread: call once, on the main thread,
+    in a process whose writers may run elsewhere (the MCP server's tools)."""
+    if threading.current_thread() is threading.main_thread():
+        _sigio_handled()
 
 
 def _sigio_handled() -> bool:

@@ -30,8 +30,11 @@ class _AgentActed(Exception):
 
 
 def _count(value: str | None) -> int:
-    text = (value or "").strip()
-    return int(text) if text.isdigit() else 0
+    """A count as the clock reads it (out of bounds or unreadable: 0)."""
+    try:
+        return clock.parse_count(value or "")
+    except ValueError:
+        return 0
 
 
 def already_stamped(record: Record, made: Wake) -> bool:
@@ -86,7 +89,7 @@ def stamp_after_delivery(root: Path, record: Record, updates: dict[str, str | No
 
     try:
         with store.lock():
-            store.update(record.rel, change, guarded=True)
+            store.update(record.rel, change)
     except _AgentActed:
         return False
     return True
