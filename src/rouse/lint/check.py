@@ -48,6 +48,8 @@ def check(
     if probe_budget_ms is not None:
         findings += _probe_readings(tree, probe_budget_ms)
     stamps = stamp_findings(tree, origins) if origins is not None else []
+    key_path = origins.key_path if origins is not None else None
+    stamps += readings.cache_findings(tree.root, key_path)
     findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)

@@ -144,7 +144,7 @@ def _index(
     files: list[File] = list(tree.notes)
     files += [r for r in tree.records.values() if r.type == "backlog" and clock.is_open(r)]
     files.sort(key=lambda f: (-f.mtime_ns, f.rel))
-    cache = readings.load_cache(root)
+    cache = readings.load_cache(root, getattr(origin_of, "key_path", None))
     items = []
     for file in files[:INDEX_CAP]:
         names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]

@@ -107,7 +107,9 @@ def _probe_reader(
             allowed = run_probes and gate.probes_allowed(tree, reader, {})[0]
             state["probes"] = {p.name: p for p in probes.load_probes(tree)[0]} if allowed else {}
         probe = state["probes"].get(name)
-        reading = readings.run_demand(tree.root, probe) if probe else readings.UNKNOWN
+        reading = (
+            readings.run_demand(tree.root, probe, reader.key_path) if probe else readings.UNKNOWN
+        )
         readings_by_name[name] = reading
         return reading
 

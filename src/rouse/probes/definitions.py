@@ -1,8 +1,8 @@
 """Probes: named commands in ``inventory/probes.md`` whose output is the answer.
 
-This module parses the probes file (SPEC §6). Running probes — the pack's
-shared budget, demand readings with a ttl cache, trust — comes later and
-belongs here too.
+This module parses the probes file (SPEC §6). Running them (the pack's shared
+budget, demand readings with their ttl cache) is ``rouse.probes.readings``;
+who may run them is ``rouse.probes.gate``.
 
 A probe is a fenced block opening with a line ```` ```probe ```` at column 0
 and closing with ```` ``` ````; inside it, ``key: value`` lines. Everything
