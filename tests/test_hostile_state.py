@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -286,3 +287,84 @@ def test_a_nudge_file_the_sweeper_wrote_is_still_woken(memory: Path) -> None:
     packed = rouse(memory, "pack", "--now", "2099-01-02 09:05")
     assert "INJECTED" not in packed.stdout
     assert rouse(memory, "check").stdout.count("not in the ledger") == 0
+
+
+# -- item 8: a tree rouse may not write ---------------------------------------------
+
+
+def _as_someone_else() -> list[str] | None:
+    """A command prefix that runs as an unprivileged user (root ignores permissions)."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    probe = subprocess.run([*prefix, sys.executable, "-c", "import rouse"], capture_output=True)
+    return prefix if probe.returncode == 0 else None
+
+
+@pytest.fixture
+def readonly_memory() -> Iterator[tuple[Path, list[str]]]:
+    prefix = _as_someone_else()
+    if prefix is None:
+        pytest.skip("cannot run as an unprivileged user here (no setpriv, or python unreadable)")
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="rouse-ro-"))
+    try:
+        top.chmod(0o755)
+        done = subprocess.run(
+            [sys.executable, "-m", "rouse", "init", str(top)], capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        for path in [top, *top.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)  # readable, writable only by root
+        yield top / "memory", prefix
+    finally:
+        shutil.rmtree(top)
+
+
+def _run_as(prefix: list[str], memory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ROUSE_STAMP_KEY": str(memory.parent / "no-key"), "HOME": "/tmp"}
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "rouse", "--memory", str(memory), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
+def test_a_tree_rouse_may_not_write_is_named_not_an_internal_error(
+    readonly_memory: tuple[Path, list[str]],
+) -> None:
+    memory, prefix = readonly_memory
+    for args in (
+        ["move", "example-stabilise-nightly-build", "--note", "x"],
+        ["sweep", "--once", "--now", OVERDUE],
+        ["new", "intention", "ship-it", "--set", "closes-when=shipped"],
+    ):
+        done = _run_as(prefix, memory, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "internal error" not in done.stderr
+        assert str(memory) in done.stderr and "Permission denied" in done.stderr
+    packed = _run_as(prefix, memory, "pack", "--now", OVERDUE)
+    assert packed.returncode == 0, packed.stderr
+    assert "now:" in packed.stdout
+    assert _run_as(prefix, memory, "recall", "nightly").returncode == 0
+
+
+def test_a_record_directory_rouse_may_not_write_is_named(
+    readonly_memory: tuple[Path, list[str]],
+) -> None:
+    memory, prefix = readonly_memory
+    state = memory / ".rouse"
+    state.mkdir(exist_ok=True)
+    state.chmod(0o777)  # the state is writable; the record's own directory is not
+    done = _run_as(prefix, memory, "move", "example-stabilise-nightly-build", "--note", "x")
+    assert done.returncode == 2, done.stderr
+    assert "internal error" not in done.stderr
+    assert "example-stabilise-nightly-build" in done.stderr and "writable" in done.stderr

@@ -117,6 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # the environment: permissions, a full disk, a path in the way
+        where = f" {exc.filename}" if exc.filename else ""
+        print(
+            f"rouse: cannot use{where}: {exc.strerror or exc} — check that the path exists "
+            "and that you may read and write it (and its directory)",
+            file=sys.stderr,
+        )
+        return 2
     except Exception as exc:
         if os.environ.get("ROUSE_DEBUG") == "1":
             import traceback

@@ -71,7 +71,13 @@ class Store:
     # -- writing ------------------------------------------------------------
 
     def _write_temp(self, target: Path, data: bytes, mode: int) -> Path:
-        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        try:
+            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write in {target.parent} ({exc.strerror}): rouse writes a new copy "
+                "beside the file and renames it over — make the directory writable"
+            ) from None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
