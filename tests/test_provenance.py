@@ -131,7 +131,7 @@ def test_signing_message_is_versioned_and_unambiguous() -> None:
 def test_stamp_with_a_key_signs_and_verifies(tree: Path, key_path: Path) -> None:
     signed(tree, key_path, "owner", BELIEF, turn="turn-7")
     text = (tree / BELIEF).read_text()
-    assert text.startswith("---\norigin: owner\norigin-turn: turn-7\norigin-sig: v1:")
+    assert text.startswith("---\norigin: owner\norigin-turn: turn-7\norigin-sig: v2:")
     assert text.endswith("---\nRun the tests before saying they pass.\n")
     assert origin_of(tree, BELIEF, key_path) == "owner"
 
@@ -653,11 +653,15 @@ def test_probes_off_runs_nothing_even_when_trusted(tmp_path: Path, key_path: Pat
     assert not (tmp_path / "marker").exists()
 
 
-def test_a_forged_belief_reads_unknown_in_the_pack(tmp_path: Path, key_path: Path) -> None:
+def test_a_forged_belief_is_quarantined_in_the_pack(tmp_path: Path, key_path: Path) -> None:
+    """With a key, context whose origin does not verify is not injected (0.2)."""
     root = tmp_path / "memory"
     init(root, NOW, stamp_key=stampkey.load_key(key_path))
     belief = root / BELIEFS / "belief-example-small-reversible-steps.md"
     belief.write_text(belief.read_text().replace("origin: system", "origin: owner"))
     pack = rouse(root, key_path, "pack").stdout
-    assert "belief example-small-reversible-steps [unknown]:" in pack
+    assert "belief example-small-reversible-steps [" not in pack
+    assert "Prefer small steps that can be undone" not in pack
+    quarantine = pack[pack.index("quarantined") :]
+    assert "example-small-reversible-steps" in quarantine.split("\n\n")[0]
     assert "belief example-say-what-you-dont-know [system]:" in pack

@@ -70,11 +70,15 @@ def read_nudges(root: Path) -> list[Nudge]:
 
 
 def acted_since(record: Record, when: datetime) -> bool:
-    """Has the agent acted on ``record`` since ``when``: moved it later, or ended it."""
+    """Has the agent acted on ``record`` since ``when``: moved it later, or ended it.
+
+    Stamps have minute resolution, so "later" is compared at the minute: a
+    move stamped in the wake's own minute counts as acting on it.
+    """
     if clock.status_of(record) in AGENT_ENDINGS:
         return True
     moved, _ = clock.moved_at(record)
-    return moved > when
+    return moved >= when.replace(second=0, microsecond=0)
 
 
 def rel_of(nudge: Nudge) -> str:

@@ -116,10 +116,15 @@ def _context(
     layers: dict[str, Any] = {"persona": None, "beliefs": [], "motivations": []}
     quarantined: list[dict[str, str]] = []
     asked = _words(query) if query else None
+    # with a stamp key the owner vouches for context by stamping it: what does not
+    # verify is quarantined like what came from an untrusted source
+    held_back = {"untrusted", "unknown"} if getattr(origin_of, "keyed", False) else {"untrusted"}
     for ctx in sorted(tree.context, key=lambda c: c.slug):
         origin = origin_of(ctx)
-        if origin == "untrusted":
-            quarantined.append({"kind": ctx.kind, "slug": ctx.slug, "path": ctx.rel})
+        if origin in held_back:
+            quarantined.append(
+                {"kind": ctx.kind, "slug": ctx.slug, "path": ctx.rel, "origin": origin}
+            )
             continue
         entry: dict[str, Any] = {"slug": ctx.slug, "path": ctx.rel, "origin": origin}
         if ctx.kind == "motivation" and asked is not None:

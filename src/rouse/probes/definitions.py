@@ -17,6 +17,9 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+from rouse.core import header
+from rouse.core.body import split_log
+from rouse.core.errors import HeaderError
 from rouse.core.timefmt import parse_interval
 from rouse.core.tree import Problem, Tree
 from rouse.core.value import Value
@@ -158,7 +161,7 @@ class _Block:
         return probe
 
 
-def parse_probes(text: str, path: str) -> tuple[list[Probe], list[Problem]]:
+def parse_probes(text: str, path: str, first_line: int = 1) -> tuple[list[Probe], list[Problem]]:
     """Read every probe block in ``text``; return the probes and the problems found.
 
     A block missing ``name`` or ``cmd``, an unterminated block and a repeated
@@ -173,7 +176,7 @@ def parse_probes(text: str, path: str) -> tuple[list[Probe], list[Problem]]:
     other_fence: tuple[str, int, int] | None = None  # (char, length, line) of a non-probe fence
     lines = text.removeprefix("\ufeff").splitlines()
     for index, raw in enumerate(lines):
-        lineno = index + 1
+        lineno = index + first_line
         if other_fence is not None:
             char, length, _ = other_fence
             stripped = raw.strip()
@@ -213,7 +216,7 @@ def parse_probes(text: str, path: str) -> tuple[list[Probe], list[Problem]]:
             Problem(path, "unterminated probe block — close it with a line ```", block.line)
         )
     elif other_fence is not None and any(
-        line.rstrip() == OPENER for line in lines[other_fence[2] :]
+        line.rstrip() == OPENER for line in lines[other_fence[2] - first_line + 1 :]
     ):
         problems.append(
             Problem(
@@ -240,8 +243,45 @@ def load_probes(tree: Tree) -> tuple[list[Probe], list[Problem]]:
     if len(data) > MAX_PROBES_BYTES:
         return [], [Problem(rel, "over 1 MiB, too large for a probes file — trim it")]
     try:
-        text = data.decode("utf-8")
+        data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return [], [Problem(rel, "not valid UTF-8 — re-save the file as UTF-8", line)]
-    return parse_probes(text, rel)
+    return parse_probe_file(data, rel)
+
+
+def parse_probe_file(data: bytes, rel: str) -> tuple[list[Probe], list[Problem]]:
+    """The probes of a whole probes file: read from its authored body only.
+
+    A signature covers the authored body (above the log marker), so that is
+    the only place a probe may be defined; a probe block in the header or in
+    the log is a problem and never runs.
+    """
+    try:
+        _, body = header.split(data, rel)
+    except HeaderError as exc:
+        return [], [Problem(rel, f"{exc.message} — no probe runs until it reads", exc.line)]
+    head_lines = data[: len(data) - len(body)].count(b"\n")
+    authored, log = split_log(body)
+    found, problems = parse_probes(authored.decode("utf-8"), rel, head_lines + 1)
+    log_line = head_lines + authored.count(b"\n") + 2  # the line after the marker
+    outside = [
+        (number + 1, "the header")
+        for number, line in enumerate(data[: len(data) - len(body)].decode("utf-8").splitlines())
+        if line.rstrip() == OPENER
+    ]
+    outside += [
+        (log_line + number, "the log")
+        for number, line in enumerate(log.decode("utf-8").splitlines())
+        if line.rstrip() == OPENER
+    ]
+    problems += [
+        Problem(
+            rel,
+            f"a probe block in {where} never runs: probes are read only from the authored "
+            "body (what a signature covers) — move it above the log, out of the header",
+            line,
+        )
+        for line, where in outside
+    ]
+    return found, problems

@@ -42,10 +42,17 @@ CACHE_VERSION = 1
 RACY_NS = 2_000_000_000  # a file touched this recently is re-verified next time
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
+#: Verdict states whose written origin counts.
+VERIFIED = frozenset({"verified", "verified-v1"})
+
 #: Why an origin reads the way it does, by verdict state.
 STATES = {
     "as-written": "no stamp key: read as written, unverified",
     "verified": "its signature verifies",
+    "verified-v1": (
+        "its v1 signature verifies — v1 covers the body but not the header's fields "
+        "(re-sign with `rouse stamp --upgrade`)"
+    ),
     "unstamped": "it was never stamped",
     "unsigned": "its origin has no origin-sig (typed by hand, or stamped before the key existed)",
     "mismatch": (
@@ -227,7 +234,7 @@ class OriginReader:
             written, state = verify(self.key.secret, rel, data)
         except (OSError, HeaderError):
             return Verdict("unknown", "", "unreadable")
-        origin = _normal(written) if state == "verified" else "unknown"
+        origin = _normal(written) if state in VERIFIED else "unknown"
         return Verdict(origin, written, state)
 
     def flush(self) -> None:
@@ -303,7 +310,18 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
         )
     for file in _stamped_files(tree):
         verdict = reader.verdict(file)
-        if verdict.state in ("mismatch", "unsigned", "unreadable"):
+        if verdict.state == "verified-v1":
+            findings.append(
+                StampFinding(
+                    "warn",
+                    file.rel,
+                    f"origin {verdict.written!r} is signed with v1, which covers the body but "
+                    "not the header's fields (a forged closes-when or probes line would keep "
+                    "it) — re-sign it from outside the agent: rouse stamp --upgrade",
+                    file.header.line_of("origin-sig"),
+                )
+            )
+        elif verdict.state in ("mismatch", "unsigned", "unreadable"):
             shown = verdict.written or "(none)"
             findings.append(
                 StampFinding(

@@ -2,7 +2,7 @@
 
 ``stamp`` writes ``origin`` and ``origin-turn`` and, with a stamp key,
 ``origin-sig:`` — an HMAC-SHA256 over a versioned canonical message
-(:func:`rouse.trust.stampkey.signing_message`).
+(:func:`rouse.trust.stampkey.signing_message_v2`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from rouse.core import header
 from rouse.core.errors import HeaderError, RouseError, UsageError
 from rouse.core.value import Value
-from rouse.trust.origins import ORIGINS
+from rouse.trust.origins import ORIGINS, VERIFIED
 from rouse.trust.stampkey import StampKey, sign, verify
 
 
@@ -25,8 +25,7 @@ def _stamp_bytes(
     data = header.set_fields(data, updates, rel)
     if secret is None:
         return data
-    _, body = header.split(data, rel)
-    return header.set_fields(data, {"origin-sig": sign(secret, rel, origin, turn or "", body)}, rel)
+    return header.set_fields(data, {"origin-sig": sign(secret, rel, data)}, rel)
 
 
 def _stamper(
@@ -124,7 +123,7 @@ def stamp(
 
 def _verifies(root: Path, rel: str, secret: bytes) -> bool:
     try:
-        return verify(secret, rel, (root / rel).read_bytes())[1] == "verified"
+        return verify(secret, rel, (root / rel).read_bytes())[1] in VERIFIED
     except (OSError, HeaderError):
         return False
 

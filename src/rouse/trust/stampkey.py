@@ -1,8 +1,13 @@
 """The stamp key and signatures: the key file, the canonical message, sign, verify.
 
-An ``origin-sig:`` is ``v1:`` and the hex HMAC-SHA256, under the stamp key, of
-:func:`signing_message` — the tree-relative path, the origin, the origin-turn
-and the SHA-256 of the body bytes. See docs/provenance.md.
+An ``origin-sig:`` is ``v2:`` and the hex HMAC-SHA256, under the stamp key, of
+:func:`signing_message_v2` — the tree-relative path, the origin, the
+origin-turn, every header field but the machine fields and those rouse's
+lifecycle verbs own (sorted, so their order is free), and the SHA-256 of the
+body's authored part (never its log). So ``move``, ``snooze``, ``close`` and
+the sweeper never cost a file its origin, and what they add never gains one.
+Signatures made before (``v1:``: path, origin, turn and the whole body) keep
+verifying as v1. See docs/provenance.md.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from rouse.core import header, layout
+from rouse.core.body import authored
 from rouse.core.errors import UsageError
 from rouse.core.value import Frozen
 
-SIG_VERSION = "v1"
+SIG_VERSION = "v2"
 KEY_BYTES = 32
+#: Fields the lifecycle verbs write (a reminder's ``due`` too): outside the signature.
+LIFECYCLE_FIELDS = frozenset({"status", "last-moved", "outcome"})
 
 
 class StampKey(Frozen):
@@ -119,8 +127,27 @@ def init_key(path: Path, trees: Iterable[Path] = ()) -> Path:
     return path
 
 
+def signed_fields(rel: str, head: header.Header) -> list[list[str]]:
+    """The header fields a v2 signature covers, as sorted ``[key, value]`` pairs."""
+    skip = layout.MACHINE_FIELDS | LIFECYCLE_FIELDS
+    if rel.rpartition("/")[2] == "reminder.md":
+        skip = skip | {"due"}
+    return sorted([key, value] for key, value in head.fields.items() if key not in skip)
+
+
+def signing_message_v2(rel: str, origin: str, turn: str, head: header.Header, body: bytes) -> bytes:
+    """The canonical message a ``v2:`` signature covers: a compact JSON array
+    ``["rouse-origin-sig","v2",<path>,<origin>,<turn>,[[key,value],…],<sha256 of
+    the authored body>]``, so no field can bleed into another."""
+    import hashlib
+
+    digest = hashlib.sha256(authored(body)).hexdigest()
+    fields = ["rouse-origin-sig", "v2", rel, origin, turn, signed_fields(rel, head), digest]
+    return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def signing_message(rel: str, origin: str, turn: str, body: bytes) -> bytes:
-    """The canonical, versioned message an ``origin-sig`` covers.
+    """The v1 message (verified still, never written now): path, origin, turn, body.
 
     A compact JSON array, so no field can bleed into another:
     ``["rouse-origin-sig","v1",<tree-relative path>,<origin>,<origin-turn or "">,
@@ -130,21 +157,37 @@ def signing_message(rel: str, origin: str, turn: str, body: bytes) -> bytes:
     import hashlib
 
     digest = hashlib.sha256(body).hexdigest()
-    fields = ["rouse-origin-sig", SIG_VERSION, rel, origin, turn, digest]
+    fields = ["rouse-origin-sig", "v1", rel, origin, turn, digest]
     return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def sign(secret: bytes, rel: str, origin: str, turn: str, body: bytes) -> str:
-    """The ``origin-sig:`` value: ``v1:`` and the hex HMAC-SHA256 of the message."""
+def _mac(secret: bytes, message: bytes) -> str:
     import hashlib
     import hmac
 
-    mac = hmac.new(secret, signing_message(rel, origin, turn, body), hashlib.sha256)
-    return f"{SIG_VERSION}:{mac.hexdigest()}"
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+def sign(secret: bytes, rel: str, data: bytes) -> str:
+    """The ``origin-sig:`` value for a whole file (its origin fields already written):
+    ``v2:`` and the hex HMAC-SHA256 of :func:`signing_message_v2`."""
+    head, body = header.split(data, rel)
+    origin = (head.get("origin") or "").strip()
+    turn = (head.get("origin-turn") or "").strip()
+    return f"v2:{_mac(secret, signing_message_v2(rel, origin, turn, head, body))}"
+
+
+def sign_v1(secret: bytes, rel: str, origin: str, turn: str, body: bytes) -> str:
+    """A v1 ``origin-sig:`` (kept for verifying, and for tests of v1 files)."""
+    return f"v1:{_mac(secret, signing_message(rel, origin, turn, body))}"
 
 
 def verify(secret: bytes, rel: str, data: bytes) -> tuple[str, str]:
-    """Check a whole file's stamp; return ``(written origin, state)``."""
+    """Check a whole file's stamp; return ``(written origin, state)``.
+
+    ``verified`` (v2), ``verified-v1`` (an older signature, still good for what
+    it covers), ``unstamped``, ``unsigned`` or ``mismatch``.
+    """
     import hmac
 
     head, body = header.split(data, rel)
@@ -154,5 +197,9 @@ def verify(secret: bytes, rel: str, data: bytes) -> tuple[str, str]:
         return "", "unstamped"
     if not sig:
         return written, "unsigned"
-    expected = sign(secret, rel, written, (head.get("origin-turn") or "").strip(), body)
+    turn = (head.get("origin-turn") or "").strip()
+    if sig.startswith("v1:"):
+        expected = sign_v1(secret, rel, written, turn, body)
+        return written, ("verified-v1" if hmac.compare_digest(expected, sig) else "mismatch")
+    expected = sign(secret, rel, data)
     return written, ("verified" if hmac.compare_digest(expected, sig) else "mismatch")
