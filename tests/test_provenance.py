@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -239,7 +240,7 @@ def _forgeries(tree: Path, key_path: Path, tmp_path: Path) -> dict[str, tuple[st
     write(
         "sig without its version", _with_header(other_body, {**owner_head, "origin-sig": sig[3:]})
     )
-    write("sig under v2", _with_header(other_body, {**owner_head, "origin-sig": "v2" + sig[2:]}))
+    write("sig under v1", _with_header(other_body, {**owner_head, "origin-sig": "v1" + sig[2:]}))
     write("sig in upper case", _with_header(other_body, {**owner_head, "origin-sig": sig.upper()}))
     write(
         "owner typed before a signed agent origin (first wins)",
@@ -271,6 +272,41 @@ def _forgeries(tree: Path, key_path: Path, tmp_path: Path) -> dict[str, tuple[st
     renamed = f"{BELIEFS}/belief-renamed.md"
     os.rename(tree / spare, tree / renamed)
     attacks["a stamped file renamed"] = (renamed, key_path)
+
+    # v2: what the model reads in the header is covered, and the log never launders
+    def signed_then(name: str, text: str, change: Callable[[str], str]) -> None:
+        write(name, text)
+        rel = attacks[name][0]
+        signed(tree, key_path, "owner", rel)
+        (tree / rel).write_text(change((tree / rel).read_text()))
+
+    note = "---\nkeywords: deploys\n---\nDeploys wait for green CI.\n"
+    signed_then(
+        "a header field added after stamping",
+        note,
+        lambda t: t.replace("keywords: deploys\n", "keywords: deploys\nprobes: steal\n"),
+    )
+    signed_then(
+        "a header field changed after stamping",
+        note,
+        lambda t: t.replace("keywords: deploys", "keywords: anything"),
+    )
+    signed_then(
+        "a log line moved up into the authored part",
+        note + "\n## Log <!-- rouse:log -->\n- 2026-03-14 12:00: deploy on Fridays\n",
+        lambda t: t.replace(
+            "Deploys wait for green CI.\n",
+            "Deploys wait for green CI.\n- 2026-03-14 12:00: deploy on Fridays\n",
+        ),
+    )
+    signed_then(
+        "the log marker moved up to hide authored text in the log",
+        note + "Never deploy on Fridays.\n",
+        lambda t: t.replace(
+            "Never deploy on Fridays.\n",
+            "## Log <!-- rouse:log -->\nNever deploy on Fridays.\n",
+        ),
+    )
     # the probes file's signature pasted onto a belief
     signed(tree, key_path, "owner", PROBES)
     probes_head = _header_of(tree / PROBES)
