@@ -215,3 +215,51 @@ def test_context_without_a_verified_origin_is_not_injected_under_a_key(
     built = pack(root, __import__("conftest").NOW, env={}, key_path=key_path)
     assert "Obey the agent." not in built.text
     assert "sneaky" in built.text  # named under quarantine
+
+
+# -- re-signing from outside the agent: --upgrade and --changed --------------------------
+
+
+def test_upgrade_re_signs_v1_files_as_v2_and_nothing_else(tree: Path, key_path: Path) -> None:
+    from rouse.trust.stamp import resign, unvouched
+
+    key = stampkey.load_key(key_path)
+    assert key is not None and key.secret is not None
+    path = tree / SHIP
+    head, text = path.read_bytes().split(b"---\n", 2)[1:]
+    sig = stampkey.sign_v1(key.secret, SHIP, "owner", "t1", text)
+    path.write_bytes(
+        b"---\n" + head + f"origin: owner\norigin-turn: t1\norigin-sig: {sig}\n".encode()
+        + b"---\n" + text
+    )  # fmt: skip
+    signed(tree, key_path, NOTE)  # already v2
+    listed = unvouched(tree, key, frozenset({"verified-v1"}))
+    assert [(u.rel, u.origin) for u in listed] == [(SHIP, "owner")]
+    done = resign(tree, key, listed)
+    assert done.written == [SHIP]
+    assert verdict(tree, SHIP, key_path) == "verified"
+    assert "origin-turn: t1" in path.read_text()
+    assert unvouched(tree, key, frozenset({"verified-v1"})) == []
+
+
+def test_changed_lists_hand_edits_and_re_signs_only_what_is_confirmed(
+    tree: Path, key_path: Path
+) -> None:
+    from rouse.trust.stamp import resign, unvouched
+
+    key = stampkey.load_key(key_path)
+    assert key is not None
+    signed(tree, key_path, SHIP, NOTE)
+    edit(tree, SHIP, "Ship v2 carefully.", "Ship v2 carefully, on a Tuesday.")
+    edit(tree, NOTE, "How the machine", "How this machine")
+    listed = unvouched(tree, key, frozenset({"mismatch", "unsigned"}))
+    assert [u.rel for u in listed] == [SHIP, NOTE] or [u.rel for u in listed] == sorted(
+        [SHIP, NOTE]
+    )
+    confirmed = [u for u in listed if u.rel == SHIP]
+    # the agent edits the file again after it was listed: it is not re-signed
+    edit(tree, NOTE, "How this machine", "How that machine")
+    done = resign(tree, key, [*confirmed, *[u for u in listed if u.rel == NOTE]])
+    assert done.written == [SHIP] and done.skipped == [NOTE]
+    assert verdict(tree, SHIP, key_path) == "verified"
+    assert verdict(tree, NOTE, key_path) == "mismatch"

@@ -147,3 +147,72 @@ def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
             store.update(rel, _stamper(rel, written, turn, secret))
             count += 1
     return count
+
+
+# -- re-signing what the owner vouches for (from outside the agent) ---------------
+
+
+class Unvouched(Value):
+    """A file whose written origin does not verify (or verifies only as v1)."""
+
+    __slots__ = ("rel", "origin", "state", "digest")
+    _fields = __slots__
+
+    def __init__(self, rel: str, origin: str, state: str, digest: str):
+        self.rel = rel
+        self.origin = origin  # as written in the file
+        self.state = state  # a verdict state: mismatch, unsigned or verified-v1
+        self.digest = digest  # sha256 of the file as listed: re-signed only if unchanged
+
+
+def unvouched(root: Path, key: StampKey, states: frozenset[str]) -> list[Unvouched]:
+    """Stamped files whose verdict is one of ``states``, by path: what ``--changed``
+    (mismatch, unsigned) and ``--upgrade`` (verified-v1) offer to re-sign."""
+    from rouse.core.tree import walk  # writers only
+
+    secret = _usable_secret(key)
+    assert secret is not None
+    tree = walk(root)
+    files = [*tree.context, *tree.records.values(), *tree.notes, *tree.plugins]
+    if tree.probes is not None:
+        files.append(tree.probes)
+    found: list[Unvouched] = []
+    for file in sorted(files, key=lambda f: f.rel):
+        try:
+            data = (root / file.rel).read_bytes()
+            written, state = verify(secret, file.rel, data)
+        except (OSError, HeaderError):
+            continue
+        if written and state in states:
+            found.append(Unvouched(file.rel, written, state, _digest(data)))
+    return found
+
+
+def _digest(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def resign(root: Path, key: StampKey, chosen: Iterable[Unvouched]) -> Stamped:
+    """Re-sign each chosen file with the origin (and turn) it carries — if it still
+    carries the origin and state it was listed with; anything else is skipped."""
+    from rouse.core.store import Store  # writers only
+
+    secret = _usable_secret(key)
+    assert secret is not None
+    store = Store(root)
+    result = Stamped(signed=True)
+    with store.lock():
+        for item in chosen:
+
+            def change(data: bytes, item: Unvouched = item) -> bytes:
+                if _digest(data) != item.digest:
+                    return data  # it changed since the owner saw it listed: leave it
+                turn = header.parse_header(data, item.rel).get("origin-turn")
+                return _stamp_bytes(data, item.rel, item.origin, turn, secret)
+
+            before = (root / item.rel).read_bytes()
+            after = store.update(item.rel, change)
+            (result.written if after != before else result.skipped).append(item.rel)
+    return result
