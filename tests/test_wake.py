@@ -165,3 +165,36 @@ def test_ids_are_opaque_unique_and_round_trip(make_tree: MakeTree) -> None:
     made = wake.build(_decide(root, f"{INTENTIONS}/x"), "intention/x", NOW, "", "unknown")
     assert wake.Wake.from_dict(made.as_dict()) == made
     assert made.made_at == NOW and made.made_at + timedelta(0) == NOW
+
+
+LOGGED = "Ship the thing.\n\n## Log <!-- rouse:log -->\n" + "".join(
+    f"- 2026-03-14 0{i % 10}:00: note {i}\n" for i in range(12)
+)
+
+
+def test_a_wake_shows_the_log_apart_as_the_agents_notes(make_tree: MakeTree) -> None:
+    root = make_tree(
+        {
+            f"{INTENTIONS}/ship/intention.md": (
+                f"---\nstatus: open\nlast-moved: {stamp(ago(hours=3))}\n---\n{LOGGED}"
+            )
+        }
+    )
+    text = wake.render(_decide(root, f"{INTENTIONS}/ship"), NOW, LOGGED, "owner")
+    body = text.split("origin: owner\n\n", 1)[1]
+    assert body.startswith("Ship the thing.\n\nthe agent's notes on it")
+    assert "rouse:log" not in text
+    assert "  … 2 earlier (in the file)" in body
+    assert body.rstrip().endswith("note 11")  # most recent last
+    assert "note 1\n" not in body  # capped at the latest ten
+
+
+def test_a_reminders_wake_delivers_its_message_alone(make_tree: MakeTree) -> None:
+    message = "Renew the certificate before it lapses.\n"
+    logged = message + "\n## Log <!-- rouse:log -->\n- 2026-03-14 10:00: snoozed: waiting on ops\n"
+    root = make_tree(
+        {f"{REMINDERS}/cert/reminder.md": f"---\ndue: {stamp(ago(minutes=5))}\n---\n{logged}"}
+    )
+    text = wake.render(_decide(root, f"{REMINDERS}/cert"), NOW, logged, "owner")
+    assert text.endswith("\nRenew the certificate before it lapses.\n")
+    assert "waiting on ops" not in text

@@ -1,9 +1,9 @@
 """The wake: what the sweeper hands a sink when a record comes due.
 
 A wake is built once (its id, its time, its text) and then kept, unchanged,
-in the ledger until it lands: a retry resends the same wake. Its text is
-§5 of the spec. Reading a record's body happens here and only to put it in
-the text; nothing decides anything from a body.
+in the ledger until it lands: a retry resends the same wake. Reading a
+record's body happens here and only to put it in the text; nothing decides
+anything from a body.
 
 The nudge files the file sink writes (the wake at rest) are named and read
 back by ``rouse.core.nudges``, which the pack shares.
@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rouse.core.body import log_entries, split_log
 from rouse.core.clock import Decision
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
@@ -28,6 +29,8 @@ from rouse.core.tree import Record
 #: How much of a record file is read for its body; the rest is cut with a note.
 MAX_BODY_BYTES = 64 * 1024
 ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+#: How many of the log's latest notes a wake shows.
+MAX_NOTES = 10
 #: The header lines a wake quotes from its record, in this order.
 QUOTED_KEYS = ("closes-when", "success-when", "outcome", "due")
 UNTRUSTED_NOTE = (
@@ -139,7 +142,9 @@ def _fence_for(body: str) -> str:
 
 
 def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
-    """The wake text (§5): first line, at:, question, quoted fields, origin, body."""
+    """The wake text: first line, at:, question, quoted fields, origin, then the
+    body's authored part and (not for a reminder, whose wake delivers its message
+    alone) the agent's notes from its log, labelled as such."""
     record = decision.record
     lines = [first_line(decision, now), f"at: {record.dir}", question(decision)]
     for key in QUOTED_KEYS:
@@ -147,14 +152,28 @@ def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
         if value:
             lines.append(f"{key}: {value}")
     lines.append(f"origin: {origin}")
-    body = body.strip("\n").rstrip()
-    if body:
+    raw = body.encode("utf-8", "surrogateescape")
+    authored = split_log(raw)[0].decode("utf-8", "replace").strip("\n").rstrip()
+    notes = [] if record.type == "reminder" else log_entries(raw)
+    shown: list[str] = []
+    if authored:
+        shown.append(authored)
+    if notes:
+        earlier = len(notes) - MAX_NOTES
+        shown += [
+            "",
+            "the agent's notes on it (added through rouse; most recent last):",
+            *([f"  … {earlier} earlier (in the file)"] if earlier > 0 else []),
+            *(f"  {note}" for note in notes[-MAX_NOTES:]),
+        ]
+    if shown:
         lines.append("")
         if origin == "untrusted":
-            fence = _fence_for(body)
-            lines += [UNTRUSTED_NOTE, f"{fence}text", body, fence]
+            text = "\n".join(shown)
+            fence = _fence_for(text)
+            lines += [UNTRUSTED_NOTE, f"{fence}text", text, fence]
         else:
-            lines.append(body)
+            lines += shown
     return "\n".join(lines) + "\n"
 
 
