@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from rouse.core.timefmt import human_age
 
 LATER = "2099-01-02 09:00"
 REMINDER = "inventory/reminders/example-renew-the-tls-certificate"
@@ -45,6 +50,11 @@ def home(tmp_path: Path) -> Path:
 
 def rouse(home: Path, *args: str, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return run("--memory", str(home), *args, **kwargs)  # type: ignore[arg-type]
+
+
+def iso(value: datetime) -> str:
+    """A naive local time as every --json writes it: ISO 8601 with the local offset."""
+    return value.astimezone().isoformat()
 
 
 def header_of(path: Path) -> dict[str, str]:
@@ -140,13 +150,15 @@ def test_fresh_tree_is_quiet_on_day_one(home: Path) -> None:
     done = rouse(home, "due", "--now", "2026-03-14 18:00")
     assert done.returncode == 0
     assert done.stdout == ""
+    assert done.stderr == "nothing is due at 2026-03-14 18:00\n"
 
 
 def test_due_later_lists_the_example_reminder(home: Path) -> None:
     done = rouse(home, "due", "--now", LATER)
     assert done.returncode == 0
     lines = [line.split("\t") for line in done.stdout.splitlines()]
-    assert ["reminder/example-renew-the-tls-certificate", "due", "yesterday", REMINDER] in lines
+    when = f"due {human_age(datetime(2099, 1, 1, 9), datetime(2099, 1, 2, 9))} (2099-01-01 09:00)"
+    assert ["reminder/example-renew-the-tls-certificate", "due", when, REMINDER] in lines
 
 
 def test_due_json_fields(home: Path) -> None:
@@ -159,12 +171,12 @@ def test_due_json_fields(home: Path) -> None:
         "slug": "example-renew-the-tls-certificate",
         "path": REMINDER,
         "reason": "due",
-        "due_at": "2099-01-01 09:00",
-        "moved_at": "2026-03-14 12:00",
+        "due_at": iso(datetime(2099, 1, 1, 9)),
+        "moved_at": iso(datetime(2026, 3, 14, 12)),
         "nudge": 1,
     }
     task = items["task/example-bisect-the-flaky-test"]
-    assert task["reason"] == "stale" and task["due_at"] == "2026-03-15 12:00"
+    assert task["reason"] == "stale" and task["due_at"] == iso(datetime(2026, 3, 15, 12))
 
 
 def test_due_until_forecasts(home: Path) -> None:
@@ -192,7 +204,142 @@ def test_explain_names_the_silencing_task(home: Path) -> None:
     data = json.loads(
         rouse(home, "explain", "example-bisect-the-flaky-test", "--json", "--now", LATER).stdout
     )
-    assert data["reason"] == "stale" and data["stale_after"] == "1d"
+    assert data["reason"] == "stale" and data["stale_after"] == 86400
+
+
+# -- forecasts say when, output a script can trust (issue 12, items 1 and 7) -----
+
+#: ISO 8601 with seconds and an offset.
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:[+-]\d{2}:\d{2}|Z)$")
+#: A human age or countdown, which belongs in text output only.
+HUMAN_AGE = re.compile(
+    r"\b(\d+(?:m|h|d|mo|y) ago|in \d+(?:m|h|d|mo|y)|just now|yesterday|tomorrow)\b"
+)
+#: Keys whose string values are instants.
+TIME_KEYS = {"now", "at", "due_at", "moved_at", "swept", "own_clock", "stale_at", "review_at"}
+TIME_KEYS |= {"last_tick", "since", "age", "mtime", "updated", "due", "expires", "set", "fired"}
+#: Keys whose values are durations, in seconds.
+DURATION_KEYS = {"stale_after", "review_every", "nag", "interval"}
+#: Keys holding free text (bodies, messages, readings) that may mention any words.
+FREE_TEXT = {"body", "snippet", "message", "warnings", "wake", "line", "notes", "problems"}
+FREE_TEXT |= {"reading", "keywords", "tree"}
+
+
+def json_leaves(value: Any, key: str = "") -> list[tuple[str, Any]]:
+    """Every (key, leaf) pair of a JSON value; also checks that every key is snake_case."""
+    if isinstance(value, dict):
+        found = []
+        for k, v in value.items():
+            if key != "probes":  # (probe name → reading: the names are the user's)
+                assert re.fullmatch(r"[a-z][a-z0-9_]*", k), f"not snake_case: {k!r}"
+            found += json_leaves(v, k)
+        return found
+    if isinstance(value, list):
+        return [pair for v in value for pair in json_leaves(v, key)]
+    return [(key, value)]
+
+
+def assert_script_safe(data: Any, what: str) -> None:
+    for key, leaf in json_leaves(data):
+        if key in TIME_KEYS and isinstance(leaf, str):
+            assert ISO.match(leaf), f"{what}: {key} = {leaf!r} is not ISO 8601 with an offset"
+        if key in DURATION_KEYS:
+            assert leaf is None or isinstance(leaf, (int, float)), f"{what}: {key} = {leaf!r}"
+        if isinstance(leaf, str) and key not in FREE_TEXT:
+            assert not HUMAN_AGE.search(leaf), f"{what}: {key} = {leaf!r} is a human age"
+
+
+def test_due_until_says_when_from_the_real_now(home: Path) -> None:
+    # the example task is stale a day after init (2026-03-15 12:00)
+    now, due_at = datetime(2026, 3, 14, 13), datetime(2026, 3, 15, 12)
+    ahead = rouse(home, "due", "--now", "2026-03-14 13:00", "--until", "+1d")
+    assert ahead.returncode == 0, ahead.stderr
+    (row,) = [line.split("\t") for line in ahead.stdout.splitlines()]
+    assert row == [
+        "task/example-bisect-the-flaky-test",
+        "stale",
+        f"due {human_age(due_at, now)} (2026-03-15 12:00)",
+        TASK,
+    ]
+    assert ahead.stderr.splitlines()[0] == (
+        "1 record(s) due by 2026-03-15 13:00 if nothing moves (now 2026-03-14 13:00)"
+    )
+    later = datetime(2026, 3, 16, 12)
+    stale = rouse(home, "due", "--now", "2026-03-16 12:00")
+    forecast = rouse(home, "due", "--now", "2026-03-16 12:00", "--until", "+3d")
+    went = f"went stale {human_age(due_at, later)} (2026-03-15 12:00)"
+    assert f"task/example-bisect-the-flaky-test\tstale\t{went}\t{TASK}" in stale.stdout
+    assert f"task/example-bisect-the-flaky-test\tstale\t{went}\t{TASK}" in forecast.stdout
+
+
+def test_every_reporting_verb_prints_json_a_script_can_trust(home: Path) -> None:
+    sweep = rouse(home, "sweep", "--once", "--now", LATER)
+    assert sweep.returncode == 0, sweep.stderr
+    at = ("--now", "2099-01-02 09:05")
+    runs = {
+        "pack": rouse(home, "pack", "--json", *at),
+        "pack --query": rouse(home, "pack", "--json", "--query", "nothing", *at),
+        "due": rouse(home, "due", "--json", *at),
+        "due --until": rouse(home, "due", "--json", "--until", "2099-02-01 00:00", *at),
+        "explain task": rouse(home, "explain", "example-bisect-the-flaky-test", "--json", *at),
+        "explain reminder": rouse(
+            home, "explain", "example-renew-the-tls-certificate", "--json", *at
+        ),
+        "status": rouse(home, "status", "--json", *at),
+        "recall": rouse(home, "recall", "nightly", "--json", *at),
+        "check": rouse(home, "check", "--json", *at),
+        "probe": rouse(home, "probe", "--json", *at),
+    }
+    for what, done in runs.items():
+        assert done.returncode == 0, f"{what}: {done.stderr}"
+        assert_script_safe(json.loads(done.stdout), what)
+    pack = json.loads(runs["pack"].stdout)
+    assert pack["now"] == iso(datetime(2099, 1, 2, 9, 5))
+    assert pack["woken"] and all(ISO.match(w["at"]) for w in pack["woken"])
+    assert all(ISO.match(i["mtime"]) for i in pack["index"])
+    status = json.loads(runs["status"].stdout)
+    assert status["last_tick"] == iso(datetime(2099, 1, 2, 9))
+    (hit, *_) = json.loads(runs["recall"].stdout)
+    assert ISO.match(hit["age"])
+
+
+def test_pack_json_drops_human_ages_but_the_text_keeps_them(home: Path) -> None:
+    at = ("--now", LATER)
+    text = rouse(home, "pack", *at).stdout
+    assert "due: 2 record(s) want you" in text and "last moved" in text and " ago" in text
+    data = json.loads(rouse(home, "pack", "--json", *at).stdout)
+    reminder = next(d for d in data["due"] if d["record"].startswith("reminder/"))
+    assert reminder["due_at"] == iso(datetime(2099, 1, 1, 9))
+    assert reminder["moved_at"] == iso(datetime(2026, 3, 14, 12))
+    assert "still" not in reminder and "since" not in reminder
+
+
+def test_probe_json(home: Path) -> None:
+    every = rouse(home, "probe", "--json")
+    assert every.returncode == 0, every.stderr
+    listed = json.loads(every.stdout)
+    assert [(p["name"], p["tier"]) for p in listed] == [
+        ("example-today", "pack"),
+        ("example-memory-files", "demand"),
+    ]
+    one = rouse(home, "probe", "example-memory-files", "--json")
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout) == {
+        "name": "example-memory-files",
+        "tier": "demand",
+        "reading": listed[1]["reading"],
+    }
+
+
+def test_tree_json(home: Path) -> None:
+    done = rouse(home, "tree", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert_script_safe(data, "tree")
+    (intention,) = data["records"]
+    assert intention["path"] == INTENTION and intention["status"] == "open"
+    assert [c["path"] for c in intention["children"]] == [TASK]
+    assert data["inventory"]["probes"] == "inventory/probes.md"
 
 
 # -- finding the tree -------------------------------------------------------------
@@ -609,3 +756,64 @@ def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:
     assert done.returncode == 2 and "invalid int value: 'many'" in done.stderr
     done = rouse(home, "pack", "--hook", "cursor")
     assert done.returncode == 2 and "invalid choice: 'cursor'" in done.stderr
+
+
+# -- help and mistyped verbs (issue 12, item 8) ---------------------------------
+
+
+def test_help_alone_prints_the_top_help(tmp_path: Path) -> None:
+    done = run("help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run("--help", cwd=tmp_path).stdout
+    assert done.stdout.startswith("usage: rouse") and "status" in done.stdout
+
+
+@pytest.mark.parametrize("verb", ["status", "sweep", "help", "pack"])
+def test_help_verb_prints_that_verbs_help(tmp_path: Path, verb: str) -> None:
+    done = run("help", verb, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == run(verb, "--help", cwd=tmp_path).stdout
+    assert done.stdout.startswith(f"usage: rouse {verb}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        (["stauts"], "status"),
+        (["--memory", "/nowhere", "stauts", "--json"], "status"),
+        (["--now=2026-03-14 09:00", "sweeep", "--once"], "sweep"),
+        (["reacll", "x"], "recall"),
+        (["help", "stauts"], "status"),
+    ],
+)
+def test_a_mistyped_verb_suggests_the_nearest(tmp_path: Path, argv: list[str], meant: str) -> None:
+    done = run(*argv, cwd=tmp_path)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("rouse: "), done.stderr
+    assert f"did you mean {meant}?" in lines[0]
+    assert done.stdout == ""
+
+
+def test_an_unknown_verb_with_no_near_one_says_where_the_list_is(tmp_path: Path) -> None:
+    done = run("zzqx", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "did you mean" not in done.stderr and "rouse help" in done.stderr
+    assert "'zzqx'" in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["remind", "call-bob", "--due", "soon"],
+        ["due", "--until", "tomorrow"],
+        ["new", "reminder", "call-bob", "--set", "due=next week"],
+    ],
+)
+def test_a_bad_time_names_every_accepted_form(home: Path, args: list[str]) -> None:
+    done = rouse(home, *args)
+    assert done.returncode == 2
+    (line,) = done.stderr.splitlines()
+    for form in ("+3d", "2026-03-14 09:00", "ISO 8601", "2026-03-14T09:00+01:00"):
+        assert form in line, (form, line)
+    assert not (home / "inventory/reminders/call-bob").exists()

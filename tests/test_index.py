@@ -7,6 +7,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, MakeTree, ago, set_mtime
 from rouse.core.cache import HeaderCache
 from rouse.core.errors import UsageError
+from rouse.core.timefmt import human_age
 from rouse.core.tree import walk
 from rouse.pack import index, schema, search
 from rouse.pack.index import Index
@@ -116,11 +118,12 @@ def test_kind_filter_and_limit(tree: Path) -> None:
 def test_hit_fields(tree: Path) -> None:
     set_mtime(tree / NOTES / "pg-keyword.md", ago(hours=3))
     (hit,) = recall(tree, "postgres", NOW, limit=1)
+    assert hit.age == human_age(ago(hours=3), NOW)  # the text's age
     assert hit.to_json() == {
         "path": f"{NOTES}/pg-keyword.md",
         "kind": "note",
         "origin": "owner",
-        "age": "3h ago",
+        "age": ago(hours=3).astimezone().isoformat(),  # JSON: the mtime, ISO with offset
         "keywords": "postgres, backup",
         "snippet": hit.snippet,
         "probes": {},
@@ -128,6 +131,24 @@ def test_hit_fields(tree: Path) -> None:
     }
     assert hit.snippet.startswith("Nothing of note happened")
     assert "\n" not in hit.snippet and len(hit.snippet) <= 160
+
+
+def test_hit_json_times_are_iso_and_the_text_keeps_ages(make_tree: MakeTree) -> None:
+    root = make_tree(
+        {
+            f"{NOTES}/dated.md": note("zebra", "Stripes.", updated="2026-03-11 09:30"),
+            f"{NOTES}/free.md": note("zebra", "Stripes too.", updated="last spring"),
+        },
+        mtime=ago(days=2),
+    )
+    hits = {hit.path: hit for hit in recall(root, "zebra", NOW)}
+    dated = hits[f"{NOTES}/dated.md"].to_json()
+    assert dated["age"] == ago(days=2).astimezone().isoformat()
+    assert dated["updated"] == datetime(2026, 3, 11, 9, 30).astimezone().isoformat()
+    assert hits[f"{NOTES}/free.md"].to_json()["updated"] == "last spring"  # not a time: as written
+    text = "\n".join(render(list(hits.values())))
+    assert f"({human_age(ago(days=2), NOW)} — zebra)" in text
+    assert "updated: 2026-03-11 09:30" in text
 
 
 def test_snippet_is_one_line_around_the_match(make_tree: MakeTree) -> None:

@@ -7,18 +7,22 @@ installs it through the dev extra); the in-process tests of the tools do not.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+import rouse
 from conftest import INTENTIONS, NOTES, NOW
-from rouse.agents.mcp import Tools
+from rouse.agents.mcp import ADD_TYPES, ENDINGS, Tools
+from rouse.core import clock
 from rouse.core.errors import UsageError
 from rouse.records.scaffold import init
 from rouse.trust import stamp as stamping
@@ -171,6 +175,44 @@ def test_promote_and_due(memory: Path, no_key: Path) -> None:
     assert "reminder/example-renew-the-tls-certificate" in forecast
 
 
+def cli(memory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(memory), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("now", "until"),
+    [
+        ("2026-03-14 12:00", None),  # nothing due
+        ("2026-03-14 12:00", "+1h"),  # nothing comes due by then
+        ("2099-01-02 09:00", None),  # two due
+        ("2026-03-14 13:00", "+1d"),  # a forecast: the task comes due tomorrow
+    ],
+)
+def test_due_tool_says_what_the_cli_says(
+    memory: Path, no_key: Path, now: str, until: str | None
+) -> None:
+    at = datetime.strptime(now, "%Y-%m-%d %H:%M")
+    answer = Tools(memory, lambda: at, {}, no_key).due(until)
+    done = cli(memory, "due", "--now", now, *(["--until", until] if until else []))
+    assert done.returncode == 0, done.stderr
+    expected = done.stderr + done.stdout  # the header (if any), then the rows
+    assert answer.startswith(expected.rstrip("\n"))
+    if done.stdout:  # then the same items as `rouse due --json`
+        items = json.loads(answer[len(expected) :])
+        as_json = cli(memory, "due", "--json", "--now", now, *(["--until", until] if until else []))
+        assert items == json.loads(as_json.stdout)
+    else:
+        assert answer == expected.rstrip("\n")
+        assert answer.startswith("nothing")
+
+
 # -- probe trust through the tools -------------------------------------------
 
 
@@ -260,6 +302,58 @@ def test_client_lists_the_tools_with_hints(memory: Path, no_key: Path) -> None:
     for name in ("intend", "add", "move"):
         assert seen[name].annotations.destructive_hint is False
     assert set(seen["add"].input_schema["required"]) == {"kind", "slug"}
+
+
+def test_client_sees_the_version_parameter_descriptions_and_enums(
+    memory: Path, no_key: Path
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def body(session: Any) -> None:
+        seen["info"] = session.server_info
+        listed = await session.list_tools()
+        seen.update({tool.name: tool.input_schema for tool in listed.tools})
+
+    with_client(memory, no_key, body)
+    assert seen.pop("info").version == rouse.__version__
+    for name, schema in seen.items():
+        for param, spec in schema["properties"].items():
+            assert len(spec.get("description", "")) > 10, f"{name}.{param} has no description"
+    assert seen["add"]["properties"]["kind"]["enum"] == list(ADD_TYPES)
+    assert seen["close"]["properties"]["ending"]["enum"] == list(ENDINGS)
+    outcome = seen["close"]["properties"]["outcome"]["anyOf"]
+    assert {"type": "string", "enum": list(clock.OUTCOMES)} in outcome
+
+
+def test_client_bad_arguments_are_refused_in_rouse_words(memory: Path, no_key: Path) -> None:
+    before = files_under(memory)
+    results: dict[str, Any] = {}
+
+    async def body(session: Any) -> None:
+        calls = {
+            "max_chars": ("pack", {"max_chars": "lots"}),
+            "kind": ("add", {"kind": 5, "slug": "x"}),
+            "ending": ("close", {"ref": "example-stabilise-nightly-build"}),
+            "limit": ("recall", {"query": "x", "limit": [1]}),
+            "fields": ("intend", {"slug": "x", "closes_when": "y", "fields": {"a": 1}}),
+            "belief": ("add", {"kind": "belief", "slug": "x"}),
+        }
+        for what, (tool, arguments) in calls.items():
+            results[what] = (tool, await session.call_tool(tool, arguments))
+
+    with_client(memory, no_key, body)
+    for what, (tool, result) in results.items():
+        text = text_of(result)
+        assert result.is_error, what
+        assert "\n" not in text and "http" not in text and "pydantic" not in text, text
+        assert "validation error" not in text and "Error executing" not in text, text
+        assert text.startswith(f"{tool}: "), text
+        assert what in text, text
+    assert "'ending'" in text_of(results["ending"][1]) and "missing" in text_of(
+        results["ending"][1]
+    )
+    assert "'lots'" in text_of(results["max_chars"][1])
+    assert files_under(memory) == before
 
 
 def test_client_creates_an_intention_reads_the_pack_and_is_refused_swept(

@@ -577,7 +577,7 @@ def test_last_tick_and_status(stale: Path, logs: list[str]) -> None:
         sw.tick(NOW)
     assert last_tick(stale) == (NOW, 30.0)
     data = status.status(walk(stale), NOW)
-    assert data["last_tick"] == stamp(NOW)
+    assert data["last_tick"] == NOW.astimezone().isoformat()
     assert data["ledger"] == {"pending": 0, "held": 0, "delivered": 1, "given_up": 0}
 
 
@@ -595,3 +595,48 @@ def test_ledger_file_is_in_the_state_dir(stale: Path, logs: list[str]) -> None:
     with Ledger(stale) as book:
         assert book.open_entries() == []
     assert os.path.isdir(stale / ".rouse")
+
+
+# -- what the sweeper says (issue 12, item 6) ---------------------------------------------
+
+
+def test_an_idle_tick_says_nothing_and_reports_it_was_idle(stale: Path, logs: list[str]) -> None:
+    with make_sweeper(stale, FileSink(stale), logs) as sw:
+        report = sw.tick(ago(hours=2))  # nothing is due yet
+    assert logs == [] and report.eventful is False
+
+
+def test_a_tick_that_delivers_is_eventful(stale: Path, logs: list[str]) -> None:
+    with make_sweeper(stale, FileSink(stale), logs) as sw:
+        assert sw.tick(NOW).eventful is True
+        assert sw.tick(NOW + timedelta(minutes=1)).eventful is False  # nothing more to do
+
+
+def test_errors_only_keeps_failures_and_drops_deliveries(stale: Path, logs: list[str]) -> None:
+    sink = Recorder(failing=1)
+    with make_sweeper(stale, sink, logs, verbosity=tick.ERRORS) as sw:
+        first = sw.tick(NOW)
+        assert first.eventful and len(logs) == 1 and "not delivered intention/ship" in logs[0]
+        second = sw.tick(NOW + timedelta(minutes=1))  # the retry lands
+    assert second.delivered and second.eventful
+    assert len(logs) == 1  # the delivery itself is not an error: not said
+
+
+def test_a_wake_held_again_is_not_news(stale: Path, logs: list[str]) -> None:
+    with make_sweeper(stale, Recorder(), logs, quiet=QuietHours.parse("11:00-13:00")) as sw:
+        first = sw.tick(NOW)
+        again = sw.tick(NOW + timedelta(minutes=5))
+    assert first.held and first.eventful
+    assert not again.eventful and ledger.undelivered_counts(stale)["held"] == 1
+    assert sum(" held " in line for line in logs) == 1
+
+
+def test_say_filters_by_level(stale: Path, logs: list[str]) -> None:
+    for verbosity, heard in ((tick.ERRORS, ["e"]), (tick.EVENTS, ["e", "i"]),
+                             (tick.EVERY_TICK, ["e", "i", "d"])):  # fmt: skip
+        logs.clear()
+        with make_sweeper(stale, FileSink(stale), logs, verbosity=verbosity) as sw:
+            sw.say("e", tick.ERRORS)
+            sw.say("i", tick.EVENTS)
+            sw.say("d", tick.EVERY_TICK)
+        assert logs == heard

@@ -385,10 +385,10 @@ def test_sweep_once_on_the_example_tree_then_log_and_status(tmp_path: Path) -> N
     entries = json.loads(rouse("--memory", str(root), "log", "--json", "--limit", "1").stdout)
     assert len(entries) == 1 and set(entries[0]) >= {"id", "record", "reason", "sink", "state"}
     status = json.loads(rouse("--memory", str(root), "status", "--json").stdout)
-    assert status["last_tick"] == "2099-01-02 09:00"
+    assert status["last_tick"].startswith("2099-01-02T09:00:00")  # ISO 8601 with offset
     assert status["ledger"]["delivered"] == 2 and status["ledger"]["pending"] == 0
     again = rouse("--memory", str(root), "sweep", "--once", "--now", "2099-01-02 09:00")
-    assert again.returncode == 0 and "0 delivered" in again.stderr
+    assert again.returncode == 0 and again.stderr == ""  # an idle tick is silent
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,7 @@
-"""Stamps, intervals and human ages (SPEC §2 "Stamps"/"Intervals", §4 age rules)."""
+"""Stamps, intervals and human ages (SPEC §2 "Stamps"/"Intervals", §4 age rules).
+
+Ages above 60 days read in months, then years (issue 12, item 8).
+"""
 
 from __future__ import annotations
 
@@ -224,6 +227,30 @@ def test_parse_when() -> None:
         parse_when("tomorrow", NOW)
 
 
+@pytest.mark.parametrize("text", ["soon", "tomorrow", "+3x", "+", "14/03/2026", "2026-03-14 9am"])
+def test_a_bad_when_names_every_accepted_form(text: str) -> None:
+    """Issue 12, item 8: the bad ``--due``/``--until`` error lists what would have worked."""
+    with pytest.raises(ValueError) as caught:
+        parse_when(text, NOW)
+    message = str(caught.value)
+    assert repr(text.strip()) in message
+    for form in ("+3d", "2026-03-14 09:00", "2026-03-14T09:00", "+01:00", "ISO 8601"):
+        assert form in message, (form, message)
+
+
+def test_every_form_the_error_names_is_accepted() -> None:
+    assert parse_when("+3d", NOW) == NOW + 3 * D
+    assert parse_when("2026-03-14 09:00", NOW) == datetime(2026, 3, 14, 9, 0)
+    assert parse_when("2026-03-14T09:00", NOW) == datetime(2026, 3, 14, 9, 0)
+    assert parse_when("2026-03-14", NOW) == datetime(2026, 3, 14, 0, 0)
+    assert parse_when("2026-03-14T09:00+01:00", NOW) == parse_stamp("2026-03-14 09:00+01:00")
+
+
+def test_an_out_of_range_when_still_says_its_bounds() -> None:
+    with pytest.raises(OutOfRange, match="1900 to 9000"):
+        parse_when("1899-01-01", NOW)
+
+
 # -- bounds (docs/clock.md "Bounds") ------------------------------------------------
 
 
@@ -302,7 +329,16 @@ D = timedelta(days=1)
         # otherwise whole days
         (datetime(2026, 3, 12, 23, 59), NOW, "2d ago"),
         (NOW - 9 * D, NOW, "9d ago"),
-        (NOW - 400 * D, NOW, "400d ago"),
+        (NOW - 60 * D, NOW, "60d ago"),
+        # above 60 days: whole calendar months (at least 2), then whole years
+        (NOW - 61 * D, NOW, "2mo ago"),
+        (datetime(2025, 12, 14, 12, 0), NOW, "3mo ago"),
+        (datetime(2025, 12, 15, 12, 0), NOW, "2mo ago"),  # a day short of 3 months
+        (datetime(2025, 3, 15, 12, 0), NOW, "11mo ago"),
+        (datetime(2025, 3, 14, 12, 0), NOW, "1y ago"),
+        (NOW - 400 * D, NOW, "1y ago"),
+        (datetime(2024, 3, 14, 0, 0), NOW, "2y ago"),
+        (datetime(2016, 3, 15, 0, 0), NOW, "9y ago"),
     ],
 )
 def test_human_age_past(then: datetime, now: datetime, expected: str) -> None:
@@ -329,6 +365,11 @@ def test_human_age_past(then: datetime, now: datetime, expected: str) -> None:
         (datetime(2026, 3, 15, 7, 0), datetime(2026, 3, 14, 22, 0), "in 9h"),
         (datetime(2026, 3, 16, 0, 0), NOW, "in 2d"),
         (NOW + 3 * D, NOW, "in 3d"),
+        (NOW + 60 * D, NOW, "in 60d"),
+        (NOW + 61 * D, NOW, "in 2mo"),
+        (datetime(2026, 6, 14, 12, 0), NOW, "in 3mo"),
+        (datetime(2027, 3, 14, 0, 0), NOW, "in 1y"),
+        (datetime(2028, 3, 14, 12, 0), NOW, "in 2y"),
     ],
 )
 def test_human_age_future(then: datetime, now: datetime, expected: str) -> None:

@@ -24,7 +24,7 @@ from rouse.core import clock, layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.timefmt import format_stamp, parse_when
 from rouse.core.tree import display_ids, walk
-from rouse.pack.views import due_item, due_lines
+from rouse.pack.views import due_header, due_item, due_lines, due_order
 from rouse.probes import gate
 from rouse.records import lifecycle, notes, scaffold
 from rouse.trust import origins
@@ -105,20 +105,24 @@ class Tools:
         return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)
 
     def due(self, until: str | None = None) -> str:
+        """``rouse due``'s header (if any) and rows, then the items as ``rouse due --json``."""
         now = self.now()
-        at = now
+        at = None
         if until:
             try:
                 at = parse_when(until, now)
             except ValueError as exc:
                 raise UsageError(f"bad until: {exc}") from None
         tree = walk(self.root)
-        found = clock.due(tree, at)
+        found = due_order(clock.due(tree, at or now))
+        header = due_header(len(found), now, at)
+        lines = [header] if header else []
         if not found:
-            return f"nothing is due at {format_stamp(at)}"
+            return "\n".join(lines)
         ids = display_ids(tree)
         items = [due_item(d, ids[d.record.dir]) for d in found]
-        return "\n".join(due_lines(tree, found, at)) + "\n\n" + json.dumps(items, indent=2)
+        lines += due_lines(tree, found, now)
+        return "\n".join(lines) + "\n\n" + json.dumps(items, indent=2, ensure_ascii=False)
 
     def probe(self, name: str | None = None) -> str:
         from rouse.probes import definitions as probes
@@ -240,9 +244,11 @@ DESCRIPTIONS = {
     "beliefs and motivations, and an index of notes. Call it at session start if it is not "
     "already in your context. query thins motivations that share no keyword with it.",
     "recall": "Full-text search over notes, backlog, records and context files (keywords weigh "
-    "most). Returns hits best first as JSON: path, kind, origin, age, keywords, snippet, probes.",
+    "most). Returns hits best first as JSON: path, kind, origin, age (the file's last change, "
+    "ISO 8601), keywords, snippet, probes, updated.",
     "due": "What the clock would wake you about now (or by `until`, a stamp or +2h): one line "
-    "per record, then the same as JSON.",
+    "per record saying when it is or was due (a forecast first says what it covers), then the "
+    "same items as JSON (times ISO 8601). With nothing due, one line saying so.",
     "probe": "Run one demand probe by name (or all, with no name) and return its live reading. "
     "<unknown> means go and check; a reading outranks any note.",
     "remember": "Write a note (inventory/notes/<slug>.md) or replace the body of the existing "
@@ -264,6 +270,103 @@ DESCRIPTIONS = {
 }
 
 
+#: Every tool parameter's description, as clients show it (a test holds every one to it).
+PARAMETERS: dict[str, dict[str, str]] = {
+    "pack": {
+        "query": "words about the task at hand: motivations sharing none shrink to one line",
+        "max_chars": "fit the pack in this many characters (at least 200; default 9000)",
+    },
+    "recall": {
+        "query": "words to look for (any of them; keywords weigh most)",
+        "limit": "at most this many hits (default 10)",
+        "kind": "only files of this kind",
+    },
+    "due": {"until": "forecast what comes due by then: a stamp '2026-03-14 09:00' or '+2h'"},
+    "probe": {"name": "the probe to run; leave it out to run every probe"},
+    "remember": {
+        "slug": "the note's name: lowercase letters, digits and -, e.g. 'deploy-steps'",
+        "body": "the note's text (replaces the body of an existing note with this slug)",
+        "keywords": "comma-separated words that recall and the pack's index use",
+        "fields": "other header fields, key → one-line value (never machine fields)",
+    },
+    "intend": {
+        "slug": "the intention's name: lowercase letters, digits and -",
+        "closes_when": "one line: how you will know it is done",
+        "body": "why, and anything worth knowing (markdown)",
+        "under": "a record (slug or path) to nest it under",
+        "fields": "other header fields, e.g. {'stale-after': '4h'} (never machine fields)",
+    },
+    "add": {
+        "kind": "what to add",
+        "slug": "its name: lowercase letters, digits and -",
+        "under": "the record (slug or path) it belongs under; goals, actions and tasks need one",
+        "body": "what it is about (markdown)",
+        "fields": "header fields: 'success-when' for a goal, 'due' (and 'nag') for a reminder",
+    },
+    "move": {
+        "ref": "the record: a slug, type/slug or tree-relative path",
+        "note": "a line appended to its body, dated",
+    },
+    "snooze": {
+        "ref": "the record: a slug, type/slug or tree-relative path",
+        "until": "when it should next come due: a stamp '2026-03-14 09:00' or '+2h'",
+        "duration": "or how long from now, e.g. '3d' (give until or duration)",
+        "note": "why, appended to its body",
+    },
+    "close": {
+        "ref": "the record: a slug, type/slug or tree-relative path",
+        "ending": "how it ended (a goal is abandoned, not dropped)",
+        "why": "the reason, appended to its body (required unless done)",
+        "outcome": "for an action: how the result compared with what you expected",
+    },
+    "promote": {
+        "slug": "the backlog item to turn into an open intention",
+        "closes_when": "one line: how you will know the intention is done",
+        "under": "a record (slug or path) to nest the intention under",
+    },
+}
+
+#: What a pydantic error type asks of a value, in rouse's words.
+_WANTS = {
+    "string_type": "text",
+    "int_type": "a whole number",
+    "int_parsing": "a whole number",
+    "int_from_float": "a whole number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "an object of one-line text values",
+    "list_type": "a list",
+}
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _invalid(tool: str, errors: list[Any], takes: list[str], choices: Mapping[str, Any]) -> str:
+    """A pydantic validation failure in rouse's words: one line, no URLs."""
+    problems: list[str] = []
+    missing = False
+    for error in errors:
+        where = ".".join(str(part) for part in error.get("loc", ())) or "arguments"
+        kind = error.get("type", "")
+        if kind == "missing":
+            missing = True
+            problems.append(f"missing argument {where!r}")
+            continue
+        if where in choices:
+            want = "one of " + ", ".join(choices[where])
+        else:
+            message = str(error.get("msg", "")).split("\n")[0]
+            want = _WANTS.get(kind) or message.removeprefix("Input should be ").rstrip(".")
+        problems.append(f"{where} must be {want}, got {_shown(error.get('input'))}")
+    text = "; ".join(dict.fromkeys(problems)) or "the arguments do not fit the tool"
+    if missing:
+        text += f": it takes {', '.join(takes) or 'no arguments'}"
+    return f"{tool}: {text}"
+
+
 def build_server(tools: Tools) -> Any:
     """An ``MCPServer`` exposing ``tools``; imports the ``mcp`` SDK here and only here.
 
@@ -272,11 +375,23 @@ def build_server(tools: Tools) -> Any:
     error result naming it, before the tool runs.
     """
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
     from mcp.server.mcpserver.tools import Tool
     from mcp_types import ToolAnnotations
+    from pydantic import ValidationError
+
+    import rouse
+    from rouse.pack.index import KINDS
 
     takes: dict[str, list[str]] = {}
+    enums: dict[str, dict[str, tuple[str, ...]]] = {
+        "recall": {"kind": KINDS},
+        "add": {"kind": ADD_TYPES},
+        "close": {"ending": ENDINGS, "outcome": clock.OUTCOMES},
+    }
+
+    class RefusedError(ToolError):
+        """rouse refused the call (a RouseError): its message is the whole answer."""
 
     class StrictServer(MCPServer[Any]):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
@@ -284,7 +399,21 @@ def build_server(tools: Tools) -> Any:
             unknown = sorted(set(arguments) - set(known or ()))
             if known is not None and unknown:
                 raise ToolError(_unknown_arguments(name, unknown, known))
-            return await super().call_tool(name, arguments, context)
+            try:
+                return await super().call_tool(name, arguments, context)
+            except UnexpectedToolError as exc:  # a crash: its text stays in the server's log
+                raise UnexpectedToolError(
+                    f"{name}: internal error (the server's log on stderr has the details)"
+                ) from exc.__cause__
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(cause, ValidationError):
+                    choices = enums.get(name, {})
+                    message = _invalid(name, cause.errors(), known or [], choices)
+                    raise ToolError(message) from cause
+                if isinstance(cause, RefusedError):
+                    raise ToolError(f"{name}: {cause}") from None
+                raise
 
     def hints(read_only: bool, destructive: bool = False, open_world: bool = False) -> Any:
         if read_only:
@@ -304,7 +433,7 @@ def build_server(tools: Tools) -> Any:
             try:
                 return fn(*args, **kwargs)
             except RouseError as exc:
-                raise ToolError(exc.render()) from None
+                raise RefusedError(exc.render()) from None
 
         tool = Tool.from_function(
             guarded,
@@ -314,11 +443,19 @@ def build_server(tools: Tools) -> Any:
             structured_output=False,
         )
         tool.parameters["additionalProperties"] = False
-        takes[name] = list(tool.parameters.get("properties", {}))
+        properties = tool.parameters.get("properties", {})
+        for param, schema in properties.items():
+            schema["description"] = PARAMETERS[name][param]
+            choices = enums.get(name, {}).get(param)
+            if choices:  # on the string itself, or on the string branch of "string or null"
+                branches = [b for b in schema.get("anyOf", []) if b.get("type") == "string"]
+                (branches[0] if branches else schema)["enum"] = list(choices)
+        takes[name] = list(properties)
         return tool
 
     return StrictServer(
         name="rouse",
+        version=rouse.__version__,
         instructions=INSTRUCTIONS,
         tools=[
             strict(tools.pack, hints(read_only=True)),
@@ -340,7 +477,7 @@ def _unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> str:
     names = ", ".join(repr(name) for name in unknown)
     plural = "s" if len(unknown) > 1 else ""
     takes = ", ".join(known) or "no arguments"
-    return f"Error executing tool {tool}: unknown argument{plural} {names}: it takes {takes}"
+    return f"{tool}: unknown argument{plural} {names}: it takes {takes}"
 
 
 def serve(

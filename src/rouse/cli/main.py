@@ -98,8 +98,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _quick_pack(argv)
     if args is None:
-        from rouse.cli.parser import build_parser, verb_named
+        from rouse.cli.parser import build_parser, mistyped_verb, verb_named
 
+        wrong = mistyped_verb(argv)
+        if wrong is not None:
+            print(f"rouse: {wrong}", file=sys.stderr)
+            return 2
         parser = build_parser(verb_named(argv))
         args = parser.parse_args(argv)
         if not getattr(args, "handler", None):

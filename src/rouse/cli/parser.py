@@ -15,6 +15,7 @@ from rouse.cli.read import (
     args_pack,
     args_probe,
     args_recall,
+    args_tree,
     cmd_check,
     cmd_due,
     cmd_explain,
@@ -71,6 +72,24 @@ def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
     )
 
 
+def cmd_help(args: argparse.Namespace) -> int:
+    """``rouse help [VERB]``: the top help, or one verb's (as ``rouse VERB --help``)."""
+    topic = args.topic
+    if topic is None:
+        build_parser().print_help()
+        return 0
+    if topic not in VERBS:
+        from rouse.core.errors import UsageError
+
+        raise UsageError(no_such_verb(topic))
+    verb_parser(topic).print_help()
+    return 0
+
+
+def args_help(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("topic", nargs="?", metavar="VERB", help="the verb to explain")
+
+
 #: Every verb: its handler, its one-line help, and what adds its arguments.
 VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] | None]] = {
     "init": (
@@ -82,7 +101,7 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
     "probe": (cmd_probe, "run one demand probe, or list every probe with its reading", args_probe),
     "recall": (cmd_recall, "search notes, backlog, records and context by keywords", args_recall),
     "due": (cmd_due, "what the clock would wake about now, one line each", args_due),
-    "tree": (cmd_tree, "the ladder: context, records by nesting, inventory", None),
+    "tree": (cmd_tree, "the ladder: context, records by nesting, inventory", args_tree),
     "check": (cmd_check, "lint the tree; exit 1 on errors", args_check),
     "new": (cmd_new, "write a record, context file or note with a fresh header", args_new),
     "move": (cmd_move, "stamp last-moved: now (the record moved)", args_move),
@@ -109,6 +128,7 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
     ),
     "wire": (cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules", args_wire),
     "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])", None),
+    "help": (cmd_help, "this help, or one verb's: rouse help VERB", args_help),
 }
 
 
@@ -177,6 +197,34 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def verb_parser(name: str) -> argparse.ArgumentParser:
+    """The subparser of one verb, built as ``rouse NAME --help`` builds it."""
+    import argparse
+
+    for action in build_parser(name)._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            sub: argparse.ArgumentParser = action.choices[name]
+            return sub
+    raise LookupError(name)  # (build_parser always adds the verbs)
+
+
+def no_such_verb(word: str) -> str:
+    """The one-line error for a word that is not a verb, with the nearest verb if any."""
+    from difflib import get_close_matches
+
+    near = get_close_matches(word.lower(), VERBS, n=1, cutoff=0.6)
+    hint = f"did you mean {near[0]}? " if near else ""
+    return f"no verb {word!r}: {hint}(`rouse help` lists every verb)"
+
+
+def mistyped_verb(argv: Sequence[str]) -> str | None:
+    """The error for ``argv`` if the word in the verb's place is not a verb, else None."""
+    word = _verb_word(argv)
+    if word is None or word in VERBS:
+        return None
+    return no_such_verb(word)
+
+
 #: Top-level options that take a value, and the spelled-out names argparse
 #: accepts abbreviations of.
 _VALUE_OPTIONS = ("--memory", "--now")
@@ -188,11 +236,17 @@ def verb_named(argv: Sequence[str]) -> str | None:
     None (anything else before the verb, such as --help, or no known verb)
     means: build the whole parser, so help and errors read as they always have.
     """
+    word = _verb_word(argv)
+    return word if word in VERBS else None
+
+
+def _verb_word(argv: Sequence[str]) -> str | None:
+    """The word in the verb's place, if only --memory/--now come before it; else None."""
     index = 0
     while index < len(argv):
         token = argv[index]
         if not token.startswith("-"):
-            return token if token in VERBS else None
+            return token
         name, equals, _ = token.partition("=")
         if len(name) < 3 or not any(option.startswith(name) for option in _VALUE_OPTIONS):
             return None

@@ -91,9 +91,16 @@ def cmd_probe(args: argparse.Namespace) -> int:
             names = ", ".join(p.name for p in found) or "none"
             raise UsageError(f"no probe named {args.name!r} in {layout.PROBES} (have: {names})")
         reading = readings.run_demand(root, chosen[0])
-        emit([reading])
+        if args.json:
+            emit_json({"name": chosen[0].name, "tier": chosen[0].tier, "reading": reading})
+        else:
+            emit([reading])
         return 1 if reading == readings.UNKNOWN else 0
-    emit([f"{p.name}\t{p.tier}\t{readings.run_demand(root, p)}" for p in found])
+    measured = [(p, readings.run_demand(root, p)) for p in found]
+    if args.json:
+        emit_json([{"name": p.name, "tier": p.tier, "reading": r} for p, r in measured])
+    else:
+        emit([f"{p.name}\t{p.tier}\t{r}" for p, r in measured])
     return 0
 
 
@@ -122,10 +129,14 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 def cmd_tree(args: argparse.Namespace) -> int:
     from rouse.core.cache import cached_walk
-    from rouse.pack.views import tree_lines
+    from rouse.pack.views import tree_json, tree_lines
     from rouse.trust.stampkey import cache_secret
 
-    emit(tree_lines(cached_walk(tree_root(args), cache_secret(stamp_key_path()))))
+    tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
+    if getattr(args, "json", False):  # (set when parser.VERBS gives `tree` args_tree)
+        emit_json(tree_json(tree))
+    else:
+        emit(tree_lines(tree))
     return 0
 
 
@@ -133,24 +144,28 @@ def cmd_due(args: argparse.Namespace) -> int:
     from rouse.core import clock
     from rouse.core.cache import cached_walk
     from rouse.core.tree import display_ids
-    from rouse.pack.views import due_item, due_lines
+    from rouse.pack.views import due_header, due_item, due_lines, due_order
     from rouse.trust.stampkey import cache_secret
 
     now = resolve_now(args)
-    at = now
+    until = None
     if args.until:
         try:
-            at = parse_when(args.until, now)
+            until = parse_when(args.until, now)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
-    every = clock.decisions(tree, at)
-    found = clock.select_due(every)
+    every = clock.decisions(tree, until or now)
+    found = due_order(clock.select_due(every))
     if args.json:
         ids = display_ids(tree)
         emit_json([due_item(d, ids[d.record.dir]) for d in found])
     else:
-        emit(due_lines(tree, found, at))
+        # stdout carries only the rows (for scripts); the header is for the reader
+        header = due_header(len(found), now, until)
+        if header:
+            print(header, file=sys.stderr, flush=True)
+        emit(due_lines(tree, found, now))
     skipped = [p.render() for p in tree.untrackable]
     skipped += [p.render() for p in clock.field_problems(every)]
     for line in skipped:
@@ -227,6 +242,17 @@ def args_pack(sub: argparse.ArgumentParser) -> None:
 
 def args_probe(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("name", nargs="?", metavar="NAME", help="the probe to run")
+    sub.add_argument(
+        "--json",
+        action="store_true",
+        help="a JSON object (NAME) or array of probes: name, tier, reading",
+    )
+
+
+def args_tree(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--json", action="store_true", help="the ladder as one JSON object, records nested"
+    )
 
 
 def args_recall(sub: argparse.ArgumentParser) -> None:

@@ -45,6 +45,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         now=resolve_now(args) if given else None,
         quiet=QuietHours.parse(args.quiet) if args.quiet else None,
         origins=origin_reader(root, stamp_key_path()),
+        verbosity=args.verbosity,
     )
 
 
@@ -91,6 +92,26 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument(
         "--quiet", metavar="HH:MM-HH:MM", help="hold exec/webhook wakes in this window"
+    )
+    # verbosity: rouse.sweep.tick's ERRORS (0), EVENTS (1, the default), EVERY_TICK (2);
+    # -q is --silent because --quiet is quiet hours
+    talk = sub.add_mutually_exclusive_group()
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=2,
+        default=1,
+        help="also a line for every tick, idle or not, and how it started",
+    )
+    talk.add_argument(
+        "-q",
+        "--silent",
+        dest="verbosity",
+        action="store_const",
+        const=0,
+        help="errors only (quiet hours are --quiet)",
     )
     sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")
 

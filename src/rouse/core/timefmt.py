@@ -97,6 +97,14 @@ def format_stamp(value: datetime) -> str:
     return value.strftime(STAMP_FORMAT)
 
 
+def iso_stamp(value: datetime | None) -> str | None:
+    """A naive local time as JSON carries it: ISO 8601, whole seconds, the local
+    offset (``2026-03-14T09:00:00+01:00``); None stays None."""
+    if value is None:
+        return None
+    return value.replace(microsecond=0).astimezone().isoformat()
+
+
 def parse_interval(text: str) -> timedelta:
     """Parse ``45m``, ``2h``, ``1d``, ``2w`` or combinations like ``1h30m``.
 
@@ -138,25 +146,45 @@ def floored(value: timedelta) -> timedelta:
     return max(value, FLOOR)
 
 
+#: Every form a CLI time (``--due``, ``--until``, a stamp field given to ``new``) takes,
+#: as the error for one that does not read names them.
+WHEN_FORMS = (
+    "+3d (from now: s, m, h, d, w, combined as in +1h30m), 2026-03-14 09:00 "
+    "(local time; a date alone is midnight), or ISO 8601 with T and an optional "
+    "offset, 2026-03-14T09:00 or 2026-03-14T09:00+01:00"
+)
+
+
 def parse_when(text: str, now: datetime) -> datetime:
-    """A CLI time: a stamp, or ``+INTERVAL`` relative to now (within the stamp years)."""
+    """A CLI time: a stamp, or ``+INTERVAL`` relative to now (within the stamp years).
+
+    Raises OutOfRange for a time outside the stamp years, and ValueError
+    naming every accepted form (``WHEN_FORMS``) for anything else.
+    """
     text = text.strip()
-    if text.startswith("+"):
-        step = parse_interval(text[1:])
-        try:
-            when = now + step
-        except OverflowError:
-            when = datetime.max
-        if not FIRST_YEAR <= when.year <= LAST_YEAR:
-            raise OutOfRange("a time", STAMP_BOUNDS, f"{text} from {format_stamp(now)}")
-        return when
-    return parse_stamp(text)
+    try:
+        if text.startswith("+"):
+            step = parse_interval(text[1:])
+            try:
+                when = now + step
+            except OverflowError:
+                when = datetime.max
+            if not FIRST_YEAR <= when.year <= LAST_YEAR:
+                raise OutOfRange("a time", STAMP_BOUNDS, f"{text} from {format_stamp(now)}")
+            return when
+        return parse_stamp(text)
+    except OutOfRange:
+        raise
+    except ValueError:
+        raise ValueError(f"not a time: {text!r}; use {WHEN_FORMS}") from None
 
 
 def human_age(then: datetime, now: datetime) -> str:
-    """A relative age: ``just now``, ``25m ago``, ``3h ago``, ``yesterday``, ``9d ago``.
+    """A relative age: ``just now``, ``25m ago``, ``3h ago``, ``yesterday``, ``9d ago``,
+    and above 60 days ``3mo ago`` (whole calendar months) or ``2y ago`` (whole years).
 
-    Future instants read the same way: ``in 25m``, ``in 2h``, ``tomorrow``, ``in 3d``.
+    Future instants read the same way: ``in 25m``, ``in 2h``, ``tomorrow``, ``in 3d``,
+    ``in 3mo``, ``in 2y``.
     """
     future = then > now
     delta = (then - now) if future else (now - then)
@@ -170,6 +198,15 @@ def human_age(then: datetime, now: datetime) -> str:
         amount = f"{int(seconds // 3600)}h"
     elif day_gap == 1:
         return "tomorrow" if future else "yesterday"
-    else:
+    elif day_gap <= 60:
         amount = f"{max(day_gap, 2)}d"
+    else:
+        months = _whole_months(min(then, now), max(then, now))
+        amount = f"{max(months, 2)}mo" if months < 12 else f"{months // 12}y"
     return f"in {amount}" if future else f"{amount} ago"
+
+
+def _whole_months(early: datetime, late: datetime) -> int:
+    """How many whole calendar months lie between two dates (14 Dec → 14 Mar is 3)."""
+    months = (late.year - early.year) * 12 + late.month - early.month
+    return months - 1 if late.day < early.day else months

@@ -17,7 +17,7 @@ from rouse.core import clock, header, nudges, statedir, sweepstate
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
-from rouse.core.timefmt import format_stamp, human_age
+from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import File, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
 from rouse.probes import definitions as probes
@@ -61,6 +61,25 @@ def _body(root: Path, file: File) -> str:
 # -- sections -------------------------------------------------------------------
 
 
+def _for_json(data: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The pack's data once its text is rendered, as ``--json`` prints it.
+
+    Human ages are for the text only: ``now`` becomes ISO 8601 and the items
+    keep their instants (``due_at``, ``moved_at``, ``at``, ``mtime``) without
+    the ``still`` and ``age`` the text was written from.
+    """
+
+    def without(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in item.items() if k != key} for item in items]
+
+    shaped = dict(data)
+    shaped["now"] = iso_stamp(now)
+    shaped["due"] = without(data["due"], "still")
+    shaped["index"] = without(data["index"], "age")
+    shaped["motivations"] = without(data["motivations"], "age")
+    return shaped
+
+
 def _now_line(now: datetime) -> str:
     zone = now.astimezone().tzname() or "local"
     return f"{now.strftime('%A %Y-%m-%d %H:%M')} {zone}"
@@ -71,8 +90,7 @@ def _woken(root: Path, tree: Tree, ids: Mapping[str, str], now: datetime) -> lis
         {
             "record": ids.get(n.record_dir, n.record_dir),
             "path": n.record_dir,
-            "at": format_stamp(n.at),
-            "age": human_age(n.at, now),
+            "at": iso_stamp(n.at),
             "wake": n.title,
             "file": n.path.relative_to(root).as_posix(),
         }
@@ -95,14 +113,14 @@ def _due(
             if value:
                 line = f"{key}: {value}"
                 break
-        since = still_since(decision)
         items.append(
             {
                 "record": ids[record.dir],
                 "path": record.dir,
                 "reason": decision.reason,
-                "still": human_age(since, now),
-                "since": format_stamp(since),
+                "still": human_age(still_since(decision), now),  # (text only)
+                "due_at": iso_stamp(decision.due_at),
+                "moved_at": iso_stamp(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
             }
@@ -130,7 +148,8 @@ def _context(
         if ctx.kind == "motivation" and asked is not None:
             keywords = _words((ctx.get("keywords") or "").replace(",", " "))
             if not keywords & asked:
-                entry["age"] = human_age(ctx.mtime, now)
+                entry["age"] = human_age(ctx.mtime, now)  # (text only)
+                entry["mtime"] = iso_stamp(ctx.mtime)
                 entry["body"] = None  # on disk, thinned by --query
                 layers["motivations"].append(entry)
                 continue
@@ -163,7 +182,8 @@ def _index(
             {
                 "path": file.rel,
                 "origin": origin_of(file),
-                "age": human_age(file.mtime, now),
+                "age": human_age(file.mtime, now),  # (text only)
+                "mtime": iso_stamp(file.mtime),
                 "fresh": file.mtime >= now - FRESH,
                 "keywords": (file.get("keywords") or "").strip(),
                 "probes": shown,
@@ -285,6 +305,7 @@ def build_pack(
         "warnings": _warnings(tree, every, layers, probe_notes, now),
     }
     built = fit(data, max_chars)
+    built.data = _for_json(built.data, now)  # (the text is already rendered)
     built.tree, built.decisions = tree, every
     return built
 

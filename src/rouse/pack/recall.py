@@ -10,7 +10,7 @@ from typing import Any
 
 from rouse.core.cache import cached_walk
 from rouse.core.errors import UsageError
-from rouse.core.timefmt import human_age
+from rouse.core.timefmt import human_age, iso_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.pack.index import KINDS, Index, indexed_files
 from rouse.pack.search import query_words
@@ -26,23 +26,35 @@ class Hit:
     path: str
     kind: str
     origin: str
-    age: str
+    age: str  # the file's mtime relative to now, for text: "3h ago"
     keywords: str
     snippet: str
     probes: dict[str, str] = field(default_factory=dict)  # name → reading
     updated: str | None = None  # a note's own `updated:` line, as written
+    mtime: datetime | None = None  # the file's mtime (local time)
 
     def to_json(self) -> dict[str, Any]:
+        """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset."""
         return {
             "path": self.path,
             "kind": self.kind,
             "origin": self.origin,
-            "age": self.age,
+            "age": iso_stamp(self.mtime),
             "keywords": self.keywords,
             "snippet": self.snippet,
             "probes": dict(self.probes),
-            "updated": self.updated,
+            "updated": _updated(self.updated),
         }
+
+
+def _updated(text: str | None) -> str | None:
+    """A note's ``updated:`` in ISO when it reads as a stamp; else as written."""
+    if text is None:
+        return None
+    try:
+        return iso_stamp(parse_stamp(text))
+    except ValueError:
+        return text
 
 
 def recall(
@@ -87,6 +99,7 @@ def recall(
                 snippet=match.snippet,
                 probes={name: measure(name) for name in names},
                 updated=(file.get("updated") or "").strip() or None,
+                mtime=file.mtime,
             )
         )
     reader.flush()

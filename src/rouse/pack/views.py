@@ -1,17 +1,20 @@
 """Plain renderings of the tree and the clock for the read verbs.
 
 Pure functions of a Tree, decisions and ``now``: the CLI prints them, the
-MCP server returns them. (The pack has its own module.)
+MCP server returns them. (The pack has its own module.) Text is for people:
+relative ages and local clock times. The ``*_item``/``*_json`` forms are for
+scripts: ISO 8601 times with the local offset, durations in seconds.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, layout
-from rouse.core.clock import Decision, still_since
-from rouse.core.timefmt import format_interval, format_stamp, human_age
+from rouse.core.clock import Decision
+from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -20,15 +23,46 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+_DIGITS = re.compile(r"(\d+)")
 
-def _stamp(value: datetime | None) -> str | None:
-    return format_stamp(value) if value is not None else None
+
+def natural_key(text: str) -> tuple[list[Any], str]:
+    """Sort key that reads runs of digits as numbers: ``big-2`` before ``big-10``."""
+    parts: list[Any] = _DIGITS.split(text)  # text, digits, text, …: a number at odd places
+    for i in range(1, len(parts), 2):
+        parts[i] = int(parts[i])
+    return parts, text
+
+
+def seconds(value: timedelta | None) -> int | None:
+    """An interval as JSON carries it: whole seconds."""
+    return None if value is None else int(value.total_seconds())
+
+
+def from_iso(text: str) -> datetime:
+    """The naive local time an :func:`iso` string names."""
+    return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
+
+
+def _stamp_of(text: str | None) -> str | None:
+    return None if text is None else format_stamp(from_iso(text))
+
+
+def clock_time(value: datetime, now: datetime) -> str:
+    """``07:26`` on the day of ``now``, else ``2026-03-14 07:26``."""
+    return value.strftime("%H:%M") if value.date() == now.date() else format_stamp(value)
 
 
 # -- due ----------------------------------------------------------------------
 
 
+def due_order(found: list[Decision]) -> list[Decision]:
+    """Earliest due first; records due at the same instant in natural order of path."""
+    return sorted(found, key=lambda d: (d.due_at or d.now, natural_key(d.record.dir)))
+
+
 def due_item(decision: Decision, record_id: str) -> dict[str, Any]:
+    """One item of ``rouse due --json`` (and of the MCP ``due`` tool)."""
     record = decision.record
     return {
         "record": record_id,
@@ -36,44 +70,87 @@ def due_item(decision: Decision, record_id: str) -> dict[str, Any]:
         "slug": record.slug,
         "path": record.dir,
         "reason": decision.reason,
-        "due_at": _stamp(decision.due_at),
-        "moved_at": _stamp(decision.moved_at),
+        "due_at": iso_stamp(decision.due_at),
+        "moved_at": iso_stamp(decision.moved_at),
         "nudge": decision.nudge,
     }
 
 
+def when_due(decision: Decision, now: datetime) -> str:
+    """When a due item is (or was) due, in its reason's words, measured from the real ``now``.
+
+    ``due in 59m (07:26)`` for what is not due yet (a forecast), and for what
+    is: ``went stale 2h ago (05:00)``, ``review due 1h ago (06:00)``, ``due
+    yesterday (2026-03-13 09:00)``, ``nag #3 due 40m ago (06:20)``, ``last
+    wake #10 due 5m ago (06:55)``.
+    """
+    due_at = decision.due_at or decision.now
+    reason = decision.reason
+    if reason == "nag":
+        label = f"nag #{decision.nudge} due"
+    elif reason == "expire":
+        label = f"last wake #{decision.nudge} due"
+    elif reason == "review":
+        label = "review due"
+    elif reason == "stale" and due_at <= now:
+        label = "went stale"
+    else:
+        label = "due"
+    return f"{label} {human_age(due_at, now)} ({clock_time(due_at, now)})"
+
+
 def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
+    """``rouse due``'s rows, tab-separated: id, reason, when (from the real ``now``), path."""
     ids = display_ids(tree)
     return [
-        "\t".join((ids[d.record.dir], d.reason or "", human_age(still_since(d), now), d.record.dir))
+        "\t".join((ids[d.record.dir], d.reason or "", when_due(d, now), d.record.dir))
         for d in found
     ]
 
 
+def due_header(count: int, now: datetime, until: datetime | None) -> str | None:
+    """The line above the rows, when it tells something they do not: a forecast, or nothing."""
+    if until is None:
+        return f"nothing is due at {format_stamp(now)}" if count == 0 else None
+    what = "nothing comes due" if count == 0 else f"{count} record(s) due"
+    return f"{what} by {format_stamp(until)} if nothing moves (now {format_stamp(now)})"
+
+
 # -- tree ---------------------------------------------------------------------
+
+_CONTEXT_ORDER = {"persona": 0, "belief": 1, "motivation": 2}
 
 
 def _status(record: Record) -> str:
     return f"[{clock.status_of(record)}]"
 
 
+def _ladder(tree: Tree) -> tuple[list[Record], list[Record]]:
+    """The root records outside the inventory and inside it, each in natural order."""
+    roots = sorted(tree.roots(), key=lambda r: natural_key(r.dir))
+    work = [r for r in roots if not layout.is_inside(r.dir, layout.INVENTORY)]
+    stock = [r for r in roots if layout.is_inside(r.dir, layout.INVENTORY)]
+    return work, stock
+
+
+def _children(tree: Tree, record: Record) -> list[Record]:
+    return sorted((tree.records[c] for c in record.children), key=lambda r: natural_key(r.dir))
+
+
 def tree_lines(tree: Tree) -> list[str]:
-    """The ladder: context layers, then records by nesting, then inventory."""
+    """The ladder: context layers, then records by nesting, then inventory (natural order)."""
     lines: list[str] = []
-    order = {"persona": 0, "belief": 1, "motivation": 2}
-    context = sorted(tree.context, key=lambda c: (order[c.kind], c.slug))
+    context = sorted(tree.context, key=lambda c: (_CONTEXT_ORDER[c.kind], natural_key(c.slug)))
     if context:
         lines.append("context:")
         lines += [f"  {c.kind} {c.slug}" for c in context]
 
     def nest(record: Record, depth: int, out: list[str]) -> None:
         out.append(f"{'  ' * depth}{record.type} {record.slug} {_status(record)}")
-        for child in record.children:
-            nest(tree.records[child], depth + 1, out)
+        for child in _children(tree, record):
+            nest(child, depth + 1, out)
 
-    roots = tree.roots()
-    work = [r for r in roots if not layout.is_inside(r.dir, layout.INVENTORY)]
-    stock = [r for r in roots if layout.is_inside(r.dir, layout.INVENTORY)]
+    work, stock = _ladder(tree)
     if work:
         lines.append("records:")
         for record in work:
@@ -81,10 +158,11 @@ def tree_lines(tree: Tree) -> list[str]:
     inventory: list[str] = []
     for record in stock:
         nest(record, 1, inventory)
-    inventory += [f"  note {n.slug}" for n in sorted(tree.notes, key=lambda n: n.rel)]
+    inventory += [f"  note {n.slug}" for n in sorted(tree.notes, key=lambda n: natural_key(n.rel))]
     if tree.probes is not None:
         inventory.append(f"  probes {tree.probes.rel}")
-    inventory += [f"  plugin {Path(p.rel).stem}" for p in tree.plugins]
+    plugins = sorted(tree.plugins, key=lambda p: natural_key(p.rel))
+    inventory += [f"  plugin {Path(p.rel).stem}" for p in plugins]
     if inventory:
         lines.append("inventory:")
         lines += inventory
@@ -96,72 +174,156 @@ def tree_lines(tree: Tree) -> list[str]:
     return lines
 
 
+def tree_json(tree: Tree) -> dict[str, Any]:
+    """``rouse tree --json``: what :func:`tree_lines` shows, as data, in the same order."""
+    ids = display_ids(tree)
+
+    def node(record: Record) -> dict[str, Any]:
+        return {
+            "record": ids[record.dir],
+            "type": record.type,
+            "slug": record.slug,
+            "path": record.dir,
+            "status": clock.status_of(record),
+            "open": clock.is_open(record),
+            "children": [node(child) for child in _children(tree, record)],
+        }
+
+    context = sorted(tree.context, key=lambda c: (_CONTEXT_ORDER[c.kind], natural_key(c.slug)))
+    work, stock = _ladder(tree)
+    return {
+        "context": [{"kind": c.kind, "slug": c.slug, "path": c.rel} for c in context],
+        "records": [node(r) for r in work],
+        "inventory": {
+            "records": [node(r) for r in stock],
+            "notes": [
+                {"slug": n.slug, "path": n.rel}
+                for n in sorted(tree.notes, key=lambda n: natural_key(n.rel))
+            ],
+            "probes": tree.probes.rel if tree.probes is not None else None,
+            "plugins": [
+                {"name": Path(p.rel).stem, "path": p.rel}
+                for p in sorted(tree.plugins, key=lambda p: natural_key(p.rel))
+            ],
+        },
+        "skipped": [
+            {"path": p.path, "line": p.line, "message": p.message} for p in tree.untrackable
+        ],
+        "symlinks": list(tree.symlinks),
+    }
+
+
 # -- explain ------------------------------------------------------------------
+
+#: A reminder's own fields in ``explain``, and how each is read.
+_REMINDER_FIELDS = (
+    ("due", "stamp"),
+    ("nag", "interval"),
+    ("backoff", "backoff"),
+    ("fires", "count"),
+    ("max-fires", "count"),
+    ("expires", "stamp"),
+    ("set", "stamp"),
+    ("fired", "stamp"),
+)
+
+
+def _reminder(record: Record) -> dict[str, Any]:
+    """The reminder's fields as the clock reads them; null when missing or unreadable."""
+    problems: list[clock.FieldProblem] = []
+    reader = clock._Fields(record, problems)
+    data: dict[str, Any] = {}
+    for key, kind in _REMINDER_FIELDS:
+        value: Any = None
+        if reader.text(key):
+            if kind == "stamp":
+                value = iso_stamp(reader.stamp(key))
+            elif kind == "interval":
+                value = seconds(reader.interval(key))
+            elif kind == "count":
+                value = reader.integer(key, 0)
+            else:
+                value = reader.backoff()
+            if any(p.key == key for p in problems):
+                value = None  # ``problems`` says what it is and what the clock does instead
+        data[key.replace("-", "_")] = value
+    return data
 
 
 def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
-    """Why a record is or is not due, as data."""
+    """Why a record is or is not due, as data (``rouse explain --json``)."""
     decision = clock.evaluate(tree, record, now)
     fields = record.header.fields
+    review_every = None
+    if (fields.get("review-every") or "").strip():
+        review_every = clock._Fields(record, []).interval("review-every")
     data: dict[str, Any] = {
         "record": display_ids(tree)[record.dir],
         "path": record.dir,
         "type": record.type,
         "status": clock.status_of(record),
         "open": clock.is_open(record),
-        "now": format_stamp(now),
-        "moved_at": _stamp(decision.moved_at),
+        "now": iso_stamp(now),
+        "moved_at": iso_stamp(decision.moved_at),
         "moved_from": decision.moved_from,
-        "swept": _stamp(decision.swept),
-        "own_clock": _stamp(decision.own_clock),
-        "stale_after": format_interval(decision.stale_after) if decision.stale_after else None,
-        "stale_at": _stamp(decision.stale_at),
+        "swept": iso_stamp(decision.swept),
+        "own_clock": iso_stamp(decision.own_clock),
+        "stale_after": seconds(decision.stale_after) if decision.stale_after else None,
+        "stale_at": iso_stamp(decision.stale_at),
         "silenced_by": decision.silenced_by,
-        "review_every": fields.get("review-every"),
-        "review_at": _stamp(decision.review_at),
+        "review_every": seconds(review_every),
+        "review_at": iso_stamp(decision.review_at),
         "reason": decision.reason,
         "due": decision.is_due,
-        "due_at": _stamp(decision.due_at),
+        "due_at": iso_stamp(decision.due_at),
         "nudge": decision.nudge,
         "problems": [p.render() for p in decision.problems],
         "notes": decision.notes,
     }
     if record.type == "reminder":
-        data["reminder"] = {
-            key: fields.get(key)
-            for key in ("due", "nag", "backoff", "fires", "max-fires", "expires", "set", "fired")
-        }
+        data["reminder"] = _reminder(record)
     return data
 
 
+def _shown(key: str, value: Any) -> str:
+    """A value of :func:`explain`'s data as the text shows it."""
+    if key in ("nag", "review_every", "stale_after"):
+        return format_interval(timedelta(seconds=value))
+    if key == "backoff":
+        return f"{value:g}"
+    if isinstance(value, str) and "T" in value:
+        return _stamp_of(value) or ""
+    return str(value)
+
+
 def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
-    """The text form of ``explain``: one fact per line, the verdict first."""
+    """The text form of :func:`explain`'s data: one fact per line, the verdict first."""
     lines = [f"{data['record']} [{data['status']}] at {data['path']}"]
+    due_at = _stamp_of(data["due_at"])
     if data["due"]:
-        lines.append(f"due now: {data['reason']} (since {data['due_at']}), nudge {data['nudge']}")
-    elif data["due_at"]:
-        lines.append(f"not due: next comes due {data['due_at']}")
+        lines.append(f"due now: {data['reason']} (since {due_at}), nudge {data['nudge']}")
+    elif due_at:
+        lines.append(f"not due: next comes due {due_at}")
     elif not data["open"]:
         lines.append("not due: closed records are never swept")
     elif data["type"] == "backlog":
         lines.append("not due: backlog is never swept")
     else:
         lines.append("not due: nothing will wake it while open records sit under it")
-    lines.append(f"moved_at: {data['moved_at']} (from {data['moved_from']})")
+    lines.append(f"moved_at: {_stamp_of(data['moved_at'])} (from {data['moved_from']})")
     for key in ("swept", "own_clock", "stale_at", "review_every", "review_at"):
         if data.get(key):
-            lines.append(f"{key}: {data[key]}")
+            lines.append(f"{key}: {_shown(key, data[key])}")
     if data["stale_after"]:
-        lines.append(f"stale_after: {data['stale_after']} (never below the 15m floor)")
+        lines.append(
+            f"stale_after: {_shown('stale_after', data['stale_after'])} (never below the 15m floor)"
+        )
     if data["silenced_by"]:
         lines.append("kept quiet by open records under it:")
         lines += [f"  {path}" for path in data["silenced_by"]]
     for key, value in data.get("reminder", {}).items():
-        if value:
-            lines.append(f"{key}: {value}")
+        if value is not None:
+            lines.append(f"{key.replace('_', '-')}: {_shown(key, value)}")
     lines += [f"note: {note}" for note in data["notes"]]
     lines += [f"problem: {problem}" for problem in data["problems"]]
     return lines
-
-
-# -- status -------------------------------------------------------------------

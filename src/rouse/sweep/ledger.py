@@ -26,6 +26,7 @@ from pathlib import Path
 from rouse.core.errors import UsageError
 from rouse.core.statedir import StateError, state_path
 from rouse.core.sweepstate import LEDGER, TIME_FORMAT, _reader, counts, undelivered_counts
+from rouse.core.timefmt import iso_stamp
 from rouse.sweep.wake import Wake
 
 GIVE_UP_AFTER = timedelta(hours=24)
@@ -103,6 +104,11 @@ class Entry:
         return self.wake.id
 
     def as_json(self) -> dict[str, object]:
+        """The entry as ``rouse log --json`` prints it: what ``rouse log`` shows, for programs.
+
+        Keys are snake_case; times are ISO 8601 with the local offset; ``state``
+        is spelled as the text shows it (``given up``).
+        """
         return {
             "id": self.wake.id,
             "record": self.wake.record,
@@ -112,10 +118,11 @@ class Entry:
             "sink": self.sink,
             "state": self.state.replace("_", " "),
             "attempts": self.attempts,
-            "made_at": self.wake.at,
-            "last_attempt": _t(self.last_attempt),
-            "next_attempt": _t(self.next_attempt) if self.state == "pending" else None,
-            "finished": _t(self.finished),
+            "made_at": iso_stamp(self.wake.made_at),
+            "first_failure": iso_stamp(self.first_failure),
+            "last_attempt": iso_stamp(self.last_attempt),
+            "next_attempt": iso_stamp(self.next_attempt) if self.state == "pending" else None,
+            "finished": iso_stamp(self.finished),
             "receipt": self.receipt,
             "error": self.error,
         }

@@ -3,10 +3,17 @@
 SIGTERM/SIGINT finish the wake in flight and exit 0; a tick that fails is
 logged and the loop ticks again later. Between ticks the loop sleeps until
 the next tick or the next instant something known comes due.
+
+What it says (to stderr) depends on ``verbosity`` (:mod:`rouse.sweep.tick`):
+the loop says once at start what it is doing; each wake delivered, held,
+withdrawn or failed gets a line; an idle tick says nothing. ``--once`` ends
+with a one-line summary when its tick had something to say, and always when
+it exits 1. ``-v`` adds a summary of every tick; ``-q`` keeps only errors.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 import time
@@ -19,7 +26,7 @@ from rouse.core.errors import UsageError
 from rouse.core.sweepstate import sweeper_lock
 from rouse.sweep.ledger import QuietHours
 from rouse.sweep.sinks import Sink
-from rouse.sweep.tick import Log, Origins, Sweeper, _t
+from rouse.sweep.tick import ERRORS, EVENTS, EVERY_TICK, Log, Origins, Sweeper, TickReport, _t
 
 DEFAULT_EVERY = 60.0
 #: The longest ``--every`` and ``--timeout``, in seconds: one day.
@@ -45,6 +52,7 @@ def sweep(
     quiet: QuietHours | None = None,
     log: Log | None = None,
     origins: Origins | None = None,
+    verbosity: int = EVENTS,
 ) -> int:
     """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
 
@@ -65,13 +73,60 @@ def sweep(
 
     with (
         sweeper_lock(root),
-        Sweeper(root, sink, quiet=quiet, log=log, interval=interval, origins=origins) as sw,
+        Sweeper(
+            root,
+            sink,
+            quiet=quiet,
+            log=log,
+            interval=interval,
+            origins=origins,
+            verbosity=verbosity,
+        ) as sw,
     ):
+        # the loop says once what it is doing; --once only when asked (-v)
+        sw.say(starting(root, sink, period, quiet, now, once=once), EVERY_TICK if once else EVENTS)
         restore = _on_signals(sw.stop)
         try:
             return run(sw, tick_now, once=once, every=period)
         finally:
             restore()
+
+
+def starting(
+    root: Path,
+    sink: Sink,
+    every: float,
+    quiet: QuietHours | None,
+    now: datetime | None,
+    *,
+    once: bool,
+) -> str:
+    """The line a sweeper says when it starts: the tree, the sink, the interval, quiet hours."""
+    if once:
+        parts = [f"one tick of {root}"]
+    else:
+        parts = [f"sweeping {root} every {every:g}s (sooner when something comes due)"]
+    parts.append(f"sink {sink.describe()}")
+    if quiet is None:
+        parts.append("no quiet hours")
+    elif sink.holdable:
+        parts.append(f"quiet hours {quiet} (wakes then wait in the ledger)")
+    else:
+        parts.append(f"quiet hours {quiet} (not for this sink: a nudge file disturbs nobody)")
+    if now is not None:
+        parts.append(f"clock from {_t(now)}")
+    stop = "" if once else ", stops after the wake in flight on Ctrl-C or SIGTERM"
+    parts.append(f"pid {os.getpid()}{stop}")
+    return "; ".join(parts)
+
+
+def summary(at: datetime, report: TickReport) -> str:
+    """One tick in one line: what it delivered, failed, held or gave up, and what is owed."""
+    return (
+        f"{_t(at)} tick: {len(report.delivered)} delivered, {len(report.failed)} failed, "
+        f"{len(report.held)} held, {len(report.given_up)} given up, "
+        f"{report.undelivered} owed"
+    )
 
 
 def _on_signals(stop: threading.Event) -> Callable[[], None]:
@@ -98,20 +153,19 @@ def run(sweeper: Sweeper, now: Callable[[], datetime], *, once: bool, every: flo
         try:
             report = sweeper.tick(at)
         except Exception as exc:  # never fatal: log it, and tick again later
-            sweeper.log(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}")
+            sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
             if once:
                 return 1
             if sweeper.stop.wait(every):
                 return 0
             continue
-        summary = (
-            f"{_t(at)} tick: {len(report.delivered)} delivered, {len(report.failed)} failed, "
-            f"{len(report.held)} held, {len(report.given_up)} given up, "
-            f"{report.undelivered} owed"
-        )
         if once:
-            sweeper.log(summary)
-            return 1 if report.undelivered and not report.interrupted else 0
+            code = 1 if report.undelivered and not report.interrupted else 0
+            # exit 1 always comes with its reason; an idle tick says nothing (cron mails output)
+            level = ERRORS if code else EVENTS if report.eventful else EVERY_TICK
+            sweeper.say(summary(at, report), level)
+            return code
+        sweeper.say(summary(at, report), EVERY_TICK)
         if sweeper.stop.is_set():
             return 0
         delay = every

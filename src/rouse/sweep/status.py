@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, layout
-from rouse.core.timefmt import format_stamp
+from rouse.core import clock, layout, sweepstate
+from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Tree
 
 TYPE_CHECKING = False
@@ -14,12 +14,13 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def _stamp(value: datetime | None) -> str | None:
-    return format_stamp(value) if value is not None else None
+def _local(text: str) -> datetime:
+    """The naive local time an ``_iso`` string names."""
+    return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
 
 
 def status(tree: Tree, now: datetime) -> dict[str, Any]:
-    """Counts per level, what is due, and what was skipped."""
+    """Counts per level, what is due, and what was skipped (``rouse status --json``)."""
     levels: dict[str, dict[str, int]] = {
         kind: {"open": 0, "total": 0} for kind in layout.RECORD_TYPES
     }
@@ -28,7 +29,7 @@ def status(tree: Tree, now: datetime) -> dict[str, Any]:
         levels[record.type]["open"] += int(clock.is_open(record))
     return {
         "tree": str(tree.root),
-        "now": format_stamp(now),
+        "now": iso_stamp(now),
         "levels": levels,
         "due": len(clock.due(tree, now)),
         "context": len(tree.context),
@@ -41,16 +42,16 @@ def status(tree: Tree, now: datetime) -> dict[str, Any]:
 
 def sweeper_status(root: Path) -> dict[str, Any]:
     """The last tick, the sweeper lock's holder, and the ledger's counts."""
-    from rouse.core import sweepstate
     from rouse.sweep import ledger
 
     tick, interval = sweepstate.last_tick(root)
     holder = sweepstate.holder(root)
     if holder is not None:
         holder["interval"] = interval
+        holder["since"] = _since(holder.get("since"))
     counts = ledger.counts(root)
     return {
-        "last_tick": _stamp(tick),
+        "last_tick": iso_stamp(tick),
         "sweeper": holder,
         "ledger": {
             "pending": counts["pending"],
@@ -61,23 +62,37 @@ def sweeper_status(root: Path) -> dict[str, Any]:
     }
 
 
+def _since(value: object) -> str | None:
+    """The lock's ``since`` (local seconds, as the sweeper writes it) in ISO, or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return iso_stamp(datetime.strptime(value, sweepstate.TIME_FORMAT))
+    except ValueError:
+        return None
+
+
 def status_lines(data: dict[str, Any]) -> list[str]:
-    lines = [f"tree: {data['tree']}", f"now: {data['now']}"]
+    """The text of ``rouse status``, from :func:`status`'s data (local stamps, not ISO)."""
+    lines = [f"tree: {data['tree']}", f"now: {format_stamp(_local(data['now']))}"]
     for kind, counts in data["levels"].items():
         lines.append(f"{kind}: {counts['open']} open of {counts['total']}")
     lines.append(f"due now: {data['due']}")
     lines.append(f"context files: {data['context']}, notes: {data['notes']}")
     if data["untrackable"] or data["symlinks"]:
         lines.append(f"skipped: {data['untrackable']} untrackable, {data['symlinks']} symlinks")
-    lines.append(f"last tick: {data['last_tick'] or 'never (no sweeper has run)'}")
+    tick = data["last_tick"]
+    lines.append(
+        f"last tick: {format_stamp(_local(tick)) if tick else 'never (no sweeper has run)'}"
+    )
     sweeper = data["sweeper"]
     if sweeper is not None:
         every = f", every {sweeper['interval']:g}s" if sweeper.get("interval") else ""
         state = "running" if sweeper["running"] else "not running (last"
         close = "" if sweeper["running"] else ")"
-        lines.append(
-            f"sweeper: {state} pid {sweeper['pid']} since {sweeper['since']}{close}{every}"
-        )
+        since = sweeper["since"]
+        since = _local(since).strftime(sweepstate.TIME_FORMAT) if since else "an unknown time"
+        lines.append(f"sweeper: {state} pid {sweeper['pid']} since {since}{close}{every}")
     ledger = data["ledger"]
     lines.append(
         f"ledger: {ledger['pending']} pending, {ledger.get('held', 0)} held, "

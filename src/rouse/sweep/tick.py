@@ -39,7 +39,15 @@ from rouse.trust.origins import effective_origin
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 Log = Callable[[str], None]
+Say = Callable[[str, int], None]
 Origins = Callable[[File], str]
+
+#: How much the sweeper says (``verbosity``): only what went wrong (``-q``) …
+ERRORS = 0
+#: … also what it did: a delivery, a hold, a withdrawal, a skipped file (the default) …
+EVENTS = 1
+#: … also every tick, idle or not, and how it started (``-v``).
+EVERY_TICK = 2
 
 
 # -- carrying it out ------------------------------------------------------------
@@ -59,6 +67,8 @@ class TickReport:
     undelivered: int = 0  # pending (not held) in the ledger after the tick
     interrupted: bool = False
     next_at: datetime | None = None
+    #: the tick had something to say (a wake, a failure, a skipped file): not idle
+    eventful: bool = False
 
 
 class Sweeper:
@@ -73,6 +83,7 @@ class Sweeper:
         log: Log | None = None,
         interval: float | None = None,
         origins: Origins | None = None,
+        verbosity: int = EVENTS,
     ):
         require_safe(root)  # no ledger, lock or nudge file goes through a link
         self.root = root
@@ -82,6 +93,8 @@ class Sweeper:
         self.quiet = quiet
         self.interval = interval
         self.log: Log = log or _stderr
+        self.verbosity = verbosity
+        self._eventful = False
         self.stop = threading.Event()
         self.ledger = Ledger(root)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
@@ -99,15 +112,26 @@ class Sweeper:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def say(self, line: str, level: int = EVENTS) -> None:
+        """Log ``line`` if the sweeper's verbosity reaches ``level``.
+
+        A line of ``EVENTS`` or ``ERRORS`` makes the tick eventful, said or not.
+        """
+        if level <= EVENTS:
+            self._eventful = True
+        if level <= self.verbosity:
+            self.log(line)
+
     def _tell_once(self, line: str) -> None:
         if line not in self._told:
             self._told.add(line)
-            self.log(line)
+            self.say(line)
 
     # -- one tick -----------------------------------------------------------
 
     def tick(self, now: datetime) -> TickReport:
         report = TickReport(now)
+        self._eventful = False
         tree = self.headers.walk()
         for problem in tree.untrackable:
             self._tell_once(f"skipped {problem.render()}")
@@ -124,17 +148,20 @@ class Sweeper:
             except Exception as exc:  # one bad record never stops the tick
                 report.errors += 1
                 where = step.decision.record.rel if step.decision else step.action
-                self.log(f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)")
+                self.say(
+                    f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
+                )
         try:
             report.archived += self.nudges.archive(tree)
         except OSError as exc:
-            self.log(f"{_t(now)} could not archive nudge files: {exc}")
+            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
         report.undelivered = sum(e.state == "pending" for e in self.ledger.open_entries())
         report.next_at = the_plan.next_at
         flush = getattr(self.origins, "flush", None)
         if callable(flush):
             flush()
         write_state(self.root, now, self.interval, self.sink.describe())
+        report.eventful = self._eventful
         return report
 
     def _carry_out(
@@ -154,7 +181,7 @@ class Sweeper:
             self.ledger.add(made, self.sink.kind, now, held=held)
             if held:
                 report.held.append(made.id)
-                self.log(f"{_t(now)} held {_what(made)} until {self.quiet} ends")
+                self.say(f"{_t(now)} held {_what(made)} until {self.quiet} ends")
                 return
             self._send(made, step.decision, now, report)
             return
@@ -177,13 +204,13 @@ class Sweeper:
         elif step.action == "withdraw":
             self.ledger.withdraw(entry.id, now, step.why)
             report.withdrawn.append(entry.id)
-            self.log(f"{_t(now)} withdrew {_what(entry.wake)}: {step.why}")
+            self.say(f"{_t(now)} withdrew {_what(entry.wake)}: {step.why}")
         elif step.action == "confirm":
             self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
             report.delivered.append(entry.id)
         elif step.action == "restamp":
             done = step.decision is None or _stamp(
-                self.root, entry.wake, step.decision, now, report, self.log
+                self.root, entry.wake, step.decision, now, report, self.say
             )
             if done:
                 self.ledger.mark_stamped(entry.id)
@@ -194,10 +221,10 @@ class Sweeper:
                 f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
             )
             written = write_nudge(self.root, entry.wake, now, trailer)
-            stamped = _stamp(self.root, entry.wake, step.decision, now, report, self.log)
+            stamped = _stamp(self.root, entry.wake, step.decision, now, report, self.say)
             self.ledger.given_up(entry.id, now, written, stamped=stamped)
             report.given_up.append(entry.id)
-            self.log(f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}")
+            self.say(f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS)
 
     def _send(self, made: wake.Wake, decision: Decision, now: datetime, report: TickReport) -> None:
         try:
@@ -205,14 +232,14 @@ class Sweeper:
         except SinkError as exc:
             self.ledger.failed(made.id, now, str(exc))
             report.failed.append(made.id)
-            self.log(f"{_t(now)} not delivered {_what(made)} via {self.sink.kind}: {exc}")
+            self.say(f"{_t(now)} not delivered {_what(made)} via {self.sink.kind}: {exc}", ERRORS)
             return
         # landed: say so first, so a crash from here on restamps instead of resending
         self.ledger.delivered(made.id, now, receipt, stamped=False)
-        if _stamp(self.root, made, decision, now, report, self.log):
+        if _stamp(self.root, made, decision, now, report, self.say):
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
-        self.log(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
+        self.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
 
 
 def _what(made: wake.Wake) -> str:
@@ -228,7 +255,7 @@ def _stderr(line: str) -> None:
 
 
 def _stamp(
-    root: Path, made: wake.Wake, decision: Decision, now: datetime, report: TickReport, log: Log
+    root: Path, made: wake.Wake, decision: Decision, now: datetime, report: TickReport, say: Say
 ) -> bool:
     """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
     record = decision.record
@@ -241,7 +268,7 @@ def _stamp(
     try:
         written = stamp_after_delivery(root, record, updates)
     except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
-        log(f"{_t(now)} delivered but not yet stamped {record.rel}: {exc}")
+        say(f"{_t(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
         return False
     if written:
         report.stamped += 1
