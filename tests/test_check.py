@@ -679,3 +679,41 @@ def test_probes_are_not_run_without_a_budget(make_tree: MakeTree, tmp_path: Path
     root = _probe_tree(make_tree, f"name: touch\ncmd: touch {marker}\ntier: pack")
     check(walk(root), NOW)
     assert not marker.exists()
+
+
+# -- unknown keys ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("rel", "key", "suggestion"),
+    [
+        (f"{SHIP}/intention.md", "close-when", "closes-when"),
+        (f"{SHIP}/intention.md", "stale-afterr", "stale-after"),
+        (f"{SHIP}/example-try/goal.md", "sucess-when", "success-when"),
+        (f"{NOTES}/example-host.md", "keyword", "keywords"),
+        (f"{MOTIVATIONS}/motivation-example-calm.md", "keyword", "keywords"),
+        ("persona.md", "orgin", "origin"),
+    ],
+)
+def test_unknown_key_is_a_warning_with_a_suggestion(lint, rel, key, suggestion):
+    base = {
+        "intention": "closes-when: c\n",
+        "goal": "success-when: s\n",
+        "example-host": "keywords: k\n",
+    }.get(Path(rel).stem, "")
+    findings = lint({rel: f"---\n{base}{key}: x\n---\nBody.\n"})
+    finding = find(findings, "warn", rel, f"unknown key '{key}'")
+    assert f"did you mean '{suggestion}'?" in finding.message
+    assert finding.line == 2 + base.count("\n")
+
+
+def test_unknown_key_with_nothing_close_is_a_warning_without_a_guess(lint):
+    rel = f"{SHIP}/intention.md"
+    findings = lint({rel: "---\ncloses-when: c\ncolour: blue\n---\n"})
+    finding = find(findings, "warn", rel, "unknown key 'colour'")
+    assert "did you mean" not in finding.message and "body" in finding.message
+
+
+def test_a_plugins_settings_are_not_unknown_keys(lint):
+    findings = lint({f"{PLUGINS}/quiet.md": "---\nhours: 22:00-07:00\nchannel: ops\n---\n"})
+    absent(findings, f"{PLUGINS}/quiet.md")

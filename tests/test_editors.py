@@ -26,7 +26,6 @@ from rouse.records import lifecycle
 ROOT = Path(__file__).resolve().parent.parent
 INTENTION = "entrypoint/beliefs/motivations/intentions/example-stabilise-nightly-build"
 REL = f"{INTENTION}/intention.md"
-NOW = datetime(2026, 3, 14, 12, 0)
 
 
 def _leases_work(path: Path) -> bool:
@@ -134,7 +133,8 @@ def test_a_writer_off_the_main_thread_is_guarded_too(memory: Path) -> None:
 
     def tool() -> None:
         try:
-            lifecycle.move(memory, "example-stabilise-nightly-build", NOW, "from a thread")
+            now = datetime.now().replace(second=0, microsecond=0)
+            lifecycle.move(memory, "example-stabilise-nightly-build", now, "from a thread")
         except BaseException as exc:  # surfaced below
             errors.append(exc)
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import sys
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.cli.common import (
     emit,
+    emit_json,
     read_body,
     resolve_now,
     tree_root,
@@ -14,13 +17,81 @@ from rouse.cli.common import (
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.home import global_tree, stamp_key_path
-from rouse.core.timefmt import format_stamp
+from rouse.core.timefmt import format_stamp, parse_interval, parse_stamp
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
+
+    from rouse.records.lifecycle import Changed
+    from rouse.records.scaffold import Created
+
+#: Header fields that hold a stamp or an interval, as ``--json`` converts them.
+_STAMP_FIELDS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel"})
+_INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
+
+
+def _json_value(value: object) -> object:
+    """A time as ISO 8601 with its offset, a duration in seconds, anything else as is."""
+    if isinstance(value, datetime):
+        return value.astimezone().isoformat()
+    if isinstance(value, timedelta):
+        return int(value.total_seconds())
+    return value
+
+
+def _json_field(key: str, value: str) -> object:
+    """A header value as written, with stamps and intervals converted (else the text)."""
+    try:
+        if value and key in _STAMP_FIELDS:
+            return _json_value(parse_stamp(value))
+        if value and key in _INTERVAL_FIELDS:
+            return _json_value(parse_interval(value))
+    except ValueError:
+        pass
+    return value
+
+
+def created_json(created: Created) -> dict[str, Any]:
+    return {
+        "record": created.record,
+        "type": created.kind,
+        "path": created.dir,
+        "file": created.rel,
+        "fields": {k.replace("-", "_"): _json_field(k, v) for k, v in created.fields.items()},
+        "fill_in": created.todo,
+        "warnings": created.warnings,
+    }
+
+
+def changed_json(changed: Changed) -> dict[str, Any]:
+    data: dict[str, Any] = {"record": changed.record, "path": changed.path, "file": changed.rel}
+    data.update((key, _json_value(value)) for key, value in changed.facts.items())
+    return data
+
+
+def _report(changed: Changed, args: argparse.Namespace, *more: str) -> int:
+    if args.json:
+        emit_json(changed_json(changed))
+    else:
+        emit([changed.summary, *more])
+    return 0
+
+
+def _report_created(created: Created, args: argparse.Namespace) -> int:
+    for warning in created.warnings:
+        print(f"rouse: warning: {warning}", file=sys.stderr)
+    if args.json:
+        emit_json(created_json(created))
+        return 0
+    lines = [str(created.path)]
+    if created.todo:
+        lines.append(f"fill in: {', '.join(created.todo)}")
+    emit([*lines, *created.notes])
+    return 0
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -65,11 +136,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         fields=scaffold.parse_assignments(args.set or [], now),
         body=read_body(args.body),
     )
-    lines = [str(created.path)]
-    if created.todo:
-        lines.append(f"fill in: {', '.join(created.todo)}")
-    emit(lines)
-    return 0
+    return _report_created(created, args)
 
 
 def cmd_remind(args: argparse.Namespace) -> int:
@@ -83,15 +150,16 @@ def cmd_remind(args: argparse.Namespace) -> int:
         nag=args.nag,
         body=read_body(args.body),
     )
-    emit([str(created.path)])
-    return 0
+    return _report_created(created, args)
 
 
 def cmd_move(args: argparse.Namespace) -> int:
     from rouse.records import lifecycle
 
-    emit([lifecycle.move(tree_root(args), args.ref, resolve_now(args), args.note).summary])
-    return 0
+    changed = lifecycle.move(
+        tree_root(args), args.ref, resolve_now(args), args.note, force=args.force
+    )
+    return _report(changed, args)
 
 
 def cmd_snooze(args: argparse.Namespace) -> int:
@@ -104,12 +172,10 @@ def cmd_snooze(args: argparse.Namespace) -> int:
         until=args.until,
         duration=getattr(args, "for"),
         note=args.note,
+        force=args.force,
     )
-    lines = [changed.summary]
-    if changed.next_due is not None:
-        lines.append(f"next due: {format_stamp(changed.next_due)}")
-    emit(lines)
-    return 0
+    nxt = [] if changed.next_due is None else [f"next due: {format_stamp(changed.next_due)}"]
+    return _report(changed, args, *nxt)
 
 
 def cmd_close(args: argparse.Namespace) -> int:
@@ -122,10 +188,9 @@ def cmd_close(args: argparse.Namespace) -> int:
     else:
         ending, why = "abandoned", args.abandoned
     changed = lifecycle.close(
-        tree_root(args), args.ref, resolve_now(args), ending, why, args.outcome
+        tree_root(args), args.ref, resolve_now(args), ending, why, args.outcome, force=args.force
     )
-    emit([changed.summary])
-    return 0
+    return _report(changed, args)
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
@@ -134,8 +199,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
     changed = lifecycle.promote(
         tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under
     )
-    emit([changed.summary])
-    return 0
+    return _report(changed, args)
 
 
 def cmd_stamp(args: argparse.Namespace) -> int:
@@ -186,14 +250,40 @@ def args_new(sub: argparse.ArgumentParser) -> None:
         help="intention goal action task reminder backlog belief motivation persona note",
     )
     sub.add_argument("slug", nargs="?", metavar="SLUG", help="lowercase letters, digits and -")
-    sub.add_argument("--under", metavar="REF", help="the record it nests under")
-    sub.add_argument("--set", action="append", metavar="K=V", help="a header field (repeatable)")
+    sub.add_argument(
+        "--under",
+        metavar="REF",
+        help="the record it nests under, down the ladder intention > goal > action > task "
+        "(a reminder under any of them)",
+    )
+    sub.add_argument(
+        "--set",
+        action="append",
+        metavar="K=V",
+        help="a header field rouse reads, e.g. closes-when=TEXT (repeatable)",
+    )
     sub.add_argument("--body", metavar="TEXT", help="the body text, or - to read stdin")
+    _json_option(sub, "record type path file fields fill_in warnings")
+
+
+def _json_option(sub: argparse.ArgumentParser, keys: str) -> None:
+    sub.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print one JSON object ({', '.join(keys.split())}); times are ISO 8601 "
+        "with their offset, durations seconds",
+    )
+
+
+def _force_option(sub: argparse.ArgumentParser, what: str) -> None:
+    sub.add_argument("--force", action="store_true", help=what)
 
 
 def args_move(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     sub.add_argument("--note", metavar="TEXT", help="append a dated line to the body")
+    _force_option(sub, "stamp a time earlier than its last-moved")
+    _json_option(sub, "record path file moved_at note")
 
 
 def args_snooze(sub: argparse.ArgumentParser) -> None:
@@ -202,6 +292,8 @@ def args_snooze(sub: argparse.ArgumentParser) -> None:
     when.add_argument("--until", metavar="WHEN", help="a stamp or +INTERVAL")
     when.add_argument("--for", metavar="INTERVAL", help="e.g. 2h, 3d")
     sub.add_argument("--note", metavar="TEXT", help="why, appended as a dated line")
+    _force_option(sub, "write a last-moved in the future to put it off past its stale-after")
+    _json_option(sub, "record path file until last_moved stale_after next_due")
 
 
 def args_close(sub: argparse.ArgumentParser) -> None:
@@ -213,12 +305,15 @@ def args_close(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--outcome", metavar="O", help="an action's: as-expected surprising contradicts"
     )
+    _force_option(sub, "end a record that already ended, or at a time before its last-moved")
+    _json_option(sub, "record path file status ended_at reason outcome previous_status")
 
 
 def args_promote(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("slug", metavar="SLUG", help="the backlog item's slug")
     sub.add_argument("--closes-when", required=True, metavar="TEXT", help="how you'll know")
     sub.add_argument("--under", metavar="REF", help="nest it under this record")
+    _json_option(sub, "record path file was promoted_at closes_when")
 
 
 def args_remind(sub: argparse.ArgumentParser) -> None:
@@ -226,6 +321,7 @@ def args_remind(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--due", required=True, metavar="WHEN", help="a stamp or +2h")
     sub.add_argument("--nag", metavar="INTERVAL", help="re-fire until done, starting every I")
     sub.add_argument("--body", metavar="TEXT", help="what to say when it fires, or - for stdin")
+    _json_option(sub, "record type path file fields fill_in warnings")
 
 
 def args_stamp(sub: argparse.ArgumentParser) -> None:

@@ -45,6 +45,19 @@ MACHINE_FIELDS = frozenset(
     ]
 )
 
+#: Every header key rouse reads on some kind of file (docs/header.md names each
+#: one's reader). There is no free-form metadata: writers refuse any other key
+#: and `check` warns about one in a file.
+KNOWN_KEYS = frozenset(
+    {
+        *("status", "opened", "last-moved", "stale-after", "review-every"),
+        *("closes-when", "success-when", "outcome", "cancel"),
+        *("due", "nag", "backoff", "max-fires", "expires"),
+        *("keywords", "probes", "updated"),
+        *MACHINE_FIELDS,
+    }
+)
+
 #: Where a new record of each type goes when no ``--under`` is given.
 DEFAULT_HOME = {
     "intention": INTENTIONS,

@@ -5,10 +5,11 @@ Every rule here looks at one file's header; none reads a body.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
-from rouse.core import clock
+from rouse.core import clock, layout
 from rouse.core.timefmt import FLOOR, parse_interval
 from rouse.core.tree import File, Record
 from rouse.lint.finding import Finding, article
@@ -73,6 +74,47 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
         for key in ("stale-after", "review-every")
     },
 }
+
+
+#: Fields read on notes and some records besides the clock's (``recall``, the pack's index).
+INDEX_FIELDS = frozenset({"keywords", "probes", "updated"})
+
+
+#: Every header key rouse reads (one list, in ``rouse.core.layout``): any other is a
+#: typo or free-form metadata, which rouse does not have.
+KNOWN_KEYS = layout.KNOWN_KEYS
+#: Every key some rule below is about: a test holds it equal to KNOWN_KEYS.
+RULED_KEYS = frozenset(
+    CLOCK_FIELDS
+    | STAMP_FIELDS
+    | INTERVAL_FIELDS
+    | COUNT_FIELDS
+    | ONLY_ON.keys()
+    | INDEX_FIELDS
+    | layout.MACHINE_FIELDS
+)
+
+
+def unknown_key_findings(file: File) -> Iterator[Finding]:
+    """Keys nothing reads on any file, with the nearest known key when one is close.
+
+    Not for plugin files: a plugin's header is its own settings.
+    """
+    for key in file.header.fields:
+        if key in KNOWN_KEYS:
+            continue
+        guess = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=1)
+        fix = (
+            f"did you mean '{guess[0]}'? — fix the key"
+            if guess
+            else "rouse has no free-form fields — remove it, or put the text in the body"
+        )
+        yield Finding(
+            "warn",
+            file.rel,
+            f"unknown key '{key}': nothing in rouse reads it; {fix}",
+            file.header.line_of(key),
+        )
 
 
 def header_findings(file: File) -> Iterator[Finding]:

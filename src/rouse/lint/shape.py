@@ -20,6 +20,7 @@ from rouse.lint.fields import (
     floor_findings,
     misplaced,
     state_findings,
+    unknown_key_findings,
     value_findings,
 )
 from rouse.lint.finding import MAX_CHECK_BYTES, Finding, article, error_finding, read_bytes
@@ -136,6 +137,7 @@ def _record(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
         if key not in skip:
             skip.add(key)
             yield finding
+    yield from unknown_key_findings(record)
 
     decision = clock.evaluate(tree, record, now)
     reported: set[str] = set()
@@ -209,6 +211,7 @@ def _context_file(ctx: Context) -> Iterator[Finding]:
         if key not in skip:
             skip.add(key)
             yield finding
+    yield from unknown_key_findings(ctx)
     yield from value_findings(ctx, skip, set())
     if ctx.size > CONTEXT_BUDGET:
         yield Finding(
@@ -264,6 +267,7 @@ def _note(note: Note) -> Iterator[Finding]:
         if key not in skip:
             skip.add(key)
             yield finding
+    yield from unknown_key_findings(note)
     yield from value_findings(note, skip, set())
 
 

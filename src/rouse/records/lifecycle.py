@@ -8,16 +8,25 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, layout
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
-from rouse.core.timefmt import format_stamp, parse_interval, parse_when
+from rouse.core.timefmt import (
+    format_interval,
+    format_stamp,
+    parse_interval,
+    parse_stamp,
+    parse_when,
+)
 from rouse.core.tree import Record, Tree, walk
-from rouse.records.scaffold import check_body, check_value
+from rouse.records.scaffold import article, check_body, check_parent, check_value
+
+#: A fact about a change, as ``--json`` shows it (times and durations converted there).
+Fact = str | int | datetime | timedelta | None
 
 ENDINGS = ("done", "dropped", "abandoned")
 #: Reminder states a snooze re-arms (a fresh due and status pending).
@@ -29,6 +38,9 @@ class Changed:
     rel: str  # the record file written
     summary: str  # one line for the user
     next_due: datetime | None = None
+    record: str = ""  # the record's id (type/slug)
+    path: str = ""  # the record's directory, tree-relative
+    facts: dict[str, Fact] = field(default_factory=dict)  # snake_case keys, for --json
 
 
 def _record(root: Path, ref: str) -> tuple[Tree, Record]:
@@ -40,17 +52,53 @@ def _dated(now: datetime, text: str) -> str:
     return f"- {format_stamp(now)}: {text}"
 
 
-def move(root: Path, ref: str, now: datetime, note: str | None = None) -> Changed:
-    """Stamp ``last-moved: now``, appending the note (if any) to the body."""
+def _last_moved(record: Record) -> datetime | None:
+    try:
+        return parse_stamp(record.get("last-moved") or "")
+    except ValueError:
+        return None
+
+
+def _not_back(record: Record, now: datetime, force: bool) -> None:
+    """Refuse to stamp ``last-moved`` earlier than it already is, unless forced.
+
+    A ``last-moved`` ahead of the wall clock was never a real move (a forced
+    snooze wrote it, or another machine's clock): stamping now brings it back.
+    """
+    last = _last_moved(record)
+    real = datetime.now().replace(second=0, microsecond=0)
+    if last is not None and now < last <= real and not force:
+        raise UsageError(
+            f"{record.id} last moved at {format_stamp(last)}, later than now "
+            f"({format_stamp(now)}): rouse does not take time back — check --now, or give "
+            "--force to write the earlier time"
+        )
+
+
+def move(
+    root: Path, ref: str, now: datetime, note: str | None = None, *, force: bool = False
+) -> Changed:
+    """Stamp ``last-moved: now``, appending the note (if any) to the body.
+
+    A ``now`` earlier than the record's ``last-moved`` is refused unless ``force``.
+    """
     _, record = _record(root, ref)
+    _not_back(record, now, force)
     store = Store(root)
     updates: dict[str, str | None] = {"last-moved": format_stamp(now)}
+    line = _one_line(note) if note else None
     with store.lock():
-        if note:
-            store.append_body(record.rel, updates, _dated(now, _one_line(note)))
+        if line:
+            store.append_body(record.rel, updates, _dated(now, line))
         else:
             store.set_fields(record.rel, updates)
-    return Changed(record.rel, f"moved {record.id} at {format_stamp(now)}")
+    return Changed(
+        record.rel,
+        f"moved {record.id} at {format_stamp(now)}",
+        record=record.id,
+        path=record.dir,
+        facts={"moved_at": _minute(now), "note": line},
+    )
 
 
 def snooze(
@@ -61,14 +109,28 @@ def snooze(
     until: str | None = None,
     duration: str | None = None,
     note: str | None = None,
+    force: bool = False,
 ) -> Changed:
-    """Push a record so it next comes due at WHEN (a reminder: set its ``due``)."""
+    """Put a record off so it next comes due at WHEN (a reminder: set its ``due``).
+
+    WHEN must be after ``now``. A record on the stale rule comes due
+    ``stale-after`` after it last moved, so its ``last-moved`` becomes
+    WHEN - stale-after: refused when that is earlier than the record already
+    comes due (nothing to put off), and when it is after ``now`` (a future
+    ``last-moved``) unless ``force``.
+    """
     if (until is None) == (duration is None):
         raise UsageError("snooze needs exactly one of --until WHEN or --for INTERVAL")
     try:
         when = parse_when(until, now) if until else now + parse_interval(duration or "")
     except ValueError as exc:
         raise UsageError(f"bad snooze time: {exc}") from None
+    if _minute(when) <= _minute(now):  # stamps are minutes: so is every comparison here
+        past = "is in the past" if _minute(when) < _minute(now) else "is now"
+        raise UsageError(
+            f"{format_stamp(when)} {past} (now is {format_stamp(now)}): snooze puts a record "
+            "off until later — give a later --until, or --for INTERVAL"
+        )
     tree, record = _record(root, ref)
     if record.type == "backlog":
         raise UsageError(f"{record.id} is a backlog item: it is never swept, so never snoozed")
@@ -76,21 +138,58 @@ def snooze(
     if not clock.is_open(record) and not rearmable:
         raise UsageError(f"{record.id} is {clock.status_of(record)}: only open records snooze")
     updates: dict[str, str | None]
+    facts: dict[str, Fact] = {"until": _minute(when)}
     if record.type == "reminder":
         # a fresh due re-arms it: rouse clears its own firing history too
         updates = {"due": format_stamp(when), "status": "pending"}
         updates.update(dict.fromkeys(("fires", "set", "fired", "ended")))
+        facts.update(last_moved=None, stale_after=None)
     else:
-        stale_after = clock.evaluate(tree, record, now).stale_after
-        assert stale_after is not None
-        updates = {"last-moved": format_stamp(when - stale_after)}
+        moved, stale_after = _snoozed_last_moved(tree, record, now, when, force)
+        updates = {"last-moved": format_stamp(moved)}
+        facts.update(last_moved=_minute(moved), stale_after=stale_after)
     line = f"snoozed until {format_stamp(when)}" + (f": {_one_line(note)}" if note else "")
     store = Store(root)
     with store.lock():
         store.append_body(record.rel, updates, _dated(now, line))
     fresh = walk(root)
     next_due = clock.evaluate(fresh, fresh.records[record.dir], now).due_at
-    return Changed(record.rel, f"snoozed {record.id} until {format_stamp(when)}", next_due)
+    facts["next_due"] = next_due
+    return Changed(
+        record.rel,
+        f"snoozed {record.id} until {format_stamp(when)}",
+        next_due,
+        record=record.id,
+        path=record.dir,
+        facts=facts,
+    )
+
+
+def _snoozed_last_moved(
+    tree: Tree, record: Record, now: datetime, when: datetime, force: bool
+) -> tuple[datetime, timedelta]:
+    """The ``last-moved`` that makes a stale-rule record come due at ``when``, and its
+    effective stale-after."""
+    decision = clock.evaluate(tree, record, now)
+    stale_after: timedelta | None = decision.stale_after
+    assert stale_after is not None and decision.stale_at is not None
+    if _minute(when) < _minute(decision.stale_at):
+        raise UsageError(
+            f"{record.id} already comes due at {format_stamp(decision.stale_at)}, after "
+            f"{format_stamp(when)}: snoozing it to an earlier time would take its last-moved "
+            "back, and there is nothing to put off"
+        )
+    moved = when - stale_after
+    if _minute(moved) > _minute(now) and not force:
+        interval = format_interval(stale_after)
+        raise UsageError(
+            f"{article(record.type)} comes due {interval} (its stale-after) after it last "
+            f"moved, so putting {record.id} off to {format_stamp(when)} would write a "
+            f"last-moved in the future ({format_stamp(moved)}): snooze it at most to "
+            f"{format_stamp(now + stale_after)}, give it a longer 'stale-after:', or give "
+            "--force to write the future last-moved"
+        )
+    return moved, stale_after
 
 
 def close(
@@ -100,8 +199,15 @@ def close(
     ending: str,
     why: str | None = None,
     outcome: str | None = None,
+    *,
+    force: bool = False,
 ) -> Changed:
-    """End a record out loud: status, last-moved, and the reason in the body."""
+    """End a record out loud: status, last-moved, and the reason in the body.
+
+    A record that has already ended (done, dropped, failed, expired…) is not
+    ended again, and ``now`` may not be earlier than its ``last-moved``,
+    unless ``force``: then the body line says what it was.
+    """
     _, record = _record(root, ref)
     states = clock.LEVELS[record.type].states
     if ending not in ENDINGS:
@@ -109,23 +215,56 @@ def close(
     if ending not in states or ending == states[0]:
         endings = [s for s in states[1:] if s in ENDINGS]
         raise UsageError(
-            f"a {record.type} cannot end '{ending}': its states are {', '.join(states)}"
+            f"{article(record.type)} cannot end '{ending}': its states are {', '.join(states)}"
             + (f" (use --{' or --'.join(endings)})" if endings else "")
         )
     if ending != "done" and not (why or "").strip():
         raise UsageError(f"--{ending} needs a reason, said out loud: --{ending} 'why'")
+    status = clock.status_of(record)
+    ended = _has_ended(record, status)
+    if ended and not force:
+        again = (
+            "nothing to change"
+            if status == ending
+            else f"closing it {ending} would rewrite how it ended — give --force if it "
+            f"really ended {ending}"
+        )
+        raise UsageError(f"{record.id} is already {status}: {again}")
+    _not_back(record, now, force)
     updates: dict[str, str | None] = {"status": ending, "last-moved": format_stamp(now)}
     if outcome is not None:
         if record.type != "action":
-            raise UsageError(f"only an action carries an outcome, not a {record.type}")
+            raise UsageError(f"only an action carries an outcome, not {article(record.type)}")
         if outcome not in clock.OUTCOMES:
             raise UsageError(f"unknown outcome {outcome!r}: use {', '.join(clock.OUTCOMES)}")
         updates["outcome"] = outcome
-    line = ending + (f": {_one_line(why or '')}" if why else "")
+    reason = _one_line(why) if why else None
+    line = ending + (f" (was {status})" if ended and status != ending else "")
+    line += f": {reason}" if reason else ""
     store = Store(root)
     with store.lock():
         store.append_body(record.rel, updates, _dated(now, line))
-    return Changed(record.rel, f"{record.id} is {ending}")
+    return Changed(
+        record.rel,
+        f"{record.id} is {ending}",
+        record=record.id,
+        path=record.dir,
+        facts={
+            "status": ending,
+            "ended_at": _minute(now),
+            "reason": reason,
+            "outcome": outcome,
+            "previous_status": status,
+        },
+    )
+
+
+def _has_ended(record: Record, status: str) -> bool:
+    """Whether the record is in one of its level's closed states (a fired one-shot is not)."""
+    level = clock.LEVELS[record.type]
+    if status not in level.states or status in level.open_states:
+        return False
+    return not (record.type == "reminder" and status == "fired")
 
 
 def promote(
@@ -145,10 +284,7 @@ def promote(
         raise UsageError(f"{record.id} is {clock.status_of(record)}: only open backlog promotes")
     home = layout.INTENTIONS
     if under is not None:
-        parent = tree.resolve(under)
-        if parent.type == "backlog":
-            raise UsageError(f"{parent.dir} is a backlog item: nothing nests under backlog")
-        home = parent.dir
+        home = check_parent("intention", tree.resolve(under))
     target = f"{home}/{slug}"
     store = Store(root)
     stamp = format_stamp(now)
@@ -170,7 +306,13 @@ def promote(
         except BaseException:
             mover.undo()
             raise
-    return Changed(f"{target}/intention.md", f"promoted {source} to {target}")
+    return Changed(
+        f"{target}/intention.md",
+        f"promoted {source} to {target}",
+        record=f"intention/{slug}",
+        path=target,
+        facts={"was": source, "promoted_at": _minute(now), "closes_when": closes_when},
+    )
 
 
 class _Mover:
@@ -211,6 +353,11 @@ class _Mover:
             else:
                 self.store.rename(dst, src)
         self.done.clear()
+
+
+def _minute(value: datetime) -> datetime:
+    """``value`` to the minute, as a stamp holds it."""
+    return value.replace(second=0, microsecond=0)
 
 
 def _one_line(text: str) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -14,7 +15,7 @@ from rouse.core.clock import LEVELS
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
-from rouse.core.tree import walk
+from rouse.core.tree import Record, Tree, walk
 from rouse.trust import stamp as stamping
 from rouse.trust.stampkey import StampKey
 
@@ -28,6 +29,9 @@ CONTEXT_TYPES = ("persona", "belief", "motivation")
 NEW_TYPES = (*layout.RECORD_TYPES, *CONTEXT_TYPES, "note")
 STAMP_KEYS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel"})
 INTERVAL_KEYS = frozenset({"stale-after", "review-every", "nag"})
+KNOWN_KEYS = layout.KNOWN_KEYS
+#: The keys a user or a model may give (``new --set``, MCP ``fields``).
+WRITABLE_KEYS = KNOWN_KEYS - layout.MACHINE_FIELDS
 #: Fields a new file of each type should have filled in before it is useful.
 WANTED = {
     "intention": ("closes-when",),
@@ -35,14 +39,61 @@ WANTED = {
     "reminder": ("due",),
     "note": ("keywords",),
 }
+#: The ladder: the types of record each type may nest under (``--under``).
+#: Nothing nests under a reminder or a backlog item, and a backlog item nests
+#: under nothing (``promote --under`` gives it a parent as it becomes an intention).
+PARENTS: dict[str, tuple[str, ...]] = {
+    "intention": ("intention",),
+    "goal": ("intention", "goal"),
+    "action": ("intention", "goal", "action"),
+    "task": ("intention", "goal", "action", "task"),
+    "reminder": ("intention", "goal", "action", "task"),
+    "backlog": (),
+}
+#: Where a file that never nests lives (``--under`` is refused for it).
+FLAT_HOMES = {
+    "persona": "at the tree's root (persona.md)",
+    "belief": f"in {layout.BELIEFS}/",
+    "motivation": f"in {layout.MOTIVATIONS}/",
+    "note": f"in {layout.NOTES}/ (group notes in folders there by hand)",
+}
+#: What ``new persona`` writes when no body is given: header comments (never packed)
+#: say what the file is for; the body is a usable persona to keep or rewrite.
+PERSONA_COMMENTS = (
+    "# persona.md: how the agent talks and works. Its body opens every pack,",
+    "# before the beliefs. Keep it to a few lines of voice and manner: facts go",
+    "# in beliefs, work in intentions. Edit the body below; delete the file for none.",
+)
+PERSONA_BODY = """\
+I speak plainly and briefly: the answer first, the reasoning after if it helps.
+I say what I do not know and how I would find out, rather than guess.
+I ask before anything that cannot be undone, and say what I changed when I am done.
+"""
+
+
+def article(noun: str) -> str:
+    """``an intention``, ``a goal``, ``a backlog item``: a type named in a sentence."""
+    noun = "backlog item" if noun == "backlog" else noun
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def either(nouns: Sequence[str]) -> str:
+    """``an intention, a goal or an action``."""
+    named = [article(noun) for noun in nouns]
+    return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
 
 
 @dataclass
 class Created:
     path: Path
-    rel: str
+    rel: str  # the file written, tree-relative
     todo: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines for the user (stdout)
+    warnings: list[str] = field(default_factory=list)  # written, but say this (stderr)
+    kind: str = ""
+    record: str | None = None  # the record's id (type/slug); None for other files
+    dir: str = ""  # the record's path (its directory); the file for other files
+    fields: dict[str, str] = field(default_factory=dict)  # the header as written
 
 
 # -- init ---------------------------------------------------------------------
@@ -74,7 +125,7 @@ def init(
             (path / ".gitkeep").touch()
     (target / ".gitignore").write_text(f"{layout.STATE_DIR}/\n", "utf-8")
     result = Created(target, ".")
-    if stamp_key is not None:
+    if stamp_key is not None and examples:  # nothing to sign without the examples
         result.notes.append(_sign_examples(target, stamp_key))
     result.notes.append(_git_init(target))
     return result
@@ -156,13 +207,32 @@ def check_key(key: str) -> str:
     folded = key.strip().lower()
     if folded in layout.MACHINE_FIELDS:
         raise UsageError(f"'{folded}' is a machine field: only rouse writes it")
-    if layout.FIELD_KEY_RE.match(key):
-        return key
-    hint = f" (write {folded!r})" if layout.FIELD_KEY_RE.match(folded) else " (like closes-when)"
-    shown = repr(key) if len(key) <= 60 else repr(key[:60]) + "..."
-    raise UsageError(
-        f"bad field key {shown}: use lowercase letters, digits and '-', "
-        f"starting with a letter{hint}"
+    if not layout.FIELD_KEY_RE.match(key):
+        hint = (
+            f" (write {folded!r})" if layout.FIELD_KEY_RE.match(folded) else " (like closes-when)"
+        )
+        shown = repr(key) if len(key) <= 60 else repr(key[:60]) + "..."
+        raise UsageError(
+            f"bad field key {shown}: use lowercase letters, digits and '-', "
+            f"starting with a letter{hint}"
+        )
+    if key not in WRITABLE_KEYS:
+        raise UsageError(unknown_key(key))
+    return key
+
+
+def unknown_key(key: str) -> str:
+    """The refusal of a key rouse does not read, with the nearest one it does."""
+    shown = key if len(key) <= 60 else key[:60] + "..."
+    guess = difflib.get_close_matches(key, sorted(WRITABLE_KEYS), n=1)
+    if guess:
+        return (
+            f"unknown field '{shown}': did you mean '{guess[0]}'? (rouse writes only fields "
+            "it reads)"
+        )
+    return (
+        f"unknown field '{shown}': rouse writes only fields it reads, so free text goes in "
+        f"the body (fields: {', '.join(sorted(WRITABLE_KEYS))})"
     )
 
 
@@ -249,52 +319,119 @@ def new(
     fields: Mapping[str, str] | None = None,
     body: str = "",
 ) -> Created:
-    """Write a new record, context file or note with the right header."""
+    """Write a new record, context file or note with the right header.
+
+    Refused, with nothing written: an unknown type or field key, a reminder
+    without a ``due``, ``under`` on a file that does not nest or a parent the
+    ladder does not allow (:data:`PARENTS`). A record whose slug another record
+    has is written, with a warning saying how to refer to each.
+    """
     if kind not in NEW_TYPES:
         raise UsageError(f"unknown type {kind!r}: use one of {', '.join(NEW_TYPES)}")
+    if under is not None and kind in FLAT_HOMES:
+        raise UsageError(
+            f"--under is for records: {article(kind)} does not nest, it lives {FLAT_HOMES[kind]}"
+        )
     given = validate_fields(fields or {}, now)
+    if kind == "reminder" and not given.get("due"):
+        raise UsageError(
+            "a reminder needs a due: `rouse remind SLUG --due WHEN`, or `--set due=WHEN` "
+            "(WHEN is 'YYYY-MM-DD HH:MM' or +INTERVAL, e.g. +2h)"
+        )
     check_body(body)
     start: dict[str, str]
+    warnings: list[str] = []
+    notes: list[str] = []
+    record: str | None = None
     if kind == "persona":
         rel, start = layout.PERSONA, {}
     elif slug is None:
         raise UsageError(f"`rouse new {kind}` needs a slug, e.g. `rouse new {kind} my-{kind}`")
     else:
         layout.validate_slug(slug)
-        rel, start = _placement(root, kind, slug, under, now)
+        rel, start, warnings = _placement(root, kind, slug, under, now)
+        if kind in layout.RECORD_TYPES:
+            record = f"{kind}/{slug}"
     start.update(given)
     head = readable_header(start, rel)
+    if kind == "persona" and not body.strip():
+        head = head[:4] + "".join(f"{line}\n" for line in PERSONA_COMMENTS) + head[4:]
+        body = PERSONA_BODY
+        notes.append(
+            "edit its body: it opens every pack (the lines there now are a start, not a must); "
+            f"then `rouse stamp --origin owner {root / rel}` marks it as yours"
+        )
+    elif kind in CONTEXT_TYPES and not body.strip():
+        notes.append("write its body: one short ground truth, shown in every pack")
     text = head + (body if body.endswith("\n") or not body else body + "\n")
     store = Store(root)
     with store.lock():
         path = store.create(rel, text)
     todo = [key for key in WANTED.get(kind, ()) if not start.get(key)]
-    return Created(path, rel, todo)
+    where = rel.rpartition("/")[0] if record is not None else rel
+    return Created(path, rel, todo, notes, warnings, kind, record, where, start)
 
 
 def _placement(
     root: Path, kind: str, slug: str, under: str | None, now: datetime
-) -> tuple[str, dict[str, str]]:
-    """Where a new file goes and the header it starts with."""
+) -> tuple[str, dict[str, str], list[str]]:
+    """Where a new file goes, the header it starts with, and warnings about it."""
     if kind == "belief":
-        return f"{layout.BELIEFS}/{layout.BELIEF_PREFIX}{slug}.md", {}
+        return f"{layout.BELIEFS}/{layout.BELIEF_PREFIX}{slug}.md", {}, []
     if kind == "motivation":
-        return f"{layout.MOTIVATIONS}/{layout.MOTIVATION_PREFIX}{slug}.md", {}
+        return f"{layout.MOTIVATIONS}/{layout.MOTIVATION_PREFIX}{slug}.md", {}, []
     if kind == "note":
-        return f"{layout.NOTES}/{slug}.md", {"updated": format_stamp(now), "keywords": ""}
+        return f"{layout.NOTES}/{slug}.md", {"updated": format_stamp(now), "keywords": ""}, []
+    tree = walk(root)
     if under is not None:
-        parent = walk(root).resolve(under)
-        if parent.type == "backlog":
-            raise UsageError(f"{parent.dir} is a backlog item: nothing nests under backlog")
-        home = parent.dir
+        home = check_parent(kind, tree.resolve(under))
     elif kind in layout.DEFAULT_HOME:
         home = layout.DEFAULT_HOME[kind]
     else:
-        raise UsageError(f"a {kind} lives under a record: give --under REF (an intention or goal)")
+        raise UsageError(
+            f"{article(kind)} lives under a record: give --under REF ({either(PARENTS[kind])})"
+        )
     fields = _record_fields(kind, now)
     for key in WANTED.get(kind, ()):
         fields.setdefault(key, "")
-    return f"{home}/{slug}/{kind}.md", fields
+    directory = f"{home}/{slug}"
+    return f"{directory}/{kind}.md", fields, _same_slug(tree, kind, slug, directory)
+
+
+def check_parent(kind: str, parent: Record) -> str:
+    """The directory a new ``kind`` nests in under ``parent``, or a UsageError saying why not."""
+    legal = PARENTS[kind]
+    if parent.type in legal:
+        return parent.dir
+    if kind == "backlog":
+        raise UsageError(
+            f"{article(kind)} lives in {layout.BACKLOG}/ and nests under nothing: write it "
+            "there, then `rouse promote SLUG --under REF` makes it an intention under REF"
+        )
+    rule = f"{article(kind)} nests under {either(legal)}"
+    if kind in layout.DEFAULT_HOME:
+        rule += f", or in {layout.DEFAULT_HOME[kind]}/ without --under"
+    if not any(parent.type in parents for parents in PARENTS.values()):
+        raise UsageError(
+            f"{parent.dir} is {article(parent.type)}: nothing nests under "
+            f"{article(parent.type)} ({rule})"
+        )
+    raise UsageError(f"{parent.dir} is {article(parent.type)}: {rule}")
+
+
+def _same_slug(tree: Tree, kind: str, slug: str, directory: str) -> list[str]:
+    """A warning when other records already have ``slug``: how to refer to each from now on."""
+    others = sorted((r for r in tree.records.values() if r.slug == slug), key=lambda r: r.dir)
+    if not others:
+        return []
+    paths = [*(r.dir for r in others), directory]
+    ids = [*(r.id for r in others), f"{kind}/{slug}"]
+    by_id = f", or by type/slug ({', '.join(ids)})" if len(set(ids)) == len(ids) else ""
+    return [
+        f"the slug '{slug}' is also used by {', '.join(r.dir for r in others)}: "
+        f"`{slug}` alone is now ambiguous, so refer to each by its path "
+        f"({', '.join(paths)}){by_id}"
+    ]
 
 
 def remind(
