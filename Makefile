@@ -5,7 +5,14 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := /tmp/rouse-demo
 
-.PHONY: demo test lint typecheck pytest bench clean
+# The real agent CLIs the wiring tests run (tests/test_clients.py), from the npm
+# registry, once; pinned so a new release cannot change the tests under us.
+# Without node/npm on the machine those tests are skipped, saying why.
+CLIENTS         := $(VENV)/clients
+CLIENTS_STAMP   := $(CLIENTS)/.installed
+CLIENT_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
+
+.PHONY: demo test lint typecheck pytest clients bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,7 +47,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+$(CLIENTS_STAMP): Makefile
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		mkdir -p $(CLIENTS) && \
+		npm install --prefix $(CLIENTS) --no-audit --no-fund --loglevel=error \
+			$(CLIENT_PACKAGES) && touch $@; \
+	else \
+		echo "node/npm not found: tests/test_clients.py will be skipped"; \
+	fi
+
+clients: $(STAMP) $(CLIENTS_STAMP)
+
+pytest: $(STAMP) $(CLIENTS_STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tomllib
@@ -17,7 +18,7 @@ import pytest
 from conftest import NOW
 from rouse.agents import hook, wire
 from rouse.core.errors import RouseError, UsageError
-from rouse.records.scaffold import init
+from rouse.records.scaffold import AGENT_LINE, init
 
 PRE_EXISTING = {
     "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(~/.config/rouse/**)"]},
@@ -45,8 +46,9 @@ def home(tmp_path: Path) -> Path:
     return path
 
 
-def run_wire(project: Path, home: Path, **flags: bool) -> wire.Wired:
-    return wire.wire(project / "memory", home=home, **flags)
+def run_wire(project: Path, home: Path, executable: str = "", **flags: bool) -> wire.Wired:
+    """``rouse wire`` for the project's tree; hooks pin ``executable`` ("" pins none)."""
+    return wire.wire(project / "memory", home=home, executable=executable, **flags)
 
 
 def session_hooks(path: Path) -> list[dict[str, object]]:
@@ -62,7 +64,7 @@ def test_never_creates_instruction_files_and_prints_the_block(project: Path, hom
     assert not (project / "CLAUDE.md").exists() and not (project / "AGENTS.md").exists()
     text = "\n".join(result.printed)
     assert "Neither CLAUDE.md nor AGENTS.md exists" in text
-    assert wire.BEGIN in text and "rouse pack --memory memory" in text
+    assert wire.BEGIN in text and "run `rouse pack` and treat its output" in text
     assert "memory/entrypoint/rouse.md" in text
 
 
@@ -78,7 +80,8 @@ def test_block_is_appended_once_and_keeps_the_rest(project: Path, home: Path) ->
         assert text.count(wire.BEGIN) == 1 and text.count(wire.END) == 1
     assert first["CLAUDE.md"].startswith("# My project\n\nUse tabs.\n\n" + wire.BEGIN)
     assert first["AGENTS.md"].startswith("Agents: be brief.\n\n" + wire.BEGIN)
-    assert "run `rouse pack --memory memory`" in first["CLAUDE.md"]
+    line = AGENT_LINE.format(instructions="`memory/entrypoint/rouse.md`")
+    assert f"- {line}\n" in first["CLAUDE.md"]
 
 
 def test_block_is_replaced_in_place_and_text_after_it_kept(project: Path, home: Path) -> None:
@@ -124,7 +127,7 @@ def test_the_global_tree_has_no_project_root(tmp_path: Path, home: Path) -> None
     result = wire.wire(tree, home=home)
     assert result.done == []
     text = "\n".join(result.printed)
-    assert "has no project root" in text and f"rouse pack --memory {tree}" in text
+    assert "has no project root" in text and f"run `rouse pack --memory {tree}`" in text
     assert (home / "CLAUDE.md").read_text() == "not touched\n"
 
 
@@ -145,9 +148,12 @@ def test_claude_hook_merges_into_settings_local_and_keeps_everything(
     groups = data["hooks"]["SessionStart"]
     assert groups[0] == PRE_EXISTING["hooks"]["SessionStart"][0]
     ours = groups[1]
-    assert ours["matcher"] == "startup|clear|compact"
+    assert ours["matcher"] == "startup|resume|clear|compact"
     command = ours["hooks"][0]["command"]
-    assert command == 'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude || true'
+    assert command == (
+        'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude || echo '
+        + shlex.quote(wire.CANNOT_RUN)
+    )
     assert ours["hooks"][0]["type"] == "command"
     assert not (project / ".claude" / "settings.json").exists()
 
@@ -187,22 +193,25 @@ def test_global_claude_hook_goes_to_user_settings_and_pins_the_path(home: Path) 
     init(tree, NOW)
     wire.wire(tree, home=home, claude_hooks=True)
     (command,) = [h["command"] for h in session_hooks(home / ".claude" / "settings.json")]
-    assert command == f"rouse pack --memory {tree} --hook claude || true"
+    assert command.startswith(f"rouse pack --memory {tree} --hook claude || echo ")
 
 
 # -- Codex hooks and Cursor ---------------------------------------------------
 
 
-def test_codex_hook_file_and_the_feature_flag_note(project: Path, home: Path) -> None:
+def test_codex_hook_file_and_what_codex_needs_before_it_runs_it(project: Path, home: Path) -> None:
     hooks = project / ".codex" / "hooks.json"
     hooks.parent.mkdir()
     hooks.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}))
     result = run_wire(project, home, codex_hooks=True)
     data = json.loads(hooks.read_text())
     assert data["hooks"]["Stop"] == [{"hooks": [{"command": "x"}]}]
+    assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
     (command,) = [h["command"] for h in session_hooks(hooks)]
-    assert command == f"rouse pack --memory {project / 'memory'} --hook codex || true"
-    assert "codex_hooks = true" in "\n".join(result.printed)
+    assert command.startswith(f"rouse pack --memory {project / 'memory'} --hook codex || printf")
+    printed = "\n".join(result.printed)
+    assert "open /hooks and trust" in printed and "codex exec --trust" in printed
+    assert "codex_hooks" not in printed  # the deprecated name of [features].hooks
 
 
 def test_cursor_rule_is_always_applied_as_a_boolean(project: Path, home: Path) -> None:
@@ -211,7 +220,7 @@ def test_cursor_rule_is_always_applied_as_a_boolean(project: Path, home: Path) -
     _, front, body = text.split("---\n", 2)
     fields = dict(line.split(":", 1) for line in front.splitlines())
     assert fields["alwaysApply"].strip() == "true"  # YAML boolean, not "'true'"
-    assert "rouse pack --memory memory" in body
+    assert "run `rouse pack` and treat its output as your memory" in body
     assert run_wire(project, home, cursor=True).done[-1].startswith("unchanged:")
 
 
@@ -284,7 +293,7 @@ def test_the_hook_exits_0_with_a_note_when_the_tree_is_broken(
         assert payload["hookSpecificOutput"]["hookEventName"] == "SessionStart"
         text = payload["hookSpecificOutput"]["additionalContext"]
     assert text.startswith("rouse: no memory pack this session:")
-    # `rouse` missing from PATH altogether: still exit 0
+    # `rouse` missing from PATH altogether: still exit 0, and one line says why
     missing = subprocess.run(
         ["/bin/sh", "-c", command],
         env={"PATH": str(tmp_path / "empty"), "CLAUDE_PROJECT_DIR": str(project)},
@@ -292,7 +301,12 @@ def test_the_hook_exits_0_with_a_note_when_the_tree_is_broken(
         text=True,
         timeout=60,
     )
-    assert missing.returncode == 0 and missing.stdout == ""
+    assert missing.returncode == 0
+    if kind == "codex":
+        payload = json.loads(missing.stdout)
+        assert payload["hookSpecificOutput"]["additionalContext"] == wire.CANNOT_RUN
+    else:
+        assert missing.stdout == wire.CANNOT_RUN + "\n"
 
 
 def test_the_codex_hook_prints_strict_json_with_only_allowed_keys(
@@ -325,8 +339,226 @@ def test_a_hook_crash_still_exits_0() -> None:
 
 def test_cap_keeps_hook_output_under_the_limit() -> None:
     assert hook.cap("x" * 50) == "x" * 50
-    capped = hook.cap("x" * 20_000)
-    assert len(capped) == hook.HOOK_LIMIT and capped.endswith("run `rouse pack` for the rest)\n")
+    capped = hook.cap("x\n" * 20_000)
+    assert len(capped) <= hook.HOOK_LIMIT and capped.endswith("run `rouse pack` for the rest)\n")
+    assert capped.startswith("x\nx\n")
+
+
+# -- one pack per session, from a rouse that can be found (issue 12, item 4) --
+
+
+def test_wiring_keeps_one_rouse_hook_across_the_settings_scopes(project: Path, home: Path) -> None:
+    local = project / ".claude" / "settings.local.json"
+    shared = project / ".claude" / "settings.json"
+    local.parent.mkdir()
+    local.write_text(json.dumps(PRE_EXISTING))
+    run_wire(project, home, claude_hooks=True)
+    moved = run_wire(project, home, claude_hooks=True, shared=True)
+    assert not any("rouse" in h["command"] for h in session_hooks(local))
+    (ours,) = session_hooks(shared)
+    assert "--hook claude" in str(ours["command"])
+    assert any(line.startswith(f"removed the rouse hook from {local}") for line in moved.done)
+    # everything else in the personal file is kept, hook groups included
+    data = json.loads(local.read_text())
+    assert data["permissions"] == PRE_EXISTING["permissions"] and data["env"] == {"FOO": "bar"}
+    assert data["hooks"]["SessionStart"] == PRE_EXISTING["hooks"]["SessionStart"]
+    # and back again: the shared file loses it, keeping its (now empty) self
+    run_wire(project, home, claude_hooks=True)
+    assert json.loads(shared.read_text()) == {}
+    assert [h["command"] for h in session_hooks(local)].count("echo hello") == 1
+    assert sum("--hook claude" in h["command"] for h in session_hooks(local)) == 1
+
+
+def test_matchers_follow_each_agents_session_start_sources() -> None:
+    assert wire.MATCHERS == {
+        "claude": "startup|resume|clear|compact",
+        "codex": "startup|resume|clear",
+    }
+
+
+def _pinned_rouse(folder: Path) -> Path:
+    """A stand-in for an installed rouse (a script that runs this checkout)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "rouse"
+    script.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m rouse "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex"])
+def test_the_hook_runs_the_pinned_rouse_then_the_name_then_says_why_not(
+    project: Path, home: Path, tmp_path: Path, kind: str
+) -> None:
+    pinned = _pinned_rouse(tmp_path / "opt" / "bin")
+    run_wire(project, home, str(pinned), claude_hooks=True, codex_hooks=True)
+    path = project / (".claude/settings.local.json" if kind == "claude" else ".codex/hooks.json")
+    (command,) = [h["command"] for h in session_hooks(path)]
+    assert command.startswith(f"R={pinned}; ")
+
+    def run(path_env: str) -> str:
+        env = {"PATH": path_env, "CLAUDE_PROJECT_DIR": str(project), "HOME": str(home)}
+        env["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+        done = subprocess.run(
+            ["/bin/sh", "-c", command],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        if kind == "codex":
+            return str(json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"])
+        return done.stdout
+
+    assert run("/usr/bin:/bin").startswith("now: ")  # no rouse on PATH: the pinned one runs
+    pinned.unlink()
+    assert run(f"{_bin_dir(tmp_path)}:/usr/bin:/bin").startswith("now: ")  # the name, then
+    assert run("/usr/bin:/bin") == wire.CANNOT_RUN + "\n" * (kind == "claude")
+
+
+def test_stable_executable_pins_a_lasting_install_only(tmp_path: Path) -> None:
+    installed = _pinned_rouse(tmp_path / "home" / ".local" / "bin")
+    assert wire.stable_executable(str(installed), "", unstable=[]) == str(installed)
+    # a temp directory or a cache may be gone by the next session
+    assert wire.stable_executable(str(installed), "", unstable=[str(tmp_path)]) is None
+    cached = _pinned_rouse(tmp_path / "home" / ".cache" / "uv" / "x" / "bin")
+    assert wire.stable_executable(str(cached), "", unstable=[]) is None
+    # `python -m rouse`: not a rouse script, so the one on PATH, if any
+    assert wire.stable_executable("/x/rouse/__main__.py", str(installed), []) == str(installed)
+    assert wire.stable_executable("/x/rouse/__main__.py", "", []) is None
+    assert wire.stable_executable(str(tmp_path / "gone" / "rouse"), "", []) is None
+
+
+def _init_global(home: Path) -> Path:
+    tree = home / ".rouse"
+    init(tree, NOW)
+    (tree / "entrypoint" / "beliefs" / "belief-from-global.md").write_text("GLOBAL TREE\n")
+    return tree
+
+
+def _hook_with_input(
+    command: str, tmp_path: Path, home: Path, session: dict[str, str], **env: str
+) -> str:
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    full.update(env, HOME=str(home), ROUSE_STAMP_KEY=str(tmp_path / "no-key"))
+    full["PATH"] = f"{_bin_dir(tmp_path)}{os.pathsep}{full.get('PATH', '')}"
+    done = subprocess.run(
+        ["sh", "-c", command],
+        env=full,
+        input=json.dumps(session),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_global_hook_gives_way_to_a_project_hook_for_claude(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    tree = _init_global(home)
+    wire.wire(tree, home=home, claude_hooks=True, executable="")
+    (command,) = [h["command"] for h in session_hooks(home / ".claude" / "settings.json")]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    session = {"session_id": "s1", "source": "startup", "hook_event_name": "SessionStart"}
+    # a project without a rouse hook: the global pack
+    out = _hook_with_input(
+        command, tmp_path, home, {**session, "cwd": str(project)}, CLAUDE_PROJECT_DIR=str(project)
+    )
+    assert "GLOBAL TREE" in out
+    # once the project has its own hook, the global one prints nothing: one pack
+    run_wire(project, home, claude_hooks=True)
+    out = _hook_with_input(
+        command, tmp_path, home, {**session, "cwd": str(project)}, CLAUDE_PROJECT_DIR=str(project)
+    )
+    assert out == ""
+    out = _hook_with_input(command, tmp_path, home, {**session, "cwd": str(elsewhere)})
+    assert "GLOBAL TREE" in out
+    # in HOME itself the user's settings are not a project's: no giving way to itself
+    out = _hook_with_input(
+        command, tmp_path, home, {**session, "cwd": str(home)}, CLAUDE_PROJECT_DIR=str(home)
+    )
+    assert "GLOBAL TREE" in out
+
+
+def test_the_global_hook_gives_way_to_a_project_hook_codex_will_run(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    tree = _init_global(home)
+    wire.wire(tree, home=home, codex_hooks=True, executable="")
+    (command,) = [h["command"] for h in session_hooks(home / ".codex" / "hooks.json")]
+    (project / ".git").mkdir()
+    run_wire(project, home, codex_hooks=True)
+    session = {"session_id": "s1", "source": "startup", "cwd": str(project)}
+
+    def context() -> str:
+        out = _hook_with_input(command, tmp_path, home, session)
+        return "" if not out else json.loads(out)["hookSpecificOutput"]["additionalContext"]
+
+    # Codex skips a project's hooks until the project and the hook are trusted:
+    # till then the global pack is the session's only one
+    assert "GLOBAL TREE" in context()
+    hooks_json = project / ".codex" / "hooks.json"
+    (home / ".codex" / "config.toml").write_text(
+        f'[projects."{project}"]\ntrust_level = "trusted"\n\n'
+        f'[hooks.state."{hooks_json}:session_start:0:0"]\ntrusted_hash = "sha256:0"\n'
+    )
+    assert context() == ""
+
+
+PACK_HOOK = ("pack", "--hook", "claude")
+
+
+def test_the_hook_reads_no_input_from_a_terminal_or_a_silent_pipe(
+    project: Path, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    env["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    with subprocess.Popen(
+        [sys.executable, "-m", "rouse", "--memory", str(project / "memory"), *PACK_HOOK],
+        env=env,
+        stdin=subprocess.PIPE,  # held open, never written: the hook must not wait for it
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.wait(timeout=60) == 0
+        assert proc.stdout is not None and proc.stdout.read().startswith("now: ")
+        assert proc.stdin is not None
+        proc.stdin.close()
+    assert hook.read_session(io.StringIO('{"cwd": "/x"}')) == {}  # no file descriptor
+
+
+def test_a_malformed_settings_file_exits_2_and_nothing_is_written(
+    project: Path, home: Path
+) -> None:
+    local = project / ".claude" / "settings.local.json"
+    local.parent.mkdir()
+    local.write_text('{"hooks": {,}}')
+    for flags in (["--claude-hooks"], ["--claude-hooks", "--shared"]):
+        done = cli("--memory", str(project / "memory"), "wire", *flags, cwd=project, home=home)
+        assert done.returncode == 2, done.stderr
+        (line,) = done.stderr.splitlines()
+        assert line.startswith(f"rouse: {local}: not valid JSON (") and "fix it by hand" in line
+        assert local.read_text() == '{"hooks": {,}}'
+        assert not (project / ".claude" / "settings.json").exists()
+
+
+def test_init_and_wire_suggest_the_same_instruction_line(tmp_path: Path, home: Path) -> None:
+    done = cli("init", cwd=tmp_path, home=home)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    suggested = lines[lines.index(next(x for x in lines if x.startswith("Add this line"))) + 1]
+    instructions = str(tmp_path / "memory" / "entrypoint" / "rouse.md")
+    wired = cli("wire", cwd=tmp_path, home=home)
+    assert wired.returncode == 0, wired.stderr
+    block = [x for x in wired.stdout.splitlines() if x.startswith("- At the start")]
+    assert block, wired.stdout
+    assert suggested.strip().replace(instructions, "X") == block[0][2:].replace(
+        "`memory/entrypoint/rouse.md`", "X"
+    )
 
 
 # -- docs/wiring.md runs as written -------------------------------------------
@@ -393,6 +625,19 @@ def test_the_wiring_page_runs_as_written(tmp_path: Path) -> None:
     assert "In Codex the memory pack arrives" in (project / "AGENTS.md").read_text()
     assert (project / ".cursor/rules/rouse.mdc").is_file()
     assert session_hooks(home / ".claude/settings.json")
+
+
+def test_the_wiring_page_shows_the_hook_rouse_writes() -> None:
+    text = (DOCS / "wiring.md").read_text()
+    start = text.index("```json\n") + len("```json\n")
+    shown = json.loads(text[start : text.index("```", start)])
+    (group,) = shown["hooks"]["SessionStart"]
+    home = Path("/home/you")
+    w = wire.Wiring(home / "code/myproject/memory", home / "code/myproject", home)
+    assert group["matcher"] == wire.MATCHERS["claude"]
+    assert group["hooks"] == [
+        {"type": "command", "command": wire.hook_command(w, "claude", "/home/you/.local/bin/rouse")}
+    ]
 
 
 def test_the_stop_hook_in_the_provenance_page_stamps_what_a_turn_changed(

@@ -2,6 +2,19 @@
 
 This is what an agent runs at every session start, so it stays as light as
 the pack itself (no ``wire``, which pulls in dataclasses and argparse).
+
+Three promises, each kept here:
+
+- **It fits.** Past its limit an agent swaps the whole output for a short
+  preview, so the pack is fitted inside a hard wall measured the way that
+  agent counts (Claude Code: characters, as UTF-16 units; Codex: bytes of
+  ``additionalContext``); see :class:`rouse.pack.render.HardWall`.
+- **It never fails the session.** Whatever goes wrong becomes one line of
+  context saying so, and the exit code is 0.
+- **One pack per session.** A hook for the global tree (``~/.rouse``) gives
+  way when the session's project has a rouse hook of its own for the same
+  agent, so the inner tree wins. (Two copies of one command in several
+  settings scopes are run once by the agents themselves.)
 """
 
 from __future__ import annotations
@@ -9,38 +22,200 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import re
+import select
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from rouse.core.errors import RouseError
+from rouse.core.home import find_tree, global_tree
+from rouse.pack.render import HardWall
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so these are only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
+    from collections.abc import Mapping
+    from typing import Any, BinaryIO, TextIO
 
-HOOK_LIMIT = 10_000  # Claude Code's cap on hook output, in characters
+HOOK_LIMIT = 10_000  # Claude Code's cap on hook output; Codex's is ~10,000 bytes
 HOOK_MAX_CHARS = 9_000  # what the pack is asked to fit, leaving room to spare
+HOOK_WALL = HOOK_LIMIT - 100  # what it may never pass (whole context files give way)
+STDIN_WAIT = 0.25  # seconds to wait for more of the hook's input before giving up
+STDIN_MOST = 1 << 20
+
+#: A settings entry that runs ``rouse pack … --hook KIND``, however rouse is named
+#: (``rouse``, a path ending in it, or the ``"$R"`` of a pinned command).
+HOOK_COMMAND = r"(?:^|[\s;&|(/])(?:rouse|\"\$R\")['\"]?\s+pack\b[^\n]*--hook[ =]{kind}\b"
 
 
-def cap(text: str, limit: int = HOOK_LIMIT) -> str:
-    """Hard-cap ``text`` at ``limit`` characters, saying so (the pack should already fit)."""
-    if len(text) <= limit:
+def utf16_units(text: str) -> int:
+    """How JavaScript (Claude Code) counts a string's length."""
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+MEASURES: dict[str, Callable[[str], int]] = {"claude": utf16_units, "codex": utf8_bytes}
+
+
+def cap(text: str, limit: int = HOOK_LIMIT, measure: Callable[[str], int] = len) -> str:
+    """``text`` within ``limit``, cut at a line end and saying so (the pack should fit)."""
+    if measure(text) <= limit:
         return text
-    tail = "\n… (cut to fit the hook limit: run `rouse pack` for the rest)\n"
-    return text[: limit - len(tail)] + tail
+    tail = "… (cut to fit the hook limit: run `rouse pack` for the rest)\n"
+    room = limit - measure(tail)
+    kept: list[str] = []
+    used = 0
+    for line in text.splitlines(keepends=True):
+        used += measure(line)
+        if used > room:
+            break
+        kept.append(line)
+    return "".join(kept) + tail
 
 
 def hook_output(kind: str, text: str) -> str:
     """What a SessionStart hook prints: plain text for Claude, strict JSON for Codex."""
-    text = cap(text)
+    text = cap(text, HOOK_LIMIT, MEASURES.get(kind, len))
     if kind == "codex":
         payload = {
             "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
         }
         return json.dumps(payload, ensure_ascii=False) + "\n"
     return text if text.endswith("\n") else text + "\n"
+
+
+# -- the hook's input ---------------------------------------------------------
+
+
+def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
+    """The JSON object the agent writes to a hook's stdin, or {} (never blocks long).
+
+    Agents write it at once and close the pipe; a terminal, a closed stdin or
+    a pipe nobody writes to gives {} after at most :data:`STDIN_WAIT`.
+    """
+    stream = sys.stdin if stream is None else stream
+    chunks: list[bytes] = []
+    try:
+        if stream is None or stream.isatty():
+            return {}
+        fd = stream.fileno()
+        size = 0
+        while size < STDIN_MOST:
+            ready, _, _ = select.select([fd], [], [], STDIN_WAIT)
+            if not ready:
+                break
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = json.loads(b"".join(chunks) or b"{}")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+# -- one pack per session -----------------------------------------------------
+
+
+def _commands(path: Path) -> list[str]:
+    """The SessionStart hook commands in one settings or hooks file (none if unreadable)."""
+    try:
+        data = json.loads(path.read_text("utf-8"))
+        groups = data["hooks"]["SessionStart"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    found: list[str] = []
+    for group in groups if isinstance(groups, list) else []:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        for entry in hooks if isinstance(hooks, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("command"), str):
+                found.append(entry["command"])
+    return found
+
+
+def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, str]) -> list[Path]:
+    """The project-level files whose hooks this agent runs for this session."""
+    if kind == "claude":
+        where = env.get("CLAUDE_PROJECT_DIR") or session.get("cwd")
+        if not isinstance(where, str) or not where:
+            return []
+        base = Path(where) / ".claude"
+        return [base / "settings.local.json", base / "settings.json"]
+    cwd = session.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        return []
+    # Codex reads .codex/ from the working directory up to the project root
+    # (the first directory holding .git); ~/.codex is the user's own layer
+    home = Path.home().resolve()
+    found: list[Path] = []
+    for folder in [Path(cwd), *Path(cwd).parents]:
+        if folder.resolve() == home:
+            break
+        found.append(folder / ".codex" / "hooks.json")
+        if (folder / ".git").exists():
+            return found
+    return found[:1]
+
+
+def _codex_runs(path: Path, env: Mapping[str, str]) -> bool:
+    """Whether Codex will run the hooks of a project's ``.codex/hooks.json``.
+
+    It loads them only in a trusted project, and runs a hook only once the
+    user has trusted it (``/hooks``); both are recorded in its config.
+    """
+    import tomllib
+
+    config = Path(env.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+    try:
+        data = tomllib.loads(config.read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    projects = data.get("projects") or {}
+    root = path.parent.parent.resolve()
+    trusted = any(
+        isinstance(entry, dict)
+        and entry.get("trust_level") == "trusted"
+        and (root == Path(name).resolve() or Path(name).resolve() in root.parents)
+        for name, entry in projects.items()
+    )
+    states = (data.get("hooks") or {}).get("state") or {}
+    prefix = f"{path}:session_start:"
+    hook_trusted = any(
+        key.startswith(prefix) and isinstance(value, dict) and value.get("trusted_hash")
+        for key, value in states.items()
+    )
+    return trusted and hook_trusted
+
+
+def gives_way(
+    kind: str, memory: str | None, session: Mapping[str, Any], env: Mapping[str, str]
+) -> bool:
+    """Whether this hook should print nothing: it serves the global tree and the
+    session's project has its own rouse hook for the same agent (the inner tree wins)."""
+    try:
+        tree = find_tree(memory, env).resolve()
+    except RouseError:
+        return False
+    outer = global_tree().resolve()
+    if tree != outer:
+        return False
+    ours = re.compile(HOOK_COMMAND.format(kind=re.escape(kind)))
+    for path in project_hook_files(kind, session, env):
+        inner = [c for c in _commands(path) if ours.search(c) and str(outer) not in c]
+        if inner and (kind != "codex" or _codex_runs(path, env)):
+            return True
+    return False
+
+
+# -- the hook -----------------------------------------------------------------
 
 
 def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
@@ -54,7 +229,9 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out):
+        if gives_way(kind, getattr(args, "memory", None), read_session(), os.environ):
+            return 0
+        with contextlib.redirect_stdout(out), HardWall(HOOK_WALL, MEASURES.get(kind, len)):
             run(args)
         text = out.getvalue()
     except RouseError as exc:

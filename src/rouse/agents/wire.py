@@ -3,7 +3,9 @@
 Every writer here is idempotent: run it twice and the second run changes
 nothing. Files rouse does not own (``CLAUDE.md``, ``AGENTS.md``, settings
 JSON) are edited only between our markers or under our own hook entry, and
-never created; everything else in them is kept.
+everything else in them is kept; ``CLAUDE.md`` and ``AGENTS.md`` are never
+created. A tree's hook sits in one settings scope: wiring it into one takes
+it out of the others rouse manages for that tree.
 """
 
 from __future__ import annotations
@@ -12,13 +14,18 @@ import json
 import os
 import re
 import shlex
+import shutil
+import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rouse.agents.hook import HOOK_COMMAND
 from rouse.core import layout
 from rouse.core.errors import RouseError, UsageError
+from rouse.records.scaffold import AGENT_LINE
 
 BEGIN = "<!-- rouse:begin (written by `rouse wire`; edits inside are replaced) -->"
 END = "<!-- rouse:end -->"
@@ -26,8 +33,20 @@ _BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
 _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
 
-MATCHER = "startup|clear|compact"
-_OUR_HOOK_RE = re.compile(r"(^|[\s;&|(])rouse\s+pack\b")
+#: The SessionStart sources each agent documents (Claude Code: startup, resume,
+#: clear, compact; Codex: startup, resume, clear): a fresh pack after each.
+MATCHERS = {"claude": "startup|resume|clear|compact", "codex": "startup|resume|clear"}
+MATCHER = MATCHERS["claude"]
+_OUR_HOOK_RE = re.compile(
+    HOOK_COMMAND.format(kind="(?:claude|codex)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
+)
+
+#: What a hook prints when it cannot start rouse at all (the pinned path is
+#: gone and there is no ``rouse`` on PATH): one line instead of nothing.
+CANNOT_RUN = (
+    "rouse: no memory pack this session: this hook could not start rouse (it is neither "
+    "where `rouse wire` found it nor on PATH): reinstall rouse, then run `rouse wire` again"
+)
 
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
 CLAUDE_LOCAL = ".claude/settings.local.json"
@@ -67,40 +86,49 @@ def wiring_for(tree: Path, home: Path) -> Wiring:
 # -- the instruction block ----------------------------------------------------
 
 
+def _memory_flag(w: Wiring) -> str:
+    """`` --memory TREE`` unless a plain ``rouse`` in the project root finds the tree itself."""
+    if w.project is not None and w.tree_ref == "memory":
+        return ""
+    return f" --memory {shlex.quote(w.tree_ref)}"
+
+
 def _pack_cmd(w: Wiring) -> str:
-    return f"rouse pack --memory {shlex.quote(w.tree_ref)}"
+    return f"rouse pack{_memory_flag(w)}"
+
+
+def instruction_line(w: Wiring) -> str:
+    """The line ``rouse init`` suggests, for this tree (the same sentence, the same words)."""
+    instructions = f"`{os.path.join(w.tree_ref, layout.INSTRUCTIONS)}`"
+    return AGENT_LINE.replace("`rouse pack`", f"`{_pack_cmd(w)}`").format(instructions=instructions)
 
 
 def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
     """The guidance between the markers. ``hooked`` names the agent whose hook delivers the pack."""
-    instructions = shlex.quote(os.path.join(w.tree_ref, layout.INSTRUCTIONS))
+    instructions = f"`{os.path.join(w.tree_ref, layout.INSTRUCTIONS)}`"
     if hooked == "Claude Code":
         first = (
             "- The memory pack arrives at the start of every session by itself (a SessionStart "
-            f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again."
+            f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
+            f"before writing memory, read {instructions}."
         )
     elif hooked == "Codex":
         first = (
             "- In Codex the memory pack arrives at session start by itself (a SessionStart "
-            "hook): treat it as your memory and do not run it again. Any other agent runs "
-            f"`{_pack_cmd(w)}` at the start of every session and treats its output as memory."
+            "hook): treat it as your memory and do not run it again. Any other agent: "
+            + instruction_line(w)
         )
     else:
-        first = (
-            f"- At the start of every session run `{_pack_cmd(w)}` and treat its output as "
-            "your memory."
-        )
+        first = "- " + instruction_line(w)
     where = "the global tree" if w.project is None else f"`{w.tree_ref}/`"
     return [
         "## Memory (rouse)",
         "",
-        f"Your memory is {where}: plain markdown files with a small header, kept by rouse.",
+        f"Your memory is {where}: plain markdown files with a small header, kept by rouse; "
+        f"{instructions} explains the tree, the header, the clock and the verbs.",
         "",
         first,
-        f"- Before writing memory, read `{instructions}`: it explains the tree, the header, "
-        "the clock and the verbs.",
-        f"- To find something the pack does not show, run `rouse recall QUERY --memory "
-        f"{shlex.quote(w.tree_ref)}`.",
+        f"- To find something the pack does not show, run `rouse recall QUERY{_memory_flag(w)}`.",
     ]
 
 
@@ -204,18 +232,72 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
 # -- hook files ---------------------------------------------------------------
 
 
-def hook_command(w: Wiring, kind: str) -> str:
-    """The SessionStart command: it pins this tree and exits 0 on every path."""
+def _unstable(path: str, roots: Sequence[str]) -> bool:
+    """A path that may vanish: under a temp directory or a cache (``pipx run``, ``uvx``)."""
+    candidates = {os.path.abspath(path), os.path.realpath(path)}
+    caches = (".cache", "Caches", "__pycache__")
+    if any(part in caches for candidate in candidates for part in Path(candidate).parts):
+        return True
+    try:
+        return any(
+            os.path.commonpath([candidate, os.path.abspath(root)]) == os.path.abspath(root)
+            for candidate in candidates
+            for root in roots
+        )
+    except ValueError:  # paths on different drives (Windows): not under that root
+        return False
+
+
+def stable_executable(
+    argv0: str | None = None, on_path: str | None = None, unstable: Sequence[str] | None = None
+) -> str | None:
+    """The absolute path of the ``rouse`` that runs now, when it is a stable install.
+
+    The script this process was started as, else the ``rouse`` on PATH; never
+    one under a temp directory or a cache, which may be gone by the next
+    session. Symlinks are kept (``~/.local/bin/rouse`` outlives a reinstall).
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    on_path = shutil.which("rouse") if on_path is None else on_path
+    roots = [tempfile.gettempdir(), "/tmp", "/var/tmp"] if unstable is None else unstable
+    candidates = [argv0] if Path(argv0).name in ("rouse", "rouse.exe") else []
+    candidates += [on_path] if on_path else []
+    for candidate in candidates:
+        path = os.path.abspath(candidate)
+        if os.path.isfile(path) and os.access(path, os.X_OK) and not _unstable(path, roots):
+            return path
+    return None
+
+
+def hook_command(w: Wiring, kind: str, executable: str | None = None) -> str:
+    """The SessionStart command: it pins this tree (and, when given, this rouse).
+
+    ``R=/path/to/rouse; [ -x "$R" ] || R=rouse; "$R" pack …``: the install that
+    wired it, else whatever ``rouse`` is on PATH, else one line saying why
+    there is no pack. It exits 0 on every path.
+    """
     if kind == "claude" and w.project is not None:
         ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
         ref = ref.replace("`", "\\`")
         memory = f'"$CLAUDE_PROJECT_DIR/{ref}"'
     else:
         memory = shlex.quote(str(w.tree))
-    return f"rouse pack --memory {memory} --hook {kind} || true"
+    run = f"pack --memory {memory} --hook {kind}"
+    if executable:
+        head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
+    else:
+        head = f"rouse {run}"
+    if kind == "codex":
+        payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
+        payload["hookSpecificOutput"]["additionalContext"] = CANNOT_RUN
+        fallback = "printf '%s\\n' " + shlex.quote(json.dumps(payload))
+    else:
+        fallback = "echo " + shlex.quote(CANNOT_RUN)
+    return f"{head} || {fallback}"
 
 
 def _claude_paths(w: Wiring) -> list[Path]:
+    """Every Claude Code settings file this tree's hook may sit in: rouse keeps it in one."""
     if w.project is None:
         return [w.home / ".claude" / "settings.json"]
     return [w.project / CLAUDE_LOCAL, w.project / CLAUDE_SHARED]
@@ -227,16 +309,21 @@ def _codex_path(w: Wiring) -> Path:
 
 
 def _load_json(path: Path) -> dict[str, Any]:
+    """A settings file as a dict ({} when missing); a broken one is a usage error (exit 2)."""
     if not path.exists():
         return {}
     try:
         data = json.loads(path.read_text("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise RouseError(
-            f"{path}: not valid JSON ({exc}); fix it by hand, nothing written"
+        reason = " ".join(str(exc).split())
+        raise UsageError(
+            f"{path}: not valid JSON ({reason}); fix it by hand and run `rouse wire` again "
+            "(nothing was written)"
         ) from None
     if not isinstance(data, dict):
-        raise RouseError(f"{path}: expected a JSON object at the top; nothing written")
+        raise UsageError(
+            f"{path}: expected a JSON object at the top; fix it by hand (nothing was written)"
+        )
     return data
 
 
@@ -254,14 +341,18 @@ def _has_our_hook(path: Path) -> bool:
     )
 
 
-def merge_session_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
-    """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order."""
-    hooks = data.setdefault("hooks", {})
+def _session_groups(data: dict[str, Any], where: str) -> list[Any]:
+    hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
-        raise RouseError(f"{where}: 'hooks' is not a JSON object; fix it by hand, nothing written")
-    groups = hooks.setdefault("SessionStart", [])
+        raise UsageError(f"{where}: 'hooks' is not a JSON object; fix it by hand, nothing written")
+    groups = hooks.get("SessionStart", [])
     if not isinstance(groups, list):
-        raise RouseError(f"{where}: 'hooks.SessionStart' is not a list; nothing written")
+        raise UsageError(f"{where}: 'hooks.SessionStart' is not a list; nothing written")
+    return groups
+
+
+def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
+    """The groups with every rouse hook taken out, and where the first one was."""
     kept: list[Any] = []
     position: int | None = None
     for group in groups:
@@ -274,34 +365,95 @@ def merge_session_hook(data: dict[str, Any], command: str, where: str) -> dict[s
             position = len(kept)
         if rest:
             kept.append({**group, "hooks": rest})
-    ours = {"matcher": MATCHER, "hooks": [{"type": "command", "command": command}]}
+    return kept, position
+
+
+def merge_session_hook(
+    data: dict[str, Any], command: str, where: str, matcher: str = MATCHER
+) -> dict[str, Any]:
+    """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order."""
+    kept, position = _without_ours(_session_groups(data, where))
+    ours = {"matcher": matcher, "hooks": [{"type": "command", "command": command}]}
     kept.insert(len(kept) if position is None else position, ours)
-    hooks["SessionStart"] = kept
+    data.setdefault("hooks", {})["SessionStart"] = kept
     return data
 
 
-def wire_hook_file(path: Path, command: str, label: str) -> str:
-    data = merge_session_hook(_load_json(path), command, str(path))
-    return _update(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", label)
+def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data`` without any rouse SessionStart hook (empty containers left out)."""
+    kept, _ = _without_ours(_session_groups(data, where))
+    hooks = data.get("hooks")
+    if isinstance(hooks, dict):
+        if kept:
+            hooks["SessionStart"] = kept
+        else:
+            hooks.pop("SessionStart", None)
+            if not hooks:
+                del data["hooks"]
+    return data
 
 
-def wire_claude_hooks(w: Wiring, shared: bool, result: Wired) -> None:
-    if w.project is None:
-        path = w.home / ".claude" / "settings.json"
-    else:
-        path = w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
-    result.done.append(wire_hook_file(path, hook_command(w, "claude"), "Claude Code SessionStart"))
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def wire_codex_hooks(w: Wiring, result: Wired) -> None:
-    path = _codex_path(w)
-    result.done.append(wire_hook_file(path, hook_command(w, "codex"), "Codex SessionStart"))
-    result.printed += [
-        "Codex runs hooks only when they are on (recent releases turn them on by default);",
-        "if yours does not, add to ~/.codex/config.toml:",
-        "  [features]",
-        "  codex_hooks = true",
+def wire_hook_files(
+    target: Path, others: Sequence[Path], command: str, matcher: str, label: str
+) -> list[str]:
+    """Our hook in ``target``, and in none of ``others`` (the same tree's other scopes).
+
+    Every file is read and checked before any is written, so a broken one
+    stops the run with nothing changed.
+    """
+    loaded = {path: _load_json(path) for path in (target, *others)}
+    texts = {target: _dump(merge_session_hook(loaded[target], command, str(target), matcher))}
+    for path in others:
+        if path.exists() and _has_our_hook(path):
+            texts[path] = _dump(remove_session_hook(loaded[path], str(path)))
+    done = [_update(target, texts[target], label)]
+    for path in others:
+        if path in texts:
+            _update(path, texts[path], label)
+            done.append(f"removed the rouse hook from {path} (one scope is enough: {target})")
+    return done
+
+
+def wire_hook_file(path: Path, command: str, label: str, matcher: str = MATCHER) -> str:
+    return wire_hook_files(path, (), command, matcher, label)[0]
+
+
+def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
+    paths = _claude_paths(w)
+    target = (
+        paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
+    )
+    others = [p for p in paths if p != target]
+    command = hook_command(w, "claude", executable)
+    result.done += wire_hook_files(
+        target, others, command, MATCHERS["claude"], "Claude Code SessionStart"
+    )
+
+
+def codex_notes(w: Wiring) -> list[str]:
+    """What Codex needs before it runs the hook (printed after wiring it)."""
+    where = "your user hooks" if w.project is None else "this project's hooks"
+    lines = [
+        f"Codex runs {where} only once you trust them: start `codex`, open /hooks and trust "
+        "the rouse SessionStart hook (again whenever `rouse wire` changes its command)."
     ]
+    if w.project is not None:
+        lines.append(
+            "It reads .codex/ only in a trusted project: accept its trust prompt, or run "
+            "`codex exec --trust` here once."
+        )
+    return lines
+
+
+def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    command = hook_command(w, "codex", executable)
+    path = _codex_path(w)
+    result.done.append(wire_hook_file(path, command, "Codex SessionStart", MATCHERS["codex"]))
+    result.printed += codex_notes(w)
 
 
 def cursor_rule(w: Wiring) -> str:
@@ -366,16 +518,23 @@ def wire(
     codex_hooks: bool = False,
     cursor: bool = False,
     mcp: bool = False,
+    executable: str | None = None,
 ) -> Wired:
-    """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself."""
+    """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself.
+
+    ``executable`` is the rouse the hooks pin: None finds this one when it is a
+    stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
+    """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
     result = Wired()
-    if claude_hooks:
-        wire_claude_hooks(w, shared, result)
-    if codex_hooks:
-        wire_codex_hooks(w, result)
+    if claude_hooks or codex_hooks:
+        pinned = stable_executable() if executable is None else executable
+        if claude_hooks:
+            wire_claude_hooks(w, shared, result, pinned)
+        if codex_hooks:
+            wire_codex_hooks(w, result, pinned)
     wire_blocks(w, result)
     if cursor:
         wire_cursor(w, result)

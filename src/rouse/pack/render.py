@@ -1,8 +1,15 @@
 """Fitting and rendering the pack: the text an agent reads, within ``--max-chars``.
 
-:func:`fit` trims the memory index first, then the due list, and never a
-belief or the persona; :func:`render_text` lays out the sections in the
-order SPEC §4 gives them.
+:func:`fit` trims the memory index first, then the due and woken lists (each
+keeps its first :data:`KEEP_FIRST` entries), and never a belief or the
+persona; :func:`render_text` lays out the sections in the order SPEC §4 gives
+them. No line is ever cut.
+
+A session-start hook has a hard wall as well (:class:`HardWall`): past it
+the agent swaps the whole output for a short preview. Inside one, when the
+context layers alone are over the wall, :func:`fit` keeps whole context files
+in order while they fit, names the rest by path, and opens the text with a
+warning that says so.
 """
 
 from __future__ import annotations
@@ -14,12 +21,40 @@ from rouse.core.tree import Tree
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 QUARANTINE_TEXT = "from an untrusted source — review it, then re-stamp or delete"
 
 LIST_CAP = 20
+#: The due and woken sections show at least this many entries, whatever the size.
+KEEP_FIRST = 3
 LADDER = ("intention", "goal", "action", "task", "reminder")
+CONTEXT_KINDS = (("persona", "persona"), ("belief", "beliefs"), ("motivation", "motivations"))
+
+#: (limit, measure) while a :class:`HardWall` is in force; see :func:`fit`.
+_wall: tuple[int, Callable[[str], int]] | None = None
+
+
+class HardWall:
+    """While in force, :func:`fit` never returns text longer than ``limit``.
+
+    ``measure`` is how the agent counts (characters, UTF-16 units, bytes).
+    The pack runs as a hook in a process of its own, so a module-level
+    setting is enough, and it keeps the CLI's call to :func:`fit` as it is.
+    """
+
+    def __init__(self, limit: int, measure: Callable[[str], int] = len) -> None:
+        self.wall = (limit, measure)
+
+    def __enter__(self) -> HardWall:
+        global _wall
+        self.before, _wall = _wall, self.wall
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _wall
+        _wall = self.before
 
 
 class Pack:
@@ -38,42 +73,80 @@ class Pack:
         return self.data
 
 
+def _context_entries(data: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The context files in the order the pack shows them: persona, beliefs, motivations."""
+    entries: list[tuple[str, Mapping[str, Any]]] = []
+    for kind, key in CONTEXT_KINDS:
+        value = data[key]
+        entries += [(kind, value)] if kind == "persona" else [(kind, e) for e in value]
+    return [(kind, entry) for kind, entry in entries if entry]
+
+
 def fit(data: dict[str, Any], max_chars: int) -> Pack:
-    """Render within ``max_chars``: trim the index first, then the due list, never context."""
-    index_cap = len(data["index"])
-    due_cap = len(data["due"])
-    woken_cap = min(LIST_CAP, len(data["woken"]))
-    trimmed: list[str] = []
-    while True:
-        text = render_text(data, index_cap, due_cap, woken_cap)
-        if len(text) <= max_chars:
-            break
-        if index_cap > 0:
-            index_cap -= 1
-        elif due_cap > 0:
-            due_cap -= 1
-        else:
-            break
-    if index_cap < len(data["index"]):
-        trimmed.append("index")
-    if due_cap < len(data["due"]):
-        trimmed.append("due")
-    if len(text) > max_chars:
+    """Render within ``max_chars``: trim the index, then due and woken, never context.
+
+    Lists shrink one entry at a time; due and woken keep their first
+    :data:`KEEP_FIRST` entries. If the text is still too long, the context
+    layers alone are over: the pack says so and is longer than asked — unless
+    a :class:`HardWall` is in force and the text is over it too, in which
+    case whole context files are left out from the end (each still named by
+    its path) until it fits.
+    """
+    limit, measure = _wall if _wall is not None else (None, len)
+    caps = {
+        "index": len(data["index"]),
+        "due": len(data["due"]),
+        "woken": min(LIST_CAP, len(data["woken"])),
+    }
+    floors = {"index": 0, "due": KEEP_FIRST, "woken": KEEP_FIRST}
+    context_total = len(_context_entries(data))
+    shown_context = context_total
+
+    def render() -> str:
+        return render_text(data, caps["index"], caps["due"], caps["woken"], shown_context)
+
+    def shrink(target: int, floor: Mapping[str, int]) -> str:
+        text = render()
+        for name in ("index", "due", "woken"):
+            while measure(text) > target and caps[name] > floor[name]:
+                caps[name] -= 1
+                text = render()
+        return text
+
+    text = shrink(max_chars, floors)
+    if measure(text) > max_chars:
         data["warnings"].append(
             f"the context layers alone exceed --max-chars {max_chars}: "
             "they are never cut, so the pack is longer than asked"
+            if context_total
+            else f"the pack is longer than --max-chars {max_chars}: the due and woken lists "
+            f"keep their first {KEEP_FIRST} entries and warnings are never cut"
         )
-        text = render_text(data, index_cap, due_cap, woken_cap)
+        text = render()
+        if limit is not None and measure(text) > limit:
+            data["warnings"].pop()  # the first line says what happened instead
+            text = render()
+            while measure(text) > limit and shown_context > 0:
+                shown_context -= 1
+                text = render()
+            if measure(text) > limit:  # warnings and probes alone: lists give way too
+                text = shrink(limit, dict.fromkeys(floors, 0))
+    uncapped = {"index": len(data["index"]), "due": len(data["due"])}
+    uncapped["woken"] = min(LIST_CAP, len(data["woken"]))  # the usual cap is not a trim
+    trimmed = [name for name in ("index", "due", "woken") if caps[name] < uncapped[name]]
+    if shown_context < context_total:
+        trimmed.append("context")
     data["not_listed"].update(
-        index=data["index_total"] - index_cap,
-        due=data["due_total"] - due_cap,
-        woken=len(data["woken"]) - woken_cap,
+        index=data["index_total"] - caps["index"],
+        due=data["due_total"] - caps["due"],
+        woken=len(data["woken"]) - caps["woken"],
+        context=[entry["path"] for _, entry in _context_entries(data)[shown_context:]],
         trimmed_for_size=trimmed,
     )
     shown = dict(data)
-    shown["index"] = data["index"][:index_cap]
-    shown["due"] = data["due"][:due_cap]
-    shown["woken"] = data["woken"][:woken_cap]
+    shown["index"] = data["index"][: caps["index"]]
+    shown["due"] = data["due"][: caps["due"]]
+    shown["woken"] = data["woken"][: caps["woken"]]
     return Pack(shown, text, trimmed)
 
 
@@ -86,8 +159,29 @@ def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
     return [f"{name} [{entry['origin']}]:", entry["body"], ""]
 
 
-def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap: int) -> str:
-    out: list[str] = [f"now: {data['now']}", ""]
+def _left_out_line(kind: str, entry: Mapping[str, Any]) -> str:
+    return f"{kind} [{entry['slug']}] — left out to fit the hook's limit: read {entry['path']}"
+
+
+def render_text(
+    data: Mapping[str, Any],
+    index_cap: int,
+    due_cap: int,
+    woken_cap: int,
+    context_cap: int | None = None,
+) -> str:
+    """The pack's text with the lists cut to their caps, and the first ``context_cap``
+    context files shown (the rest named by path under a first-line warning)."""
+    entries = _context_entries(data)
+    shown_context = len(entries) if context_cap is None else context_cap
+    out: list[str] = []
+    if shown_context < len(entries):
+        out.append(
+            f"WARNING: {len(entries) - shown_context} of {len(entries)} context files are NOT "
+            "in this pack (it would pass the agent's limit on hook output): read each file "
+            "marked 'left out' below before you rely on your memory"
+        )
+    out += [f"now: {data['now']}", ""]
     if data["probes"]:
         out.append(
             "probes (measured now; a reading outranks any memory file; <unknown> means go check):"
@@ -115,14 +209,11 @@ def render_text(data: Mapping[str, Any], index_cap: int, due_cap: int, woken_cap
         if due_total > due_cap:
             out.append(f"  … and {due_total - due_cap} more — rouse due")
         out.append("")
-    if data["persona"] or data["beliefs"] or data["motivations"]:
+    if entries:
         out += ["standing truth (context layers: true until edited, not news):", ""]
-        if data["persona"]:
-            out += _context_block("persona", data["persona"])
-        for entry in data["beliefs"]:
-            out += _context_block("belief", entry)
-        for entry in data["motivations"]:
-            out += _context_block("motivation", entry)
+        for kind, entry in entries[:shown_context]:
+            out += _context_block(kind, entry)
+        out += [_left_out_line(kind, entry) for kind, entry in entries[shown_context:]]
         if out[-1] != "":
             out.append("")
     if data["quarantined"]:

@@ -1,0 +1,380 @@
+"""Wiring proven with the real clients (issue 12, items 4 and 10).
+
+Claude Code and Codex, installed from the npm registry by ``make clients``
+(which ``make test`` runs first), start a session in a wired project against
+a model server on the loopback interface that answers every request with
+"ok" and keeps what it was sent. What the model would have read is then
+checked directly: exactly one pack per session, the pack again on resume,
+and one line saying why when rouse cannot be started.
+
+Everything runs under a temporary HOME, with a PATH of ``/usr/bin:/bin``
+(no rouse on it), and offline. The tests are skipped only when node or npm
+is missing from the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import NOW
+from rouse.agents import wire
+from rouse.records.scaffold import init
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENTS = Path(os.environ.get("ROUSE_TEST_CLIENTS") or ROOT / ".venv" / "clients")
+BIN = CLIENTS / "node_modules" / ".bin"
+PACK_HEADER = "standing truth (context layers"  # once in every pack with context
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("node") and shutil.which("npm")),
+    reason="node and npm are not on this machine: the real Claude Code and Codex cannot run",
+)
+
+
+# -- a model server on the loopback interface ---------------------------------
+
+
+class Model:
+    """Answers Anthropic Messages and OpenAI Responses requests with "ok"; keeps them."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        model = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                size = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(size) or b"{}")
+                model.requests.append({"path": self.path, "body": body})
+                if self.path.startswith("/v1/responses"):
+                    events = model.responses()
+                elif body.get("stream"):
+                    events = model.messages(body)
+                else:
+                    return self.reply("application/json", json.dumps(model.message(body)))
+                self.reply("text/event-stream", events)
+
+            def do_GET(self) -> None:
+                self.reply("application/json", '{"data": [], "models": []}')
+
+            def reply(self, kind: str, text: str) -> None:
+                data = text.encode()
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def message(body: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": body.get("model", "m"),
+            "content": [{"type": "text", "text": "ok"}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+
+    @classmethod
+    def messages(cls, body: dict[str, Any]) -> str:
+        start = {**cls.message(body), "content": [], "stop_reason": None}
+        events = [
+            ("message_start", {"message": start}),
+            ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "ok"}}),
+            ("content_block_stop", {"index": 0}),
+            (
+                "message_delta",
+                {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
+            ),
+            ("message_stop", {}),
+        ]
+        return "".join(f"event: {k}\ndata: {json.dumps({'type': k, **v})}\n\n" for k, v in events)
+
+    @staticmethod
+    def responses() -> str:
+        usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+        item = {"type": "message", "role": "assistant", "id": "m1"}
+        item["content"] = [{"type": "output_text", "text": "ok"}]
+        events = [
+            {"type": "response.created", "response": {"id": "r1"}},
+            {"type": "response.output_item.done", "item": item},
+            {"type": "response.completed", "response": {"id": "r1", "usage": usage}},
+        ]
+        return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+    def last(self) -> str:
+        """What the model was sent in the last conversation request, as one string."""
+        return json.dumps(self.requests[-1]["body"], ensure_ascii=False)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def model() -> Iterator[Model]:
+    server = Model()
+    yield server
+    server.close()
+
+
+# -- a machine with a temporary HOME ------------------------------------------
+
+
+class Machine:
+    def __init__(self, tmp: Path, model: Model) -> None:
+        self.home = tmp / "home"
+        self.project = tmp / "proj"
+        self.elsewhere = tmp / "elsewhere"
+        for folder in (self.home, self.project, self.elsewhere):
+            folder.mkdir(parents=True)
+            subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
+        self.model = model
+        self.rouse = self.installed_rouse(tmp)
+        self.global_tree = self.tree(self.home / ".rouse", "GLOBAL-MARK")
+        self.tree(self.project / "memory", "PROJECT-MARK")
+        codex = self.home / ".codex"
+        codex.mkdir()
+        (codex / "config.toml").write_text(
+            'model = "gpt-5"\nmodel_provider = "fake"\ncheck_for_update_on_startup = false\n\n'
+            f'[model_providers.fake]\nname = "fake"\nbase_url = "{model.url}/v1"\n'
+            'wire_api = "responses"\nenv_key = "OPENAI_API_KEY"\n'
+        )
+
+    @staticmethod
+    def installed_rouse(tmp: Path) -> str:
+        """The venv's ``rouse`` script (what `rouse wire` pins), or a stand-in for it."""
+        script = Path(sys.executable).parent / "rouse"
+        if script.is_file():
+            return str(script)
+        folder = tmp / "opt" / "bin"
+        folder.mkdir(parents=True)
+        (folder / "rouse").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m rouse "$@"\n')
+        (folder / "rouse").chmod(0o755)
+        return str(folder / "rouse")
+
+    @staticmethod
+    def tree(root: Path, mark: str) -> Path:
+        init(root, NOW, examples=False)
+        (root / "entrypoint" / "beliefs" / "belief-mark.md").write_text(f"{mark}\n")
+        return root
+
+    def wire(self, tree: Path | None = None, executable: str | None = None, **flags: bool) -> None:
+        tree = tree or self.project / "memory"
+        pinned = self.rouse if executable is None else executable
+        wire.wire(tree, home=self.home, executable=pinned, **flags)
+
+    @staticmethod
+    def path() -> str:
+        """/usr/bin:/bin (and node's folder, for Codex's launcher): no rouse on it."""
+        node = os.path.dirname(shutil.which("node") or "/usr/bin/node")
+        folders = ["/usr/bin", "/bin"] + ([node] if node not in ("/usr/bin", "/bin") else [])
+        path = os.pathsep.join(folders)
+        assert not shutil.which("rouse", path=path), f"a rouse on {path} would hide the test"
+        return path
+
+    def env(self) -> dict[str, str]:
+        return {
+            "HOME": str(self.home),
+            "PATH": self.path(),  # no rouse here: the hook must find it by itself
+            "LANG": "C.UTF-8",
+            "ANTHROPIC_API_KEY": "sk-ant-dummy",
+            "ANTHROPIC_BASE_URL": self.model.url,
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "OPENAI_API_KEY": "sk-dummy",
+        }
+
+    def run(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            args,
+            cwd=cwd,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, f"{args[0]}: {done.stderr[-2000:]}"
+        return done
+
+
+@pytest.fixture
+def machine(tmp_path: Path, model: Model) -> Machine:
+    if not (BIN / "claude").exists() or not (BIN / "codex").exists():
+        pytest.fail(f"the agents' CLIs are not installed in {CLIENTS}: run `make clients`")
+    return Machine(tmp_path, model)
+
+
+# -- Claude Code --------------------------------------------------------------
+
+
+def claude(machine: Machine, cwd: Path, *extra: str) -> list[dict[str, Any]]:
+    """One `claude -p` session; its stream-json events."""
+    args = [str(BIN / "claude"), "-p", "hi", "--output-format", "stream-json", "--verbose"]
+    done = machine.run([*args, *extra], cwd)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def session_start_outputs(events: list[dict[str, Any]]) -> list[str]:
+    return [
+        str(e.get("stdout", ""))
+        for e in events
+        if e.get("subtype") == "hook_response" and e.get("hook_event") == "SessionStart"
+    ]
+
+
+def test_claude_gets_one_pack_per_session_and_a_fresh_one_on_resume(machine: Machine) -> None:
+    machine.wire(machine.global_tree, claude_hooks=True)  # ~/.claude/settings.json
+    machine.wire(claude_hooks=True)  # .claude/settings.local.json …
+    machine.wire(claude_hooks=True, shared=True)  # … moved to .claude/settings.json
+
+    events = claude(machine, machine.project)
+    packs = [o for o in session_start_outputs(events) if o.startswith("now: ")]
+    assert len(packs) == 1 and "PROJECT-MARK" in packs[0]
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1
+    assert "PROJECT-MARK" in sent and "GLOBAL-MARK" not in sent
+
+    # --resume runs the hook again (source "resume"): a fresh pack after the old one
+    # (Claude Code passes the same text only once, so the memory changes in between)
+    later = machine.project / "memory" / "entrypoint" / "beliefs" / "belief-later.md"
+    later.write_text("LATER-MARK\n")
+    session = next(e["session_id"] for e in events if e.get("subtype") == "init")
+    resumed = claude(machine, machine.project, "--resume", session)
+    hooks = {e["hook_name"] for e in resumed if e.get("subtype") == "hook_response"}
+    assert hooks == {"SessionStart:resume"}
+    (pack,) = [o for o in session_start_outputs(resumed) if o.startswith("now: ")]
+    assert "LATER-MARK" in pack
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 2 and "LATER-MARK" in sent  # the first pack, then this
+
+    # outside the project the user-level hook is the only one: the global pack
+    claude(machine, machine.elsewhere)
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1 and "GLOBAL-MARK" in sent
+
+
+def test_claude_says_why_when_rouse_cannot_be_started(machine: Machine, tmp_path: Path) -> None:
+    gone = tmp_path / "uninstalled" / "rouse"  # where rouse was when it was wired
+    machine.wire(executable=str(gone), claude_hooks=True)
+    (output,) = session_start_outputs(claude(machine, machine.project))
+    assert output == wire.CANNOT_RUN + "\n"
+    sent = machine.model.last()
+    assert wire.CANNOT_RUN in sent and "not found" not in sent
+
+
+# -- Codex --------------------------------------------------------------------
+
+
+def codex(machine: Machine, cwd: Path, *args: str) -> None:
+    machine.run([str(BIN / "codex"), "exec", "--json", *args], cwd)
+
+
+def trust_hooks(machine: Machine, cwd: Path) -> list[str]:
+    """Trust the hooks Codex lists for ``cwd``, as its /hooks screen does (app-server)."""
+    proc = subprocess.Popen(
+        [str(BIN / "codex"), "app-server"],
+        cwd=cwd,
+        env=machine.env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    guard = threading.Timer(60, proc.kill)  # a hung server fails the test, never hangs it
+    guard.start()
+
+    def call(number: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        request = {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
+        proc.stdin.write(json.dumps(request) + "\n")
+        proc.stdin.flush()
+        while True:
+            line = proc.stdout.readline()
+            assert line, "codex app-server closed its output"
+            answer: dict[str, Any] = json.loads(line)
+            if answer.get("id") == number:
+                assert "error" not in answer, answer
+                return answer
+
+    try:
+        info = {"name": "rouse-tests", "title": "rouse tests", "version": "1"}
+        call(1, "initialize", {"clientInfo": info, "capabilities": {"experimentalApi": True}})
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "initialized"}) + "\n")
+        proc.stdin.flush()
+        (listed,) = call(2, "hooks/list", {"cwds": [str(cwd)]})["result"]["data"]
+        state = {h["key"]: {"trusted_hash": h["currentHash"]} for h in listed["hooks"]}
+        edit = {"keyPath": "hooks.state", "value": state, "mergeStrategy": "upsert"}
+        call(3, "config/batchWrite", {"edits": [edit]})
+        return [str(h["command"]) for h in listed["hooks"]]
+    finally:
+        guard.cancel()
+        proc.stdin.close()
+        proc.terminate()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+
+
+def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Machine) -> None:
+    machine.wire(codex_hooks=True)  # .codex/hooks.json
+    # a new hook does not run until the user trusts it (and .codex/ loads only in a
+    # trusted project): the session starts without a pack, and Codex says nothing
+    codex(machine, machine.project, "--trust", "hi")
+    assert PACK_HEADER not in machine.model.last()
+
+    (command,) = trust_hooks(machine, machine.project)
+    assert "--hook codex" in command
+    codex(machine, machine.project, "hi")
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent
+
+    codex(machine, machine.project, "resume", "--last", "again")  # source "resume"
+    assert machine.model.last().count(PACK_HEADER) == 2
+
+    # running `rouse wire` again changes nothing, so the trust Codex keeps still holds
+    machine.wire(codex_hooks=True)
+    codex(machine, machine.project, "hi")
+    assert machine.model.last().count(PACK_HEADER) == 1
+
+
+def test_codex_gets_one_pack_with_a_user_and_a_project_hook(machine: Machine) -> None:
+    machine.wire(machine.global_tree, codex_hooks=True)  # ~/.codex/hooks.json
+    machine.wire(codex_hooks=True)
+    codex(machine, machine.project, "--trust", "hi")  # trust the project
+    assert len(trust_hooks(machine, machine.project)) == 2  # the user's hook and the project's
+
+    codex(machine, machine.project, "hi")
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1
+    assert "PROJECT-MARK" in sent and "GLOBAL-MARK" not in sent
+
+    codex(machine, machine.elsewhere, "hi")
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1 and "GLOBAL-MARK" in sent
