@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 
 from rouse.core import header
+from rouse.core.body import append_log
 from rouse.core.errors import ChangedUnderfoot, UsageError
 from rouse.core.statedir import StateError, state_path
 
@@ -127,15 +128,14 @@ class Store:
         """Set (or remove, with None) header fields; body bytes are untouched."""
         return self.update(rel, lambda data: header.set_fields(data, updates, rel))
 
-    def append_body(self, rel: str, updates: Mapping[str, str | None], line: str) -> bytes:
-        """Set header fields and append one line to the end of the body."""
+    def append_log(self, rel: str, updates: Mapping[str, str | None], line: str) -> bytes:
+        """Set header fields and append one line to the body's log (see ``rouse.core.body``):
+        never to the authored part, which a signature covers."""
 
         def change(data: bytes) -> bytes:
             data = header.set_fields(data, updates, rel)
-            newline = b"\r\n" if b"\r\n" in data[:200] else b"\n"
-            if data and not data.endswith(b"\n"):
-                data += newline
-            return data + line.encode("utf-8") + newline
+            _, body = header.split(data, rel)
+            return append_log(data, len(data) - len(body), line)
 
         return self.update(rel, change)
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, header, nudges, statedir, sweepstate
+from rouse.core.body import log_entries, split_log
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
@@ -48,14 +49,20 @@ def _words(text: str) -> set[str]:
 
 
 def _body(root: Path, file: File) -> str:
-    """A context file's body (the pack injects it whole)."""
+    """A context file's body, injected whole — its authored part, that is: lines
+    below a log marker are nobody's vouched-for words, so they are only counted."""
     with open(root / file.rel, "rb") as handle:
         data = handle.read(MAX_CONTEXT_BYTES)
     try:
         _, body = header.split(data, file.rel)
     except HeaderError:
         body = data
-    return body.decode("utf-8", "replace").strip("\n")
+    authored, log = split_log(body)
+    text = authored.decode("utf-8", "replace").strip("\n")
+    notes = log_entries(body) if log else []
+    if notes:
+        text += f"\n({len(notes)} note(s) in its log are not part of it: read {file.rel})"
+    return text
 
 
 # -- sections -------------------------------------------------------------------

@@ -13,7 +13,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, layout
+from rouse.core.body import log_entries
 from rouse.core.clock import Decision
+from rouse.core.errors import HeaderError
+from rouse.core.header import split
 from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
 
@@ -279,10 +282,26 @@ def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
         "nudge": decision.nudge,
         "problems": [p.render() for p in decision.problems],
         "notes": decision.notes,
+        "agent_notes": _agent_notes(tree, record),
     }
     if record.type == "reminder":
         data["reminder"] = _reminder(record)
     return data
+
+
+#: How many of a record's latest log notes ``explain`` shows.
+MAX_AGENT_NOTES = 5
+
+
+def _agent_notes(tree: Tree, record: Record) -> list[str]:
+    """The latest notes in the record's log (what rouse's verbs appended), oldest first."""
+    try:
+        with open(tree.root / record.rel, "rb") as handle:
+            data = handle.read(1024 * 1024)
+        _, text = split(data, record.rel)
+    except (OSError, HeaderError):
+        return []
+    return log_entries(text)[-MAX_AGENT_NOTES:]
 
 
 def _shown(key: str, value: Any) -> str:
@@ -326,4 +345,7 @@ def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
             lines.append(f"{key.replace('_', '-')}: {_shown(key, value)}")
     lines += [f"note: {note}" for note in data["notes"]]
     lines += [f"problem: {problem}" for problem in data["problems"]]
+    if data["agent_notes"]:
+        lines.append("the agent's notes (from its log, most recent last):")
+        lines += [f"  {note}" for note in data["agent_notes"]]
     return lines

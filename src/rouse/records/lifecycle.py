@@ -89,7 +89,7 @@ def move(
     line = _one_line(note) if note else None
     with store.lock():
         if line:
-            store.append_body(record.rel, updates, _dated(now, line))
+            store.append_log(record.rel, updates, _dated(now, line))
         else:
             store.set_fields(record.rel, updates)
     return Changed(
@@ -151,7 +151,7 @@ def snooze(
     line = f"snoozed until {format_stamp(when)}" + (f": {_one_line(note)}" if note else "")
     store = Store(root)
     with store.lock():
-        store.append_body(record.rel, updates, _dated(now, line))
+        store.append_log(record.rel, updates, _dated(now, line))
     fresh = walk(root)
     next_due = clock.evaluate(fresh, fresh.records[record.dir], now).due_at
     facts["next_due"] = next_due
@@ -243,7 +243,7 @@ def close(
     line += f": {reason}" if reason else ""
     store = Store(root)
     with store.lock():
-        store.append_body(record.rel, updates, _dated(now, line))
+        store.append_log(record.rel, updates, _dated(now, line))
     return Changed(
         record.rel,
         f"{record.id} is {ending}",

@@ -368,6 +368,9 @@ def new(
     with store.lock():
         path = store.create(rel, text)
     todo = [key for key in WANTED.get(kind, ()) if not start.get(key)]
+    if kind == "reminder" and not body.strip():
+        # its body is what the wake delivers: without one it says nothing
+        todo.append("the message (the body: what to tell the human)")
     where = rel.rpartition("/")[0] if record is not None else rel
     return Created(path, rel, todo, notes, warnings, kind, record, where, start)
 
