@@ -366,3 +366,36 @@ def test_remind_without_a_message_says_to_fill_it_in(keyed_tree: Path, key_path:
     done = _cli(keyed_tree, key_path, "remind", "renew-cert", "--due", "+3d")
     assert done.returncode == 0, done.stderr
     assert "the message" in done.stdout + done.stderr
+
+
+def test_stamp_changed_lists_then_re_signs_on_yes(keyed_tree: Path, key_path: Path) -> None:
+    edit(keyed_tree, SHIP, "Ship v2 carefully.", "Ship v2 carefully, with notes.")
+    listed = _cli(keyed_tree, key_path, "stamp", "--changed")
+    assert listed.returncode == 1  # not a terminal, no --yes: it only lists
+    assert f"{SHIP}\torigin owner\tedited since stamped" in listed.stdout
+    assert verdict(keyed_tree, SHIP, key_path) == "mismatch"
+    done = _cli(keyed_tree, key_path, "stamp", "--changed", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert f"re-signed {SHIP}" in done.stdout
+    assert verdict(keyed_tree, SHIP, key_path) == "verified"
+    again = _cli(keyed_tree, key_path, "stamp", "--changed")
+    assert again.returncode == 0 and "nothing to re-sign" in again.stdout
+
+
+def test_stamp_upgrade_re_signs_v1_files(keyed_tree: Path, key_path: Path) -> None:
+    key = stampkey.load_key(key_path)
+    assert key is not None and key.secret is not None
+    path = keyed_tree / SHIP
+    text = path.read_bytes()
+    head, rest = text.split(b"---\n", 2)[1:]
+    head = b"".join(line + b"\n" for line in head.splitlines() if not line.startswith(b"origin"))
+    sig = stampkey.sign_v1(key.secret, SHIP, "owner", "", rest)
+    path.write_bytes(
+        b"---\n" + head + f"origin: owner\norigin-sig: {sig}\n".encode() + b"---\n" + rest
+    )
+    assert verdict(keyed_tree, SHIP, key_path) == "verified-v1"
+    done = _cli(keyed_tree, key_path, "stamp", "--upgrade")
+    assert done.returncode == 0, done.stderr
+    assert f"re-signed {SHIP}" in done.stdout
+    assert verdict(keyed_tree, SHIP, key_path) == "verified"
+    assert "origin-sig: v2:" in path.read_text()

@@ -220,8 +220,10 @@ def cmd_stamp(args: argparse.Namespace) -> int:
             ]
         )
         return 0
+    if args.upgrade or args.changed:
+        return _resign(args)
     if not args.origin:
-        raise UsageError("stamp needs --origin CLASS (or --init-key)")
+        raise UsageError("stamp needs --origin CLASS (or --init-key, --upgrade, --changed)")
     if not args.files:
         raise UsageError("stamp needs at least one FILE")
     key = stampkey.load_key(stamp_key_path())
@@ -232,6 +234,49 @@ def cmd_stamp(args: argparse.Namespace) -> int:
     emit(
         [f"stamped {rel} origin={args.origin}{signed}" for rel in done.written]
         + [f"kept {rel}: its stamp still verifies" for rel in done.skipped]
+    )
+    return 0
+
+
+def _resign(args: argparse.Namespace) -> int:
+    """``stamp --upgrade`` (v1 → v2) and ``stamp --changed`` (edited since stamped)."""
+    from rouse.trust import stamp as stamping
+    from rouse.trust import stampkey
+
+    if args.origin or args.turn or args.files or (args.upgrade and args.changed):
+        raise UsageError("--upgrade and --changed take no --origin, --turn or FILE, nor each other")
+    key = stampkey.load_key(stamp_key_path())
+    if key is None:
+        raise UsageError("there is no stamp key to sign with: `rouse stamp --init-key` makes one")
+    root = tree_root(args)
+    states = frozenset({"verified-v1"} if args.upgrade else {"mismatch", "unsigned"})
+    listed = stamping.unvouched(root, key, states)
+    if not listed:
+        emit(["nothing to re-sign: every stamp is v2 and verifies" if args.upgrade
+              else "nothing to re-sign: every written origin verifies"])  # fmt: skip
+        return 0
+    why = {
+        "verified-v1": "signed v1",
+        "mismatch": "edited since stamped",
+        "unsigned": "no signature",
+    }
+    emit([f"{item.rel}\torigin {item.origin}\t{why[item.state]}" for item in listed])
+    if not args.upgrade and not args.yes:
+        if not sys.stdin.isatty():
+            print(
+                f"rouse: {len(listed)} file(s) above carry an origin that does not verify; review "
+                "them, then re-sign with `rouse stamp --changed --yes` (from outside the agent)",
+                file=sys.stderr,
+            )
+            return 1
+        answer = input(f"re-sign these {len(listed)} file(s) with the origin each carries? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            emit(["nothing re-signed"])
+            return 1
+    done = stamping.resign(root, key, listed)
+    emit(
+        [f"re-signed {rel}" for rel in done.written]
+        + [f"left {rel}: it changed after it was listed" for rel in done.skipped]
     )
     return 0
 
@@ -338,3 +383,15 @@ def args_stamp(sub: argparse.ArgumentParser) -> None:
         action="store_true",
         help="make the stamp key ($ROUSE_STAMP_KEY, else ~/.config/rouse/stamp.key)",
     )
+    sub.add_argument(
+        "--upgrade",
+        action="store_true",
+        help="re-sign files whose v1 signature verifies as v2 (same origin and turn)",
+    )
+    sub.add_argument(
+        "--changed",
+        action="store_true",
+        help="list files whose written origin does not verify (edited by hand since "
+        "stamping); re-sign them, with the origin each carries, when you confirm",
+    )
+    sub.add_argument("--yes", action="store_true", help="with --changed: re-sign without asking")
