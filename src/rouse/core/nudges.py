@@ -23,14 +23,24 @@ MAX_NUDGE_BYTES = 64 * 1024
 
 
 class Nudge(Value):
-    __slots__ = ("path", "at", "record_dir", "title")
+    __slots__ = ("path", "at", "record_dir", "title", "reason", "number")
     _fields = __slots__
 
-    def __init__(self, path: Path, at: datetime, record_dir: str, title: str):
+    def __init__(
+        self,
+        path: Path,
+        at: datetime,
+        record_dir: str,
+        title: str,
+        reason: str = "",
+        number: int = 0,
+    ):
         self.path = path
         self.at = at  # the wake's time (the tick's now), from the file name
         self.record_dir = record_dir  # the record path named by its ``at:`` line
-        self.title = title  # the wake's first line
+        self.title = title  # the wake's first line (its ages as they were then)
+        self.reason = reason  # stale, review, due, nag, expire (from the ledger)
+        self.number = number  # the nudge number (from the ledger)
 
 
 def nudge_dir(root: Path) -> Path:
@@ -97,7 +107,7 @@ def vouched(root: Path, found: list[Nudge]) -> tuple[list[Nudge], list[Nudge]]:
         if row is None:
             strays.append(nudge)
         else:
-            kept.append(Nudge(nudge.path, nudge.at, row[0], row[1]))
+            kept.append(Nudge(nudge.path, nudge.at, *row))
     return kept, strays
 
 

@@ -163,15 +163,15 @@ def counts(root: Path) -> dict[str, int]:
     return found
 
 
-def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str]]:
+def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str, str, int]]:
     """Of these nudge files (tree-relative paths), the ones the ledger says rouse wrote.
 
     A nudge file is the file sink's receipt (or a given-up wake's); the ledger
     row keeps the wake as it was made. Returns receipt → (the record's path,
-    the wake's first line) from the ledger, never from the file, so a file
-    written or edited by hand vouches for nothing.
+    the wake's first line, its reason, its nudge number) from the ledger, never
+    from the file, so a file written or edited by hand vouches for nothing.
     """
-    found: dict[str, tuple[str, str]] = {}
+    found: dict[str, tuple[str, str, str, int]] = {}
     if not receipts:
         return found
     with _reader(root) as db:
@@ -182,8 +182,8 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str]
             marks = ",".join("?" * len(chunk))
             try:
                 rows = db.execute(
-                    f"SELECT receipt, path, wake FROM wakes WHERE receipt IN ({marks}) "
-                    "AND state IN ('delivered', 'given_up')",
+                    "SELECT receipt, path, wake, reason, nudge FROM wakes "
+                    f"WHERE receipt IN ({marks}) AND state IN ('delivered', 'given_up')",
                     chunk,
                 ).fetchall()
             except Exception:  # sqlite3.Error: a busy or damaged ledger vouches for nothing
@@ -194,7 +194,13 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str]
                 except (ValueError, KeyError, TypeError):
                     continue
                 if isinstance(text, str):
-                    found[row["receipt"]] = (str(row["path"]), text.split("\n", 1)[0])
+                    first = text.split("\n", 1)[0]
+                    found[row["receipt"]] = (
+                        str(row["path"]),
+                        first,
+                        str(row["reason"]),
+                        row["nudge"],
+                    )
     return found
 
 

@@ -98,7 +98,13 @@ def _woken(root: Path, tree: Tree, ids: Mapping[str, str], now: datetime) -> lis
             "record": ids.get(n.record_dir, n.record_dir),
             "path": n.record_dir,
             "at": iso_stamp(n.at),
-            "wake": n.title,
+            "reason": n.reason,
+            "nudge": n.number,
+            # ages computed now, not copied from the wake (a 09:00 wake read at 12:00)
+            "wake": (
+                f"{ids.get(n.record_dir, n.record_dir)} — woke you {human_age(n.at, now)} "
+                f"({n.reason}, nudge {n.number})"
+            ),
             "file": n.path.relative_to(root).as_posix(),
         }
         for n in nudges.woken(root, tree)

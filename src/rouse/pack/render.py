@@ -24,7 +24,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-QUARANTINE_TEXT = "from an untrusted source — review it, then re-stamp or delete"
+QUARANTINE_TEXT = "not injected: nobody you trust vouches for these"
+#: Why each quarantined file is held back, by its effective origin.
+QUARANTINE_WHY = {
+    "untrusted": "from an untrusted source",
+    "unknown": "its origin does not verify (edited since stamped, or never stamped)",
+}
+#: For the owner, never an instruction to the agent: re-stamping is the owner's act.
+QUARANTINE_OWNER = (
+    "  (for the owner, from outside the agent: review them, then `rouse stamp --changed` "
+    "re-signs what you edited by hand, `rouse stamp --origin owner FILE` vouches for a "
+    "file; or delete them)"
+)
 
 LIST_CAP = 20
 #: The due and woken sections show at least this many entries, whatever the size.
@@ -218,8 +229,12 @@ def render_text(
             out.append("")
     if data["quarantined"]:
         out.append(f"quarantined ({QUARANTINE_TEXT}):")
-        out += [f"  {q['kind']} {q['slug']} — {q['path']}" for q in data["quarantined"]]
-        out.append("")
+        out += [
+            f"  {q['kind']} {q['slug']} — {q['path']}: "
+            + QUARANTINE_WHY.get(q.get("origin", "untrusted"), QUARANTINE_WHY["untrusted"])
+            for q in data["quarantined"]
+        ]
+        out += [QUARANTINE_OWNER, ""]
     ladder = data["ladder"]
     out.append("ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open")
     if data["plugins"]:
