@@ -20,9 +20,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The demo signs: a stamp key outside the tree, made first, so `init` signs the
+# examples and the move and close at the end show that rouse's own verbs keep
+# an origin (their notes go to the record's log, which the signature leaves out).
+demo: export ROUSE_STAMP_KEY = $(DEMO)/key/stamp.key
 demo: $(STAMP)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
-	@echo '$$ rouse init $(DEMO)'
+	@echo '$$ rouse stamp --init-key    # (ROUSE_STAMP_KEY=$(DEMO)/key/stamp.key)'
+	@$(BIN)/rouse stamp --init-key
+	@echo; echo '$$ rouse init $(DEMO)'
 	@$(BIN)/rouse init $(DEMO)
 	@echo; echo '$$ rouse tree'
 	@$(BIN)/rouse --memory $(DEMO)/memory tree
@@ -38,6 +44,14 @@ demo: $(STAMP)
 	@for f in $(DEMO)/memory/.rouse/nudges/*.md; do echo "--- $${f##*/}"; cat "$$f"; done
 	@echo; echo '$$ rouse pack --now "2099-01-02 09:05"    # the next session opens with what woke it'
 	@$(BIN)/rouse --memory $(DEMO)/memory pack --now "2099-01-02 09:05"
+	@echo; echo '$$ rouse move example-bisect-the-flaky-test --note "bisected it to the retry test" --now "2099-01-02 09:10"'
+	@$(BIN)/rouse --memory $(DEMO)/memory move example-bisect-the-flaky-test --note "bisected it to the retry test" --now "2099-01-02 09:10"
+	@echo; echo '$$ rouse close example-renew-the-tls-certificate --done --now "2099-01-02 09:15"'
+	@$(BIN)/rouse --memory $(DEMO)/memory close example-renew-the-tls-certificate --done --now "2099-01-02 09:15"
+	@echo; echo '$$ rouse check    # both still carry their signed origin: no provenance warning'
+	@$(BIN)/rouse --memory $(DEMO)/memory check
+	@echo; echo '$$ rouse explain example-bisect-the-flaky-test --now "2099-01-02 09:20"'
+	@$(BIN)/rouse --memory $(DEMO)/memory explain example-bisect-the-flaky-test --now "2099-01-02 09:20"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench tools
