@@ -1,11 +1,12 @@
-"""Wiring proven with the real clients (issue 12, items 4 and 10).
+"""Wiring proven with the real clients (issue 12, items 4 and 10; issue 13, item 4).
 
 Claude Code and Codex, installed from the npm registry by ``make clients``
 (which ``make test`` runs first), start a session in a wired project against
 a model server on the loopback interface that answers every request with
 "ok" and keeps what it was sent. What the model would have read is then
 checked directly: exactly one pack per session, the pack again on resume,
-and one line saying why when rouse cannot be started.
+one line saying why when rouse cannot be started, and a wake delivered while
+a session is open reaching its next prompt, once.
 
 Everything runs under a temporary HOME, with a PATH of ``/usr/bin:/bin``
 (no rouse on it), and offline. The tests are skipped only when node or npm
@@ -20,14 +21,15 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import NOW
+from conftest import NOW, stamp
 from rouse.agents import wire
 from rouse.records.scaffold import init
 
@@ -35,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = Path(os.environ.get("ROUSE_TEST_CLIENTS") or ROOT / ".venv" / "clients")
 BIN = CLIENTS / "node_modules" / ".bin"
 PACK_HEADER = "standing truth (context layers"  # once in every pack with context
+WOKE = "woke you since your last prompt"  # once in what the prompt hook injects
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("node") and shutil.which("npm")),
@@ -289,6 +292,96 @@ def test_claude_says_why_when_rouse_cannot_be_started(machine: Machine, tmp_path
     assert wire.CANNOT_RUN in sent and "not found" not in sent
 
 
+def deliver_a_wake(machine: Machine) -> None:
+    """The sweeper delivers a wake while the session is open: a reminder made an hour
+    ago and due 30 minutes ago, swept now (the wall clock: the hook reads it too)."""
+    wall = datetime.now().replace(second=0, microsecond=0)
+    tree = str(machine.project / "memory")
+    due = stamp(wall - timedelta(minutes=30))
+    for args in (
+        ["remind", "call-bank", "--due", due, "--now", stamp(wall - timedelta(hours=1))],
+        ["sweep", "--once", "-q", "--now", stamp(wall)],
+    ):
+        done = subprocess.run(
+            [machine.rouse, *args, "--memory", tree],
+            env={**machine.env(), "PATH": os.environ["PATH"]},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+
+
+class Conversation:
+    """One open `claude -p` session fed its prompts one at a time (stream-json on stdin)."""
+
+    def __init__(self, machine: Machine) -> None:
+        args = [str(BIN / "claude"), "-p", "--input-format", "stream-json"]
+        args += ["--output-format", "stream-json", "--verbose"]
+        self.proc = subprocess.Popen(
+            args,
+            cwd=machine.project,
+            env=machine.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.guard = threading.Timer(120, self.proc.kill)  # a hung client fails, never hangs
+        self.guard.start()
+
+    def say(self, text: str) -> list[dict[str, Any]]:
+        """Send one prompt; its events, up to the turn's result."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        message = {"type": "user", "message": {"role": "user", "content": text}}
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+        events: list[dict[str, Any]] = []
+        while not events or events[-1].get("type") != "result":
+            line = self.proc.stdout.readline()
+            assert line, "claude closed its output before the turn ended"
+            if line.startswith("{"):
+                events.append(json.loads(line))
+        return events
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=60) == 0
+        self.guard.cancel()
+        self.proc.stdout.close()
+
+
+def test_a_wake_between_two_prompts_reaches_the_second_only(machine: Machine) -> None:
+    machine.wire(claude_hooks=True)
+    talk = Conversation(machine)
+    try:
+        (init,) = [e for e in talk.say("first") if e.get("subtype") == "init"]
+        assert machine.model.last().count(PACK_HEADER) == 1  # the session's pack
+        assert WOKE not in machine.model.last()  # nothing delivered yet: nothing injected
+
+        deliver_a_wake(machine)
+
+        talk.say("second")
+        sent = machine.model.last()
+        assert sent.count(WOKE) == 1 and "reminder/call-bank" in sent
+        assert sent.count(PACK_HEADER) == 1  # the prompt hook never prints the pack
+
+        talk.say("third")  # nothing new since: nothing more injected
+        assert machine.model.last().count(WOKE) == 1  # (the second prompt's, in the history)
+    finally:
+        talk.close()
+    # the session's transcript keeps what a hook gave the model: the wake, once
+    (transcript,) = (machine.home / ".claude" / "projects").rglob(f"{init['session_id']}.jsonl")
+    given = [
+        entry["attachment"]
+        for entry in map(json.loads, transcript.read_text().splitlines())
+        if (entry.get("attachment") or {}).get("hookEvent") == "UserPromptSubmit"
+    ]
+    (wake,) = given
+    assert wake["exitCode"] == 0 and wake["content"].startswith("rouse: 1 record(s) " + WOKE)
+
+
 # -- Codex --------------------------------------------------------------------
 
 
@@ -349,8 +442,8 @@ def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Mac
     codex(machine, machine.project, "--trust", "hi")
     assert PACK_HEADER not in machine.model.last()
 
-    (command,) = trust_hooks(machine, machine.project)
-    assert "--hook codex" in command
+    commands = trust_hooks(machine, machine.project)  # SessionStart and UserPromptSubmit
+    assert len(commands) == 2 and all("--hook codex" in c for c in commands)
     codex(machine, machine.project, "hi")
     sent = machine.model.last()
     assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent
@@ -368,7 +461,7 @@ def test_codex_gets_one_pack_with_a_user_and_a_project_hook(machine: Machine) ->
     machine.wire(machine.global_tree, codex_hooks=True)  # ~/.codex/hooks.json
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project
-    assert len(trust_hooks(machine, machine.project)) == 2  # the user's hook and the project's
+    assert len(trust_hooks(machine, machine.project)) == 4  # the user's hooks and the project's
 
     codex(machine, machine.project, "hi")
     sent = machine.model.last()
@@ -378,3 +471,78 @@ def test_codex_gets_one_pack_with_a_user_and_a_project_hook(machine: Machine) ->
     codex(machine, machine.elsewhere, "hi")
     sent = machine.model.last()
     assert sent.count(PACK_HEADER) == 1 and "GLOBAL-MARK" in sent
+
+
+class AppServer:
+    """`codex app-server` over JSON-RPC on its stdio (what its TUI and IDE clients use)."""
+
+    def __init__(self, machine: Machine, cwd: Path) -> None:
+        self.proc = subprocess.Popen(
+            [str(BIN / "codex"), "app-server"],
+            cwd=cwd,
+            env=machine.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.guard = threading.Timer(120, self.proc.kill)  # a hung server fails, never hangs
+        self.guard.start()
+        self.number = 0
+        info = {"name": "rouse-tests", "title": "rouse tests", "version": "1"}
+        self.call("initialize", {"clientInfo": info, "capabilities": {"experimentalApi": True}})
+        self.send({"jsonrpc": "2.0", "method": "initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message) + "\n")
+        self.proc.stdin.flush()
+
+    def until(self, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, "codex app-server closed its output"
+            message: dict[str, Any] = json.loads(line)
+            if wanted(message):
+                return message
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.number += 1
+        number = self.number
+        self.send({"jsonrpc": "2.0", "id": number, "method": method, "params": params})
+        answer = self.until(lambda m: m.get("id") == number)
+        assert "error" not in answer, answer
+        return answer
+
+    def turn(self, thread: str, text: str) -> None:
+        self.call("turn/start", {"threadId": thread, "input": [{"type": "text", "text": text}]})
+        self.until(lambda m: m.get("method") == "turn/completed")
+
+    def close(self) -> None:
+        self.guard.cancel()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+        self.proc.stdout.close()
+
+
+def test_codex_gets_a_wake_between_two_turns_at_the_second_only(machine: Machine) -> None:
+    machine.wire(codex_hooks=True)
+    codex(machine, machine.project, "--trust", "hi")  # trust the project, then its hooks
+    assert len(trust_hooks(machine, machine.project)) == 2
+    server = AppServer(machine, machine.project)
+    try:
+        started = server.call("thread/start", {"cwd": str(machine.project)})
+        thread = started["result"]["thread"]["id"]
+        server.turn(thread, "first")
+        assert machine.model.last().count(PACK_HEADER) == 1 and WOKE not in machine.model.last()
+        deliver_a_wake(machine)
+        server.turn(thread, "second")
+        sent = machine.model.last()
+        assert sent.count(WOKE) == 1 and "reminder/call-bank" in sent
+        server.turn(thread, "third")
+        assert machine.model.last().count(WOKE) == 1  # the second turn's, in the history
+    finally:
+        server.close()

@@ -369,6 +369,57 @@ def test_wiring_keeps_one_rouse_hook_across_the_settings_scopes(project: Path, h
     assert sum("--hook claude" in h["command"] for h in session_hooks(local)) == 1
 
 
+def prompt_hooks(path: Path) -> list[dict[str, object]]:
+    data = json.loads(path.read_text())
+    return [h for g in data["hooks"].get("UserPromptSubmit", []) for h in g["hooks"]]
+
+
+def test_wire_adds_one_prompt_hook_per_agent_and_moves_it_with_the_session_hook(
+    project: Path, home: Path
+) -> None:
+    local = project / ".claude" / "settings.local.json"
+    shared = project / ".claude" / "settings.json"
+    local.parent.mkdir()
+    theirs = {"hooks": [{"type": "command", "command": "echo mine"}]}
+    local.write_text(json.dumps({"hooks": {"UserPromptSubmit": [theirs]}}))
+    run_wire(project, home, claude_hooks=True, codex_hooks=True)
+    first = local.read_text()
+    run_wire(project, home, claude_hooks=True, codex_hooks=True)
+    assert local.read_text() == first  # idempotent
+    groups = json.loads(first)["hooks"]["UserPromptSubmit"]
+    assert groups[0] == theirs and "matcher" not in groups[1]  # neither agent matches on it
+    (ours,) = prompt_hooks(local)[1:]
+    assert (
+        ours["command"] == 'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude || true'
+    )
+    (codex,) = prompt_hooks(project / ".codex" / "hooks.json")
+    assert str(codex["command"]).endswith("--hook codex || true")
+    # one scope: moving the session hook to the shared file moves the prompt hook too
+    run_wire(project, home, claude_hooks=True, shared=True)
+    assert prompt_hooks(local) == theirs["hooks"]
+    assert [h["command"] for h in prompt_hooks(shared)] == [
+        'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude || true'
+    ]
+
+
+@pytest.mark.parametrize("kind", ["claude", "codex"])
+def test_the_prompt_hook_prints_nothing_when_rouse_cannot_start(
+    project: Path, home: Path, tmp_path: Path, kind: str
+) -> None:
+    run_wire(project, home, str(tmp_path / "gone" / "rouse"), claude_hooks=True, codex_hooks=True)
+    path = project / (".claude/settings.local.json" if kind == "claude" else ".codex/hooks.json")
+    (command,) = [h["command"] for h in prompt_hooks(path)]
+    done = subprocess.run(
+        ["/bin/sh", "-c", command],
+        env={"PATH": str(tmp_path / "empty"), "CLAUDE_PROJECT_DIR": str(project)},
+        input=json.dumps({"session_id": "s1", "hook_event_name": "UserPromptSubmit"}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == ""  # said once at session start, not here
+
+
 def test_matchers_follow_each_agents_session_start_sources() -> None:
     assert wire.MATCHERS == {
         "claude": "startup|resume|clear|compact",
@@ -638,6 +689,9 @@ def test_the_wiring_page_shows_the_hook_rouse_writes() -> None:
     assert group["hooks"] == [
         {"type": "command", "command": wire.hook_command(w, "claude", "/home/you/.local/bin/rouse")}
     ]
+    (group,) = shown["hooks"]["UserPromptSubmit"]
+    command = wire.hook_command(w, "claude", "/home/you/.local/bin/rouse", wire.PROMPT)
+    assert group == {"hooks": [{"type": "command", "command": command}]}
 
 
 def test_the_stop_hook_in_the_provenance_page_stamps_what_a_turn_changed(

@@ -1,5 +1,9 @@
 """``rouse pack --hook claude|codex``: the pack as an agent's SessionStart hook.
 
+The same command is the UserPromptSubmit hook: called for that event (the
+hook's input says which), it prints only the wakes the session has not seen
+(:mod:`rouse.agents.prompt_hook`), never the pack.
+
 This is what an agent runs at every session start, so it stays as light as
 the pack itself (no ``wire``, which pulls in dataclasses and argparse).
 
@@ -27,6 +31,7 @@ import re
 import select
 import sys
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
 from rouse.core.errors import RouseError
@@ -228,12 +233,21 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     args.hook, args.json = None, False
     args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
     out = io.StringIO()
+    session = read_session()
+    if session.get("hook_event_name") == "UserPromptSubmit":
+        return prompt_hook(kind, args, session)
     try:
-        if gives_way(kind, getattr(args, "memory", None), read_session(), os.environ):
+        memory = getattr(args, "memory", None)
+        if gives_way(kind, memory, session, os.environ):
             return 0
+        shown = _nudges_now(memory, session)  # before the pack is built: it shows these
         with contextlib.redirect_stdout(out), HardWall(HOOK_WALL, MEASURES.get(kind, len)):
             run(args)
         text = out.getvalue()
+        if shown is not None:
+            from rouse.agents.prompt_hook import mark_seen
+
+            mark_seen(shown[0], session.get("session_id"), shown[1])
     except RouseError as exc:
         text = f"rouse: no memory pack this session: {exc.render()}\n"
     except Exception as exc:  # a session-start hook must never fail the session
@@ -243,3 +257,51 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
         )
     sys.stdout.write(hook_output(kind, text))
     return 0
+
+
+def _nudges_now(memory: str | None, session: Mapping[str, Any]) -> tuple[Path, list[str]] | None:
+    """The tree and the nudge files in it now, when this session can keep a seen-set."""
+    if not session.get("session_id"):
+        return None
+    from rouse.agents.prompt_hook import nudge_names
+
+    root = find_tree(memory, os.environ)
+    return root, nudge_names(root)
+
+
+def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
+    """UserPromptSubmit: the wakes this session has not seen yet, or nothing at all.
+
+    It never fails the prompt: a problem is one line on stderr (the agent
+    shows it in its debug output) and no context; the SessionStart hook has
+    already said what is wrong with the tree.
+    """
+    from rouse.agents import prompt_hook as prompt
+
+    try:
+        memory = getattr(args, "memory", None)
+        if gives_way(kind, memory, session, os.environ):
+            return 0
+        root = find_tree(memory, os.environ)
+        found = prompt.new_wakes(root, session.get("session_id"))
+        if not found:
+            return 0
+        now = _now(getattr(args, "now", None))
+        text = cap(prompt.render(found, now), HOOK_LIMIT, MEASURES.get(kind, len))
+    except Exception as exc:  # a prompt hook must never fail the prompt
+        detail = exc.render() if isinstance(exc, RouseError) else f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(f"rouse: no wakes at this prompt: {detail}\n")
+        return 0
+    sys.stdout.write(prompt.prompt_output(kind, text))
+    return 0
+
+
+def _now(given: str | None) -> datetime:
+    """``--now``, else ``$ROUSE_NOW``, else the wall clock (a bad value: the wall clock)."""
+    from rouse.core.timefmt import parse_stamp
+
+    given = given or os.environ.get("ROUSE_NOW")
+    if given:
+        with contextlib.suppress(ValueError):
+            return parse_stamp(given)
+    return datetime.now().replace(microsecond=0)

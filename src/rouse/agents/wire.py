@@ -37,6 +37,11 @@ INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
 #: clear, compact; Codex: startup, resume, clear): a fresh pack after each.
 MATCHERS = {"claude": "startup|resume|clear|compact", "codex": "startup|resume|clear"}
 MATCHER = MATCHERS["claude"]
+SESSION_START = "SessionStart"
+#: At each prompt the same command hands the open session the wakes it has not
+#: seen (it reads the event from its input); neither agent matches on this event.
+PROMPT = "UserPromptSubmit"
+EVENTS = (SESSION_START, PROMPT)
 _OUR_HOOK_RE = re.compile(
     HOOK_COMMAND.format(kind="(?:claude|codex)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
 )
@@ -269,12 +274,15 @@ def stable_executable(
     return None
 
 
-def hook_command(w: Wiring, kind: str, executable: str | None = None) -> str:
-    """The SessionStart command: it pins this tree (and, when given, this rouse).
+def hook_command(
+    w: Wiring, kind: str, executable: str | None = None, event: str = SESSION_START
+) -> str:
+    """The hook's command: it pins this tree (and, when given, this rouse).
 
     ``R=/path/to/rouse; [ -x "$R" ] || R=rouse; "$R" pack …``: the install that
-    wired it, else whatever ``rouse`` is on PATH, else one line saying why
-    there is no pack. It exits 0 on every path.
+    wired it, else whatever ``rouse`` is on PATH, else (at session start) one
+    line saying why there is no pack; at a prompt, nothing. It exits 0 on
+    every path.
     """
     if kind == "claude" and w.project is not None:
         ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
@@ -287,7 +295,9 @@ def hook_command(w: Wiring, kind: str, executable: str | None = None) -> str:
         head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
     else:
         head = f"rouse {run}"
-    if kind == "codex":
+    if event == PROMPT:
+        fallback = "true"  # the session start said it once; not again at every prompt
+    elif kind == "codex":
         payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
         payload["hookSpecificOutput"]["additionalContext"] = CANNOT_RUN
         fallback = "printf '%s\\n' " + shlex.quote(json.dumps(payload))
@@ -331,23 +341,28 @@ def _is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and bool(_OUR_HOOK_RE.search(str(hook.get("command", ""))))
 
 
-def _has_our_hook(path: Path) -> bool:
+def _has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
     try:
-        groups = _load_json(path).get("hooks", {}).get("SessionStart", [])
+        hooks = _load_json(path).get("hooks", {})
+        lists = [hooks.get(event, []) for event in events]
     except (RouseError, AttributeError):
         return False
-    return isinstance(groups, list) and any(
-        _is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or []
+    return any(
+        isinstance(groups, list)
+        and any(
+            _is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or []
+        )
+        for groups in lists
     )
 
 
-def _session_groups(data: dict[str, Any], where: str) -> list[Any]:
+def _session_groups(data: dict[str, Any], where: str, event: str = SESSION_START) -> list[Any]:
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError(f"{where}: 'hooks' is not a JSON object; fix it by hand, nothing written")
-    groups = hooks.get("SessionStart", [])
+    groups = hooks.get(event, [])
     if not isinstance(groups, list):
-        raise UsageError(f"{where}: 'hooks.SessionStart' is not a list; nothing written")
+        raise UsageError(f"{where}: 'hooks.{event}' is not a list; nothing written")
     return groups
 
 
@@ -369,27 +384,39 @@ def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
 
 
 def merge_session_hook(
-    data: dict[str, Any], command: str, where: str, matcher: str = MATCHER
+    data: dict[str, Any],
+    command: str,
+    where: str,
+    matcher: str = MATCHER,
+    prompt_command: str | None = None,
 ) -> dict[str, Any]:
-    """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order."""
-    kept, position = _without_ours(_session_groups(data, where))
-    ours = {"matcher": matcher, "hooks": [{"type": "command", "command": command}]}
-    kept.insert(len(kept) if position is None else position, ours)
-    data.setdefault("hooks", {})["SessionStart"] = kept
+    """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
+    with ``prompt_command``, exactly one rouse UserPromptSubmit hook too."""
+    wanted: list[tuple[str, dict[str, Any]]] = [(SESSION_START, {"matcher": matcher})]
+    if prompt_command is not None:
+        wanted.append((PROMPT, {}))
+    for event, head in wanted:
+        kept, position = _without_ours(_session_groups(data, where, event))
+        run = command if event == SESSION_START else prompt_command
+        ours = {**head, "hooks": [{"type": "command", "command": run}]}
+        kept.insert(len(kept) if position is None else position, ours)
+        data.setdefault("hooks", {})[event] = kept
     return data
 
 
 def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """``data`` without any rouse SessionStart hook (empty containers left out)."""
-    kept, _ = _without_ours(_session_groups(data, where))
-    hooks = data.get("hooks")
-    if isinstance(hooks, dict):
-        if kept:
-            hooks["SessionStart"] = kept
-        else:
-            hooks.pop("SessionStart", None)
-            if not hooks:
-                del data["hooks"]
+    """``data`` without any rouse SessionStart or UserPromptSubmit hook (empty
+    containers left out)."""
+    for event in EVENTS:
+        kept, _ = _without_ours(_session_groups(data, where, event))
+        hooks = data.get("hooks")
+        if isinstance(hooks, dict):
+            if kept:
+                hooks[event] = kept
+            else:
+                hooks.pop(event, None)
+                if not hooks:
+                    del data["hooks"]
     return data
 
 
@@ -398,17 +425,23 @@ def _dump(data: dict[str, Any]) -> str:
 
 
 def wire_hook_files(
-    target: Path, others: Sequence[Path], command: str, matcher: str, label: str
+    target: Path,
+    others: Sequence[Path],
+    command: str,
+    matcher: str,
+    label: str,
+    prompt_command: str | None = None,
 ) -> list[str]:
-    """Our hook in ``target``, and in none of ``others`` (the same tree's other scopes).
+    """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
     Every file is read and checked before any is written, so a broken one
     stops the run with nothing changed.
     """
     loaded = {path: _load_json(path) for path in (target, *others)}
-    texts = {target: _dump(merge_session_hook(loaded[target], command, str(target), matcher))}
+    merged = merge_session_hook(loaded[target], command, str(target), matcher, prompt_command)
+    texts = {target: _dump(merged)}
     for path in others:
-        if path.exists() and _has_our_hook(path):
+        if path.exists() and _has_our_hook(path, EVENTS):
             texts[path] = _dump(remove_session_hook(loaded[path], str(path)))
     done = [_update(target, texts[target], label)]
     for path in others:
@@ -418,8 +451,10 @@ def wire_hook_files(
     return done
 
 
-def wire_hook_file(path: Path, command: str, label: str, matcher: str = MATCHER) -> str:
-    return wire_hook_files(path, (), command, matcher, label)[0]
+def wire_hook_file(
+    path: Path, command: str, label: str, matcher: str = MATCHER, prompt_command: str | None = None
+) -> str:
+    return wire_hook_files(path, (), command, matcher, label, prompt_command)[0]
 
 
 def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
@@ -429,8 +464,14 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
     )
     others = [p for p in paths if p != target]
     command = hook_command(w, "claude", executable)
+    prompt = hook_command(w, "claude", executable, PROMPT)
     result.done += wire_hook_files(
-        target, others, command, MATCHERS["claude"], "Claude Code SessionStart"
+        target,
+        others,
+        command,
+        MATCHERS["claude"],
+        "Claude Code SessionStart, UserPromptSubmit",
+        prompt,
     )
 
 
@@ -439,7 +480,8 @@ def codex_notes(w: Wiring) -> list[str]:
     where = "your user hooks" if w.project is None else "this project's hooks"
     lines = [
         f"Codex runs {where} only once you trust them: start `codex`, open /hooks and trust "
-        "the rouse SessionStart hook (again whenever `rouse wire` changes its command)."
+        "the rouse SessionStart and UserPromptSubmit hooks (again whenever `rouse wire` "
+        "changes their command)."
     ]
     if w.project is not None:
         lines.append(
@@ -451,8 +493,10 @@ def codex_notes(w: Wiring) -> list[str]:
 
 def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
     command = hook_command(w, "codex", executable)
+    prompt = hook_command(w, "codex", executable, PROMPT)
     path = _codex_path(w)
-    result.done.append(wire_hook_file(path, command, "Codex SessionStart", MATCHERS["codex"]))
+    label = "Codex SessionStart, UserPromptSubmit"
+    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt))
     result.printed += codex_notes(w)
 
 

@@ -1,0 +1,187 @@
+"""The UserPromptSubmit hook: wakes that arrived while a session was open, at its next prompt.
+
+The SessionStart hook gives a session its pack, woken records included. A
+wake the sweeper delivers later (a nudge file in ``.rouse/nudges/``) would
+wait for the next session; this hook hands it to the open one at its next
+prompt instead. ``rouse pack --hook KIND`` is the command of both hooks: it
+reads which event called it from the hook's input (``hook_event_name``).
+
+Each session keeps a small seen-set in ``.rouse/sessions/<session id>.json``:
+the nudge file names it has been shown (the SessionStart hook writes the ones
+that existed when its pack was built). A prompt costs a directory listing and
+one small JSON read when nothing is new, and prints nothing. When something
+is new, only the nudge files the ledger vouches for, whose record the agent
+has not acted on since, are shown — each once per session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core import layout, nudges, statedir, statefile
+
+DIR = "sessions"
+#: A session's seen-set not touched for this long is deleted (when another session starts).
+KEEP_SECONDS = 30 * 24 * 3600
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
+
+
+def seen_file(root: Path, session_id: object) -> Path | None:
+    """Where this session's seen-set lives, or None without a usable session id."""
+    if not isinstance(session_id, str) or not session_id:
+        return None
+    name = session_id
+    if not _PLAIN_ID.fullmatch(name):
+        import hashlib  # ~3 ms, and only for an id that cannot be a file name as it is
+
+        name = "h-" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+    return root / layout.STATE_DIR / DIR / f"{name}.json"
+
+
+def nudge_names(root: Path) -> list[str]:
+    """The names of the nudge files now in ``.rouse/nudges/`` (none behind a link)."""
+    if statedir.path_problem(root, nudges.DIR, directory=True) is not None:
+        return []
+    try:
+        with os.scandir(nudges.nudge_dir(root)) as entries:
+            return [e.name for e in entries if e.name.endswith(".md") and not e.is_symlink()]
+    except OSError:
+        return []
+
+
+def _load_seen(path: Path) -> set[str] | None:
+    data = statefile.load_json(path)
+    if not isinstance(data, dict) or not isinstance(data.get("seen"), list):
+        return None
+    return {name for name in data["seen"] if isinstance(name, str)}
+
+
+def _save_seen(path: Path, seen: set[str], present: list[str]) -> bool:
+    """Keep only names still present (archived nudge files never come back)."""
+    kept = sorted(seen.intersection(present))
+    return statefile.save_json(path, {"seen": kept})
+
+
+def _prune(folder: Path, now: float) -> None:
+    """Delete seen-sets of sessions idle for :data:`KEEP_SECONDS` (best effort)."""
+    try:
+        with os.scandir(folder) as entries:
+            old = [
+                e.path
+                for e in entries
+                if e.name.endswith(".json")
+                and e.is_file(follow_symlinks=False)
+                and now - e.stat(follow_symlinks=False).st_mtime > KEEP_SECONDS
+            ]
+    except OSError:
+        return
+    for path in old:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def mark_seen(root: Path, session_id: object, names: list[str]) -> None:
+    """The SessionStart side: every nudge in ``names`` was in this session's pack."""
+    path = seen_file(root, session_id)
+    if path is None or statefile.through_link(path):
+        return
+    old = _load_seen(path)
+    if old is None:
+        _prune(path.parent, time.time())
+    _save_seen(path, (old or set()) | set(names), names)
+
+
+def new_wakes(root: Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
+    """The wakes this session has not been shown, and mark them shown.
+
+    Fast when nothing is new: a listing and the seen-set, no ledger, no walk.
+    A session without a seen-set (its SessionStart hook did not run) is shown
+    every wake still standing, once. Each comes with its record's short id.
+    """
+    path = seen_file(root, session_id)
+    if path is None:
+        return []
+    names = nudge_names(root)
+    seen = _load_seen(path)
+    fresh = set(names) - (seen or set())
+    if not fresh:
+        return []
+    if not _save_seen(path, (seen or set()) | fresh, names):
+        return []  # no place to remember what was shown (a link, a read-only tree):
+        # show nothing rather than the same wakes at every prompt
+    return _standing(root, _candidates(root, fresh))
+
+
+def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
+    """The new nudge files by name and time only: the ledger says the rest (never the file)."""
+    found = []
+    for name in names:
+        with contextlib.suppress(ValueError):
+            at = datetime.strptime(name[:15], nudges.NAME_STAMP)
+            found.append(nudges.Nudge(nudges.nudge_dir(root) / name, at, "", ""))
+    found.sort(key=lambda n: (n.at, n.path.name))
+    return found
+
+
+def _standing(root: Path, candidates: list[nudges.Nudge]) -> list[tuple[str, nudges.Nudge]]:
+    """Of these nudges, the ones the ledger vouches for whose record has not moved since."""
+    kept, _ = nudges.vouched(root, candidates)
+    if not kept:
+        return []
+    from rouse.core.cache import cached_walk
+    from rouse.core.home import stamp_key_path
+    from rouse.core.tree import display_ids
+    from rouse.trust.stampkey import cache_secret
+
+    tree = cached_walk(root, cache_secret(stamp_key_path()))  # the pack's cache, warm
+    latest: dict[str, nudges.Nudge] = {}
+    for nudge in kept:
+        latest[nudge.record_dir] = nudge
+    live = []
+    for nudge in latest.values():
+        record = tree.records.get(nudge.record_dir)
+        if record is not None and not nudges.acted_since(record, nudge.at):
+            live.append(nudge)
+    live.sort(key=lambda n: (n.at, n.record_dir))
+    ids = display_ids(tree)
+    return [(ids.get(n.record_dir, n.record_dir), n) for n in live]
+
+
+def render(found: list[tuple[str, nudges.Nudge]], now: datetime) -> str:
+    """What the prompt is given: the new wakes, and how to answer them."""
+    from rouse.core.timefmt import human_age
+
+    lines = [f"rouse: {len(found)} record(s) woke you since your last prompt"]
+    for record, nudge in found[:LIST_MOST]:
+        lines.append(
+            f"  {record} — woke you {human_age(nudge.at, now)} "
+            f"({nudge.reason}, nudge {nudge.number})"
+        )
+        lines.append(f"    at: {nudge.record_dir}")
+        lines.append(f"    the wake: {nudges.rel_of(nudge)}")
+    if len(found) > LIST_MOST:
+        lines.append(f"  … and {len(found) - LIST_MOST} more — run `rouse pack`")
+    lines.append(
+        "Act on each (then `rouse move` or `rouse close` its record), or say why not; "
+        "no need to answer them before the user's request."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def prompt_output(kind: str, text: str) -> str:
+    """Plain text for Claude Code, strict JSON for Codex (nothing when there is nothing)."""
+    if not text:
+        return ""
+    if kind == "codex":
+        payload = {
+            "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}
+        }
+        return json.dumps(payload, ensure_ascii=False) + "\n"
+    return text
