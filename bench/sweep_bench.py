@@ -9,6 +9,9 @@ On the SPEC §12 tree (bench/generate.py, ~3,600 files) and its 10× version:
 - idle cold:   a tick with nothing due and no header cache yet;
 - idle warm:   the same tick again, header cache in place (the steady state of
                a sweeper ticking every minute): it should read no unchanged file.
+- digest:      (issue 13) every due record delivered to an exec stand-in, once
+               one delivery per wake (`--sink exec`) and once as one agent run
+               of one digest (`--run exec`), each on a fresh copy of the tree.
 
 Idle ticks run at an instant three weeks before the generator's "now", when no
 record is due yet. Run: `.venv/bin/python bench/sweep_bench.py [--scales 1 10]`.
@@ -76,15 +79,53 @@ def bench(scale: int, scratch: Path, runs: int, deliver: bool) -> None:
         print(f"  {'the next tick (nothing left due)':<34}{after:>8.3f}s")
 
 
+STAND_IN = """#!/bin/sh
+cat > /dev/null
+echo x >> "$0.calls"
+"""
+
+
+def bench_digest(scratch: Path, now: datetime) -> None:
+    """One delivery per wake vs one run of one digest, to the same exec stand-in."""
+    agent = scratch / "stand-in"
+    agent.write_text(STAND_IN)
+    agent.chmod(0o755)
+    calls = Path(f"{agent}.calls")
+    print("\ndigest (issue 13): every due wake of the §12 tree ×1 to an exec stand-in")
+    for label, options in (
+        ("one delivery per wake (--sink exec)", ["--sink", "exec"]),
+        ("one run of one digest (--run exec)", ["--run", "exec"]),
+    ):
+        root = scratch / f"digest-{options[0][2:]}" / "memory"
+        generate(root, 1, now=now)
+        calls.unlink(missing_ok=True)
+        command = rouse(root, "sweep", "--once", "--now", now.strftime(STAMP), *options)
+        seconds, done = timed([*command, "--", str(agent)])
+        assert done.returncode == 0, done.stderr
+        started = len(calls.read_text().splitlines())
+        wakes = json.loads(subprocess.run(
+            rouse(root, "log", "--json", "--limit", "10000"),
+            capture_output=True, text=True, check=True,
+        ).stdout)  # fmt: skip
+        delivered = sum(w["state"] == "delivered" for w in wakes)
+        print(
+            f"  {label:<38}{seconds:>8.3f}s  {delivered} wakes delivered, "
+            f"{started} process(es) started"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
     parser.add_argument("--deliver-at", type=int, nargs="+", default=[1], metavar="SCALE")
+    parser.add_argument("--digest-only", action="store_true", help="only the digest rows")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rouse-sweep-bench-") as scratch:
-        for scale in args.scales:
-            bench(scale, Path(scratch), args.runs, scale in args.deliver_at)
+        if not args.digest_only:
+            for scale in args.scales:
+                bench(scale, Path(scratch), args.runs, scale in args.deliver_at)
+        bench_digest(Path(scratch), datetime(2026, 3, 16, 12, 0))
 
 
 if __name__ == "__main__":

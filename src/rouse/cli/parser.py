@@ -24,6 +24,7 @@ from rouse.cli.read import (
     cmd_recall,
     cmd_tree,
 )
+from rouse.cli.service import args_service, cmd_service
 from rouse.cli.sweeping import args_log, args_status, args_sweep, cmd_log, cmd_status, cmd_sweep
 from rouse.cli.write import (
     args_close,
@@ -125,6 +126,11 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         cmd_log,
         "the ledger's recent wakes: id, record, reason, sink, state, times",
         args_log,
+    ),
+    "service": (
+        cmd_service,
+        "run the sweeper as a service: install, status, uninstall (systemd, launchd, cron)",
+        args_service,
     ),
     "wire": (cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules", args_wire),
     "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])", None),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from rouse.cli.common import (
     emit,
@@ -11,6 +12,7 @@ from rouse.cli.common import (
     tree_root,
 )
 from rouse.cli.read import MOST_LISTED, within
+from rouse.core.errors import UsageError
 from rouse.core.home import stamp_key_path
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -18,10 +20,14 @@ from rouse.core.home import stamp_key_path
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
+
+    from rouse.sweep.runner import Runner
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rouse.sweep import loop, sinks
+    from rouse.sweep.heartbeat import Heartbeat
     from rouse.sweep.ledger import QuietHours
     from rouse.trust.origins import origin_reader
 
@@ -29,14 +35,59 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     loop.check_wait("--timeout", args.timeout)  # (a nan or inf would never kill a hung exec)
     root = tree_root(args)
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
-    sink = sinks.make_sink(
-        args.sink,
-        args.command,
-        root=root,
-        timeout=args.timeout,
-        secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
-        base_env=os.environ,
-    )
+    sink_spec, escalate_spec = args.sink or ["file"], args.escalate
+    run_spec = [args.run] if args.run else None
+    if run_spec and args.sink:
+        raise UsageError(
+            "--run takes the sink's place (the run is the delivery): drop --sink, or drop --run"
+        )
+    if not run_spec and (args.max_runs or args.run_timeout):
+        raise UsageError("--max-runs and --run-timeout are for --run: add --run claude|codex|exec")
+    specs = {"--sink": sink_spec, "--run": run_spec, "--escalate": escalate_spec}
+    quoted = {"--sink": args.sink_cmd, "--run": args.run_cmd, "--escalate": args.escalate_cmd}
+    commands = _commands(specs, quoted, args.command)
+    sink: sinks.Sink
+    if run_spec:
+        sink = _runner(root, args.run, commands["--run"], args)
+    else:
+        sink = sinks.make_sink(
+            sink_spec,
+            commands["--sink"],
+            root=root,
+            timeout=args.timeout,
+            secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
+            base_env=os.environ,
+        )
+    if args.digest and sink.kind == "file":
+        raise UsageError(
+            "--digest is for the exec, webhook and stdout sinks: the file sink writes one "
+            "nudge file per record for the pack (drop --digest, or give --sink exec/webhook)"
+        )
+    escalation = None
+    if escalate_spec or args.escalate_after:
+        from rouse.sweep.escalate import Escalation, Threshold
+
+        if not (escalate_spec and args.escalate_after):
+            raise UsageError(
+                "--escalate and --escalate-after go together: e.g. --escalate-after 3 "
+                "--escalate webhook https://…"
+            )
+        if escalate_spec[0] in ("file", "stdout"):
+            raise UsageError(
+                f"--escalate {escalate_spec[0]} would not reach a human: "
+                "use --escalate webhook URL or --escalate exec -- CMD"
+            )
+        escalation = Escalation(
+            Threshold.parse(args.escalate_after),
+            sinks.make_sink(
+                escalate_spec,
+                commands["--escalate"],
+                root=root,
+                timeout=args.timeout,
+                secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
+                base_env=os.environ,
+            ),
+        )
     return loop.sweep(
         root,
         sink,
@@ -46,6 +97,75 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         quiet=QuietHours.parse(args.quiet) if args.quiet else None,
         origins=origin_reader(root, stamp_key_path()),
         verbosity=args.verbosity,
+        after_tick=Heartbeat(args.heartbeat) if args.heartbeat else None,
+        digest=args.digest,
+        escalation=escalation,
+    )
+
+
+def _commands(
+    specs: dict[str, list[str] | None], quoted: dict[str, str | None], trailing: list[str]
+) -> dict[str, list[str]]:
+    """Each option's command: its own ``--X-cmd 'CMD ARGS'`` (shlex), or the one after ``--``.
+
+    The command after ``--`` goes to the one option of kind exec that has no
+    ``--X-cmd``; with none, to a ``--run`` preset (its extra flags), else to
+    ``--sink`` (which refuses it unless it is exec).
+    """
+    import shlex
+
+    commands: dict[str, list[str]] = {name: [] for name in specs}
+    for name, text in quoted.items():
+        if text is None:
+            continue
+        spec = specs.get(name)
+        if not spec or (spec[0] != "exec" and name != "--run"):
+            want = "--run claude|codex|exec" if name == "--run" else f"{name} exec"
+            raise UsageError(f"{name}-cmd is for {want}: add it, or drop {name}-cmd")
+        try:
+            words = shlex.split(text)
+        except ValueError as exc:
+            raise UsageError(
+                f"{name}-cmd {text!r} cannot be split ({exc}): check its quotes"
+            ) from None
+        if not words:
+            raise UsageError(f"{name}-cmd is empty: give the command, e.g. {name}-cmd 'CMD ARG'")
+        commands[name] = words
+    if not trailing:
+        return commands
+    free = [name for name, spec in specs.items() if spec and quoted.get(name) is None]
+    takers = [name for name in free if specs[name][0] == "exec"]  # type: ignore[index]
+    if len(takers) > 1:
+        forms = ", ".join(f"{name}-cmd 'CMD ARG'" for name in takers)
+        raise UsageError(
+            f"{' and '.join(f'{name} exec' for name in takers)} cannot all own the command "
+            f"after --: give each its own ({forms})"
+        )
+    if takers:
+        owner = takers[0]
+    elif "--run" in free:
+        owner = "--run"  # a preset's extra flags
+    elif quoted.get("--sink") is None:
+        owner = "--sink"  # refused there unless it is exec
+    else:
+        raise UsageError(
+            "a command after -- but every option already has its --…-cmd: drop one of them"
+        )
+    commands[owner] = trailing
+    return commands
+
+
+def _runner(root: Path, kind: str, command: list[str], args: argparse.Namespace) -> Runner:
+    """``--run claude|codex|exec`` with its budget and timeout."""
+    from rouse.sweep import presets
+    from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
+
+    return Runner(
+        root,
+        presets.command(kind, command),
+        timeout=parse_timeout(args.run_timeout) if args.run_timeout else DEFAULT_TIMEOUT,
+        budget=Budget.parse(args.max_runs) if args.max_runs else None,
+        base_env=os.environ,
     )
 
 
@@ -66,6 +186,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rouse.sweep import status
 
     now = resolve_now(args)
+    if args.check:  # for monitors and cron: silent when well, else exit 1 and why
+        problems = status.check(tree_root(args), now)
+        if args.json:
+            emit_json({"ok": not problems, "problems": problems})
+        for line in problems:
+            sys.stderr.write(f"rouse status --check: {line}\n")
+        return 1 if problems else 0
     data = status.status(walk(tree_root(args)), now)
     if args.json:
         emit_json(data)
@@ -76,6 +203,12 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def args_status(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="the status as JSON")
+    sub.add_argument(
+        "--check",
+        action="store_true",
+        help="print nothing and exit 0 if all is well; else exit 1 with one line per reason "
+        "(sweeper late by 3 intervals, a wake given up, a run budget spent)",
+    )
 
 
 def args_sweep(sub: argparse.ArgumentParser) -> None:
@@ -86,12 +219,47 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         metavar="KIND",
         help="file (default), stdout, webhook URL, or exec (command after --)",
     )
+    sub.add_argument(
+        "--digest", action="store_true", help="all wakes of a tick as one message (not file)"
+    )
+    sub.add_argument(
+        "--escalate",
+        nargs="+",
+        metavar="KIND",
+        help="tell the owner too: webhook URL, or exec (command after --)",
+    )
+    sub.add_argument(
+        "--escalate-after",
+        metavar="N|D",
+        help="escalate a record woken N times (or for D, e.g. 2d) without moving",
+    )
+    sub.add_argument(
+        "--run",
+        choices=("claude", "codex", "exec"),
+        help="start one agent run per digest (exec: the command after --)",
+    )
+    sub.add_argument("--max-runs", metavar="N/day", help="run budget: N/day or N/hour")
+    sub.add_argument(
+        "--run-timeout", metavar="D", help="kill a run's process group after D (default 15m)"
+    )
+    owners = (("sink", "the exec sink's"), ("run", "--run's"), ("escalate", "the escalation's"))
+    for name, what in owners:
+        sub.add_argument(
+            f"--{name}-cmd",
+            metavar="'CMD ARG'",
+            help=f"{what} command as one quoted string (several commands in one invocation)",
+        )
     sub.add_argument("--every", type=float, metavar="S", help="seconds between ticks (default 60)")
     sub.add_argument(
         "--timeout", type=float, metavar="S", help="sink timeout in seconds (exec 60, webhook 10)"
     )
     sub.add_argument(
         "--quiet", metavar="HH:MM-HH:MM", help="hold exec/webhook wakes in this window"
+    )
+    sub.add_argument(
+        "--heartbeat",
+        metavar="URL",
+        help="GET URL after every tick (URL/fail after a failed one): a dead-man's switch",
     )
     # verbosity: rouse.sweep.tick's ERRORS (0), EVENTS (1, the default), EVERY_TICK (2);
     # -q is --silent because --quiet is quiet hours
@@ -113,7 +281,9 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         const=0,
         help="errors only (quiet hours are --quiet)",
     )
-    sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")
+    sub.add_argument(
+        "command", nargs="*", metavar="-- CMD ARG", help="the command of the one exec option"
+    )
 
 
 def args_log(sub: argparse.ArgumentParser) -> None:

@@ -35,6 +35,10 @@ STATE_FILE = f"{layout.STATE_DIR}/sweep.json"
 LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
+#: (under .rouse/) held for an agent run's life (sweep --run): one run at a time
+RUN_LOCK = "run.lock"
+#: (under .rouse/) written while the run budget (--max-runs) is spent: until when
+BUDGET_FILE = "runs/budget.json"
 
 
 def _t(value: datetime) -> str:
@@ -225,3 +229,35 @@ def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, i
         except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
             pass
     return found
+
+
+def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
+    """Escalations to the owner (``sweep --escalate``): delivered (at or after ``since``)
+    and still pending. Never creates the database; a ledger without the table reads 0."""
+    found = {"delivered": 0, "pending": 0}
+    with _reader(root) as db:
+        if db is None:
+            return found
+        try:
+            for row in db.execute(
+                "SELECT state, COUNT(*) AS n FROM escalations WHERE state = 'pending' "
+                "OR (state = 'delivered' AND (? IS NULL OR finished >= ?)) GROUP BY state",
+                (None if since is None else _t(since),) * 2,
+            ):
+                found[row["state"]] = row["n"]
+        except Exception:  # sqlite3.Error: no such table yet, busy or damaged: reads as none
+            pass
+    return found
+
+
+def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
+    """The run budget (``sweep --max-runs``) when it is spent at ``now``: ``budget``
+    (e.g. ``6/day``), ``until`` (when the next run may start) and ``runs``; else None."""
+    data = load_json(root / layout.STATE_DIR / BUDGET_FILE)
+    try:
+        until = datetime.strptime(data["until"], TIME_FORMAT)
+    except (ValueError, KeyError, TypeError):
+        return None
+    if until <= now:
+        return None
+    return {"budget": str(data.get("budget")), "until": until, "runs": data.get("runs")}

@@ -242,6 +242,20 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
             f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last "
             "day, written as nudge files instead — `rouse log`"
         )
+    told = sweepstate.escalation_counts(root, since=now - GIVEN_UP_SHOWN)
+    if told["delivered"]:
+        warnings.append(
+            f"{told['delivered']} record(s) escalated to the owner in the last day: woken "
+            "again and again without moving — `rouse log`"
+        )
+    if told["pending"]:
+        warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
+    spent = sweepstate.run_budget_spent(root, now)
+    if spent is not None:
+        warnings.append(
+            f"the agent run budget ({spent['budget']}) is spent: wakes wait until "
+            f"{format_stamp(spent['until'])} — `rouse log`"
+        )
     return warnings
 
 

@@ -62,6 +62,59 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX wakes_state ON wakes (state, stamped);
     CREATE INDEX wakes_made ON wakes (made_at);
     """,
+    # 2: digests (sweep --digest): one message carrying several wakes
+    """
+    ALTER TABLE wakes ADD COLUMN digest TEXT;
+    CREATE TABLE digests (
+        id TEXT PRIMARY KEY,
+        made_at TEXT NOT NULL,
+        wakes TEXT NOT NULL,
+        sink TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_attempt TEXT,
+        finished TEXT,
+        receipt TEXT,
+        error TEXT
+    );
+    """,
+    # 3: escalations to a human (sweep --escalate): once per record, streak and level
+    """
+    CREATE TABLE escalations (
+        id TEXT PRIMARY KEY,
+        record TEXT NOT NULL,
+        path TEXT NOT NULL,
+        last_moved TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        wake_id TEXT NOT NULL,
+        made_at TEXT NOT NULL,
+        message TEXT NOT NULL,
+        sink TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_attempt TEXT,
+        finished TEXT,
+        receipt TEXT,
+        error TEXT,
+        UNIQUE (path, last_moved, level)
+    );
+    """,
+    # 4: agent runs (sweep --run): one per digest
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        digest TEXT NOT NULL,
+        wakes TEXT NOT NULL,
+        command TEXT NOT NULL,
+        started TEXT NOT NULL,
+        state TEXT NOT NULL,
+        exit INTEGER,
+        seconds REAL,
+        answered INTEGER,
+        woken INTEGER
+    );
+    CREATE INDEX runs_started ON runs (started);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -98,6 +151,9 @@ class Entry:
     stamped: bool = False
     receipt: str | None = None
     error: str | None = None
+    digest: str | None = None  # the digest that carried it (sweep --digest)
+    #: escalations this wake set off (sweep --escalate): "level N via SINK: STATE"
+    escalations: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -125,12 +181,14 @@ class Entry:
             "finished": iso_stamp(self.finished),
             "receipt": self.receipt,
             "error": self.error,
+            "digest": self.digest,
+            "escalations": list(self.escalations),
         }
 
 
 _COLUMNS = (
     "wake, sink, state, attempts, in_flight, first_failure, last_attempt, "
-    "next_attempt, finished, stamped, receipt, error"
+    "next_attempt, finished, stamped, receipt, error, digest"
 )
 
 
@@ -148,6 +206,7 @@ def _entry(row: sqlite3.Row) -> Entry:
         stamped=bool(row["stamped"]),
         receipt=row["receipt"],
         error=row["error"],
+        digest=row["digest"],
     )
 
 
@@ -268,6 +327,168 @@ class Ledger:
     def mark_stamped(self, wake_id: str) -> None:
         self.db.execute("UPDATE wakes SET stamped = 1 WHERE id = ?", (wake_id,))
 
+    # -- escalations ------------------------------------------------------------
+
+    def streak(self, path: str, last_moved: str) -> tuple[datetime | None, int]:
+        """Since the record at ``path`` last moved (``last_moved``): when it was first
+        woken, and how many of its wakes landed (delivered or given up)."""
+        row = self.db.execute(
+            "SELECT MIN(made_at), SUM(state IN ('delivered', 'given_up')) FROM wakes "
+            "WHERE path = ? AND json_extract(wake, '$.last_moved') = ?",
+            (path, last_moved),
+        ).fetchone()
+        return (_dt(row[0]) if row and row[0] else None), int(row[1] or 0) if row else 0
+
+    def escalated(self, path: str, last_moved: str, level: int) -> bool:
+        row = self.db.execute(
+            "SELECT 1 FROM escalations WHERE path = ? AND last_moved = ? AND level = ?",
+            (path, last_moved, level),
+        ).fetchone()
+        return row is not None
+
+    def add_escalation(
+        self, message: Wake, wake_id: str, level: int, sink: str, now: datetime
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO escalations (id, record, path, last_moved, level, wake_id, made_at, "
+            "message, sink, state) VALUES (?,?,?,?,?,?,?,?,?,'pending')",
+            (
+                message.id,
+                message.record,
+                message.path,
+                message.last_moved,
+                level,
+                wake_id,
+                _t(now),
+                json.dumps(message.as_dict(), ensure_ascii=False),
+                sink,
+            ),
+        )
+
+    def escalation_attempt(
+        self, escalation_id: str, now: datetime, *, receipt: str | None, error: str | None
+    ) -> None:
+        """One attempt at sending an escalation: landed (``receipt``) or not (``error``)."""
+        self.db.execute(
+            "UPDATE escalations SET attempts = attempts + 1, last_attempt = ?, state = ?, "
+            "finished = ?, receipt = ?, error = ? WHERE id = ?",
+            (
+                _t(now),
+                "pending" if error else "delivered",
+                None if error else _t(now),
+                receipt,
+                error,
+                escalation_id,
+            ),
+        )
+
+    def withdraw_escalation(self, escalation_id: str, now: datetime, why: str) -> None:
+        self.db.execute(
+            "UPDATE escalations SET state = 'withdrawn', finished = ?, receipt = ? WHERE id = ?",
+            (_t(now), why, escalation_id),
+        )
+
+    def pending_escalations(self) -> list[tuple[Wake, int]]:
+        """Escalations not delivered yet, oldest first: the message and its level."""
+        rows = self.db.execute(
+            "SELECT message, level FROM escalations WHERE state = 'pending' ORDER BY made_at, id"
+        )
+        return [(Wake.from_dict(json.loads(row[0])), int(row[1])) for row in rows]
+
+    def escalations(self) -> list[dict[str, object]]:
+        """Every escalation, oldest first, as plain rows (for ``rouse log`` and tests)."""
+        rows = self.db.execute(
+            "SELECT id, record, path, last_moved, level, wake_id, made_at, sink, state, "
+            "attempts, finished, receipt, error FROM escalations ORDER BY made_at, id"
+        )
+        return [dict(row) for row in rows]
+
+    # -- runs -------------------------------------------------------------------
+
+    def start_run(
+        self, run_id: str, digest_id: str, wake_ids: list[str], command: str, now: datetime
+    ) -> None:
+        self.db.execute(
+            "INSERT INTO runs (id, digest, wakes, command, started, state, woken) "
+            "VALUES (?,?,?,?,?,'running',?) ON CONFLICT(id) DO UPDATE SET started = "
+            "excluded.started, state = 'running', wakes = excluded.wakes",
+            (run_id, digest_id, json.dumps(wake_ids), command, _t(now), len(wake_ids)),
+        )
+
+    def end_run(self, run_id: str, state: str, code: int | None, seconds: float) -> None:
+        """``state``: ran (exit 0; answered or not is decided after), failed."""
+        self.db.execute(
+            "UPDATE runs SET state = ?, exit = ?, seconds = ? WHERE id = ?",
+            (state, code, round(seconds, 3), run_id),
+        )
+
+    def run_answered(self, run_id: str, answered: int) -> None:
+        """After a run exited 0: how many of its woken records it moved or ended."""
+        self.db.execute(
+            "UPDATE runs SET answered = ?, state = CASE WHEN ? = 0 THEN 'not answered' "
+            "ELSE 'answered' END WHERE id = ?",
+            (answered, answered, run_id),
+        )
+
+    def runs_since(self, since: datetime) -> list[datetime]:
+        """When each run started after ``since``, oldest first (the budget's window)."""
+        rows = self.db.execute(
+            "SELECT started FROM runs WHERE started > ? ORDER BY started", (_t(since),)
+        )
+        return [datetime.strptime(row[0], TIME_FORMAT) for row in rows]
+
+    def runs(self) -> list[dict[str, object]]:
+        rows = self.db.execute(
+            "SELECT id, digest, wakes, command, started, state, exit, seconds, answered, woken "
+            "FROM runs ORDER BY started, id"
+        )
+        return [dict(row) for row in rows]
+
+    def defer(self, wake_id: str, why: str) -> None:
+        """The wake waits (held) without it counting as a failed attempt: no run now."""
+        self.db.execute(
+            "UPDATE wakes SET state = 'held', in_flight = 0, attempts = MAX(attempts - 1, 0), "
+            "error = ? WHERE id = ?",
+            (why, wake_id),
+        )
+
+    # -- digests --------------------------------------------------------------
+
+    def digest_of(self, wake_ids: list[str]) -> str | None:
+        """The digest these wakes were all last sent in, if one carried them all."""
+        if not wake_ids:
+            return None
+        marks = ",".join("?" * len(wake_ids))
+        found = {
+            row[0]
+            for row in self.db.execute(f"SELECT digest FROM wakes WHERE id IN ({marks})", wake_ids)
+        }
+        return found.pop() if len(found) == 1 and None not in found else None
+
+    def start_digest(self, digest_id: str, wake_ids: list[str], sink: str, now: datetime) -> None:
+        """Record an attempt at sending ``digest_id`` carrying ``wake_ids`` (new or a retry)."""
+        listed = json.dumps(wake_ids)
+        self.db.execute(
+            "INSERT INTO digests (id, made_at, wakes, sink, state, attempts, last_attempt) "
+            "VALUES (?,?,?,?,'pending',1,?) ON CONFLICT(id) DO UPDATE SET wakes = excluded.wakes, "
+            "sink = excluded.sink, state = 'pending', attempts = attempts + 1, "
+            "last_attempt = excluded.last_attempt",
+            (digest_id, _t(now), listed, sink, _t(now)),
+        )
+        marks = ",".join("?" * len(wake_ids))
+        self.db.execute(
+            f"UPDATE wakes SET digest = ? WHERE id IN ({marks})", [digest_id, *wake_ids]
+        )
+
+    def digest_done(
+        self, digest_id: str, now: datetime, *, receipt: str | None, error: str | None
+    ) -> None:
+        """The digest landed (``receipt``) or failed (``error``)."""
+        self.db.execute(
+            "UPDATE digests SET state = ?, finished = ?, receipt = ?, error = ? WHERE id = ?",
+            ("failed" if error else "delivered", _t(now), receipt, error, digest_id),
+        )
+
 
 def _unusable(path: Path, exc: sqlite3.Error) -> str:
     """Why the ledger cannot be opened, and what to do (the wakes it held are history)."""
@@ -321,7 +542,19 @@ def recent(root: Path, limit: int = 20) -> list[Entry]:
             ).fetchall()
         except sqlite3.Error:
             return []
-        return [_entry(row) for row in rows]
+        entries = [_entry(row) for row in rows]
+        try:
+            found: dict[str, list[str]] = {}
+            for row in db.execute(
+                "SELECT wake_id, level, sink, state FROM escalations ORDER BY made_at, id"
+            ):
+                line = f"level {row['level']} via {row['sink']}: {row['state']}"
+                found.setdefault(row["wake_id"], []).append(line)
+        except sqlite3.Error:  # an older ledger: no escalations table yet
+            found = {}
+        for entry in entries:
+            entry.escalations = tuple(found.get(entry.id, ()))
+        return entries
 
 
 def log_lines(entries: list[Entry]) -> list[str]:
@@ -337,8 +570,13 @@ def log_lines(entries: list[Entry]) -> list[str]:
         )
         if entry.state == "pending" and entry.next_attempt is not None:
             lines.append(f"    next attempt at or after {_t(entry.next_attempt)}")
+        if entry.receipt and entry.state == "delivered" and entry.receipt.startswith("run "):
+            lines.append(f"    {entry.receipt}")
         if entry.error and entry.state != "delivered":
             lines.append(f"    error: {entry.error}")
+        if entry.digest:
+            lines.append(f"    in digest {entry.digest}")
+        lines += [f"    escalated to the owner, {line}" for line in entry.escalations]
         if entry.receipt and entry.state in ("given_up", "withdrawn"):
             lines.append(f"    {entry.receipt}")
     return lines

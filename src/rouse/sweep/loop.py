@@ -24,6 +24,7 @@ from types import FrameType
 
 from rouse.core.errors import UsageError
 from rouse.core.sweepstate import sweeper_lock
+from rouse.sweep.escalate import Escalation
 from rouse.sweep.ledger import QuietHours
 from rouse.sweep.sinks import Sink
 from rouse.sweep.tick import ERRORS, EVENTS, EVERY_TICK, Log, Origins, Sweeper, TickReport, _t
@@ -53,6 +54,9 @@ def sweep(
     log: Log | None = None,
     origins: Origins | None = None,
     verbosity: int = EVENTS,
+    after_tick: AfterTick | None = None,
+    digest: bool = False,
+    escalation: Escalation | None = None,
 ) -> int:
     """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
 
@@ -81,13 +85,22 @@ def sweep(
             interval=interval,
             origins=origins,
             verbosity=verbosity,
+            digest=digest,
+            escalation=escalation,
         ) as sw,
     ):
         # the loop says once what it is doing; --once only when asked (-v)
-        sw.say(starting(root, sink, period, quiet, now, once=once), EVERY_TICK if once else EVENTS)
+        line = starting(root, sink, period, quiet, now, once=once)
+        if digest:
+            line = line.replace(f"sink {sink.describe()}", f"sink {sink.describe()} (digests)", 1)
+        if escalation is not None:
+            line = line.replace(
+                f"sink {sink.describe()}", f"sink {sink.describe()}; {escalation.describe()}", 1
+            )
+        sw.say(line, EVERY_TICK if once else EVENTS)
         restore = _on_signals(sw.stop)
         try:
-            return run(sw, tick_now, once=once, every=period)
+            return run(sw, tick_now, once=once, every=period, after_tick=after_tick)
         finally:
             restore()
 
@@ -146,14 +159,30 @@ def _on_signals(stop: threading.Event) -> Callable[[], None]:
     return restore
 
 
-def run(sweeper: Sweeper, now: Callable[[], datetime], *, once: bool, every: float) -> int:
+#: Called after every tick with its ``now`` and report (None: the tick failed), e.g.
+#: ``--heartbeat`` (:class:`rouse.sweep.heartbeat.Heartbeat`); it must not raise.
+AfterTick = Callable[[datetime, TickReport | None], None]
+
+
+def run(
+    sweeper: Sweeper,
+    now: Callable[[], datetime],
+    *,
+    once: bool,
+    every: float,
+    after_tick: AfterTick | None = None,
+) -> int:
     """Tick (once, or until stopped); the exit code for ``rouse sweep``."""
     while True:
         at = now()
+        report: TickReport | None = None
         try:
             report = sweeper.tick(at)
         except Exception as exc:  # never fatal: log it, and tick again later
             sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
+        if after_tick is not None:
+            after_tick(at, report)
+        if report is None:
             if once:
                 return 1
             if sweeper.stop.wait(every):

@@ -144,6 +144,8 @@ class ExecSink:
         return {
             **self.base_env,
             "ROUSE_WAKE_ID": wake.id,
+            # the wakes it carries: a digest's, or this wake's own id
+            "ROUSE_WAKE_IDS": " ".join(getattr(wake, "wake_ids", None) or [wake.id]),
             "ROUSE_RECORD": wake.record,
             "ROUSE_PATH": wake.path,
             "ROUSE_REASON": wake.reason,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, layout, sweepstate
@@ -70,6 +70,62 @@ def _since(value: object) -> str | None:
         return iso_stamp(datetime.strptime(value, sweepstate.TIME_FORMAT))
     except ValueError:
         return None
+
+
+#: How many of the sweeper's intervals may pass without a tick before ``--check`` fails.
+LATE_AFTER_INTERVALS = 3
+#: The allowance when the interval is unknown (``sweep --once`` without ``--every``).
+LATE_UNKNOWN_INTERVAL = timedelta(hours=1)
+#: Wakes given up within this window fail ``--check`` (as the pack warns of them).
+GIVEN_UP_WINDOW = timedelta(days=1)
+
+
+def check(root: Path, now: datetime) -> list[str]:
+    """``rouse status --check``: one line per reason a monitor should wake a human.
+
+    Empty when all is well. Fails when the last tick is older than
+    ``LATE_AFTER_INTERVALS`` intervals (or no sweeper ever ticked), when a
+    wake was given up in the last day, or when a run budget is spent.
+    """
+    problems: list[str] = []
+    tick, interval = sweepstate.last_tick(root)
+    if tick is None:
+        problems.append(f"no sweeper has ticked {root} yet: start `rouse sweep`")
+    else:
+        allowed = (
+            timedelta(seconds=LATE_AFTER_INTERVALS * interval)
+            if interval
+            else LATE_UNKNOWN_INTERVAL
+        )
+        if now - tick > allowed:
+            if interval:
+                every = f"{LATE_AFTER_INTERVALS} intervals of {interval:g}s"
+            else:  # a --once without --every records none
+                hours = LATE_UNKNOWN_INTERVAL.total_seconds() / 3600
+                every = f"{hours:g}h (its interval is unknown: give `sweep --once` --every S)"
+            problems.append(
+                f"the sweeper is late: its last tick was at {format_stamp(tick)}, "
+                f"more than {every} before {format_stamp(now)}"
+            )
+    owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_WINDOW)
+    if owed["given_up"]:
+        problems.append(
+            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last day "
+            "(written as nudge files instead): `rouse log`"
+        )
+    problems += run_budget_problems(root, now)
+    return problems
+
+
+def run_budget_problems(root: Path, now: datetime) -> list[str]:
+    """A line when the agent-run budget (``sweep --max-runs``) is spent at ``now``."""
+    spent = sweepstate.run_budget_spent(root, now)
+    if spent is None:
+        return []
+    return [
+        f"the run budget ({spent['budget']}) is spent: wakes wait for agent runs until "
+        f"{format_stamp(spent['until'])} (raise --max-runs, or answer them by hand)"
+    ]
 
 
 def status_lines(data: dict[str, Any]) -> list[str]:

@@ -21,17 +21,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock
+from rouse.core import clock, nudges
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
+from rouse.core.timefmt import parse_stamp
 from rouse.core.tree import File, Tree, display_ids
-from rouse.sweep import wake
+from rouse.sweep import digest, escalate, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.ledger import Ledger, QuietHours
 from rouse.sweep.plan import Step, plan
+from rouse.sweep.runner import Runner, RunWaits
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
 from rouse.trust.origins import effective_origin
@@ -61,6 +63,7 @@ class TickReport:
     held: list[str] = field(default_factory=list)
     given_up: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    escalated: list[str] = field(default_factory=list)  # escalation ids delivered
     archived: list[str] = field(default_factory=list)
     stamped: int = 0
     errors: int = 0
@@ -84,6 +87,9 @@ class Sweeper:
         interval: float | None = None,
         origins: Origins | None = None,
         verbosity: int = EVENTS,
+        digest: bool = False,
+        escalation: escalate.Escalation | None = None,
+        runner: Runner | None = None,
     ):
         require_safe(root)  # no ledger, lock or nudge file goes through a link
         self.root = root
@@ -94,6 +100,13 @@ class Sweeper:
         self.interval = interval
         self.log: Log = log or _stderr
         self.verbosity = verbosity
+        #: all wakes of a tick go out as one message (``--digest``)
+        #: one agent run per digest (``--run``): it takes the sink's place
+        self.runner = runner or (sink if isinstance(sink, Runner) else None)
+        self.digest = digest or self.runner is not None
+        self._batch: list[tuple[wake.Wake, Decision]] = []
+        #: a second sink, for the owner, when a record is woken without moving
+        self.escalation = escalation
         self._eventful = False
         self.stop = threading.Event()
         self.ledger = Ledger(root)
@@ -139,6 +152,8 @@ class Sweeper:
             tree, now, self.ledger.open_entries(), holdable=self.sink.holdable, quiet=self.quiet
         )
         ids = display_ids(tree)
+        self._batch = []
+        self._tried: set[str] = set()  # escalations tried this tick
         for step in the_plan.steps:
             if self.stop.is_set():
                 report.interrupted = True
@@ -151,6 +166,11 @@ class Sweeper:
                 self.say(
                     f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
                 )
+        if self._batch:  # wakes already in the ledger go out even if we were stopped
+            self._send_digest(self._batch, now, report)
+            self._batch = []
+        if self.escalation is not None:
+            self._retry_escalations(tree, now, report)
         try:
             report.archived += self.nudges.archive(tree)
         except OSError as exc:
@@ -183,6 +203,9 @@ class Sweeper:
                 report.held.append(made.id)
                 self.say(f"{_t(now)} held {_what(made)} until {self.quiet} ends")
                 return
+            if self.digest:
+                self._batch.append((made, step.decision))
+                return
             self._send(made, step.decision, now, report)
             return
         entry = step.entry
@@ -197,6 +220,9 @@ class Sweeper:
                     when=entry.last_attempt,
                 )
             self.ledger.start_attempt(entry.id, self.sink.kind, now)
+            if self.digest:
+                self._batch.append((entry.wake, step.decision))
+                return
             self._send(entry.wake, step.decision, now, report)
         elif step.action == "hold":
             self.ledger.hold(entry.id)
@@ -240,6 +266,113 @@ class Sweeper:
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
         self.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
+        self._maybe_escalate(made, now, report)
+
+    # -- escalation -----------------------------------------------------------
+
+    def _maybe_escalate(self, made: wake.Wake, now: datetime, report: TickReport) -> None:
+        """After ``made`` landed: tell the owner if its record reached a new level."""
+        if self.escalation is None:
+            return
+        threshold = self.escalation.threshold
+        first, woken = self.ledger.streak(made.path, made.last_moved)
+        level = threshold.level(woken, first or made.made_at, now)
+        if level < 1 or self.ledger.escalated(made.path, made.last_moved, level):
+            return
+        message = escalate.message(
+            self.root, made, level, threshold, woken, first or made.made_at, now
+        )
+        self.ledger.add_escalation(message, made.id, level, self.escalation.sink.kind, now)
+        self._send_escalation(message, now, report)
+
+    def _send_escalation(self, message: wake.Wake, now: datetime, report: TickReport) -> None:
+        assert self.escalation is not None
+        sink = self.escalation.sink
+        self._tried.add(message.id)
+        what = f"{message.record} (escalation {message.nudge}) id={message.id}"
+        try:
+            receipt = sink.send(message, now)
+        except SinkError as exc:
+            self.ledger.escalation_attempt(message.id, now, receipt=None, error=str(exc))
+            self.say(f"{_t(now)} could not escalate {what} via {sink.kind}: {exc}", ERRORS)
+            return
+        self.ledger.escalation_attempt(message.id, now, receipt=receipt, error=None)
+        report.escalated.append(message.id)
+        self.say(f"{_t(now)} escalated {what} to the owner via {sink.kind}: {receipt}")
+
+    def _retry_escalations(self, tree: Tree, now: datetime, report: TickReport) -> None:
+        """Resend escalations that did not land (one try per tick) while still true."""
+        for message, _level in self.ledger.pending_escalations():
+            if message.id in self._tried:  # one try per tick
+                continue
+            record = tree.records.get(message.path)
+            if record is None or clock.moved_at(record)[0] > parse_stamp(message.last_moved):
+                self.ledger.withdraw_escalation(message.id, now, "its record moved or is gone")
+                continue
+            self._send_escalation(message, now, report)
+
+    def _send_digest(
+        self, batch: list[tuple[wake.Wake, Decision]], now: datetime, report: TickReport
+    ) -> None:
+        """Send the tick's wakes as one digest; each wake lands, fails or is stamped on its own.
+
+        A retry keeps the digest's id when every wake in it was carried by that
+        digest before (a wake withdrawn meanwhile has simply dropped out).
+        """
+        wake_ids = [made.id for made, _ in batch]
+        digest_id = self.ledger.digest_of(wake_ids) or digest.new_id(now)
+        self.ledger.start_digest(digest_id, wake_ids, self.sink.kind, now)
+        made = digest.build(digest_id, [w for w, _ in batch], now)
+        what = f"digest {digest_id} of {len(batch)} wake(s)"
+        ran = None
+        try:
+            if self.runner is not None:
+                ran = self.runner.run(made, now, self.ledger)
+                receipt = ran.describe()
+            else:
+                receipt = self.sink.send(made, now)
+        except RunWaits as exc:  # no run now: the wakes wait, held, not failed
+            self.ledger.digest_done(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.defer(one.id, str(exc))
+                report.held.append(one.id)
+            self._tell_once(f"{what} waits: {exc}")
+            return
+        except SinkError as exc:
+            self.ledger.digest_done(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.failed(one.id, now, str(exc))
+                report.failed.append(one.id)
+            self.say(f"{_t(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
+            return
+        self.ledger.digest_done(digest_id, now, receipt=receipt, error=None)
+        answered = {one.id for one, _ in batch}
+        if ran is not None:  # did the run move or end the records it was woken about?
+            fresh = self.headers.walk()
+            answered = {one.id for one, _ in batch if _answered(fresh, one)}
+            self.ledger.run_answered(ran.id, len(answered))
+            receipt += f", answered {len(answered)} of {len(batch)}"
+        for one, _ in batch:
+            landed = f"digest {digest_id}: {receipt}"
+            if ran is not None:
+                landed = receipt if one.id in answered else f"{receipt}: ran, not answered"
+            self.ledger.delivered(one.id, now, landed, stamped=False)
+        for one, decision in batch:
+            if _stamp(self.root, one, decision, now, report, self.say):
+                self.ledger.mark_stamped(one.id)
+            report.delivered.append(one.id)
+        self.say(f"{_t(now)} delivered {what} via {self.sink.kind}: {receipt}")
+        for one, _ in batch:
+            if ran is None or one.id not in answered:  # an answered record needs no human
+                self._maybe_escalate(one, now, report)
+        for one, _ in batch:
+            self.say(f"{_t(now)}   in it: {_what(one)}", EVERY_TICK)
+
+
+def _answered(tree: Tree, made: wake.Wake) -> bool:
+    """Whether the agent moved or ended ``made``'s record since the wake (gone counts)."""
+    record = tree.records.get(made.path)
+    return record is None or nudges.acted_since(record, made.made_at)
 
 
 def _what(made: wake.Wake) -> str:

@@ -1,0 +1,424 @@
+"""``rouse service``: the sweeper as a service of the OS (systemd, launchd, or cron).
+
+On Linux a systemd *user* service (``~/.config/systemd/user/``), on macOS a
+launchd agent (``~/Library/LaunchAgents/``), elsewhere a crontab line that is
+printed, never installed. systemd and launchd run the long-lived loop
+(``rouse sweep``): it ticks the instant something comes due rather than on
+the next timer, keeps its header cache warm between ticks, and holds the
+one-sweeper lock for its whole life; the OS restarts it if it fails. cron
+has no such supervisor, so its line runs ``sweep --once --every S`` (the
+interval recorded so that ``status --check`` can tell when it is late).
+
+Each unit pins the absolute path of the rouse that installed it (as the
+hooks of ``rouse wire`` do) and ``--memory`` of the tree, so the service does
+not depend on the PATH or the working directory it starts with. One service
+per tree: its name carries the tree's folder name and a hash of its path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import plistlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rouse import __version__
+from rouse.agents.wire import stable_executable
+from rouse.core.errors import UsageError
+
+KINDS = ("systemd", "launchd", "cron")
+#: Seconds the OS waits before restarting a sweeper that failed.
+RESTART_AFTER = 30
+#: The intervals (seconds) a crontab line can keep exactly: minutes that divide an hour.
+CRON_EVERY = (60, 120, 180, 240, 300, 360, 600, 720, 900, 1200, 1800, 3600)
+CRON_DEFAULT_EVERY = 60
+
+
+def default_kind(platform: str | None = None) -> str:
+    """systemd on Linux, launchd on macOS, a crontab line elsewhere."""
+    platform = sys.platform if platform is None else platform
+    if platform.startswith("linux"):
+        return "systemd"
+    if platform == "darwin":
+        return "launchd"
+    return "cron"
+
+
+def service_id(root: Path) -> str:
+    """``<folder>-<8 hex of the path's hash>``: one service per tree, readable."""
+    slug = re.sub(r"[^a-z0-9]+", "-", root.name.lower()).strip("-")[:32] or "tree"
+    digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{slug}-{digest}"
+
+
+@dataclass
+class Service:
+    """What ``install`` writes (``files``) and runs (``start``), and how to undo it."""
+
+    kind: str
+    name: str  # the unit's name, launchd's label, or cron's marker
+    root: Path
+    command: list[str]
+    files: dict[Path, str] = field(default_factory=dict)
+    start: list[list[str]] = field(default_factory=list)  # after writing, in order
+    stop: list[list[str]] = field(default_factory=list)  # before removing, in order
+    query: list[str] | None = None  # the command that says whether it runs
+    optional: list[list[str]] = field(default_factory=list)  # of those, may fail
+    cron_line: str | None = None
+
+
+def sweep_command(root: Path, flags: Sequence[str], executable: str | None = None) -> list[str]:
+    """The sweeper's argv: this rouse (absolute), ``--memory`` of the tree, then the flags.
+
+    ``executable`` None finds this rouse when it is a stable install; else (or
+    "") it is this Python with ``-m rouse``, also an absolute path.
+    """
+    pinned = stable_executable() if executable is None else executable
+    head = [pinned] if pinned else [os.path.abspath(sys.executable), "-m", "rouse"]
+    return [*head, "--memory", str(root), "sweep", *flags]
+
+
+def plan(
+    root: Path,
+    flags: Sequence[str],
+    *,
+    kind: str,
+    home: Path,
+    every: float | None = None,
+    once: bool = False,
+    executable: str | None = None,
+    path_env: str | None = None,
+    uid: int | None = None,
+) -> Service:
+    """The service for ``root`` running ``rouse sweep FLAGS``; nothing is written here.
+
+    ``every``/``once`` are what the flags say (the caller parsed them with
+    the sweep verb's own parser); ``path_env`` is the PATH the service gets
+    (the installer's, so exec sinks find what they found at install time).
+    """
+    if kind not in KINDS:
+        raise UsageError(f"no service kind {kind!r}: use one of {', '.join(KINDS)}")
+    root = Path(os.path.abspath(root))
+    ident = service_id(root)
+    path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
+    if kind == "cron":
+        return _cron(root, flags, ident, every=every, once=once, executable=executable)
+    if once:
+        raise UsageError(
+            f"a {kind} service runs the sweeper's loop, which --once would end at once: "
+            "drop --once (a crontab line, --kind cron, is the --once way)"
+        )
+    command = sweep_command(root, flags, executable)
+    if kind == "systemd":
+        return _systemd(root, ident, command, home, path_env)
+    return _launchd(root, ident, command, home, path_env, os.getuid() if uid is None else uid)
+
+
+# -- systemd ------------------------------------------------------------------
+
+_BARE = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
+
+
+def systemd_word(word: str, *, command: bool = True) -> str:
+    """One argument as a systemd unit file reads it back unchanged.
+
+    ``%`` is a specifier and ``$`` (in a command line) a variable there:
+    both are doubled; anything but plain characters goes in double quotes
+    with ``\\`` and ``"`` escaped.
+    """
+    if any(ch in word for ch in "\n\r\0"):
+        raise UsageError(
+            f"{word!r} holds a line break or NUL, which a unit file cannot carry: "
+            "remove it from the sweep flags"
+        )
+    text = word.replace("%", "%%")
+    if command:
+        text = text.replace("$", "$$")
+    if _BARE.fullmatch(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _systemd(root: Path, ident: str, command: list[str], home: Path, path_env: str) -> Service:
+    name = f"rouse-sweep-{ident}.service"
+    config = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(config) if os.path.isabs(config) else home / ".config"
+    unit = base / "systemd" / "user" / name
+    text = "\n".join(
+        [
+            f"# Written by `rouse service install` (rouse {__version__}): the sweeper of {root}.",
+            "# Install again to change it; `rouse service uninstall` stops and removes it.",
+            "[Unit]",
+            f"Description=rouse sweeper for {str(root).replace('%', '%%')}",
+            "",
+            "[Service]",
+            "Type=simple",
+            "ExecStart=" + " ".join(systemd_word(word) for word in command),
+            f"WorkingDirectory={systemd_word(str(root), command=False)}",
+            f"Environment={systemd_word('PATH=' + path_env, command=False)}",
+            "Restart=on-failure",
+            f"RestartSec={RESTART_AFTER}",
+            "",
+            "[Install]",
+            "WantedBy=default.target",
+            "",
+        ]
+    )
+    ctl = ["systemctl", "--user"]
+    return Service(
+        kind="systemd",
+        name=name,
+        root=root,
+        command=command,
+        files={unit: text},
+        start=[[*ctl, "daemon-reload"], [*ctl, "enable", name], [*ctl, "restart", name]],
+        stop=[[*ctl, "disable", "--now", name]],
+        query=[*ctl, "is-active", name],
+    )
+
+
+# -- launchd ------------------------------------------------------------------
+
+
+def _launchd(
+    root: Path, ident: str, command: list[str], home: Path, path_env: str, uid: int
+) -> Service:
+    label = f"rouse.sweep.{ident}"
+    plist = home / "Library" / "LaunchAgents" / f"{label}.plist"
+    log = home / "Library" / "Logs" / f"{label}.log"
+    data = {
+        "Label": label,
+        "ProgramArguments": command,
+        "WorkingDirectory": str(root),
+        "EnvironmentVariables": {"PATH": path_env},
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},  # restart it when it fails
+        "ThrottleInterval": RESTART_AFTER,
+        "ProcessType": "Background",
+        "StandardOutPath": str(log),
+        "StandardErrorPath": str(log),
+    }
+    text = plistlib.dumps(data, sort_keys=False).decode("utf-8")
+    domain = f"gui/{uid}"
+    return Service(
+        kind="launchd",
+        name=label,
+        root=root,
+        command=command,
+        files={plist: text},
+        # out first, so that installing again loads the new plist (not loaded yet is fine)
+        start=[
+            ["launchctl", "bootout", f"{domain}/{label}"],
+            ["launchctl", "bootstrap", domain, str(plist)],
+        ],
+        stop=[["launchctl", "bootout", f"{domain}/{label}"]],
+        query=["launchctl", "print", f"{domain}/{label}"],
+        optional=[["launchctl", "bootout", f"{domain}/{label}"]],
+    )
+
+
+# -- cron ---------------------------------------------------------------------
+
+
+def _cron(
+    root: Path,
+    flags: Sequence[str],
+    ident: str,
+    *,
+    every: float | None,
+    once: bool,
+    executable: str | None,
+) -> Service:
+    seconds = CRON_DEFAULT_EVERY if every is None else every
+    if seconds not in CRON_EVERY:
+        allowed = ", ".join(f"{s:g}" for s in CRON_EVERY)
+        raise UsageError(
+            f"a crontab line can tick every whole number of minutes that divides an hour, "
+            f"not --every {seconds:g}: use one of {allowed}"
+        )
+    extra = [] if once else ["--once"]
+    extra += [] if every is not None else ["--every", f"{seconds:g}"]
+    command = sweep_command(root, [*extra, *flags], executable)
+    minutes = int(seconds) // 60
+    when = "0 * * * *" if minutes == 60 else "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
+    line = " ".join(_cron_word(word) for word in command)
+    name = f"rouse-sweep-{ident}"
+    return Service(
+        kind="cron",
+        name=name,
+        root=root,
+        command=command,
+        cron_line=f"{when} {line}  # {name}",
+    )
+
+
+def _cron_word(word: str) -> str:
+    """A shell word for a crontab line: cron turns a bare ``%`` into a line break, so
+    each ``%`` is ``\\%`` outside any quotes (which every cron and sh read as ``%``)."""
+    return "\\%".join(shlex.quote(part) if part else "" for part in word.split("%")) or "''"
+
+
+# -- install, status, uninstall -------------------------------------------------
+
+
+def _run(commands: list[list[str]], optional: list[list[str]]) -> list[str]:
+    """Run each command in turn; a line for each that failed (``optional`` ones may)."""
+    said: list[str] = []
+    for argv in commands:
+        try:
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError) as exc:
+            said.append(f"could not run {shlex.join(argv)}: {exc}")
+            continue
+        if done.returncode and argv not in optional:
+            tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
+            said.append(f"{shlex.join(argv)} exited {done.returncode}: {tail[0]}")
+    return said
+
+
+def _tool(service: Service) -> str | None:
+    """The OS tool that starts/stops this kind of service, if it is on PATH."""
+    if service.query is None:
+        return None
+    return shutil.which(service.query[0])
+
+
+def install(service: Service, *, dry_run: bool, start: bool) -> list[str]:
+    """Write the service's files (or say what it would), then start it; the lines to print."""
+    if service.kind == "cron":
+        return [
+            "rouse does not edit your crontab; add this line with `crontab -e`:",
+            "",
+            service.cron_line or "",
+        ]
+    lines: list[str] = []
+    for path, text in service.files.items():
+        if dry_run:
+            lines += [f"would write {path}:", "", text.rstrip("\n"), ""]
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp")
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as exc:
+            raise UsageError(
+                f"cannot write {path} ({exc.strerror}): check its permissions"
+            ) from None
+        lines.append(f"wrote {path}")
+    if os.environ.get("ROUSE_WEBHOOK_SECRET"):
+        where = (
+            f"`systemctl --user edit {service.name}` (Environment=ROUSE_WEBHOOK_SECRET=…)"
+            if service.kind == "systemd"
+            else "the plist's EnvironmentVariables"
+        )
+        lines.append(
+            f"ROUSE_WEBHOOK_SECRET is set here but is not written into the unit (secrets stay "
+            f"out of files): give the service it with {where}"
+        )
+    commands = [shlex.join(argv) for argv in service.start]
+    if dry_run:
+        return [*lines, "then would run:", *(f"  {c}" for c in commands)]
+    if not start or _tool(service) is None:
+        why = "(--no-start)" if not start else f"({service.start[0][0]} is not on PATH)"
+        return [*lines, f"not started {why}; to start it, run:", *(f"  {c}" for c in commands)]
+    failed = _run(service.start, service.optional)
+    if failed:
+        return [*lines, *failed, "the unit is written but may not be running: see above"]
+    return [*lines, f"started {service.name} ({service.kind}): `rouse service status` to check"]
+
+
+def status(service: Service) -> dict[str, object]:
+    """Whether the service's file is there, and (when the OS tool is here) whether it runs."""
+    if service.kind == "cron":
+        return {
+            "kind": "cron",
+            "name": service.name,
+            "installed": None,
+            "state": None,
+            "note": f"rouse does not manage crontab: look for the line ending '# {service.name}' "
+            "in `crontab -l`",
+            "line": service.cron_line,
+        }
+    path = next(iter(service.files))
+    installed = path.is_file()
+    state: str | None = None
+    if installed and _tool(service) is not None and service.query is not None:
+        try:
+            done = subprocess.run(service.query, capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            state = None
+        else:
+            if service.kind == "systemd":
+                state = done.stdout.strip() or f"unknown (exit {done.returncode})"
+            else:
+                state = "loaded" if done.returncode == 0 else "not loaded"
+    return {
+        "kind": service.kind,
+        "name": service.name,
+        "file": str(path),
+        "installed": installed,
+        "state": state,
+        "current": installed and _read(path) == service.files[path],
+    }
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def status_lines(data: dict[str, object]) -> list[str]:
+    if data["kind"] == "cron":
+        return [str(data["note"]), f"the line: {data['line']}"]
+    lines = [f"{data['kind']} service {data['name']}"]
+    if not data["installed"]:
+        return [*lines, f"not installed (no {data['file']}): `rouse service install`"]
+    lines.append(f"file: {data['file']}")
+    if not data["current"]:
+        lines.append("the file differs from what `rouse service install` would write now")
+    state = data["state"]
+    lines.append(f"state: {state}" if state else "state: unknown (the OS tool is not on PATH)")
+    return lines
+
+
+def uninstall(service: Service, *, dry_run: bool, start: bool) -> list[str]:
+    """Stop the service and remove its files; the lines to print. Idempotent."""
+    if service.kind == "cron":
+        return [
+            f"rouse does not edit your crontab: remove the line ending '# {service.name}' "
+            "with `crontab -e`"
+        ]
+    present = [path for path in service.files if path.exists()]
+    if not present:
+        return [f"{service.kind} service {service.name} is not installed: nothing to remove"]
+    commands = [shlex.join(argv) for argv in service.stop]
+    if dry_run:
+        return [
+            "would run:",
+            *(f"  {c}" for c in commands),
+            *(f"would remove {path}" for path in present),
+        ]
+    lines: list[str] = []
+    if start and _tool(service) is not None:
+        lines += _run(service.stop, service.optional)
+    elif service.stop:
+        lines += ["not stopped by rouse; if it runs, stop it with:", *(f"  {c}" for c in commands)]
+    for path in present:
+        try:
+            path.unlink()
+        except OSError as exc:
+            raise UsageError(
+                f"cannot remove {path} ({exc.strerror}): check its permissions"
+            ) from None
+        lines.append(f"removed {path}")
+    return lines

@@ -1,0 +1,137 @@
+"""The ``service`` verb: install, show or remove the sweeper as a service of the OS."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rouse.cli.common import emit, emit_json, tree_root
+from rouse.core.errors import UsageError
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+
+ACTIONS = ("install", "status", "uninstall")
+#: The service verb's own switches, also found among the sweep flags after ACTION.
+_SWITCHES = {"--dry-run": "dry_run", "--no-start": "no_start", "--json": "json"}
+
+
+def _own_options(args: argparse.Namespace) -> list[str]:
+    """Take the service verb's options out of the words after ACTION; the sweep flags left.
+
+    argparse hands every word after ACTION to the sweep flags (they are the
+    sweep verb's options, not ours), so ``install --dry-run --every 30``
+    puts --dry-run there too; it is picked out here, up to a ``--``.
+    """
+    flags: list[str] = list(args.flags)
+    rest: list[str] = []
+    index = 0
+    while index < len(flags):
+        word = flags[index]
+        if word == "--":
+            rest += flags[index:]
+            break
+        if word in _SWITCHES:
+            setattr(args, _SWITCHES[word], True)
+        elif word == "--kind" or word.startswith("--kind="):
+            if word == "--kind":
+                index += 1
+                if index == len(flags):
+                    raise UsageError("--kind needs a value: systemd, launchd or cron")
+                value = flags[index]
+            else:
+                value = word.partition("=")[2]
+            args.kind = value
+        else:
+            rest.append(word)
+        index += 1
+    return rest
+
+
+def _sweep_flags(flags: list[str]) -> argparse.Namespace:
+    """The flags parsed by the sweep verb's own parser, so a bad one fails now (exit 2)."""
+    from rouse.cli.parser import verb_parser
+
+    parsed = verb_parser("sweep").parse_args(flags)
+    for option in ("memory", "now"):
+        if getattr(parsed, option, None) is not None:
+            raise UsageError(
+                f"--{option} has no place among the service's sweep flags: the service pins "
+                "the tree (give it before the verb: rouse --memory DIR service install …)"
+                if option == "memory"
+                else "--now has no place in a service: it sweeps by the wall clock"
+            )
+    from rouse.sweep.heartbeat import Heartbeat
+    from rouse.sweep.loop import check_wait
+
+    check_wait("--every", parsed.every)  # what `rouse sweep` would refuse, refused now
+    if getattr(parsed, "heartbeat", None):
+        Heartbeat(parsed.heartbeat)
+    return parsed
+
+
+def cmd_service(args: argparse.Namespace) -> int:
+    from rouse.agents import service
+
+    flags = _own_options(args)
+    if args.action != "install" and flags:
+        raise UsageError(
+            f"`rouse service {args.action}` takes no sweep flags (got {' '.join(flags)}): "
+            "they belong to `rouse service install`"
+        )
+    every: float | None = None
+    once = False
+    if args.action == "install":
+        parsed = _sweep_flags(flags)
+        every, once = parsed.every, parsed.once
+    root = Path(os.path.abspath(tree_root(args)))
+    plan = service.plan(
+        root,
+        flags,
+        kind=args.kind or service.default_kind(),
+        home=Path.home(),
+        every=every,
+        once=once,
+    )
+    if args.action == "install":
+        emit(service.install(plan, dry_run=args.dry_run, start=not args.no_start))
+        return 0
+    if args.action == "uninstall":
+        emit(service.uninstall(plan, dry_run=args.dry_run, start=not args.no_start))
+        return 0
+    data = service.status(plan)
+    if args.json:
+        emit_json(data)
+    else:
+        emit(service.status_lines(data))
+    return 0 if data["installed"] is not False else 1
+
+
+def args_service(sub: argparse.ArgumentParser) -> None:
+    import argparse
+
+    sub.add_argument("action", choices=ACTIONS, help="install, status or uninstall")
+    sub.add_argument(
+        "--kind",
+        choices=("systemd", "launchd", "cron"),
+        help="systemd user service (Linux default), launchd agent (macOS), or a crontab line",
+    )
+    sub.add_argument(
+        "--dry-run", action="store_true", help="print what it would write and run; change nothing"
+    )
+    sub.add_argument(
+        "--no-start",
+        action="store_true",
+        help="write or remove the files only: never run systemctl/launchctl",
+    )
+    sub.add_argument("--json", action="store_true", help="status as JSON")
+    sub.add_argument(
+        "flags",
+        nargs=argparse.REMAINDER,
+        metavar="SWEEP FLAGS",
+        help="install: the options of `rouse sweep` the service runs with (e.g. --every 30 "
+        "--heartbeat URL --sink webhook URL)",
+    )

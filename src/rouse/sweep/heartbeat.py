@@ -1,0 +1,109 @@
+"""``rouse sweep --heartbeat URL``: a dead-man's switch pinged after every tick.
+
+The healthchecks convention, which most uptime monitors accept: a GET of the
+URL after a tick that went well, a GET of ``URL/fail`` after a tick that did
+not (it raised, or a wake in it failed or was given up). A monitor that stops
+hearing pings raises the alarm, so a sweeper that dies or hangs is noticed by
+someone other than itself.
+
+A ping never holds the sweeper for long and never stops it: the whole request
+(connecting, sending, reading the answer) has one deadline, on a worker
+thread, and a ping that fails is one line on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import urllib.request
+from collections.abc import Callable
+from datetime import datetime
+
+from rouse import __version__
+from rouse.core.errors import UsageError
+from rouse.sweep.sinks import MAX_RESPONSE, _Delivery, _opener, check_url
+from rouse.sweep.tick import TickReport, _t
+
+#: Seconds a ping may take in all (as ``curl -m 10`` in monitors' own examples).
+DEADLINE = 10.0
+
+
+def failed(report: TickReport | None) -> bool:
+    """A tick that raised (None), or in which a wake failed or was given up."""
+    return report is None or bool(report.failed or report.given_up)
+
+
+class Heartbeat:
+    """Ping ``url`` (success) or ``url/fail`` after each tick; log, never raise."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        deadline: float = DEADLINE,
+        log: Callable[[str], None] | None = None,
+    ):
+        try:
+            self.url = check_url(url)
+        except UsageError as exc:
+            raise UsageError(
+                str(exc).replace("bad webhook URL", "bad --heartbeat URL", 1)
+            ) from None
+        self.deadline = deadline
+        self.log = log or _stderr
+
+    def target(self, ok: bool) -> str:
+        return self.url if ok else self.url.rstrip("/") + "/fail"
+
+    def __call__(self, at: datetime, report: TickReport | None) -> None:
+        """The callback ``rouse.sweep.loop.run`` calls after every tick."""
+        url = self.target(not failed(report))
+        problem = self.ping(url)
+        if problem:
+            self.log(f"{_t(at)} heartbeat not sent: {problem}")
+
+    def ping(self, url: str) -> str | None:
+        """GET ``url`` within the deadline; None when it answered 2xx, else why not."""
+        import urllib.error
+
+        delivery = _Delivery()
+        request = urllib.request.Request(
+            url, headers={"User-Agent": f"rouse/{__version__}"}, method="GET"
+        )
+        worker = threading.Thread(
+            target=self._get, args=(request, delivery), name="rouse-heartbeat", daemon=True
+        )
+        worker.start()
+        try:
+            finished = delivery.done.wait(self.deadline)
+        finally:
+            if not delivery.done.is_set():
+                delivery.cut_off()
+        if not finished:
+            return f"no answer from {url} within {self.deadline:g}s"
+        exc = delivery.error
+        if isinstance(exc, urllib.error.HTTPError):
+            exc.close()
+            return f"HTTP {exc.code} from {url}"
+        if isinstance(exc, urllib.error.URLError):
+            return f"cannot reach {url}: {exc.reason}"
+        if exc is not None:
+            return f"failed talking to {url}: {type(exc).__name__}: {exc}"
+        if not 200 <= delivery.status < 300:
+            return f"HTTP {delivery.status} from {url}"
+        return None
+
+    def _get(self, request: urllib.request.Request, delivery: _Delivery) -> None:
+        try:
+            with _opener(delivery).open(request, timeout=self.deadline) as response:
+                response.read(MAX_RESPONSE)
+                delivery.status = int(response.status)
+        except BaseException as exc:  # handed to ping(): nothing escapes a thread
+            delivery.error = exc
+        finally:
+            delivery.done.set()
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
