@@ -120,7 +120,13 @@ def rouse_lines(page: Path) -> list[str]:
     for lang, lines in fenced_blocks(page.read_text()):
         if lang not in SHELL:
             continue
+        joined: list[str] = []  # a line ending in a backslash goes on, as in a shell
         for line in lines:
+            if joined and joined[-1].endswith("\\"):
+                joined[-1] = joined[-1][:-1] + " " + line.strip()
+            else:
+                joined.append(line)
+        for line in joined:
             command = line.removeprefix("$ ").strip()
             if lang == "cron":
                 command = " ".join(command.split()[5:])
