@@ -11,7 +11,8 @@ import pytest
 from conftest import NOW
 from rouse.core.errors import UsageError
 from rouse.sweep import ledger
-from rouse.sweep.ledger import Ledger, QuietHours, backoff
+from rouse.sweep.ledger import Ledger, backoff
+from rouse.sweep.quiet import QuietHours
 from rouse.sweep.wake import Wake
 
 

@@ -21,7 +21,7 @@ import pytest
 
 import rouse
 from conftest import INTENTIONS, NOTES, NOW
-from rouse.agents.mcp import ADD_TYPES, ENDINGS, Tools
+from rouse.agents.mcp_tools import ADD_TYPES, ENDINGS, Tools
 from rouse.core import clock
 from rouse.core.errors import UsageError
 from rouse.records.scaffold import init

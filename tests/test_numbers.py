@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, REMINDERS, MakeTree, set_mtime, stamp
-from rouse.core import clock
+from rouse.core import clockfields
 from rouse.core.clock import Decision, evaluate, stamps_after_delivery
 from rouse.core.header import set_fields
 from rouse.core.timefmt import LATEST, OutOfRange, parse_stamp
@@ -86,12 +86,12 @@ def test_counts_above_the_bound_fall_back(make_tree: MakeTree, value: str) -> No
 
 
 def test_the_largest_count_still_reads() -> None:
-    assert clock.parse_count("1000000") == clock.MOST_COUNT == 1_000_000
-    assert clock.parse_count("0001") == 1
+    assert clockfields.parse_count("1000000") == clockfields.MOST_COUNT == 1_000_000
+    assert clockfields.parse_count("0001") == 1
     with pytest.raises(OutOfRange):
-        clock.parse_count("1000001")
-    assert clock.count_problem("fires", "1000000") is None
-    assert clock.count_problem("fires", HUGE) == (
+        clockfields.parse_count("1000001")
+    assert clockfields.count_problem("fires", "1000000") is None
+    assert clockfields.count_problem("fires", HUGE) == (
         f"'fires' must be a whole number from 0 to 1000000, got '{HUGE}'"
     )
 

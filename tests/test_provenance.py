@@ -367,7 +367,7 @@ def _cache_attacks(tree: Path, key_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 def _tool_attacks(tree: Path, key_path: Path) -> dict[str, bool]:
     """Forge through the MCP tools (the library calls behind them); True = accepted."""
-    from rouse.agents.mcp import Tools
+    from rouse.agents.mcp_tools import Tools
 
     tools = Tools(tree, lambda: NOW, {}, key_path)
     accepted: dict[str, bool] = {}

@@ -329,7 +329,7 @@ def test_each_cli_verb_keeps_the_owners_origin(
 def test_each_mcp_tool_keeps_the_owners_origin(keyed_tree: Path, key_path: Path, tool: str) -> None:
     from datetime import datetime
 
-    from rouse.agents.mcp import Tools
+    from rouse.agents.mcp_tools import Tools
 
     tools = Tools(keyed_tree, now=lambda: datetime(2026, 12, 1, 9, 0), key_path=key_path)
     if tool == "move":

@@ -26,8 +26,11 @@ from conftest import NOW, MakeTree
 from rouse.cli.main import main
 from rouse.core.errors import UsageError
 from rouse.sweep import sinks
-from rouse.sweep.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
+from rouse.sweep.exec_sink import ExecSink
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import FileSink, StdoutSink
 from rouse.sweep.wake import Wake
+from rouse.sweep.webhook_sink import WebhookSink
 
 TRICKLE = 0.2  # seconds between the bytes of a trickled answer
 SECRET = "whsec_" + base64.b64encode(b"rouse-test-secret-0123456789ab").decode()

@@ -23,9 +23,11 @@ from rouse.core.sweepstate import last_tick
 from rouse.core.tree import walk
 from rouse.records import lifecycle
 from rouse.sweep import ledger, status, tick, wake
-from rouse.sweep.ledger import Ledger, QuietHours
+from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import plan
-from rouse.sweep.sinks import FileSink, SinkError
+from rouse.sweep.quiet import QuietHours
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import FileSink
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake
 

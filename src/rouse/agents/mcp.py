@@ -1,36 +1,23 @@
 """``rouse mcp``: the memory as MCP tools over stdio (extra ``rouse-memory[mcp]``).
 
-:class:`Tools` holds the behaviour as plain methods over the same library
-functions the CLI calls (``scaffold.new``, ``lifecycle.*``, ``clock.due``, the
-pack, recall, probes), with the same validation: bad slugs, field keys and
-values checked by the CLI's own functions (``scaffold.check_key``,
-``check_value``, ``check_body``), illegal endings raise, and the server turns
-that into an error result with nothing written. Input schemas are strict: an
-argument a tool does not take is an error result that names it. The ``mcp``
-SDK (v2: ``mcp.server.mcpserver.MCPServer``) is imported only inside
+The tools themselves are :class:`rouse.agents.mcp_tools.Tools`; this module
+builds the server around them: what clients are told (instructions, tool and
+parameter descriptions), strict input schemas (an argument a tool does not
+take is an error result that names it), and a refusal (a ``RouseError``)
+turned into an error result with nothing written. The ``mcp`` SDK (v2:
+``mcp.server.mcpserver.MCPServer``) is imported only inside
 :func:`build_server`, so this module loads without it.
-No tool offers ``stamp``: origins are written from outside the agent.
 """
 
 import functools
-import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import clock, layout
-from rouse.core.errors import RouseError, UsageError
-from rouse.core.timefmt import format_stamp, parse_when
-from rouse.core.tree import display_ids, walk
-from rouse.pack.views import due_header, due_item, due_lines, due_order
-from rouse.probes import gate
-from rouse.records import lifecycle, notes, scaffold
-from rouse.trust import origins
-
-ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
-ENDINGS = ("done", "dropped", "abandoned")
+from rouse.agents.mcp_tools import ADD_TYPES, ENDINGS, Tools, wall_clock
+from rouse.core import clock
+from rouse.core.errors import RouseError
 
 INSTRUCTIONS = """\
 rouse is your memory: plain markdown files in a tree, with a clock that brings \
@@ -42,199 +29,6 @@ for the first time in a session, read entrypoint/rouse.md in the tree. Use \
 task, reminder or backlog item, and `move` / `snooze` / `close` / `promote` to \
 keep records honest. Machine fields (swept, nudges, origin, ...) are rouse's \
 own: a call that sets one is refused."""
-
-
-def _wall_clock() -> datetime:
-    return datetime.now().replace(microsecond=0)
-
-
-def _one_line(value: str | None, what: str) -> str:
-    """A header value given as its own argument: checked as a field value, and not empty."""
-    text = scaffold.check_value(what, value or "")
-    if not text:
-        raise UsageError(f"{what} must be one non-empty line")
-    return text
-
-
-def _text(value: str | None, what: str) -> str | None:
-    """Body text (a note, a reason): any length, but text."""
-    return None if value is None else scaffold.check_body(value, what)
-
-
-class Tools:
-    """The MCP tools as plain methods returning text (testable without ``mcp``)."""
-
-    def __init__(
-        self,
-        root: Path,
-        now: Callable[[], datetime] = _wall_clock,
-        env: Mapping[str, str] | None = None,
-        key_path: Path | None = None,
-    ):
-        self.root = root
-        self.now = now
-        self.env: Mapping[str, str] = env or {}
-        self.key_path = key_path
-
-    def _reader(self) -> origins.OriginReader:
-        return origins.origin_reader(self.root, self.key_path)
-
-    # -- read ---------------------------------------------------------------
-
-    def pack(self, query: str | None = None, max_chars: int = 9000) -> str:
-        from rouse.pack.build import pack
-
-        if max_chars < 200:
-            raise UsageError("max_chars must be at least 200")
-        built = pack(
-            self.root,
-            self.now(),
-            env=self.env,
-            key_path=self.key_path,
-            query=query or None,
-            max_chars=max_chars,
-        )
-        return built.text
-
-    def recall(self, query: str, limit: int = 10, kind: str | None = None) -> str:
-        from rouse.pack import recall
-
-        hits = recall.recall(self.root, query, self.now(), limit=limit, kind=kind)
-        if not hits:
-            return f"nothing recalled for {query!r}"
-        return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)
-
-    def due(self, until: str | None = None) -> str:
-        """``rouse due``'s header (if any) and rows, then the items as ``rouse due --json``."""
-        now = self.now()
-        at = None
-        if until:
-            try:
-                at = parse_when(until, now)
-            except ValueError as exc:
-                raise UsageError(f"bad until: {exc}") from None
-        tree = walk(self.root)
-        found = due_order(clock.due(tree, at or now))
-        header = due_header(len(found), now, at)
-        lines = [header] if header else []
-        if not found:
-            return "\n".join(lines)
-        ids = display_ids(tree)
-        items = [due_item(d, ids[d.record.dir]) for d in found]
-        lines += due_lines(tree, found, now)
-        return "\n".join(lines) + "\n\n" + json.dumps(items, indent=2, ensure_ascii=False)
-
-    def probe(self, name: str | None = None) -> str:
-        from rouse.probes import definitions as probes
-        from rouse.probes import readings
-
-        tree = walk(self.root)
-        allowed, reason = gate.probes_allowed(tree, self._reader(), self.env)
-        found, _ = probes.load_probes(tree)
-        if name is not None and name not in {p.name for p in found}:
-            names = ", ".join(p.name for p in found) or "none"
-            raise UsageError(f"no probe named {name!r} in {layout.PROBES} (have: {names})")
-        chosen = [p for p in found if name is None or p.name == name]
-        if not allowed:
-            lines = [f"{p.name}: {readings.UNKNOWN}" for p in chosen]
-            return "\n".join([*lines, reason])
-        return "\n".join(
-            f"{p.name}: {readings.run_demand(self.root, p, self.key_path)}" for p in chosen
-        )
-
-    # -- write --------------------------------------------------------------
-
-    def remember(
-        self,
-        slug: str,
-        body: str,
-        keywords: str | None = None,
-        fields: dict[str, str] | None = None,
-    ) -> str:
-        given = dict(fields or {})
-        if keywords is not None:
-            given["keywords"] = keywords
-        scaffold.check_body(body)
-        done = notes.remember(self.root, slug, body, self.now(), given)
-        return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"
-
-    def intend(
-        self,
-        slug: str,
-        closes_when: str,
-        body: str = "",
-        under: str | None = None,
-        fields: dict[str, str] | None = None,
-    ) -> str:
-        given = {**(fields or {}), "closes-when": _one_line(closes_when, "closes_when")}
-        created = scaffold.new(
-            self.root,
-            "intention",
-            slug,
-            self.now(),
-            under=under,
-            fields=scaffold.validate_fields(given, self.now()),
-            body=body,
-        )
-        return f"wrote {created.rel}" + _todo(created.todo)
-
-    def add(
-        self,
-        kind: str,
-        slug: str,
-        under: str | None = None,
-        body: str = "",
-        fields: dict[str, str] | None = None,
-    ) -> str:
-        if kind not in ADD_TYPES:
-            raise UsageError(f"kind must be one of {', '.join(ADD_TYPES)}, not {kind!r}")
-        given = dict(fields or {})
-        if kind == "reminder" and not given.get("due"):
-            raise UsageError("a reminder needs fields.due: a stamp 'YYYY-MM-DD HH:MM' or '+2h'")
-        now = self.now()
-        clean = scaffold.validate_fields(given, now)
-        created = scaffold.new(self.root, kind, slug, now, under=under, fields=clean, body=body)
-        return f"wrote {created.rel}" + _todo(created.todo)
-
-    def move(self, ref: str, note: str | None = None) -> str:
-        return lifecycle.move(self.root, ref, self.now(), _text(note, "note")).summary
-
-    def snooze(
-        self,
-        ref: str,
-        until: str | None = None,
-        duration: str | None = None,
-        note: str | None = None,
-    ) -> str:
-        changed = lifecycle.snooze(
-            self.root, ref, self.now(), until=until, duration=duration, note=_text(note, "note")
-        )
-        nxt = f"; next due {format_stamp(changed.next_due)}" if changed.next_due else ""
-        return changed.summary + nxt
-
-    def close(
-        self, ref: str, ending: str, why: str | None = None, outcome: str | None = None
-    ) -> str:
-        if ending not in ENDINGS:
-            raise UsageError(f"ending must be one of {', '.join(ENDINGS)}, not {ending!r}")
-        why = _text(why, "why")
-        return lifecycle.close(self.root, ref, self.now(), ending, why, outcome).summary
-
-    def promote(self, slug: str, closes_when: str, under: str | None = None) -> str:
-        closes_when = _one_line(closes_when, "closes_when")
-        return lifecycle.promote(self.root, slug, closes_when, self.now(), under).summary
-
-
-def _todo(todo: list[str]) -> str:
-    return f" (fill in: {', '.join(todo)})" if todo else ""
-
-
-def _as_dict(hit: Any) -> Any:
-    if hasattr(hit, "to_json"):
-        return hit.to_json()
-    if is_dataclass(hit) and not isinstance(hit, type):
-        return asdict(hit)
-    return hit
 
 
 # -- the server ---------------------------------------------------------------
@@ -482,7 +276,7 @@ def _unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> str:
 
 def serve(
     root: Path,
-    now: Callable[[], datetime] = _wall_clock,
+    now: Callable[[], datetime] = wall_clock,
     env: Mapping[str, str] | None = None,
 ) -> None:
     """Run the server on stdin/stdout until the client hangs up."""

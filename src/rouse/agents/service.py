@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rouse import __version__
-from rouse.agents.wire import stable_executable
+from rouse.agents.settings_hooks import stable_executable
 from rouse.core.errors import UsageError
 
 KINDS = ("systemd", "launchd", "cron")

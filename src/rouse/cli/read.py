@@ -74,7 +74,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
 def cmd_probe(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.probes import definitions as probes
-    from rouse.probes import readings
+    from rouse.probes import demand, readings
     from rouse.probes.gate import probes_allowed_at
     from rouse.trust.origins import origin_reader
 
@@ -90,13 +90,13 @@ def cmd_probe(args: argparse.Namespace) -> int:
         if not chosen:
             names = ", ".join(p.name for p in found) or "none"
             raise UsageError(f"no probe named {args.name!r} in {layout.PROBES} (have: {names})")
-        reading = readings.run_demand(root, chosen[0])
+        reading = demand.run_demand(root, chosen[0])
         if args.json:
             emit_json({"name": chosen[0].name, "tier": chosen[0].tier, "reading": reading})
         else:
             emit([reading])
         return 1 if reading == readings.UNKNOWN else 0
-    measured = [(p, readings.run_demand(root, p)) for p in found]
+    measured = [(p, demand.run_demand(root, p)) for p in found]
     if args.json:
         emit_json([{"name": p.name, "tier": p.tier, "reading": r} for p, r in measured])
     else:

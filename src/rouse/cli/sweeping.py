@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from rouse.sweep import loop, sinks
     from rouse.sweep.heartbeat import Heartbeat
-    from rouse.sweep.ledger import QuietHours
+    from rouse.sweep.quiet import QuietHours
     from rouse.trust.origins import origin_reader
 
     loop.check_wait("--every", args.every)

@@ -125,6 +125,42 @@ def _load(data: dict[str, str] | list[Any]) -> Header:
     return header
 
 
+def _mac(secret: bytes, body: bytes) -> bytes:
+    """The cache file's MAC, under a key derived from the stamp key's secret."""
+    import hashlib
+    import hmac
+
+    derived = hmac.new(secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
+    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
+
+
+def _read_cache(path: Path, secret: bytes | None) -> Any:
+    """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
+    data = load_bytes(path)
+    if data is None:
+        return None
+    first, _, body = data.partition(b"\n")
+    parts = first.split(b" ")
+    if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
+        return None
+    if secret is not None:
+        import hmac
+
+        if not hmac.compare_digest(parts[2], _mac(secret, body)):
+            return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def _write_cache(path: Path, secret: bytes | None, dirs: dict[str, list[Any]]) -> None:
+    """Save the cache (best effort), MACed when there is a secret."""
+    body = json.dumps({"version": VERSION, "dirs": dirs}, separators=(",", ":")).encode()
+    mac = _mac(secret, body) if secret is not None else b"-"
+    save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
+
+
 class HeaderCache:
     """A ``tree.walk`` reader and lister that redo only what changed.
 
@@ -151,38 +187,11 @@ class HeaderCache:
         self._dir: str | None = None
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
-        raw = self._read()
+        raw = _read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
             if isinstance(dirs, dict):
                 self.dirs = dirs  # each entry is checked when used
-
-    def _mac(self, body: bytes) -> bytes:
-        import hashlib
-        import hmac
-
-        assert self.secret is not None
-        derived = hmac.new(self.secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
-        return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
-
-    def _read(self) -> Any:
-        """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
-        data = load_bytes(self.path)
-        if data is None:
-            return None
-        first, _, body = data.partition(b"\n")
-        parts = first.split(b" ")
-        if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
-            return None
-        if self.secret is not None:
-            import hmac
-
-            if not hmac.compare_digest(parts[2], self._mac(body)):
-                return None
-        try:
-            return json.loads(body)
-        except ValueError:
-            return None
 
     def _settled(self, mtime_ns: int) -> bool:
         return self.now_ns - mtime_ns > RACY_NS
@@ -303,9 +312,7 @@ class HeaderCache:
         self.dirs, self.next, self._dir = new, {}, None
         if unchanged:
             return
-        body = json.dumps({"version": VERSION, "dirs": new}, separators=(",", ":")).encode()
-        mac = self._mac(body) if self.secret is not None else b"-"
-        save_bytes(self.path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
+        _write_cache(self.path, self.secret, new)
 
 
 def cached_walk(root: Path, secret: bytes | None = None) -> Tree:

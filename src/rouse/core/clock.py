@@ -2,49 +2,22 @@
 
 Every function here is pure: it takes records (from ``rouse.core.tree``) and
 ``now`` and returns decisions. The pack, ``rouse due``, ``rouse explain`` and
-the sweeper all import this module; nothing else computes due.
+the sweeper all import this module; nothing else computes due. Reading the
+header fields it needs (their bounds, fallbacks and problems) is
+:mod:`rouse.core.clockfields`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rouse.core.timefmt import (
-    FLOOR,
-    LATEST,
-    OutOfRange,
-    floored,
-    format_stamp,
-    parse_interval,
-    parse_stamp,
-)
+from rouse.core.clockfields import FieldProblem, FieldReader
+from rouse.core.timefmt import FLOOR, LATEST, floored, format_stamp, parse_stamp
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
 
 MAX_NAG_STEP = timedelta(days=1)
 DEFAULT_MAX_FIRES = 10
-DEFAULT_BACKOFF = 2.0
-#: The largest ``fires``, ``nudges`` or ``max-fires`` read (docs/clock.md "Bounds").
-MOST_COUNT = 1_000_000
-#: ``backoff`` is read when ``1 <= backoff < BACKOFF_BELOW`` (or ``fixed``).
-BACKOFF_BELOW = 1000.0
-
-#: What the clock does instead when a field cannot be read (docs/clock.md).
-FALLBACKS = {
-    "last-moved": "falls back to opened, else the mtime",
-    "opened": "falls back to the mtime",
-    "stale-after": "uses the level's default",
-    "swept": "ignored: as if never woken",
-    "nudges": "read as 0",
-    "review-every": "ignored: no review",
-    "reviewed": "falls back to opened, else the mtime",
-    "due": "falls back to moved_at: it fires",
-    "nag": "its step starts at the 15m floor",
-    "backoff": "read as 2",
-    "fires": "read as 0",
-    "max-fires": "read as 10",
-    "expires": "ignored: no expiry",
-}
 
 
 class Level(Frozen):
@@ -76,24 +49,6 @@ LEVELS: dict[str, Level] = {
 STALE_LEVELS = frozenset(t for t, level in LEVELS.items() if level.stale_after is not None)
 OUTCOMES = ("as-expected", "surprising", "contradicts")
 REASONS = ("stale", "review", "due", "nag", "expire")
-
-
-class FieldProblem(Value):
-    """A clock field that cannot be read; the clock fell back and says so."""
-
-    __slots__ = ("path", "key", "value", "message", "line")
-    _fields = __slots__
-
-    def __init__(self, path: str, key: str, value: str, message: str, line: int | None = None):
-        self.path = path
-        self.key = key
-        self.value = value
-        self.message = message
-        self.line = line
-
-    def render(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.message}"
 
 
 class Decision(Value):
@@ -145,133 +100,6 @@ class Decision(Value):
     @property
     def is_due(self) -> bool:
         return self.reason is not None
-
-
-# -- reading fields -----------------------------------------------------------
-
-
-def parse_count(text: str) -> int:
-    """A ``fires``, ``nudges`` or ``max-fires`` value: a whole number, 0 to MOST_COUNT.
-
-    Raises ValueError (OutOfRange when it is a whole number, but too large).
-    """
-    text = text.strip()
-    if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"not a whole number: {text!r}")
-    digits = text.lstrip("0")
-    if len(digits) > len(str(MOST_COUNT)) or int(digits or "0") > MOST_COUNT:
-        raise OutOfRange("a count", f"must be at most {MOST_COUNT}", text)
-    return int(digits or "0")
-
-
-def _problem(key: str, value: str, exc: ValueError, shape: str) -> str:
-    if isinstance(exc, OutOfRange):
-        return f"'{key}' {exc.need}, got {value!r}"
-    return f"'{key}' must {shape}, got {value!r}"
-
-
-def _count_problem(key: str, value: str) -> str:
-    return f"'{key}' must be a whole number from 0 to {MOST_COUNT}, got {value!r}"
-
-
-def stamp_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as the stamp ``key`` (as the clock says it), or None."""
-    try:
-        parse_stamp(value)
-    except ValueError as exc:
-        return _problem(key, value, exc, "look like 2026-03-14 15:40")
-    return None
-
-
-def interval_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as the interval ``key``, or None."""
-    try:
-        parse_interval(value)
-    except ValueError as exc:
-        return _problem(key, value, exc, "look like 45m, 2h or 1d")
-    return None
-
-
-def count_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as the count ``key`` (fires, nudges, max-fires), or None."""
-    try:
-        parse_count(value)
-    except ValueError:
-        return _count_problem(key, value)
-    return None
-
-
-class _Fields:
-    """Typed reads of one record's header that collect problems instead of raising."""
-
-    def __init__(self, record: Record, problems: list[FieldProblem]):
-        self.record = record
-        self.fields = record.header.fields  # (read ~5 times per record per pack)
-        self.problems = problems
-
-    def _bad(self, key: str, value: str, message: str) -> None:
-        if any(p.path == self.record.rel and p.key == key for p in self.problems):
-            return  # read twice, reported once
-        line = self.record.header.line_of(key)
-        fallback = FALLBACKS.get(key)
-        if fallback:
-            message = f"{message} ({fallback})"
-        self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
-
-    def text(self, key: str) -> str:
-        value = self.fields.get(key)
-        return value.strip() if value else ""
-
-    def stamp(self, key: str) -> datetime | None:
-        value = self.fields.get(key)  # (self.text inlined here and below: hot)
-        if value:
-            value = value.strip()
-        if not value:
-            return None
-        try:
-            return parse_stamp(value)
-        except ValueError as exc:
-            self._bad(key, value, _problem(key, value, exc, "look like 2026-03-14 15:40"))
-            return None
-
-    def interval(self, key: str) -> timedelta | None:
-        value = self.fields.get(key)
-        if value:
-            value = value.strip()
-        if not value:
-            return None
-        try:
-            return parse_interval(value)
-        except ValueError as exc:
-            self._bad(key, value, _problem(key, value, exc, "look like 45m, 2h or 1d"))
-            return None
-
-    def integer(self, key: str, default: int) -> int:
-        value = self.fields.get(key)
-        if value:
-            value = value.strip()
-        if not value:
-            return default
-        try:
-            return parse_count(value)
-        except ValueError:
-            self._bad(key, value, _count_problem(key, value))
-            return default
-
-    def backoff(self) -> float:
-        value = self.text("backoff")
-        if not value:
-            return DEFAULT_BACKOFF
-        if value.lower() == "fixed":
-            return 1.0
-        try:
-            number = float(value)
-        except ValueError:
-            number = -1.0
-        if 1.0 <= number < BACKOFF_BELOW:  # (nan and inf are not)
-            return number
-        self._bad("backoff", value, f"'backoff' must be a number >= 1 or 'fixed', got {value!r}")
-        return DEFAULT_BACKOFF
 
 
 # -- states -------------------------------------------------------------------
@@ -340,10 +168,10 @@ def end_time(record: Record) -> datetime:
 
 def moved_at(record: Record, problems: list[FieldProblem] | None = None) -> tuple[datetime, str]:
     """``last-moved``, else ``opened``, else the file's mtime — and which one it was."""
-    return _moved_at(_Fields(record, [] if problems is None else problems))
+    return _moved_at(FieldReader(record, [] if problems is None else problems))
 
 
-def _moved_at(reader: _Fields) -> tuple[datetime, str]:
+def _moved_at(reader: FieldReader) -> tuple[datetime, str]:
     record = reader.record
     for key in ("last-moved", "opened"):
         value = reader.stamp(key)
@@ -372,7 +200,7 @@ def _later(base: datetime, interval: timedelta) -> datetime:
 def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     """Decide whether ``record`` is due at ``now``, why, and when it next will be."""
     decision = Decision(record, now)
-    fields = _Fields(record, decision.problems)
+    fields = FieldReader(record, decision.problems)
     decision.moved_at, decision.moved_from = _moved_at(fields)
     level = LEVELS[record.type]
     status = status_of(record)
@@ -387,7 +215,7 @@ def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     return decision
 
 
-def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: datetime) -> None:
+def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: datetime) -> None:
     # (runs for most records of every pack: locals, not repeated attribute reads)
     record = decision.record
     level = LEVELS[record.type]
@@ -432,7 +260,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: _Fields, now: dateti
         decision.due_at = stale_at if review_at is None else min(review_at, stale_at)
 
 
-def _evaluate_reminder(decision: Decision, fields: _Fields, now: datetime) -> None:
+def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -> None:
     record = decision.record
     fires = fields.integer("fires", 0)
     decision.nudge = fires + 1
@@ -510,12 +338,12 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
         return updates
     fires = decision.nudge
     if decision.reason == "expire":
-        expires = _Fields(record, []).stamp("expires")
+        expires = FieldReader(record, []).stamp("expires")
         ended = "expires" if expires is not None and now >= expires else "max-fires"
         return {"status": "expired", "fires": str(fires), "ended": ended}
     if decision.reason == "due":
         return {"status": "fired", "fired": stamp}
-    fields = _Fields(record, [])
+    fields = FieldReader(record, [])
     nag = fields.interval("nag") or FLOOR
     step = nag_step(nag, fields.backoff(), fires)
     updates = {"fires": str(fires), "due": format_stamp(_later(now, step)), "status": "pending"}

@@ -28,7 +28,7 @@ from rouse.lint.shape import (
     record_findings,
     shape_findings,
 )
-from rouse.probes import readings
+from rouse.probes import demand, readings
 from rouse.probes.definitions import load_probes
 from rouse.trust.origins import OriginReader, stamp_findings
 
@@ -49,7 +49,7 @@ def check(
         findings += _probe_readings(tree, probe_budget_ms)
     stamps = stamp_findings(tree, origins) if origins is not None else []
     key_path = origins.key_path if origins is not None else None
-    stamps += readings.cache_findings(tree.root, key_path)
+    stamps += demand.cache_findings(tree.root, key_path)
     findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)

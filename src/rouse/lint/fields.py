@@ -9,7 +9,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
-from rouse.core import clock, layout
+from rouse.core import clock, clockfields, layout
 from rouse.core.timefmt import FLOOR, parse_interval
 from rouse.core.tree import File, Record
 from rouse.lint.finding import Finding, article
@@ -150,11 +150,11 @@ def _value_problem(key: str, value: str) -> str | None:
     if not value:
         return None
     if key in STAMP_FIELDS:
-        return clock.stamp_problem(key, value)
+        return clockfields.stamp_problem(key, value)
     if key in INTERVAL_FIELDS:
-        return clock.interval_problem(key, value)
+        return clockfields.interval_problem(key, value)
     if key in COUNT_FIELDS:
-        return clock.count_problem(key, value)
+        return clockfields.count_problem(key, value)
     if key == "backoff" and value.lower() != "fixed":
         try:
             number = float(value)

@@ -22,7 +22,7 @@ from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import File, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
 from rouse.probes import definitions as probes
-from rouse.probes import readings
+from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
 from rouse.trust.origins import effective_origin, origin_reader
 
@@ -181,14 +181,14 @@ def _index(
     files: list[File] = list(tree.notes)
     files += [r for r in tree.records.values() if r.type == "backlog" and clock.is_open(r)]
     files.sort(key=lambda f: (-f.mtime_ns, f.rel))
-    cache = readings.load_cache(root, getattr(origin_of, "key_path", None))
+    cache = demand.load_cache(root, getattr(origin_of, "key_path", None))
     items = []
     for file in files[:INDEX_CAP]:
         names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
         shown = {}
         for name in names:
             probe = known.get(name)
-            reading = readings.cached_reading(root, probe, cache) if probe else None
+            reading = demand.cached_reading(root, probe, cache) if probe else None
             if reading is not None:
                 shown[name] = reading
         items.append(

@@ -15,7 +15,7 @@ from rouse.core.tree import Tree
 from rouse.pack.index import KINDS, Index, indexed_files
 from rouse.pack.search import query_words
 from rouse.probes import definitions as probes
-from rouse.probes import gate, readings
+from rouse.probes import demand, gate, readings
 from rouse.trust import origins
 
 
@@ -121,7 +121,7 @@ def _probe_reader(
             state["probes"] = {p.name: p for p in probes.load_probes(tree)[0]} if allowed else {}
         probe = state["probes"].get(name)
         reading = (
-            readings.run_demand(tree.root, probe, reader.key_path) if probe else readings.UNKNOWN
+            demand.run_demand(tree.root, probe, reader.key_path) if probe else readings.UNKNOWN
         )
         readings_by_name[name] = reading
         return reading

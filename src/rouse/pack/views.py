@@ -12,7 +12,7 @@ import re
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, layout
+from rouse.core import clock, clockfields, layout
 from rouse.core.body import log_entries
 from rouse.core.clock import Decision
 from rouse.core.errors import HeaderError
@@ -233,8 +233,8 @@ _REMINDER_FIELDS = (
 
 def _reminder(record: Record) -> dict[str, Any]:
     """The reminder's fields as the clock reads them; null when missing or unreadable."""
-    problems: list[clock.FieldProblem] = []
-    reader = clock._Fields(record, problems)
+    problems: list[clockfields.FieldProblem] = []
+    reader = clockfields.FieldReader(record, problems)
     data: dict[str, Any] = {}
     for key, kind in _REMINDER_FIELDS:
         value: Any = None
@@ -259,7 +259,7 @@ def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     fields = record.header.fields
     review_every = None
     if (fields.get("review-every") or "").strip():
-        review_every = clock._Fields(record, []).interval("review-every")
+        review_every = clockfields.FieldReader(record, []).interval("review-every")
     data: dict[str, Any] = {
         "record": display_ids(tree)[record.dir],
         "path": record.dir,

@@ -21,8 +21,9 @@ from datetime import datetime
 
 from rouse import __version__
 from rouse.core.errors import UsageError
-from rouse.sweep.sinks import MAX_RESPONSE, _Delivery, _opener, check_url
-from rouse.sweep.tick import TickReport, _t
+from rouse.sweep.tick import TickReport
+from rouse.sweep.voice import _t
+from rouse.sweep.webhook_sink import MAX_RESPONSE, _Delivery, _opener, check_url
 
 #: Seconds a ping may take in all (as ``curl -m 10`` in monitors' own examples).
 DEADLINE = 10.0
@@ -95,7 +96,9 @@ class Heartbeat:
 
     def _get(self, request: urllib.request.Request, delivery: _Delivery) -> None:
         try:
-            with _opener(delivery).open(request, timeout=self.deadline) as response:
+            # the deadline is ping()'s (it cuts the socket off); the socket's own timeout
+            # is only a backstop, longer, so that the deadline always speaks first
+            with _opener(delivery).open(request, timeout=self.deadline + 5) as response:
                 response.read(MAX_RESPONSE)
                 delivery.status = int(response.status)
         except BaseException as exc:  # handed to ping(): nothing escapes a thread

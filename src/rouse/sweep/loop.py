@@ -4,7 +4,7 @@ SIGTERM/SIGINT finish the wake in flight and exit 0; a tick that fails is
 logged and the loop ticks again later. Between ticks the loop sleeps until
 the next tick or the next instant something known comes due.
 
-What it says (to stderr) depends on ``verbosity`` (:mod:`rouse.sweep.tick`):
+What it says (to stderr) depends on ``verbosity`` (:mod:`rouse.sweep.voice`):
 the loop says once at start what it is doing; each wake delivered, held,
 withdrawn or failed gets a line; an idle tick says nothing. ``--once`` ends
 with a one-line summary when its tick had something to say, and always when
@@ -25,9 +25,10 @@ from types import FrameType
 from rouse.core.errors import UsageError
 from rouse.core.sweepstate import sweeper_lock
 from rouse.sweep.escalate import Escalation
-from rouse.sweep.ledger import QuietHours
+from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import Sink
-from rouse.sweep.tick import ERRORS, EVENTS, EVERY_TICK, Log, Origins, Sweeper, TickReport, _t
+from rouse.sweep.tick import Origins, Sweeper, TickReport
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, _t
 
 DEFAULT_EVERY = 60.0
 #: The longest ``--every`` and ``--timeout``, in seconds: one day.

@@ -12,7 +12,9 @@ from datetime import datetime
 from rouse.core import clock
 from rouse.core.clock import Decision
 from rouse.core.tree import Tree
-from rouse.sweep.ledger import GIVE_UP_AFTER, Entry, QuietHours
+from rouse.sweep.ledger import GIVE_UP_AFTER
+from rouse.sweep.ledger_entry import Entry
+from rouse.sweep.quiet import QuietHours
 from rouse.sweep.stamping import already_stamped
 
 

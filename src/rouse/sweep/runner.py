@@ -34,8 +34,9 @@ from rouse.core.statefile import save_bytes, save_json
 from rouse.core.sweepstate import BUDGET_FILE, RUN_LOCK
 from rouse.core.timefmt import format_interval, parse_interval
 from rouse.sweep.digest import Digest
+from rouse.sweep.exec_sink import MAX_OUTPUT, Output, _kill_group, _run
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sinks import MAX_OUTPUT, Output, SinkError, _kill_group, _run
+from rouse.sweep.sink_base import SinkError
 from rouse.sweep.wake import Wake
 
 DEFAULT_TIMEOUT = timedelta(minutes=15)

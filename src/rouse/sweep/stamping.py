@@ -13,7 +13,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock
+from rouse.core import clock, clockfields
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.header import parse_header, set_fields
 from rouse.core.store import Store
@@ -32,7 +32,7 @@ class _AgentActed(Exception):
 def _count(value: str | None) -> int:
     """A count as the clock reads it (out of bounds or unreadable: 0)."""
     try:
-        return clock.parse_count(value or "")
+        return clockfields.parse_count(value or "")
     except ValueError:
         return 0
 

@@ -1,0 +1,153 @@
+"""The instructions rouse puts where agents read them (SPEC §11).
+
+The marked block in ``CLAUDE.md`` / ``AGENTS.md`` (spliced between our
+markers, everything else kept; the files are never created) and the Cursor
+rule that carries the same guidance.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+
+from rouse.agents.settings_hooks import hooked_agent
+from rouse.agents.wiring import Wired, Wiring, read_text, update_file
+from rouse.core import layout
+from rouse.core.errors import RouseError
+from rouse.records.scaffold import AGENT_LINE
+
+BEGIN = "<!-- rouse:begin (written by `rouse wire`; edits inside are replaced) -->"
+END = "<!-- rouse:end -->"
+_BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
+_END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
+INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
+CURSOR_RULE = ".cursor/rules/rouse.mdc"
+
+
+def _memory_flag(w: Wiring) -> str:
+    """`` --memory TREE`` unless a plain ``rouse`` in the project root finds the tree itself."""
+    if w.project is not None and w.tree_ref == "memory":
+        return ""
+    return f" --memory {shlex.quote(w.tree_ref)}"
+
+
+def _pack_cmd(w: Wiring) -> str:
+    return f"rouse pack{_memory_flag(w)}"
+
+
+def instruction_line(w: Wiring) -> str:
+    """The line ``rouse init`` suggests, for this tree (the same sentence, the same words)."""
+    instructions = f"`{os.path.join(w.tree_ref, layout.INSTRUCTIONS)}`"
+    return AGENT_LINE.replace("`rouse pack`", f"`{_pack_cmd(w)}`").format(instructions=instructions)
+
+
+def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
+    """The guidance between the markers. ``hooked`` names the agent whose hook delivers the pack."""
+    instructions = f"`{os.path.join(w.tree_ref, layout.INSTRUCTIONS)}`"
+    if hooked == "Claude Code":
+        first = (
+            "- The memory pack arrives at the start of every session by itself (a SessionStart "
+            f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
+            f"before writing memory, read {instructions}."
+        )
+    elif hooked == "Codex":
+        first = (
+            "- In Codex the memory pack arrives at session start by itself (a SessionStart "
+            "hook): treat it as your memory and do not run it again. Any other agent: "
+            + instruction_line(w)
+        )
+    else:
+        first = "- " + instruction_line(w)
+    where = "the global tree" if w.project is None else f"`{w.tree_ref}/`"
+    return [
+        "## Memory (rouse)",
+        "",
+        f"Your memory is {where}: plain markdown files with a small header, kept by rouse; "
+        f"{instructions} explains the tree, the header, the clock and the verbs.",
+        "",
+        first,
+        f"- To find something the pack does not show, run `rouse recall QUERY{_memory_flag(w)}`.",
+    ]
+
+
+def render_block(w: Wiring, hooked: str | None = None) -> str:
+    return "\n".join([BEGIN, *block_lines(w, hooked), END]) + "\n"
+
+
+def splice_block(text: str, block: str, where: str, newline: str = "\n") -> str:
+    """``text`` with our marked block replaced (or appended); everything else kept."""
+    begins, ends = list(_BEGIN_RE.finditer(text)), list(_END_RE.finditer(text))
+    if not begins and not ends:
+        if not text or text.endswith(newline * 2):
+            return text + block
+        return text + (newline if text.endswith(newline) else newline * 2) + block
+    if len(begins) != 1 or len(ends) != 1 or ends[0].start() < begins[0].start():
+        raise RouseError(
+            f"{where}: the rouse markers are unbalanced (one '<!-- rouse:begin' line, then one "
+            "'<!-- rouse:end -->' line); fix or remove them by hand, then run `rouse wire` again"
+        )
+    end = ends[0].end()
+    if text[end:].startswith(newline):
+        end += len(newline)
+    return text[: begins[0].start()] + block + text[end:]
+
+
+def wire_blocks(w: Wiring, result: Wired) -> None:
+    """Put the block in CLAUDE.md / AGENTS.md where they exist; never create them."""
+    if w.project is None:
+        result.printed += [
+            f"The global tree {w.tree} has no project root. Put this block in your agent's "
+            "global instruction file (for example ~/.claude/CLAUDE.md or ~/.codex/AGENTS.md):",
+            "",
+            render_block(w).rstrip("\n"),
+        ]
+        return
+    found = False
+    for name in INSTRUCTION_FILES:
+        path = w.project / name
+        if not path.is_file():
+            continue
+        found = True
+        old = read_text(path)
+        newline = "\r\n" if "\r\n" in old else "\n"
+        block = render_block(w, hooked_agent(w, name)).replace("\n", newline)
+        text = splice_block(old, block, str(path), newline)
+        result.done.append(update_file(path, text, "rouse block"))
+    if not found:
+        result.printed += [
+            f"Neither CLAUDE.md nor AGENTS.md exists in {w.project}; rouse does not create "
+            "them. Put this block in your agent's instruction file:",
+            "",
+            render_block(w).rstrip("\n"),
+        ]
+
+
+def cursor_rule(w: Wiring) -> str:
+    return (
+        "\n".join(
+            [
+                "---",
+                "description: rouse memory - read the pack at session start, read the guide "
+                "before writing memory",
+                "globs:",
+                "alwaysApply: true",
+                "---",
+                *block_lines(w),
+            ]
+        )
+        + "\n"
+    )
+
+
+def wire_cursor(w: Wiring, result: Wired) -> None:
+    if w.project is None:
+        result.printed += [
+            "Cursor has no rules file for the global tree: paste this into Cursor Settings > "
+            "Rules > User Rules:",
+            "",
+            *block_lines(w),
+        ]
+        return
+    path = w.project / CURSOR_RULE
+    result.done.append(update_file(path, cursor_rule(w), "Cursor rule, always applied"))

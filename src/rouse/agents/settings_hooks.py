@@ -1,0 +1,320 @@
+"""The hooks rouse puts in agents' settings files (SPEC §11).
+
+The hook's command (it pins the tree and, when stable, the rouse that wired
+it: :func:`stable_executable`), and merging it into Claude Code's and Codex's
+settings JSON: exactly one rouse SessionStart and UserPromptSubmit hook, in
+one settings scope per tree, everything else in the file kept in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rouse.agents.hook import HOOK_COMMAND
+from rouse.agents.wiring import Wired, Wiring, update_file
+from rouse.core.errors import RouseError, UsageError
+
+#: The SessionStart sources each agent documents (Claude Code: startup, resume,
+#: clear, compact; Codex: startup, resume, clear): a fresh pack after each.
+MATCHERS = {"claude": "startup|resume|clear|compact", "codex": "startup|resume|clear"}
+MATCHER = MATCHERS["claude"]
+SESSION_START = "SessionStart"
+#: At each prompt the same command hands the open session the wakes it has not
+#: seen (it reads the event from its input); neither agent matches on this event.
+PROMPT = "UserPromptSubmit"
+EVENTS = (SESSION_START, PROMPT)
+_OUR_HOOK_RE = re.compile(
+    HOOK_COMMAND.format(kind="(?:claude|codex)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
+)
+
+#: What a hook prints when it cannot start rouse at all (the pinned path is
+#: gone and there is no ``rouse`` on PATH): one line instead of nothing.
+CANNOT_RUN = (
+    "rouse: no memory pack this session: this hook could not start rouse (it is neither "
+    "where `rouse wire` found it nor on PATH): reinstall rouse, then run `rouse wire` again"
+)
+
+CLAUDE_LOCAL = ".claude/settings.local.json"
+CLAUDE_SHARED = ".claude/settings.json"
+CODEX_HOOKS = ".codex/hooks.json"
+
+
+def _unstable(path: str, roots: Sequence[str]) -> bool:
+    """A path that may vanish: under a temp directory or a cache (``pipx run``, ``uvx``)."""
+    candidates = {os.path.abspath(path), os.path.realpath(path)}
+    caches = (".cache", "Caches", "__pycache__")
+    if any(part in caches for candidate in candidates for part in Path(candidate).parts):
+        return True
+    try:
+        return any(
+            os.path.commonpath([candidate, os.path.abspath(root)]) == os.path.abspath(root)
+            for candidate in candidates
+            for root in roots
+        )
+    except ValueError:  # paths on different drives (Windows): not under that root
+        return False
+
+
+def stable_executable(
+    argv0: str | None = None, on_path: str | None = None, unstable: Sequence[str] | None = None
+) -> str | None:
+    """The absolute path of the ``rouse`` that runs now, when it is a stable install.
+
+    The script this process was started as, else the ``rouse`` on PATH; never
+    one under a temp directory or a cache, which may be gone by the next
+    session. Symlinks are kept (``~/.local/bin/rouse`` outlives a reinstall).
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    on_path = shutil.which("rouse") if on_path is None else on_path
+    roots = [tempfile.gettempdir(), "/tmp", "/var/tmp"] if unstable is None else unstable
+    candidates = [argv0] if Path(argv0).name in ("rouse", "rouse.exe") else []
+    candidates += [on_path] if on_path else []
+    for candidate in candidates:
+        path = os.path.abspath(candidate)
+        if os.path.isfile(path) and os.access(path, os.X_OK) and not _unstable(path, roots):
+            return path
+    return None
+
+
+def hook_command(
+    w: Wiring, kind: str, executable: str | None = None, event: str = SESSION_START
+) -> str:
+    """The hook's command: it pins this tree (and, when given, this rouse).
+
+    ``R=/path/to/rouse; [ -x "$R" ] || R=rouse; "$R" pack …``: the install that
+    wired it, else whatever ``rouse`` is on PATH, else (at session start) one
+    line saying why there is no pack; at a prompt, nothing. It exits 0 on
+    every path.
+    """
+    if kind == "claude" and w.project is not None:
+        ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+        ref = ref.replace("`", "\\`")
+        memory = f'"$CLAUDE_PROJECT_DIR/{ref}"'
+    else:
+        memory = shlex.quote(str(w.tree))
+    run = f"pack --memory {memory} --hook {kind}"
+    if executable:
+        head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
+    else:
+        head = f"rouse {run}"
+    if event == PROMPT:
+        fallback = "true"  # the session start said it once; not again at every prompt
+    elif kind == "codex":
+        payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
+        payload["hookSpecificOutput"]["additionalContext"] = CANNOT_RUN
+        fallback = "printf '%s\\n' " + shlex.quote(json.dumps(payload))
+    else:
+        fallback = "echo " + shlex.quote(CANNOT_RUN)
+    return f"{head} || {fallback}"
+
+
+def _claude_paths(w: Wiring) -> list[Path]:
+    """Every Claude Code settings file this tree's hook may sit in: rouse keeps it in one."""
+    if w.project is None:
+        return [w.home / ".claude" / "settings.json"]
+    return [w.project / CLAUDE_LOCAL, w.project / CLAUDE_SHARED]
+
+
+def _codex_path(w: Wiring) -> Path:
+    base = w.home if w.project is None else w.project
+    return base / CODEX_HOOKS
+
+
+def _load_json(path: Path) -> dict[str, Any]:
+    """A settings file as a dict ({} when missing); a broken one is a usage error (exit 2)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        reason = " ".join(str(exc).split())
+        raise UsageError(
+            f"{path}: not valid JSON ({reason}); fix it by hand and run `rouse wire` again "
+            "(nothing was written)"
+        ) from None
+    if not isinstance(data, dict):
+        raise UsageError(
+            f"{path}: expected a JSON object at the top; fix it by hand (nothing was written)"
+        )
+    return data
+
+
+def _is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and bool(_OUR_HOOK_RE.search(str(hook.get("command", ""))))
+
+
+def _has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
+    try:
+        hooks = _load_json(path).get("hooks", {})
+        lists = [hooks.get(event, []) for event in events]
+    except (RouseError, AttributeError):
+        return False
+    return any(
+        isinstance(groups, list)
+        and any(
+            _is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or []
+        )
+        for groups in lists
+    )
+
+
+def _session_groups(data: dict[str, Any], where: str, event: str = SESSION_START) -> list[Any]:
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise UsageError(f"{where}: 'hooks' is not a JSON object; fix it by hand, nothing written")
+    groups = hooks.get(event, [])
+    if not isinstance(groups, list):
+        raise UsageError(f"{where}: 'hooks.{event}' is not a list; nothing written")
+    return groups
+
+
+def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
+    """The groups with every rouse hook taken out, and where the first one was."""
+    kept: list[Any] = []
+    position: int | None = None
+    for group in groups:
+        inner = group.get("hooks") if isinstance(group, dict) else None
+        if not isinstance(inner, list) or not any(_is_ours(h) for h in inner):
+            kept.append(group)
+            continue
+        rest = [h for h in inner if not _is_ours(h)]
+        if position is None:
+            position = len(kept)
+        if rest:
+            kept.append({**group, "hooks": rest})
+    return kept, position
+
+
+def merge_session_hook(
+    data: dict[str, Any],
+    command: str,
+    where: str,
+    matcher: str = MATCHER,
+    prompt_command: str | None = None,
+) -> dict[str, Any]:
+    """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
+    with ``prompt_command``, exactly one rouse UserPromptSubmit hook too."""
+    wanted: list[tuple[str, dict[str, Any]]] = [(SESSION_START, {"matcher": matcher})]
+    if prompt_command is not None:
+        wanted.append((PROMPT, {}))
+    for event, head in wanted:
+        kept, position = _without_ours(_session_groups(data, where, event))
+        run = command if event == SESSION_START else prompt_command
+        ours = {**head, "hooks": [{"type": "command", "command": run}]}
+        kept.insert(len(kept) if position is None else position, ours)
+        data.setdefault("hooks", {})[event] = kept
+    return data
+
+
+def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
+    """``data`` without any rouse SessionStart or UserPromptSubmit hook (empty
+    containers left out)."""
+    for event in EVENTS:
+        kept, _ = _without_ours(_session_groups(data, where, event))
+        hooks = data.get("hooks")
+        if isinstance(hooks, dict):
+            if kept:
+                hooks[event] = kept
+            else:
+                hooks.pop(event, None)
+                if not hooks:
+                    del data["hooks"]
+    return data
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def wire_hook_files(
+    target: Path,
+    others: Sequence[Path],
+    command: str,
+    matcher: str,
+    label: str,
+    prompt_command: str | None = None,
+) -> list[str]:
+    """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
+
+    Every file is read and checked before any is written, so a broken one
+    stops the run with nothing changed.
+    """
+    loaded = {path: _load_json(path) for path in (target, *others)}
+    merged = merge_session_hook(loaded[target], command, str(target), matcher, prompt_command)
+    texts = {target: _dump(merged)}
+    for path in others:
+        if path.exists() and _has_our_hook(path, EVENTS):
+            texts[path] = _dump(remove_session_hook(loaded[path], str(path)))
+    done = [update_file(target, texts[target], label)]
+    for path in others:
+        if path in texts:
+            update_file(path, texts[path], label)
+            done.append(f"removed the rouse hook from {path} (one scope is enough: {target})")
+    return done
+
+
+def wire_hook_file(
+    path: Path, command: str, label: str, matcher: str = MATCHER, prompt_command: str | None = None
+) -> str:
+    return wire_hook_files(path, (), command, matcher, label, prompt_command)[0]
+
+
+def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
+    paths = _claude_paths(w)
+    target = (
+        paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
+    )
+    others = [p for p in paths if p != target]
+    command = hook_command(w, "claude", executable)
+    prompt = hook_command(w, "claude", executable, PROMPT)
+    result.done += wire_hook_files(
+        target,
+        others,
+        command,
+        MATCHERS["claude"],
+        "Claude Code SessionStart, UserPromptSubmit",
+        prompt,
+    )
+
+
+def codex_notes(w: Wiring) -> list[str]:
+    """What Codex needs before it runs the hook (printed after wiring it)."""
+    where = "your user hooks" if w.project is None else "this project's hooks"
+    lines = [
+        f"Codex runs {where} only once you trust them: start `codex`, open /hooks and trust "
+        "the rouse SessionStart and UserPromptSubmit hooks (again whenever `rouse wire` "
+        "changes their command)."
+    ]
+    if w.project is not None:
+        lines.append(
+            "It reads .codex/ only in a trusted project: accept its trust prompt, or run "
+            "`codex exec --trust` here once."
+        )
+    return lines
+
+
+def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    command = hook_command(w, "codex", executable)
+    prompt = hook_command(w, "codex", executable, PROMPT)
+    path = _codex_path(w)
+    label = "Codex SessionStart, UserPromptSubmit"
+    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt))
+    result.printed += codex_notes(w)
+
+
+def hooked_agent(w: Wiring, filename: str) -> str | None:
+    """The agent whose hook delivers the pack to readers of ``filename``, if any."""
+    if filename == "CLAUDE.md" and any(_has_our_hook(p) for p in _claude_paths(w)):
+        return "Claude Code"
+    if filename == "AGENTS.md" and _has_our_hook(_codex_path(w)):
+        return "Codex"
+    return None

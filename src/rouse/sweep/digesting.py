@@ -1,0 +1,129 @@
+"""Carrying a digest out (``sweep --digest``, ``sweep --run``): the Sweeper's collaborator.
+
+:class:`DigestSender` gathers a tick's wakes and sends them as one message
+through the sink, or hands them to one agent run; each wake then lands, fails
+or is stamped on its own. What a digest says is :mod:`rouse.sweep.digest`'s,
+how a run goes is :mod:`rouse.sweep.runner`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from rouse.core import nudges
+from rouse.core.cache import HeaderCache
+from rouse.core.clock import Decision
+from rouse.core.tree import Tree
+from rouse.sweep import digest
+from rouse.sweep.ledger import Ledger
+from rouse.sweep.runner import Runner, RunWaits
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import Sink
+from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
+from rouse.sweep.wake import Wake
+
+if TYPE_CHECKING:
+    from rouse.sweep.tick import TickReport
+
+#: The stamp after delivery: False means try again next tick.
+Stamp = Callable[[Wake, Decision, datetime, "TickReport"], bool]
+#: What follows a wake that landed (an escalation, if one is due).
+Landed = Callable[[Wake, datetime, "TickReport"], None]
+
+
+class DigestSender:
+    """One tick's batch of wakes, sent as one digest or one agent run."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        sink: Sink,
+        runner: Runner | None,
+        headers: HeaderCache,
+        voice: Voice,
+        *,
+        stamp: Stamp,
+        landed: Landed,
+    ) -> None:
+        self.ledger = ledger
+        self.sink = sink
+        self.runner = runner
+        self.headers = headers
+        self.voice = voice
+        self.stamp = stamp
+        self.landed = landed
+        self.batch: list[tuple[Wake, Decision]] = []
+
+    def add(self, made: Wake, decision: Decision) -> None:
+        self.batch.append((made, decision))
+
+    def flush(self, now: datetime, report: TickReport) -> None:
+        """Send the batch if there is one (its wakes are in the ledger: they go out even
+        when the tick was stopped)."""
+        if self.batch:
+            self.send(self.batch, now, report)
+            self.batch = []
+
+    def send(self, batch: list[tuple[Wake, Decision]], now: datetime, report: TickReport) -> None:
+        """Send the tick's wakes as one digest; each wake lands, fails or is stamped on its own.
+
+        A retry keeps the digest's id when every wake in it was carried by that
+        digest before (a wake withdrawn meanwhile has simply dropped out).
+        """
+        say = self.voice.say
+        wake_ids = [made.id for made, _ in batch]
+        digest_id = self.ledger.digest_of(wake_ids) or digest.new_id(now)
+        self.ledger.start_digest(digest_id, wake_ids, self.sink.kind, now)
+        made = digest.build(digest_id, [w for w, _ in batch], now)
+        what = f"digest {digest_id} of {len(batch)} wake(s)"
+        ran = None
+        try:
+            if self.runner is not None:
+                ran = self.runner.run(made, now, self.ledger)
+                receipt = ran.describe()
+            else:
+                receipt = self.sink.send(made, now)
+        except RunWaits as exc:  # no run now: the wakes wait, held, not failed
+            self.ledger.digest_done(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.defer(one.id, str(exc))
+                report.held.append(one.id)
+            self.voice.tell_once(f"{what} waits: {exc}")
+            return
+        except SinkError as exc:
+            self.ledger.digest_done(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.failed(one.id, now, str(exc))
+                report.failed.append(one.id)
+            say(f"{_t(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
+            return
+        self.ledger.digest_done(digest_id, now, receipt=receipt, error=None)
+        answered = {one.id for one, _ in batch}
+        if ran is not None:  # did the run move or end the records it was woken about?
+            fresh = self.headers.walk()
+            answered = {one.id for one, _ in batch if _answered(fresh, one)}
+            self.ledger.run_answered(ran.id, len(answered))
+            receipt += f", answered {len(answered)} of {len(batch)}"
+        for one, _ in batch:
+            landed = f"digest {digest_id}: {receipt}"
+            if ran is not None:
+                landed = receipt if one.id in answered else f"{receipt}: ran, not answered"
+            self.ledger.delivered(one.id, now, landed, stamped=False)
+        for one, decision in batch:
+            if self.stamp(one, decision, now, report):
+                self.ledger.mark_stamped(one.id)
+            report.delivered.append(one.id)
+        say(f"{_t(now)} delivered {what} via {self.sink.kind}: {receipt}")
+        for one, _ in batch:
+            if ran is None or one.id not in answered:  # an answered record needs no human
+                self.landed(one, now, report)
+        for one, _ in batch:
+            say(f"{_t(now)}   in it: {_what(one)}", EVERY_TICK)
+
+
+def _answered(tree: Tree, made: Wake) -> bool:
+    """Whether the agent moved or ended ``made``'s record since the wake (gone counts)."""
+    record = tree.records.get(made.path)
+    return record is None or nudges.acted_since(record, made.made_at)

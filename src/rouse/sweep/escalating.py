@@ -1,0 +1,77 @@
+"""Carrying escalations out (``sweep --escalate``): the Sweeper's collaborator.
+
+After a wake lands, :class:`Escalator` tells the owner through the escalation's
+own sink if the record reached a new level, and each tick it resends the
+escalations that did not land while they are still true. What an escalation
+says and when one is due are :mod:`rouse.sweep.escalate`'s.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rouse.core import clock
+from rouse.core.timefmt import parse_stamp
+from rouse.core.tree import Tree
+from rouse.sweep import escalate
+from rouse.sweep.ledger import Ledger
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.voice import ERRORS, Voice, _t
+from rouse.sweep.wake import Wake
+
+if TYPE_CHECKING:
+    from rouse.sweep.tick import TickReport
+
+
+class Escalator:
+    """Sends and resends one sweeper's escalations, recording each in its ledger."""
+
+    def __init__(
+        self, root: Path, ledger: Ledger, escalation: escalate.Escalation, voice: Voice
+    ) -> None:
+        self.root = root
+        self.ledger = ledger
+        self.escalation = escalation
+        self.voice = voice
+        #: escalations tried this tick: one try per tick
+        self.tried: set[str] = set()
+
+    def after_delivery(self, made: Wake, now: datetime, report: TickReport) -> None:
+        """After ``made`` landed: tell the owner if its record reached a new level."""
+        threshold = self.escalation.threshold
+        first, woken = self.ledger.streak(made.path, made.last_moved)
+        level = threshold.level(woken, first or made.made_at, now)
+        if level < 1 or self.ledger.escalated(made.path, made.last_moved, level):
+            return
+        message = escalate.message(
+            self.root, made, level, threshold, woken, first or made.made_at, now
+        )
+        self.ledger.add_escalation(message, made.id, level, self.escalation.sink.kind, now)
+        self.send(message, now, report)
+
+    def send(self, message: Wake, now: datetime, report: TickReport) -> None:
+        sink = self.escalation.sink
+        self.tried.add(message.id)
+        what = f"{message.record} (escalation {message.nudge}) id={message.id}"
+        try:
+            receipt = sink.send(message, now)
+        except SinkError as exc:
+            self.ledger.escalation_attempt(message.id, now, receipt=None, error=str(exc))
+            self.voice.say(f"{_t(now)} could not escalate {what} via {sink.kind}: {exc}", ERRORS)
+            return
+        self.ledger.escalation_attempt(message.id, now, receipt=receipt, error=None)
+        report.escalated.append(message.id)
+        self.voice.say(f"{_t(now)} escalated {what} to the owner via {sink.kind}: {receipt}")
+
+    def retry(self, tree: Tree, now: datetime, report: TickReport) -> None:
+        """Resend escalations that did not land (one try per tick) while still true."""
+        for message, _level in self.ledger.pending_escalations():
+            if message.id in self.tried:  # one try per tick
+                continue
+            record = tree.records.get(message.path)
+            if record is None or clock.moved_at(record)[0] > parse_stamp(message.last_moved):
+                self.ledger.withdraw_escalation(message.id, now, "its record moved or is gone")
+                continue
+            self.send(message, now, report)

@@ -1,0 +1,99 @@
+"""One row of the ledger's ``wakes`` table as an :class:`Entry`, and its time format.
+
+Shared by the read-write :class:`~rouse.sweep.ledger.Ledger` and the read-only
+views (:mod:`rouse.sweep.ledger_views`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+
+from rouse.core.sweepstate import TIME_FORMAT
+from rouse.core.timefmt import iso_stamp
+from rouse.sweep.wake import Wake
+
+
+def _t(value: datetime | None) -> str | None:
+    return value.strftime(TIME_FORMAT) if value is not None else None
+
+
+def _dt(value: str | None) -> datetime | None:
+    return datetime.strptime(value, TIME_FORMAT) if value else None
+
+
+@dataclass
+class Entry:
+    """One ledger row: a wake and what happened to it."""
+
+    wake: Wake
+    sink: str
+    state: str
+    attempts: int = 0
+    in_flight: bool = False
+    first_failure: datetime | None = None
+    last_attempt: datetime | None = None
+    next_attempt: datetime | None = None
+    finished: datetime | None = None
+    stamped: bool = False
+    receipt: str | None = None
+    error: str | None = None
+    digest: str | None = None  # the digest that carried it (sweep --digest)
+    #: escalations this wake set off (sweep --escalate): "level N via SINK: STATE"
+    escalations: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return self.wake.id
+
+    def as_json(self) -> dict[str, object]:
+        """The entry as ``rouse log --json`` prints it: what ``rouse log`` shows, for programs.
+
+        Keys are snake_case; times are ISO 8601 with the local offset; ``state``
+        is spelled as the text shows it (``given up``).
+        """
+        return {
+            "id": self.wake.id,
+            "record": self.wake.record,
+            "path": self.wake.path,
+            "reason": self.wake.reason,
+            "nudge": self.wake.nudge,
+            "sink": self.sink,
+            "state": self.state.replace("_", " "),
+            "attempts": self.attempts,
+            "made_at": iso_stamp(self.wake.made_at),
+            "first_failure": iso_stamp(self.first_failure),
+            "last_attempt": iso_stamp(self.last_attempt),
+            "next_attempt": iso_stamp(self.next_attempt) if self.state == "pending" else None,
+            "finished": iso_stamp(self.finished),
+            "receipt": self.receipt,
+            "error": self.error,
+            "digest": self.digest,
+            "escalations": list(self.escalations),
+        }
+
+
+_COLUMNS = (
+    "wake, sink, state, attempts, in_flight, first_failure, last_attempt, "
+    "next_attempt, finished, stamped, receipt, error, digest"
+)
+
+
+def _entry(row: sqlite3.Row) -> Entry:
+    return Entry(
+        wake=Wake.from_dict(json.loads(row["wake"])),
+        sink=row["sink"],
+        state=row["state"],
+        attempts=row["attempts"],
+        in_flight=bool(row["in_flight"]),
+        first_failure=_dt(row["first_failure"]),
+        last_attempt=_dt(row["last_attempt"]),
+        next_attempt=_dt(row["next_attempt"]),
+        finished=_dt(row["finished"]),
+        stamped=bool(row["stamped"]),
+        receipt=row["receipt"],
+        error=row["error"],
+        digest=row["digest"],
+    )

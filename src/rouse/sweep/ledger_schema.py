@@ -1,0 +1,120 @@
+"""The ledger's schema: its numbered migrations and the step that applies them.
+
+The schema moves forward one migration at a time, the number reached kept in
+``PRAGMA user_version``; a ledger newer than this rouse is refused, not touched.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from rouse.core.errors import UsageError
+
+MIGRATIONS: tuple[str, ...] = (
+    # 1: the wakes table
+    """
+    CREATE TABLE wakes (
+        id TEXT PRIMARY KEY,
+        record TEXT NOT NULL,
+        path TEXT NOT NULL,
+        file TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        nudge INTEGER NOT NULL,
+        made_at TEXT NOT NULL,
+        wake TEXT NOT NULL,
+        sink TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        in_flight INTEGER NOT NULL DEFAULT 0,
+        first_failure TEXT,
+        last_attempt TEXT,
+        next_attempt TEXT,
+        finished TEXT,
+        stamped INTEGER NOT NULL DEFAULT 0,
+        receipt TEXT,
+        error TEXT
+    );
+    CREATE INDEX wakes_state ON wakes (state, stamped);
+    CREATE INDEX wakes_made ON wakes (made_at);
+    """,
+    # 2: digests (sweep --digest): one message carrying several wakes
+    """
+    ALTER TABLE wakes ADD COLUMN digest TEXT;
+    CREATE TABLE digests (
+        id TEXT PRIMARY KEY,
+        made_at TEXT NOT NULL,
+        wakes TEXT NOT NULL,
+        sink TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_attempt TEXT,
+        finished TEXT,
+        receipt TEXT,
+        error TEXT
+    );
+    """,
+    # 3: escalations to a human (sweep --escalate): once per record, streak and level
+    """
+    CREATE TABLE escalations (
+        id TEXT PRIMARY KEY,
+        record TEXT NOT NULL,
+        path TEXT NOT NULL,
+        last_moved TEXT NOT NULL,
+        level INTEGER NOT NULL,
+        wake_id TEXT NOT NULL,
+        made_at TEXT NOT NULL,
+        message TEXT NOT NULL,
+        sink TEXT NOT NULL,
+        state TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        last_attempt TEXT,
+        finished TEXT,
+        receipt TEXT,
+        error TEXT,
+        UNIQUE (path, last_moved, level)
+    );
+    """,
+    # 4: agent runs (sweep --run): one per digest
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        digest TEXT NOT NULL,
+        wakes TEXT NOT NULL,
+        command TEXT NOT NULL,
+        started TEXT NOT NULL,
+        state TEXT NOT NULL,
+        exit INTEGER,
+        seconds REAL,
+        answered INTEGER,
+        woken INTEGER
+    );
+    CREATE INDEX runs_started ON runs (started);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(db: sqlite3.Connection) -> None:
+    """Bring the schema up to ``SCHEMA_VERSION``, one numbered step at a time."""
+    version = int(db.execute("PRAGMA user_version").fetchone()[0])
+    if version > SCHEMA_VERSION:
+        raise UsageError(
+            f"the ledger has schema {version}, newer than this rouse knows ({SCHEMA_VERSION}): "
+            "upgrade rouse, or move .rouse/ledger.sqlite3 aside"
+        )
+    for number in range(version, SCHEMA_VERSION):
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _run_script(db, MIGRATIONS[number])
+            db.execute(f"PRAGMA user_version = {number + 1}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    """Run a migration's statements inside the caller's transaction."""
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)

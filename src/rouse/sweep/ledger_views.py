@@ -1,0 +1,66 @@
+"""The ledger read, never written: ``rouse log``'s recent wakes and its lines.
+
+The cheap counts (``status``, the pack) live in ``rouse.core.sweepstate`` (no
+dataclasses, no sqlite3 until a ledger exists) so the pack can ask without
+paying for this module.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from rouse.core.sweepstate import _reader
+from rouse.sweep.ledger_entry import _COLUMNS, Entry, _entry, _t
+
+
+def recent(root: Path, limit: int = 20) -> list[Entry]:
+    """The most recent wakes, newest first (``rouse log``)."""
+    with _reader(root) as db:
+        if db is None:
+            return []
+        try:
+            rows = db.execute(
+                f"SELECT {_COLUMNS} FROM wakes ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        except sqlite3.Error:
+            return []
+        entries = [_entry(row) for row in rows]
+        try:
+            found: dict[str, list[str]] = {}
+            for row in db.execute(
+                "SELECT wake_id, level, sink, state FROM escalations ORDER BY made_at, id"
+            ):
+                line = f"level {row['level']} via {row['sink']}: {row['state']}"
+                found.setdefault(row["wake_id"], []).append(line)
+        except sqlite3.Error:  # an older ledger: no escalations table yet
+            found = {}
+        for entry in entries:
+            entry.escalations = tuple(found.get(entry.id, ()))
+        return entries
+
+
+def log_lines(entries: list[Entry]) -> list[str]:
+    """``rouse log``: one line per wake, then what went wrong if anything did."""
+    lines: list[str] = []
+    for entry in entries:
+        wake = entry.wake
+        when = _t(entry.finished or entry.last_attempt) or wake.at
+        lines.append(
+            f"{wake.at}  {entry.state.replace('_', ' '):<9}  {wake.record}  {wake.reason} "
+            f"nudge {wake.nudge}  via {entry.sink}  attempts {entry.attempts}  "
+            f"last {when}  id {wake.id}"
+        )
+        if entry.state == "pending" and entry.next_attempt is not None:
+            lines.append(f"    next attempt at or after {_t(entry.next_attempt)}")
+        if entry.receipt and entry.state == "delivered" and entry.receipt.startswith("run "):
+            lines.append(f"    {entry.receipt}")
+        if entry.error and entry.state != "delivered":
+            lines.append(f"    error: {entry.error}")
+        if entry.digest:
+            lines.append(f"    in digest {entry.digest}")
+        lines += [f"    escalated to the owner, {line}" for line in entry.escalations]
+        if entry.receipt and entry.state in ("given_up", "withdrawn"):
+            lines.append(f"    {entry.receipt}")
+    return lines
