@@ -106,11 +106,17 @@ def test_dry_run_prints_the_unit_and_writes_nothing(rouse: Rouse, tree: Path, ho
 def test_the_unit_pins_this_rouse_when_it_is_a_stable_install(
     rouse: Rouse, tree: Path, home: Path
 ) -> None:
+    from rouse.agents.settings_hooks import stable_executable
+
     installed = Path(sys.executable).parent / "rouse"
     assert installed.is_file(), "the venv's rouse script"
     done = rouse("install", "--kind", "systemd", "--dry-run", path=str(installed.parent))
     assert done.returncode == 0, done.stderr
-    assert f"ExecStart={installed} --memory {tree} sweep\n" in done.stdout
+    if stable_executable(argv0="", on_path=str(installed)):
+        assert f"ExecStart={installed} --memory {tree} sweep\n" in done.stdout
+    else:  # this checkout lives under a temp directory: a venv there may vanish
+        python = os.path.abspath(sys.executable)
+        assert f"ExecStart={python} -m rouse --memory {tree} sweep\n" in done.stdout
 
 
 def test_the_pinned_command_runs_from_anywhere_with_no_path(
