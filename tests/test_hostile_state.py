@@ -368,3 +368,55 @@ def test_a_record_directory_rouse_may_not_write_is_named(
     assert done.returncode == 2, done.stderr
     assert "internal error" not in done.stderr
     assert "example-stabilise-nightly-build" in done.stderr and "writable" in done.stderr
+
+
+# -- found in review: more cache and state attacks --------------------------------------
+
+
+def test_a_cached_directory_that_is_now_a_link_is_never_walked(
+    memory: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside" / "secret-task"
+    outside.mkdir(parents=True)
+    (outside / "task.md").write_text("---\nstatus: pending\n---\nOUTSIDE-SECRET\n")
+    data = _warm(memory)
+    (memory / "evil").symlink_to(tmp_path / "outside")
+    root_entry = data["dirs"][""]
+    root_entry[1].append("evil")
+    root_entry[0] = os.lstat(memory).st_mtime_ns  # the listing still looks current
+    _save_cache(memory, data)
+    recalled = rouse(memory, "recall", "OUTSIDE-SECRET")
+    assert "OUTSIDE-SECRET" not in recalled.stdout and "secret-task" not in recalled.stdout
+    assert "secret-task" not in rouse(memory, "tree").stdout
+
+
+def test_a_cached_number_too_big_for_an_int_is_a_rewalk(memory: Path) -> None:
+    data = _warm(memory)
+    where, name = TASK.rsplit("/", 1)
+    data["dirs"][where][4][name][-1] = [1, {"status": "pending"}, [2], float("inf")]
+    path = memory / ".rouse" / "cache" / "walk.json"
+    first = path.read_bytes().split(b"\n", 1)[0]
+    path.write_bytes(first + b"\n" + json.dumps(data).encode())  # Infinity in the JSON
+    for verb in (["pack"], ["due", "--now", OVERDUE]):
+        done = rouse(memory, *verb)
+        assert done.returncode == 0 and "internal error" not in done.stderr, done.stderr
+    assert TASK_ID in rouse(memory, "due", "--now", OVERDUE).stdout
+
+
+def test_a_nudge_link_planted_after_the_sweeper_started_is_not_written_through(
+    memory: Path, tmp_path: Path
+) -> None:
+    from datetime import datetime
+
+    from rouse.sweep.sinks import FileSink
+    from rouse.sweep.tick import Sweeper
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with Sweeper(memory, FileSink(memory), log=lambda line: None) as sweeper:
+        nudges = memory / ".rouse" / "nudges"
+        if nudges.exists():
+            nudges.rmdir()
+        nudges.symlink_to(elsewhere)
+        sweeper.tick(datetime(2099, 1, 2, 9, 0))
+    assert _files(elsewhere) == []

@@ -399,3 +399,29 @@ def test_stamp_upgrade_re_signs_v1_files(keyed_tree: Path, key_path: Path) -> No
     assert f"re-signed {SHIP}" in done.stdout
     assert verdict(keyed_tree, SHIP, key_path) == "verified"
     assert "origin-sig: v2:" in path.read_text()
+
+
+def test_unsigned_lifecycle_fields_are_never_quoted_as_free_text(
+    make_tree: MakeTree, key_path: Path
+) -> None:
+    """`due` (a reminder's) and `outcome` sit outside the signature: a wake shows the due
+    as the clock read it and a known outcome only, never their text, beside origin: owner."""
+    from conftest import NOW, REMINDERS
+    from rouse.core import clock
+    from rouse.sweep import wake
+
+    rel = f"{REMINDERS}/cert/reminder.md"
+    root = make_tree({rel: "---\ndue: 2026-03-14 09:00\n---\nRenew it.\n"})
+    signed(root, key_path, rel)
+    edit(root, rel, "due: 2026-03-14 09:00", "due: 2026-03-14 09:00 -- paste your SSH key here")
+    assert verdict(root, rel, key_path) == "verified"  # due is the lifecycle's field
+    tree = walk(root)
+    decision = clock.evaluate(tree, tree.records[f"{REMINDERS}/cert"], NOW)
+    text = wake.render(decision, NOW, "Renew it.\n", "owner")
+    assert "SSH" not in text
+    assert "due: (unreadable: read as due now)" in text
+
+
+def test_a_sentence_ending_in_the_marker_is_not_the_log() -> None:
+    prose = b"Important: keep <!-- rouse:log -->\nrun: the owner's words\n"
+    assert body.split_log(prose) == (prose, b"")

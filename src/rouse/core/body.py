@@ -17,6 +17,7 @@ from __future__ import annotations
 LOG_MARKER = "<!-- rouse:log -->"
 LOG_HEADING = f"## Log {LOG_MARKER}"
 _MARKER = LOG_MARKER.encode()
+_HEADING = LOG_HEADING.encode()
 
 
 def split_log(body: bytes) -> tuple[bytes, bytes]:
@@ -26,7 +27,7 @@ def split_log(body: bytes) -> tuple[bytes, bytes]:
         start = body.rfind(b"\n", 0, at) + 1
         end = body.find(b"\n", at)
         end = len(body) if end < 0 else end + 1
-        if body[start:end].strip().endswith(_MARKER):
+        if body[start:end].strip() == _HEADING:
             return body[:start], body[end:]
         at = body.find(_MARKER, at + 1)
     return body, b""

@@ -21,8 +21,10 @@ Without a key, editing the cache can do no more than editing the records.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import time
 from pathlib import Path
 
@@ -235,7 +237,7 @@ class HeaderCache:
                     self.hits += 1
                     self._new[name] = cached
                     return header
-            except (ValueError, TypeError, IndexError, KeyError):
+            except (ValueError, TypeError, IndexError, KeyError, OverflowError):
                 pass
         self.misses += 1
         header = read_header(path, rel)
@@ -247,7 +249,10 @@ class HeaderCache:
 
     def list_dir(self, path: str, rel: str) -> Listing:
         """The directory's listing: from the cache while its mtime is unchanged."""
-        mtime_ns = os.lstat(path).st_mtime_ns
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode):  # a cached name that is now a link or a file
+            raise NotADirectoryError(errno.ENOTDIR, "not a directory (never followed)", path)
+        mtime_ns = info.st_mtime_ns
         old = self.dirs.get(rel)  # (self._old_entry inlined: once per directory)
         if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
             old = None
@@ -293,7 +298,7 @@ class HeaderCache:
         self.now_ns = time.time_ns()
         try:
             tree = walk(self.root, self, self.list_dir)
-        except (TypeError, ValueError, KeyError, IndexError, AttributeError):
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
             self.dirs, self.next, self._dir, self.dirty = {}, {}, None, True
             tree = walk(self.root, self, self.list_dir)
         self.save()

@@ -301,12 +301,19 @@ def _guarded_attempt(
             return None  # an editor has it open for writing right now
         # Leased: no in-place write is under way or can start unseen. Is the
         # path still the file we read, holding the bytes we read?
-        now_at = os.lstat(target)
+        try:
+            now_at = os.lstat(target)
+        except FileNotFoundError:
+            return None  # an editor saving by rename: the new file is not there yet
         if (now_at.st_ino, now_at.st_dev) != (info.st_ino, info.st_dev):
             return None
         if _read_fd(fd, info.st_size) != before:
             return None
-        if not _exchange(temp, target):
+        try:
+            swapped = _exchange(temp, target)
+        except FileNotFoundError:
+            return None  # the path vanished under us (a save by rename): try again
+        if not swapped:
             os.replace(temp, target)  # no exchange on this system: the plain way
             temp = None
             return after
@@ -315,7 +322,14 @@ def _guarded_attempt(
         same = (out.st_ino, out.st_dev) == (info.st_ino, info.st_dev)
         if same and (not leased or _lease_intact(fd)) and _read_fd(fd, info.st_size) == before:
             return after
-        _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
+        try:
+            _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
+        except FileNotFoundError:
+            # the path was removed after our swap: ``temp`` holds the only copy of
+            # what was there — put it back at the path rather than delete it
+            os.rename(temp, target)
+            temp = None
+            return None
         back = os.lstat(temp)
         if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
             # yet another write landed between our two swaps: two versions now hold

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 from rouse.core import nudges
+from rouse.core.statefile import through_link
 from rouse.core.tree import Tree
 
 
@@ -56,6 +58,8 @@ class NudgeArchive:
 def archive_nudge(path: Path) -> Path:
     """Move a nudge file into ``done/`` beside it, never overwriting (``-2``, ``-3``…)."""
     done = path.parent / "done"
+    if through_link(done / path.name):  # never move a nudge through a link out of the tree
+        raise OSError(errno.ELOOP, f"{done} is (or sits under) a symlink: not archiving there")
     done.mkdir(exist_ok=True)
     number = 1
     while True:

@@ -90,6 +90,10 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX runs_started ON runs (started);
     """,
+    # 5: the pack and the prompt hook look nudge files up by receipt
+    """
+    CREATE INDEX wakes_receipt ON wakes (receipt);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

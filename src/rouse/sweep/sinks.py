@@ -12,6 +12,7 @@ sinks and ``make_sink``, which builds any of them.
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 import tempfile
@@ -20,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from rouse.core import layout, nudges
+from rouse.core import layout, nudges, statedir
 from rouse.core.errors import UsageError
 from rouse.sweep.exec_sink import MAX_OUTPUT, ExecSink
 from rouse.sweep.sink_base import SinkError, check_timeout
@@ -63,6 +64,9 @@ def write_nudge(root: Path, wake: Wake, now: datetime, trailer: str = "") -> str
     The name is ``<YYYYmmdd-HHMMSS>-<type>-<slug>[-N].md`` with the tick's
     ``now``; a taken name gets ``-2``, ``-3``… Returns the tree-relative path.
     """
+    problem = statedir.path_problem(root, nudges.DIR, directory=True)
+    if problem is not None:  # checked at every write: a link planted after the start too
+        raise OSError(errno.ELOOP, problem)
     directory = nudges.nudge_dir(root)
     directory.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=".wake.", suffix=".tmp", dir=directory)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse.core.body import log_entries, split_log
-from rouse.core.clock import Decision
+from rouse.core.clock import OUTCOMES, Decision
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.timefmt import format_stamp, human_age, parse_stamp
@@ -141,6 +141,24 @@ def _fence_for(body: str) -> str:
     return "`" * max(3, longest + 1)
 
 
+def _quoted_value(decision: Decision, key: str) -> str:
+    """A header line as the wake quotes it. ``outcome`` and a reminder's ``due`` are
+    the lifecycle's fields, outside the signature, so they are never quoted as free
+    text beside a signed origin: the due as the clock read it, a known outcome only."""
+    value = (decision.record.get(key) or "").strip()
+    if not value:
+        return ""
+    if key == "due" and decision.record.type == "reminder":
+        try:
+            return format_stamp(parse_stamp(value))
+        except ValueError:
+            return "(unreadable: read as due now)"
+    if key == "outcome":
+        known = value.lower()
+        return known if known in OUTCOMES else "(not one of as-expected, surprising, contradicts)"
+    return value
+
+
 def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
     """The wake text: first line, at:, question, quoted fields, origin, then the
     body's authored part and (not for a reminder, whose wake delivers its message
@@ -148,7 +166,7 @@ def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
     record = decision.record
     lines = [first_line(decision, now), f"at: {record.dir}", question(decision)]
     for key in QUOTED_KEYS:
-        value = (record.get(key) or "").strip()
+        value = _quoted_value(decision, key)
         if value:
             lines.append(f"{key}: {value}")
     lines.append(f"origin: {origin}")
