@@ -114,3 +114,13 @@ def local_tz(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.fixture
+def key_path(tmp_path: Path) -> Path:
+    """A fresh stamp key outside any tree (``tmp_path/keys/stamp.key``)."""
+    from rouse.trust import stampkey
+
+    path = tmp_path / "keys" / "stamp.key"
+    stampkey.init_key(path)
+    return path

@@ -30,13 +30,6 @@ PROBES_TEXT = "Probes.\n\n```probe\nname: today\ncmd: date +%F\ntier: pack\n```\
 
 
 @pytest.fixture
-def key_path(tmp_path: Path) -> Path:
-    path = tmp_path / "keys" / "stamp.key"
-    stampkey.init_key(path)
-    return path
-
-
-@pytest.fixture
 def tree(make_tree: MakeTree) -> Path:
     return make_tree(
         {

@@ -27,13 +27,6 @@ PROBE = "```probe\nname: {name}\ncmd: {cmd}\ntier: pack\n```\n"
 
 
 @pytest.fixture
-def key_path(tmp_path: Path) -> Path:
-    path = tmp_path / "keys" / "stamp.key"
-    stampkey.init_key(path)
-    return path
-
-
-@pytest.fixture
 def tree(make_tree: MakeTree) -> Path:
     return make_tree(
         {

@@ -31,7 +31,7 @@ from pathlib import Path
 from rouse.core.errors import UsageError
 from rouse.core.statedir import state_path
 from rouse.core.statefile import save_bytes, save_json
-from rouse.core.sweepstate import BUDGET_FILE, RUN_LOCK
+from rouse.core.sweepstate import BUDGET_FILE, RUN_LOCK, TIME_FORMAT
 from rouse.core.timefmt import format_interval, parse_interval
 from rouse.sweep.digest import Digest
 from rouse.sweep.exec_sink import MAX_OUTPUT, Output, _kill_group, _run
@@ -41,7 +41,6 @@ from rouse.sweep.wake import Wake
 
 DEFAULT_TIMEOUT = timedelta(minutes=15)
 LONGEST_TIMEOUT = timedelta(days=1)
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 _PERIODS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
 
 

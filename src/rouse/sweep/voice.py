@@ -10,9 +10,8 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 
+from rouse.core.sweepstate import TIME_FORMAT
 from rouse.sweep.wake import Wake
-
-TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 Log = Callable[[str], None]
 Say = Callable[[str, int], None]

@@ -23,7 +23,6 @@ from rouse.core.body import authored
 from rouse.core.errors import UsageError
 from rouse.core.value import Frozen
 
-SIG_VERSION = "v2"
 KEY_BYTES = 32
 #: Fields the lifecycle verbs write (a reminder's ``due`` too): outside the signature.
 LIFECYCLE_FIELDS = frozenset({"status", "last-moved", "outcome"})
