@@ -124,3 +124,27 @@ def key_path(tmp_path: Path) -> Path:
     path = tmp_path / "keys" / "stamp.key"
     stampkey.init_key(path)
     return path
+
+
+# -- a real PostgreSQL (the fleet) ------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The suite's PostgreSQL: ``ROUSE_TEST_PG`` if set, else one started here (pgserver)."""
+    from pg_server import PgServer
+
+    found = PgServer.from_env()
+    if found is not None:
+        yield found
+        return
+    yield PgServer.start(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture
+def pg_dsn(pg_server: object) -> str:
+    """A fresh, empty database on the suite's server, for one test."""
+    from pg_server import PgServer
+
+    assert isinstance(pg_server, PgServer)
+    return pg_server.new_database()

@@ -13,6 +13,7 @@ from pathlib import Path
 from rouse.core import header, layout
 from rouse.core.clock import LEVELS
 from rouse.core.errors import HeaderError, UsageError
+from rouse.core.identity import ensure_tree_id
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
 from rouse.core.tree import Record, Tree, walk
@@ -124,6 +125,7 @@ def init(
         if not any(path.iterdir()):
             (path / ".gitkeep").touch()
     (target / ".gitignore").write_text(f"{layout.STATE_DIR}/\n", "utf-8")
+    ensure_tree_id(target)  # committed with the tree, so its clones are one tree
     result = Created(target, ".")
     if stamp_key is not None and examples:  # nothing to sign without the examples
         result.notes.append(_sign_examples(target, stamp_key))

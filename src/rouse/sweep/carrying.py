@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING
 from rouse.core.clock import Decision
 from rouse.sweep.digesting import DigestSender, Landed, Stamp
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.ledger_entry import Entry
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink, write_nudge
 from rouse.sweep.voice import ERRORS, Voice, _t, _what
-from rouse.sweep.wake import Wake, build, read_body
+from rouse.sweep.wake import Wake, build, key, read_body
 
 if TYPE_CHECKING:
     from rouse.sweep.tick import Origins, TickReport
@@ -68,9 +69,13 @@ class Carrier:
                 now,
                 read_body(self.root, record.rel),
                 self.origins(record),
+                wake_id=key(self.ledger.tree, step.decision),
             )
             held = self.sink.holdable and self.quiet is not None and self.quiet.holds(now)
-            self.ledger.add(made, self.sink.kind, now, held=held)
+            known = self.ledger.add(made, self.sink.kind, now, held=held)
+            if known is not None:
+                self.already_known(known, step.decision, now, report)
+                return
             if held:
                 report.held.append(made.id)
                 self.voice.say(f"{_t(now)} held {_what(made)} until {self.quiet} ends")
@@ -123,6 +128,20 @@ class Carrier:
             self.voice.say(
                 f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
             )
+
+    def already_known(
+        self, known: Entry, decision: Decision, now: datetime, report: TickReport
+    ) -> None:
+        """The ledger had this wake already (a clone's sweeper, or a worker, made it).
+
+        Delivered or given up: stamp this clone's record from the ledger's row,
+        without sending again. Still owed: it is another sweeper's or a worker's
+        to send, and it is in the ledger, so nothing here is lost.
+        """
+        landed = known.state in ("delivered", "given_up")
+        if landed and self.stamp(known.wake, decision, now, report):
+            state = known.state.replace("_", " ")
+            self.voice.say(f"{_t(now)} stamped {_what(known.wake)}: {state} per the ledger")
 
     def send(self, made: Wake, decision: Decision, now: datetime, report: TickReport) -> None:
         try:

@@ -7,16 +7,22 @@ that last carried it, so a retry of the same wakes keeps the digest's id.
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rouse.sweep.ledger_entry import _t
+
+if TYPE_CHECKING:
+    from rouse.sweep.ledger_db import Cursor
 
 
 class DigestRows:
     """Reading and writing digests (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
 
-    db: sqlite3.Connection
+    tree: str
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        raise NotImplementedError
 
     def digest_of(self, wake_ids: list[str]) -> str | None:
         """The digest these wakes were all last sent in, if one carried them all."""
@@ -25,30 +31,46 @@ class DigestRows:
         marks = ",".join("?" * len(wake_ids))
         found = {
             row[0]
-            for row in self.db.execute(f"SELECT digest FROM wakes WHERE id IN ({marks})", wake_ids)
+            for row in self.run(
+                f"SELECT digest FROM wakes WHERE tree = ? AND id IN ({marks})", self.tree, *wake_ids
+            )
         }
         return found.pop() if len(found) == 1 and None not in found else None
 
     def start_digest(self, digest_id: str, wake_ids: list[str], sink: str, now: datetime) -> None:
         """Record an attempt at sending ``digest_id`` carrying ``wake_ids`` (new or a retry)."""
         listed = json.dumps(wake_ids)
-        self.db.execute(
-            "INSERT INTO digests (id, made_at, wakes, sink, state, attempts, last_attempt) "
-            "VALUES (?,?,?,?,'pending',1,?) ON CONFLICT(id) DO UPDATE SET wakes = excluded.wakes, "
-            "sink = excluded.sink, state = 'pending', attempts = attempts + 1, "
-            "last_attempt = excluded.last_attempt",
-            (digest_id, _t(now), listed, sink, _t(now)),
+        self.run(
+            "INSERT INTO digests (tree, id, made_at, wakes, sink, state, attempts, last_attempt) "
+            "VALUES (?,?,?,?,?,'pending',1,?) ON CONFLICT (id) DO UPDATE SET "
+            "wakes = excluded.wakes, sink = excluded.sink, state = 'pending', "
+            "attempts = digests.attempts + 1, last_attempt = excluded.last_attempt",
+            self.tree,
+            digest_id,
+            _t(now),
+            listed,
+            sink,
+            _t(now),
         )
         marks = ",".join("?" * len(wake_ids))
-        self.db.execute(
-            f"UPDATE wakes SET digest = ? WHERE id IN ({marks})", [digest_id, *wake_ids]
+        self.run(
+            f"UPDATE wakes SET digest = ? WHERE tree = ? AND id IN ({marks})",
+            digest_id,
+            self.tree,
+            *wake_ids,
         )
 
     def digest_done(
         self, digest_id: str, now: datetime, *, receipt: str | None, error: str | None
     ) -> None:
         """The digest landed (``receipt``) or failed (``error``)."""
-        self.db.execute(
-            "UPDATE digests SET state = ?, finished = ?, receipt = ?, error = ? WHERE id = ?",
-            ("failed" if error else "delivered", _t(now), receipt, error, digest_id),
+        self.run(
+            "UPDATE digests SET state = ?, finished = ?, receipt = ?, error = ? "
+            "WHERE tree = ? AND id = ?",
+            "failed" if error else "delivered",
+            _t(now),
+            receipt,
+            error,
+            self.tree,
+            digest_id,
         )

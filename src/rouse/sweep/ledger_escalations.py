@@ -7,88 +7,106 @@ the streak itself is read from the ``wakes`` rows.
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rouse.sweep.ledger_entry import _dt, _t
 from rouse.sweep.wake import Wake
+
+if TYPE_CHECKING:
+    from rouse.sweep.ledger_db import Cursor
 
 
 class EscalationRows:
     """Reading and writing escalations (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
 
-    db: sqlite3.Connection
+    tree: str
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        raise NotImplementedError
 
     def streak(self, path: str, last_moved: str) -> tuple[datetime | None, int]:
         """Since the record at ``path`` last moved (``last_moved``): when it was first
         woken, and how many of its wakes landed (delivered or given up)."""
-        row = self.db.execute(
-            "SELECT MIN(made_at), SUM(state IN ('delivered', 'given_up')) FROM wakes "
-            "WHERE path = ? AND json_extract(wake, '$.last_moved') = ?",
-            (path, last_moved),
+        row = self.run(
+            "SELECT MIN(made_at), SUM(CASE WHEN state IN ('delivered', 'given_up') THEN 1 "
+            "ELSE 0 END) FROM wakes WHERE tree = ? AND path = ? AND last_moved = ?",
+            self.tree,
+            path,
+            last_moved,
         ).fetchone()
         return (_dt(row[0]) if row and row[0] else None), int(row[1] or 0) if row else 0
 
     def escalated(self, path: str, last_moved: str, level: int) -> bool:
-        row = self.db.execute(
-            "SELECT 1 FROM escalations WHERE path = ? AND last_moved = ? AND level = ?",
-            (path, last_moved, level),
+        row = self.run(
+            "SELECT 1 FROM escalations WHERE tree = ? AND path = ? AND last_moved = ? "
+            "AND level = ?",
+            self.tree,
+            path,
+            last_moved,
+            level,
         ).fetchone()
         return row is not None
 
     def add_escalation(
         self, message: Wake, wake_id: str, level: int, sink: str, now: datetime
     ) -> None:
-        self.db.execute(
-            "INSERT INTO escalations (id, record, path, last_moved, level, wake_id, made_at, "
-            "message, sink, state) VALUES (?,?,?,?,?,?,?,?,?,'pending')",
-            (
-                message.id,
-                message.record,
-                message.path,
-                message.last_moved,
-                level,
-                wake_id,
-                _t(now),
-                json.dumps(message.as_dict(), ensure_ascii=False),
-                sink,
-            ),
+        self.run(
+            "INSERT INTO escalations (tree, id, record, path, last_moved, level, wake_id, "
+            "made_at, message, sink, state) VALUES (?,?,?,?,?,?,?,?,?,?,'pending')",
+            self.tree,
+            message.id,
+            message.record,
+            message.path,
+            message.last_moved,
+            level,
+            wake_id,
+            _t(now),
+            json.dumps(message.as_dict(), ensure_ascii=False),
+            sink,
         )
 
     def escalation_attempt(
         self, escalation_id: str, now: datetime, *, receipt: str | None, error: str | None
     ) -> None:
         """One attempt at sending an escalation: landed (``receipt``) or not (``error``)."""
-        self.db.execute(
+        self.run(
             "UPDATE escalations SET attempts = attempts + 1, last_attempt = ?, state = ?, "
-            "finished = ?, receipt = ?, error = ? WHERE id = ?",
-            (
-                _t(now),
-                "pending" if error else "delivered",
-                None if error else _t(now),
-                receipt,
-                error,
-                escalation_id,
-            ),
+            "finished = ?, receipt = ?, error = ? WHERE tree = ? AND id = ?",
+            _t(now),
+            "pending" if error else "delivered",
+            None if error else _t(now),
+            receipt,
+            error,
+            self.tree,
+            escalation_id,
         )
 
     def withdraw_escalation(self, escalation_id: str, now: datetime, why: str) -> None:
-        self.db.execute(
-            "UPDATE escalations SET state = 'withdrawn', finished = ?, receipt = ? WHERE id = ?",
-            (_t(now), why, escalation_id),
+        self.run(
+            "UPDATE escalations SET state = 'withdrawn', finished = ?, receipt = ? "
+            "WHERE tree = ? AND id = ?",
+            _t(now),
+            why,
+            self.tree,
+            escalation_id,
         )
 
     def pending_escalations(self) -> list[tuple[Wake, int]]:
         """Escalations not delivered yet, oldest first: the message and its level."""
-        rows = self.db.execute(
-            "SELECT message, level FROM escalations WHERE state = 'pending' ORDER BY made_at, id"
+        rows = self.run(
+            "SELECT message, level FROM escalations WHERE tree = ? AND state = 'pending' "
+            "ORDER BY made_at, id",
+            self.tree,
         )
         return [(Wake.from_dict(json.loads(row[0])), int(row[1])) for row in rows]
 
     def escalations(self) -> list[dict[str, object]]:
         """Every escalation, oldest first, as plain rows (for ``rouse log`` and tests)."""
-        rows = self.db.execute(
+        rows = self.run(
             "SELECT id, record, path, last_moved, level, wake_id, made_at, sink, state, "
-            "attempts, finished, receipt, error FROM escalations ORDER BY made_at, id"
+            "attempts, finished, receipt, error FROM escalations WHERE tree = ? "
+            "ORDER BY made_at, id",
+            self.tree,
         )
         return [dict(row) for row in rows]

@@ -7,53 +7,74 @@ how many of the records it was woken about it answered.
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from rouse.core.sweepstate import TIME_FORMAT
 from rouse.sweep.ledger_entry import _t
+
+if TYPE_CHECKING:
+    from rouse.sweep.ledger_db import Cursor
 
 
 class RunRows:
     """Reading and writing agent runs (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
 
-    db: sqlite3.Connection
+    tree: str
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        raise NotImplementedError
 
     def start_run(
         self, run_id: str, digest_id: str, wake_ids: list[str], command: str, now: datetime
     ) -> None:
-        self.db.execute(
-            "INSERT INTO runs (id, digest, wakes, command, started, state, woken) "
-            "VALUES (?,?,?,?,?,'running',?) ON CONFLICT(id) DO UPDATE SET started = "
+        self.run(
+            "INSERT INTO runs (tree, id, digest, wakes, command, started, state, woken) "
+            "VALUES (?,?,?,?,?,?,'running',?) ON CONFLICT (id) DO UPDATE SET started = "
             "excluded.started, state = 'running', wakes = excluded.wakes",
-            (run_id, digest_id, json.dumps(wake_ids), command, _t(now), len(wake_ids)),
+            self.tree,
+            run_id,
+            digest_id,
+            json.dumps(wake_ids),
+            command,
+            _t(now),
+            len(wake_ids),
         )
 
     def end_run(self, run_id: str, state: str, code: int | None, seconds: float) -> None:
         """``state``: ran (exit 0; answered or not is decided after), failed."""
-        self.db.execute(
-            "UPDATE runs SET state = ?, exit = ?, seconds = ? WHERE id = ?",
-            (state, code, round(seconds, 3), run_id),
+        self.run(
+            "UPDATE runs SET state = ?, exit = ?, seconds = ? WHERE tree = ? AND id = ?",
+            state,
+            code,
+            round(seconds, 3),
+            self.tree,
+            run_id,
         )
 
     def run_answered(self, run_id: str, answered: int) -> None:
         """After a run exited 0: how many of its woken records it moved or ended."""
-        self.db.execute(
-            "UPDATE runs SET answered = ?, state = CASE WHEN ? = 0 THEN 'not answered' "
-            "ELSE 'answered' END WHERE id = ?",
-            (answered, answered, run_id),
+        self.run(
+            "UPDATE runs SET answered = ?, state = ? WHERE tree = ? AND id = ?",
+            answered,
+            "answered" if answered else "not answered",
+            self.tree,
+            run_id,
         )
 
     def runs_since(self, since: datetime) -> list[datetime]:
         """When each run started after ``since``, oldest first (the budget's window)."""
-        rows = self.db.execute(
-            "SELECT started FROM runs WHERE started > ? ORDER BY started", (_t(since),)
+        rows = self.run(
+            "SELECT started FROM runs WHERE tree = ? AND started > ? ORDER BY started",
+            self.tree,
+            _t(since),
         )
         return [datetime.strptime(row[0], TIME_FORMAT) for row in rows]
 
     def runs(self) -> list[dict[str, object]]:
-        rows = self.db.execute(
+        rows = self.run(
             "SELECT id, digest, wakes, command, started, state, exit, seconds, answered, woken "
-            "FROM runs ORDER BY started, id"
+            "FROM runs WHERE tree = ? ORDER BY started, id",
+            self.tree,
         )
         return [dict(row) for row in rows]

@@ -94,6 +94,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX wakes_receipt ON wakes (receipt);
     """,
+    # 6: the ledger's SQL is shared with the fleet's PostgreSQL backend: every table
+    # names its tree ('' here: one file, one tree), and a wake's last-moved is a
+    # column (the escalation streak asks for it without SQLite's JSON functions)
+    """
+    ALTER TABLE wakes ADD COLUMN tree TEXT NOT NULL DEFAULT '';
+    ALTER TABLE wakes ADD COLUMN last_moved TEXT;
+    UPDATE wakes SET last_moved = json_extract(wake, '$.last_moved');
+    CREATE INDEX wakes_streak ON wakes (path, last_moved);
+    ALTER TABLE digests ADD COLUMN tree TEXT NOT NULL DEFAULT '';
+    ALTER TABLE escalations ADD COLUMN tree TEXT NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN tree TEXT NOT NULL DEFAULT '';
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

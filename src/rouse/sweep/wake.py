@@ -84,6 +84,24 @@ class Wake:
         return cls(**{key: data[key] for key in cls.__dataclass_fields__})
 
 
+def key(tree: str, decision: Decision) -> str:
+    """The wake's id, derived from what makes it this wake and no other.
+
+    The tree's id, the record's path, the reason, the instant it came due and
+    the instant the record last moved: two sweepers over two clones of one
+    tree derive the same id for the same wake, so a shared ledger keeps it
+    once. The id starts with the instant it came due, so ids sort by time.
+    """
+    import hashlib  # here: the pack never pays for it
+
+    due = decision.due_at or decision.now
+    moved = format_stamp(decision.moved_at) if decision.moved_at is not None else ""
+    what = "\0".join(
+        (tree, decision.record.dir, decision.reason or "", f"{due:%Y-%m-%dT%H:%M:%S}", moved)
+    )
+    return f"{due:%Y%m%dT%H%M%S}-{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+
+
 def new_id(now: datetime) -> str:
     """A fresh opaque wake id: the tick's time and 40 random bits."""
     import secrets  # here: it costs more to import than the pack can spare

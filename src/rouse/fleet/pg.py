@@ -1,0 +1,167 @@
+"""PostgreSQL for the fleet: the DSN, the connection, and the ledger's SQL dialect.
+
+:class:`PgDatabase` is shaped like :class:`rouse.sweep.ledger_db.Database`: the
+ledger's portable SQL (``?`` placeholders) runs on it unchanged. The connection
+is in autocommit, as the SQLite ledger's is; a broken connection (the server
+restarted, the network dropped) is dropped and made again on the next call, and
+the error in between is a :class:`LedgerUnreachable`, so a tick that meets it
+ends and its wakes stay owed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
+
+from rouse.core.errors import UsageError
+
+if TYPE_CHECKING:
+    import psycopg
+
+#: The environment variable that names the ledger when ``--ledger`` is not given.
+LEDGER_ENV = "ROUSE_LEDGER"
+_SCHEMES = ("postgresql://", "postgres://")
+#: Seconds to wait for a connection before the ledger counts as unreachable.
+CONNECT_TIMEOUT = 10
+
+
+class LedgerUnreachable(UsageError):
+    """The database cannot be reached now (exit 2 from a verb): try again later."""
+
+
+def is_dsn(text: str | None) -> bool:
+    return bool(text) and str(text).startswith(_SCHEMES)
+
+
+def chosen_dsn(given: str | None) -> str | None:
+    """The ledger DSN: ``--ledger`` if given, else ``ROUSE_LEDGER``; None for the SQLite ledger.
+
+    Anything that is not a ``postgresql://`` URL is refused (exit 2), so a typo
+    never silently means "the local ledger".
+    """
+    dsn = given if given is not None else os.environ.get(LEDGER_ENV) or None
+    if dsn is None:
+        return None
+    if not is_dsn(dsn):
+        source = "--ledger" if given is not None else LEDGER_ENV
+        raise UsageError(
+            f"{source} must be a postgresql:// URL (e.g. postgresql://rouse@db.example/rouse), "
+            f"got {redact(dsn)!r}"
+        )
+    return dsn
+
+
+def redact(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", dsn)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise UsageError(
+            "a postgresql:// ledger needs psycopg: pip install 'rouse-memory[pg]'"
+        ) from None
+    return psycopg
+
+
+class Row(dict[str, Any]):
+    """A row readable by column name or by position, as ``sqlite3.Row`` is."""
+
+    def __getitem__(self, key: str | int) -> Any:
+        if isinstance(key, int):
+            return list(self.values())[key]
+        return super().__getitem__(key)
+
+
+def _rows(cursor: Any) -> Any:
+    names = [column.name for column in cursor.description or ()]
+
+    def make(values: Sequence[Any]) -> Row:
+        return Row(zip(names, values, strict=True))
+
+    return make
+
+
+def translate(sql: str) -> str:
+    """The ledger's SQL for psycopg: ``?`` placeholders become ``%s``."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class PgDatabase:
+    """One connection to the fleet's database, made again when it breaks."""
+
+    def __init__(self, dsn: str, *, application: str = "rouse"):
+        self.dsn = dsn
+        self.where = redact(dsn)
+        self.application = application
+        self._conn: psycopg.Connection[Any] | None = None
+        self.connection()
+
+    def connection(self) -> psycopg.Connection[Any]:
+        """The live connection, connecting (again) if there is none."""
+        if self._conn is not None and not self._conn.closed and not self._conn.broken:
+            return self._conn
+        psycopg = _psycopg()
+        self._drop()
+        try:
+            self._conn = psycopg.connect(
+                self.dsn,
+                autocommit=True,
+                row_factory=_rows,
+                connect_timeout=CONNECT_TIMEOUT,
+                application_name=self.application,
+            )
+        except psycopg.Error as exc:
+            raise LedgerUnreachable(
+                f"cannot reach the ledger at {self.where}: {_first_line(exc)}"
+            ) from None
+        assert self._conn is not None
+        return self._conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
+        psycopg = _psycopg()
+        conn = self.connection()
+        try:
+            return conn.execute(translate(sql), tuple(parameters))
+        except psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:
+                self._drop()
+                raise LedgerUnreachable(
+                    f"lost the ledger at {self.where}: {_first_line(exc)}"
+                ) from None
+            raise
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Statements inside run as one transaction (committed at the end, or rolled back)."""
+        psycopg = _psycopg()
+        conn = self.connection()
+        try:
+            with conn.transaction():
+                yield
+        except psycopg.OperationalError as exc:
+            if conn.broken or conn.closed:
+                self._drop()
+                raise LedgerUnreachable(
+                    f"lost the ledger at {self.where}: {_first_line(exc)}"
+                ) from None
+            raise
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with suppress(Exception):  # closing a broken connection may fail: it is gone
+                self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        self._drop()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -1,0 +1,194 @@
+"""The fleet database's schema: numbered migrations, applied once, in order.
+
+The number reached is kept in ``rouse_schema``; a database whose schema is
+newer than this rouse knows is refused with a clear error, never touched.
+Migrations run under a transaction-scoped advisory lock, so two machines
+starting at once apply each step once.
+
+The ledger's tables are the SQLite ledger's (:mod:`rouse.sweep.ledger_schema`)
+with a ``tree`` column, so many trees share one database, and the columns a
+fleet adds: a delivery worker's claim on a wake (``claimed_by``,
+``claim_until``), the per-tree leader lease (``leaders``), the trees seen
+(``trees``) and the one-way mirror of each tree's files (``mirror_files``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rouse.core.errors import UsageError
+
+#: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
+MIGRATION_LOCK = 0x726F757365
+
+LEDGER = """
+CREATE TABLE trees (
+    tree TEXT PRIMARY KEY,
+    root TEXT NOT NULL DEFAULT '',
+    host TEXT NOT NULL DEFAULT '',
+    first_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+    last_tick TIMESTAMPTZ,
+    last_tick_by TEXT
+);
+CREATE TABLE wakes (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    path TEXT NOT NULL,
+    file TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    nudge INTEGER NOT NULL,
+    made_at TEXT NOT NULL,
+    last_moved TEXT,
+    wake TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    first_failure TEXT,
+    last_attempt TEXT,
+    next_attempt TEXT,
+    finished TEXT,
+    stamped INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT,
+    error TEXT,
+    digest TEXT,
+    claimed_by TEXT,
+    claim_until TIMESTAMPTZ
+);
+CREATE INDEX wakes_open ON wakes (tree, state, stamped);
+CREATE INDEX wakes_made ON wakes (tree, made_at);
+CREATE INDEX wakes_receipt ON wakes (receipt);
+CREATE INDEX wakes_streak ON wakes (tree, path, last_moved);
+CREATE INDEX wakes_owed ON wakes (state, claim_until) WHERE state = 'pending';
+CREATE TABLE digests (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    made_at TEXT NOT NULL,
+    wakes TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT
+);
+CREATE TABLE escalations (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    path TEXT NOT NULL,
+    last_moved TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    wake_id TEXT NOT NULL,
+    made_at TEXT NOT NULL,
+    message TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT,
+    UNIQUE (tree, path, last_moved, level)
+);
+CREATE TABLE runs (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    wakes TEXT NOT NULL,
+    command TEXT NOT NULL,
+    started TEXT NOT NULL,
+    state TEXT NOT NULL,
+    exit INTEGER,
+    seconds DOUBLE PRECISION,
+    answered INTEGER,
+    woken INTEGER
+);
+CREATE INDEX runs_started ON runs (tree, started);
+CREATE TABLE leaders (
+    tree TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    token BIGINT NOT NULL,
+    since TIMESTAMPTZ NOT NULL,
+    expires TIMESTAMPTZ NOT NULL
+);
+"""
+
+MIRROR = """
+CREATE TABLE mirror_files (
+    tree TEXT NOT NULL,
+    path TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    type TEXT,
+    slug TEXT,
+    header JSONB NOT NULL,
+    body TEXT NOT NULL,
+    size BIGINT NOT NULL,
+    mtime_ns BIGINT NOT NULL,
+    origin TEXT,
+    verified TEXT,
+    status TEXT,
+    level TEXT,
+    reason TEXT,
+    due_at TEXT,
+    nudge INTEGER,
+    keywords TEXT NOT NULL DEFAULT '',
+    search TSVECTOR,
+    mirrored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (tree, path)
+);
+CREATE INDEX mirror_due ON mirror_files (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX mirror_search ON mirror_files USING GIN (search);
+CREATE TABLE mirror_state (
+    tree TEXT PRIMARY KEY,
+    epoch TEXT NOT NULL,
+    synced_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    files INTEGER NOT NULL DEFAULT 0
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (
+    LEDGER,  # 1: the shared ledger, the leader lease and the trees
+    MIRROR,  # 2: the one-way mirror of each tree's files (fleet due/status/recall)
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def version(db: Any) -> int:
+    """The schema number the database has reached (0: none yet)."""
+    row = db.execute("SELECT to_regclass('rouse_schema') AS t").fetchone()
+    if row["t"] is None:
+        return 0
+    found = db.execute("SELECT version FROM rouse_schema").fetchone()
+    return int(found["version"]) if found else 0
+
+
+def migrate(db: Any, where: str) -> None:
+    """Bring the schema up to ``SCHEMA_VERSION``; refuse a newer one (exit 2)."""
+    if _refuse_newer(db, where) == SCHEMA_VERSION:
+        return
+    with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+        db.execute("CREATE TABLE IF NOT EXISTS rouse_schema (version INTEGER NOT NULL)")
+        reached = _refuse_newer(db, where)
+        if reached == 0 and db.execute("SELECT 1 FROM rouse_schema").fetchone() is None:
+            db.execute("INSERT INTO rouse_schema (version) VALUES (0)")
+        for number in range(reached, SCHEMA_VERSION):
+            for statement in MIGRATIONS[number].split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute("UPDATE rouse_schema SET version = ?", (number + 1,))
+
+
+def _refuse_newer(db: Any, where: str) -> int:
+    reached = version(db)
+    if reached > SCHEMA_VERSION:
+        raise UsageError(
+            f"the ledger at {where} has schema {reached}, newer than this rouse knows "
+            f"({SCHEMA_VERSION}): upgrade rouse on this machine"
+        )
+    return reached

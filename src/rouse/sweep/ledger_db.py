@@ -1,0 +1,33 @@
+"""What the ledger needs of a database: the seam between it and its backends.
+
+:class:`~rouse.sweep.ledger.Ledger` speaks portable SQL with ``?`` placeholders
+to anything shaped like :class:`Database`: the stdlib ``sqlite3`` connection of
+``.rouse/ledger.sqlite3`` (the default), or the PostgreSQL adapter of the fleet
+(``rouse.fleet.pg``), which turns the placeholders into psycopg's. Rows are read
+by column name (``row["state"]``) or position (``row[0]``).
+
+Every table carries a ``tree`` column, so one database can keep the ledgers of
+many trees: the SQLite ledger (one tree, one file) leaves it empty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Protocol
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Database(Protocol):
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+
+    def close(self) -> None: ...

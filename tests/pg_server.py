@@ -1,0 +1,110 @@
+"""A real PostgreSQL for the tests: started by the suite itself, or named by ROUSE_TEST_PG.
+
+``PgServer.start(where)`` lays a cluster in ``where`` with the binaries of the
+``pgserver`` wheel (a dev dependency: no root, no system service; as root it
+runs the server as an unprivileged ``pgserver`` user, as that package does) and
+listens on a Unix socket only. ``stop()`` and ``restart()`` let a fault test
+take the database away mid-tick. ``ROUSE_TEST_PG=postgresql://…`` points the
+suite at an existing server instead (tests that stop the server start their
+own private one either way).
+
+Each test gets a database of its own (``new_database()``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import uuid
+from pathlib import Path
+from urllib.parse import quote, urlsplit, urlunsplit
+
+ENV = "ROUSE_TEST_PG"
+_numbers = itertools.count(1)
+
+
+class PgServer:
+    def __init__(self, base_dsn: str, *, handle: object | None = None) -> None:
+        self.base_dsn = base_dsn
+        self.handle = handle  # the pgserver server when we started it
+
+    @classmethod
+    def start(cls, where: Path) -> PgServer:
+        import warnings
+
+        with warnings.catch_warnings():  # platformdirs warns of a missing XDG_RUNTIME_DIR
+            warnings.simplefilter("ignore")
+            import pgserver
+
+        where.mkdir(parents=True, exist_ok=True)
+        server = pgserver.get_server(where, cleanup_mode="delete")
+        return cls(server.get_uri(), handle=server)
+
+    @classmethod
+    def from_env(cls) -> PgServer | None:
+        dsn = os.environ.get(ENV)
+        return cls(dsn) if dsn else None
+
+    # -- databases --------------------------------------------------------------
+
+    def dsn(self, database: str) -> str:
+        parts = urlsplit(self.base_dsn)
+        return urlunsplit(parts._replace(path="/" + quote(database)))
+
+    def admin(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.base_dsn, autocommit=True) as conn:
+            conn.execute(sql)
+
+    def new_database(self) -> str:
+        """A fresh, empty database on this server: its DSN."""
+        name = f"rouse_test_{os.getpid()}_{next(_numbers)}_{uuid.uuid4().hex[:6]}"
+        self.admin(f'CREATE DATABASE "{name}"')
+        return self.dsn(name)
+
+    # -- taking it away ---------------------------------------------------------
+
+    @property
+    def _pgdata(self) -> Path:
+        assert self.handle is not None, "only a server the suite started can be stopped"
+        return Path(self.handle.pgdata)  # type: ignore[attr-defined]
+
+    def _pg_ctl(self, *args: str) -> None:
+        from pgserver._commands import POSTGRES_BIN_PATH
+
+        user = getattr(self.handle, "system_user", None)
+        subprocess.run(
+            [str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(self._pgdata), *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            user=user,
+            timeout=60,
+        )
+
+    def stop(self) -> None:
+        """Stop the server now (fast shutdown: clients are cut off mid-statement)."""
+        self._pg_ctl("-w", "-m", "fast", "stop")
+
+    def restart(self) -> None:
+        """Start it again on the same socket, after ``stop()``."""
+        socket_dir = self._socket_dir()
+        self._pg_ctl(
+            "-w",
+            "-o",
+            '-h ""',
+            "-o",
+            f"-k {socket_dir}",
+            "-l",
+            str(self._pgdata / "log"),
+            "start",
+        )
+
+    def _socket_dir(self) -> str:
+        query = urlsplit(self.base_dsn).query
+        for part in query.split("&"):
+            if part.startswith("host="):
+                return part[len("host=") :]
+        raise AssertionError(f"no socket directory in {self.base_dsn}")
