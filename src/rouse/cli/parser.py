@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 
 from rouse import __version__
 from rouse.cli.agents import args_wire, cmd_mcp, cmd_wire
+from rouse.cli.deliver import args_deliver, cmd_deliver
+from rouse.cli.fleet import args_fleet, cmd_fleet
 from rouse.cli.read import (
     args_check,
     args_due,
@@ -126,6 +128,16 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         cmd_log,
         "the ledger's recent wakes: id, record, reason, sink, state, times",
         args_log,
+    ),
+    "deliver": (
+        cmd_deliver,
+        "a fleet's delivery worker: claim owed wakes from a shared ledger and send them",
+        args_deliver,
+    ),
+    "fleet": (
+        cmd_fleet,
+        "one view of every tree in a fleet's database: status, due, recall",
+        args_fleet,
     ),
     "service": (
         cmd_service,
