@@ -332,6 +332,23 @@ def test_exec_gets_the_text_on_stdin_and_the_environment(tmp_path: Path) -> None
     assert env["PATH"] == os.environ["PATH"]
 
 
+def test_exec_never_hands_on_the_ledger_url_or_the_webhook_secret(tmp_path: Path) -> None:
+    out = tmp_path / "env.json"
+    script = f"import json, os; json.dump(dict(os.environ), open({str(out)!r}, 'w'))"
+    secrets = {
+        "ROUSE_LEDGER": "postgresql://rouse:hunter2@db/rouse",
+        "ROUSE_WEBHOOK_SECRET": "whsec_c2VjcmV0",
+        "KEEP_ME": "yes",
+    }
+    sink = ExecSink(
+        [sys.executable, "-c", script], 10, tmp_path, {"PATH": os.environ["PATH"], **secrets}
+    )
+    assert sink.send(make_wake(), NOW) == "exit 0"
+    env = json.loads(out.read_text())
+    assert "ROUSE_LEDGER" not in env and "ROUSE_WEBHOOK_SECRET" not in env
+    assert env["KEEP_ME"] == "yes"
+
+
 def test_exec_nonzero_exit_is_a_failure_with_its_output(tmp_path: Path) -> None:
     script = "import sys; print('queue full'); sys.exit(3)"
     with pytest.raises(SinkError, match="exited 3: queue full"):

@@ -2,16 +2,193 @@
 
 from __future__ import annotations
 
+import os
+import re
+
 from rouse.core.errors import UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+    from rouse.sweep.sinks import Sink
+
+_TREE_ID = re.compile(r"^[0-9a-f]{32}$")
+#: The sinks a worker can use: the file sink writes into a tree, and a worker has none.
+WORKER_SINKS = "exec (command after --), webhook URL or stdout"
+
 
 def cmd_deliver(args: argparse.Namespace) -> int:
-    raise UsageError("rouse deliver is not built yet")
+    import gc
+
+    from rouse.cli.common import resolve_now
+    from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, Worker, default_lease
+    from rouse.fleet.pg import chosen_dsn
+    from rouse.sweep import loop
+
+    gc.enable()  # a long-running verb: the cyclic collector is wanted here
+    loop.check_wait("--every", args.every)
+    loop.check_wait("--timeout", args.timeout)
+    loop.check_wait("--lease", args.lease)
+    batch = DEFAULT_BATCH if args.batch is None else args.batch
+    if not 1 <= batch <= MOST_BATCH:
+        raise UsageError(f"--batch must be a whole number from 1 to {MOST_BATCH}, got {batch}")
+    trees = _trees(args.tree)
+    sink = _sink(args)
+    if args.json and sink.kind == "stdout":
+        raise UsageError(
+            "--json and --sink stdout would share stdout: drop --json, or use another sink"
+        )
+    timeout = float(getattr(sink, "timeout", 0.0))
+    lease = args.lease if args.lease is not None else default_lease(timeout)
+    if lease <= timeout:
+        raise UsageError(
+            f"--lease {lease:g} must be longer than the sink's timeout ({timeout:g}s): a claim "
+            "must outlive the send it covers, or another worker sends the same wake meanwhile"
+        )
+    dsn = chosen_dsn(args.ledger)
+    if dsn is None:
+        raise UsageError(
+            "rouse deliver needs the fleet's ledger: give --ledger postgresql://USER@HOST/DB "
+            "or set ROUSE_LEDGER (workers take wakes that sweepers run --plan-only left there)"
+        )
+    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
+    worker = Worker(
+        dsn,
+        sink,
+        timeout=timeout,
+        lease=lease,
+        batch=batch,
+        every=args.every if args.every is not None else DEFAULT_EVERY,
+        trees=trees,
+        verbosity=args.verbosity,
+        json_lines=args.json,
+        now=resolve_now(args) if given else None,
+        once=args.once,
+    )
+    return worker.run()
+
+
+def _trees(given: list[str] | None) -> list[str] | None:
+    if not given:
+        return None
+    for tree in given:
+        if not _TREE_ID.match(tree):
+            raise UsageError(
+                f"--tree {tree!r} is not a tree id: want 32 hex digits, the 'tree:' line of "
+                "the tree's .rouse-tree file (rouse fleet status lists them)"
+            )
+    return sorted(set(given))
+
+
+def _sink(args: argparse.Namespace) -> Sink:
+    """The sink named by ``--sink`` (and its command): any of the sweeper's but the file sink."""
+    import shlex
+    from pathlib import Path
+
+    from rouse.sweep import sinks
+
+    spec = args.sink
+    if not spec:
+        raise UsageError(f"rouse deliver needs --sink: {WORKER_SINKS}")
+    if spec[0] == "file":
+        raise UsageError(
+            "--sink file is not for a delivery worker: it writes nudge files into a tree, and "
+            "a worker has no tree (its sweeper writes them); use --sink " + WORKER_SINKS
+        )
+    command = list(args.command)
+    if args.sink_cmd is not None:
+        if spec[0] != "exec":
+            raise UsageError("--sink-cmd is for --sink exec: add it, or drop --sink-cmd")
+        if command:
+            raise UsageError("--sink-cmd and a command after -- both name the command: keep one")
+        try:
+            command = shlex.split(args.sink_cmd)
+        except ValueError as exc:
+            raise UsageError(
+                f"--sink-cmd {args.sink_cmd!r} cannot be split ({exc}): check its quotes"
+            ) from None
+        if not command:
+            raise UsageError("--sink-cmd is empty: give the command, e.g. --sink-cmd 'CMD ARG'")
+    return sinks.make_sink(
+        spec,
+        command,
+        root=Path.cwd(),  # not used: each tree's exec gets that tree's recorded root
+        timeout=args.timeout,
+        secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
+        base_env=os.environ,
+    )
 
 
 def args_deliver(sub: argparse.ArgumentParser) -> None:
-    pass
+    sub.add_argument(
+        "--ledger",
+        metavar="DSN",
+        help="the fleet's PostgreSQL ledger, postgresql://… (else $ROUSE_LEDGER)",
+    )
+    sub.add_argument(
+        "--sink",
+        nargs="+",
+        metavar="KIND",
+        help="where wakes go: exec (command after --), webhook URL, or stdout",
+    )
+    sub.add_argument(
+        "--sink-cmd",
+        metavar="'CMD ARG'",
+        help="the exec sink's command as one quoted string (instead of -- CMD ARG)",
+    )
+    sub.add_argument(
+        "--once",
+        action="store_true",
+        help="deliver what is owed now, then exit; exit 1 if any failed",
+    )
+    sub.add_argument(
+        "--every",
+        type=float,
+        metavar="S",
+        help="seconds between looks for owed wakes when there were none (default 5)",
+    )
+    sub.add_argument(
+        "--lease",
+        type=float,
+        metavar="S",
+        help="seconds a claim lasts on the database's clock (default 2 x timeout + 30)",
+    )
+    sub.add_argument(
+        "--timeout", type=float, metavar="S", help="sink timeout in seconds (exec 60, webhook 10)"
+    )
+    sub.add_argument(
+        "--batch",
+        type=int,
+        metavar="N",
+        help="wakes claimed at a time, oldest first (default 10)",
+    )
+    sub.add_argument(
+        "--tree",
+        action="extend",
+        nargs="+",
+        metavar="ID",
+        help="only these trees' wakes (ids from .rouse-tree; default every tree)",
+    )
+    sub.add_argument(
+        "--json", action="store_true", help="one JSON line per wake handled, on stdout"
+    )
+    talk = sub.add_mutually_exclusive_group()
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=2,
+        default=1,
+        help="also each batch claimed, and the start and idle summary of --once",
+    )
+    talk.add_argument(
+        "-q",
+        "--silent",
+        dest="verbosity",
+        action="store_const",
+        const=0,
+        help="errors only",
+    )
+    sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")

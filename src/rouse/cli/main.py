@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-LONG_RUNNING = frozenset({"sweep", "mcp"})
+LONG_RUNNING = frozenset({"sweep", "mcp", "deliver"})
 
 
 #: Each option the quick parse takes: its destination and how to read its value.

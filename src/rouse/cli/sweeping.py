@@ -1,4 +1,8 @@
-"""The sweeper's verbs: sweep, log, status."""
+"""The sweeper's verbs: sweep, log, status.
+
+Each takes ``--ledger DSN`` (or ``ROUSE_LEDGER``) for a fleet's PostgreSQL
+ledger; rouse.fleet (and psycopg) load only then.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +26,10 @@ if TYPE_CHECKING:
     import argparse
     from pathlib import Path
 
+    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.sweeping import Joined
     from rouse.sweep.runner import Runner
+    from rouse.trust.origins import OriginReader
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -33,6 +40,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     loop.check_wait("--every", args.every)
     loop.check_wait("--timeout", args.timeout)  # (a nan or inf would never kill a hung exec)
+    dsn = _dsn(args)
+    _check_fleet_options(args, dsn)
     root = tree_root(args)
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
     sink_spec, escalate_spec = args.sink or ["file"], args.escalate
@@ -47,7 +56,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     quoted = {"--sink": args.sink_cmd, "--run": args.run_cmd, "--escalate": args.escalate_cmd}
     commands = _commands(specs, quoted, args.command)
     sink: sinks.Sink
-    if run_spec:
+    if args.plan_only:
+        from rouse.sweep.carrying import WorkerQueue
+
+        sink = WorkerQueue()
+    elif run_spec:
         sink = _runner(root, args.run, commands["--run"], args)
     else:
         sink = sinks.make_sink(
@@ -88,6 +101,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 base_env=os.environ,
             ),
         )
+    origins = origin_reader(root, stamp_key_path())
+    joined = _join(dsn, root, args.lease, origins) if dsn is not None else None
     return loop.sweep(
         root,
         sink,
@@ -95,12 +110,87 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         every=args.every,
         now=resolve_now(args) if given else None,
         quiet=QuietHours.parse(args.quiet) if args.quiet else None,
-        origins=origin_reader(root, stamp_key_path()),
+        origins=origins,
         verbosity=args.verbosity,
         after_tick=Heartbeat(args.heartbeat) if args.heartbeat else None,
         digest=args.digest,
         escalation=escalation,
+        ledger=joined.ledger if joined is not None else None,
+        plan_only=args.plan_only,
+        fleet=joined.member if joined is not None else None,
     )
+
+
+def _join(dsn: str, root: Path, lease: float | None, origins: OriginReader) -> Joined:
+    """The tree's ledger in the fleet and its lease; says once to commit a new ``.rouse-tree``."""
+    from rouse.fleet.lease import DEFAULT_LEASE, check_lease
+    from rouse.fleet.sweeping import join
+
+    joined = join(
+        dsn,
+        root,
+        lease=check_lease(lease) if lease is not None else DEFAULT_LEASE,
+        origins=origins,
+    )
+    if joined.made:
+        sys.stderr.write(
+            f"rouse sweep: made {root}/.rouse-tree (tree {joined.ledger.tree}), this tree's "
+            "identity in the fleet: commit it, so every clone of the tree shares it\n"
+        )
+    return joined
+
+
+def _dsn(args: argparse.Namespace) -> str | None:
+    """``--ledger`` or ``ROUSE_LEDGER``; None (the SQLite ledger) without loading rouse.fleet."""
+    given = getattr(args, "ledger", None)
+    if given is None and not os.environ.get("ROUSE_LEDGER"):
+        return None
+    from rouse.fleet.pg import chosen_dsn
+
+    return chosen_dsn(given)
+
+
+def _check_fleet_options(args: argparse.Namespace, dsn: str | None) -> None:
+    """Refuse (exit 2) what a fleet's options cannot mean: each error names the fix."""
+    if dsn is None:
+        if args.plan_only:
+            raise UsageError(
+                "--plan-only leaves delivery to `rouse deliver` workers, which share a "
+                "PostgreSQL ledger: give --ledger postgresql://… (or set ROUSE_LEDGER)"
+            )
+        if args.lease is not None:
+            raise UsageError(
+                "--lease is a fleet leader's lease: give --ledger postgresql://… "
+                "(or set ROUSE_LEDGER), or drop --lease"
+            )
+        return
+    if not args.plan_only:
+        return
+    sends = [
+        ("--sink", bool(args.sink)),
+        ("--sink-cmd", args.sink_cmd is not None),
+        ("--timeout", args.timeout is not None),
+        ("--digest", args.digest),
+        ("--run", bool(args.run)),
+        ("--escalate", bool(args.escalate or args.escalate_after)),
+        ("a command after --", bool(args.command)),
+    ]
+    for option, given in sends:
+        if given:
+            raise UsageError(
+                f"--plan-only sends nothing, so {option} has nothing to do: the workers "
+                "send each wake (`rouse deliver --sink …`); drop one of them"
+            )
+
+
+def _fleet_ledger(args: argparse.Namespace) -> PgLedger | None:
+    """The tree's ledger in the fleet when ``--ledger``/``ROUSE_LEDGER`` names one."""
+    dsn = _dsn(args)
+    if dsn is None:
+        return None
+    from rouse.fleet.sweeping import open_ledger
+
+    return open_ledger(dsn, tree_root(args))
 
 
 def _commands(
@@ -173,7 +263,12 @@ def cmd_log(args: argparse.Namespace) -> int:
     from rouse.sweep import ledger
 
     within("--limit", args.limit, 1, MOST_LISTED)
-    entries = ledger.recent(tree_root(args), args.limit)
+    book = _fleet_ledger(args)
+    if book is not None:
+        with book:
+            entries = book.recent(args.limit)
+    else:
+        entries = ledger.recent(tree_root(args), args.limit)
     if args.json:
         emit_json([entry.as_json() for entry in entries])
     else:
@@ -186,19 +281,43 @@ def cmd_status(args: argparse.Namespace) -> int:
     from rouse.sweep import status
 
     now = resolve_now(args)
-    if args.check:  # for monitors and cron: silent when well, else exit 1 and why
-        problems = status.check(tree_root(args), now)
-        if args.json:
-            emit_json({"ok": not problems, "problems": problems})
-        for line in problems:
-            sys.stderr.write(f"rouse status --check: {line}\n")
-        return 1 if problems else 0
-    data = status.status(walk(tree_root(args)), now)
+    book = _fleet_ledger(args)
+    leader = None
+    if book is not None:
+        from rouse.fleet.sweeping import leader as lease_of
+
+        try:
+            leader = lease_of(book)
+        except BaseException:
+            book.close()
+            raise
+    try:
+        if args.check:  # for monitors and cron: silent when well, else exit 1 and why
+            problems = status.check(tree_root(args), now, ledger=book, leader=leader)
+            if args.json:
+                emit_json({"ok": not problems, "problems": problems})
+            for line in problems:
+                sys.stderr.write(f"rouse status --check: {line}\n")
+            return 1 if problems else 0
+        data = status.status(walk(tree_root(args)), now, ledger=book, leader=leader)
+    finally:
+        if book is not None:
+            book.close()
     if args.json:
         emit_json(data)
     else:
         emit(status.status_lines(data))
     return 0
+
+
+LEDGER_HELP = (
+    "a fleet's PostgreSQL ledger, postgresql://… (default $ROUSE_LEDGER; "
+    "without either, the tree's .rouse/ledger.sqlite3)"
+)
+
+
+def _ledger_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--ledger", metavar="DSN", help=LEDGER_HELP)
 
 
 def args_status(sub: argparse.ArgumentParser) -> None:
@@ -207,8 +326,10 @@ def args_status(sub: argparse.ArgumentParser) -> None:
         "--check",
         action="store_true",
         help="print nothing and exit 0 if all is well; else exit 1 with one line per reason "
-        "(sweeper late by 3 intervals, a wake given up, a run budget spent)",
+        "(sweeper late by 3 intervals, a wake given up, a run budget spent; "
+        "with --ledger, no sweeper leading the tree)",
     )
+    _ledger_option(sub)
 
 
 def args_sweep(sub: argparse.ArgumentParser) -> None:
@@ -261,6 +382,20 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="GET URL after every tick (URL/fail after a failed one): a dead-man's switch",
     )
+    _ledger_option(sub)
+    sub.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="queue new wakes in the --ledger for `rouse deliver` workers and send nothing "
+        "(stamps what they delivered)",
+    )
+    sub.add_argument(
+        "--lease",
+        type=float,
+        metavar="S",
+        help="with --ledger: seconds a leading sweeper's lease lasts, 2 to 3600 (default 30); "
+        "a standby takes over within two leases of the leader's death",
+    )
     # verbosity: rouse.sweep.tick's ERRORS (0), EVENTS (1, the default), EVERY_TICK (2);
     # -q is --silent because --quiet is quiet hours
     talk = sub.add_mutually_exclusive_group()
@@ -289,3 +424,4 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
 def args_log(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--json", action="store_true", help="a JSON array of wakes, newest first")
     sub.add_argument("--limit", type=int, default=20, metavar="N", help="how many (default 20)")
+    _ledger_option(sub)

@@ -119,35 +119,55 @@ CREATE TABLE leaders (
 """
 
 MIRROR = """
-CREATE TABLE mirror_files (
+CREATE TABLE IF NOT EXISTS mirror_files (
     tree TEXT NOT NULL,
     path TEXT NOT NULL,
     kind TEXT NOT NULL,
-    type TEXT,
+    record TEXT,
+    record_id TEXT,
     slug TEXT,
     header JSONB NOT NULL,
     body TEXT NOT NULL,
+    log TEXT NOT NULL DEFAULT '',
+    body_bytes BIGINT NOT NULL DEFAULT 0,
+    body_note TEXT,
     size BIGINT NOT NULL,
     mtime_ns BIGINT NOT NULL,
-    origin TEXT,
-    verified TEXT,
-    status TEXT,
-    level TEXT,
-    reason TEXT,
-    due_at TEXT,
-    nudge INTEGER,
+    settled BOOLEAN NOT NULL DEFAULT TRUE,
+    origin TEXT NOT NULL DEFAULT 'unknown',
+    origin_written TEXT NOT NULL DEFAULT '',
+    verified TEXT NOT NULL DEFAULT '',
     keywords TEXT NOT NULL DEFAULT '',
     search TSVECTOR,
+    status TEXT,
+    open BOOLEAN,
+    wake_at TIMESTAMPTZ,
+    wake_why TEXT,
+    review_at TIMESTAMPTZ,
+    stale_at TIMESTAMPTZ,
+    silenced BOOLEAN NOT NULL DEFAULT FALSE,
+    expires_at TIMESTAMPTZ,
+    nagging BOOLEAN NOT NULL DEFAULT FALSE,
+    fires_out BOOLEAN NOT NULL DEFAULT FALSE,
+    nudge INTEGER,
+    moved_at TIMESTAMPTZ,
+    clock_at TIMESTAMPTZ,
+    derived TEXT NOT NULL DEFAULT '',
     mirrored_at TIMESTAMPTZ NOT NULL DEFAULT now(),
     PRIMARY KEY (tree, path)
 );
-CREATE INDEX mirror_due ON mirror_files (due_at) WHERE due_at IS NOT NULL;
-CREATE INDEX mirror_search ON mirror_files USING GIN (search);
-CREATE TABLE mirror_state (
+CREATE INDEX IF NOT EXISTS mirror_wake ON mirror_files (wake_at) WHERE wake_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS mirror_search ON mirror_files USING GIN (search);
+CREATE TABLE IF NOT EXISTS mirror_state (
     tree TEXT PRIMARY KEY,
+    root TEXT NOT NULL DEFAULT '',
+    host TEXT NOT NULL DEFAULT '',
     epoch TEXT NOT NULL,
+    format INTEGER NOT NULL DEFAULT 0,
+    keyed TEXT NOT NULL DEFAULT '',
     synced_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    files INTEGER NOT NULL DEFAULT 0
+    files INTEGER NOT NULL DEFAULT 0,
+    skipped INTEGER NOT NULL DEFAULT 0
 );
 """
 

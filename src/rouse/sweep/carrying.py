@@ -5,6 +5,12 @@ or gathered into the tick's digest); a wake the ledger owes is resent, held,
 withdrawn, confirmed, restamped or given up as :mod:`rouse.sweep.plan` said.
 A single wake goes through the sink here, and its record is stamped only after
 the sink says it landed.
+
+A sweeper run ``--plan-only`` sends nothing: its sink is the :class:`WorkerQueue`,
+new wakes go to the ledger queued for a fleet's delivery workers, and it
+stamps the records of the wakes they delivered (or writes the nudge file of
+one they gave up on). A wake a worker holds a live claim on is not withdrawn,
+held or given up: that step is skipped this tick.
 """
 
 from __future__ import annotations
@@ -15,18 +21,34 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rouse.core.clock import Decision
-from rouse.sweep.digesting import DigestSender, Landed, Stamp
-from rouse.sweep.ledger import Ledger
+from rouse.sweep.digesting import DigestSender, Landed, Receipts, Stamp, never
+from rouse.sweep.ledger import WORKERS, Ledger
 from rouse.sweep.ledger_entry import Entry
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink, write_nudge
-from rouse.sweep.voice import ERRORS, Voice, _t, _what
+from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
 from rouse.sweep.wake import Wake, build, key, read_body
 
 if TYPE_CHECKING:
     from rouse.sweep.tick import Origins, TickReport
+
+
+class WorkerQueue:
+    """The "sink" of a sweeper run ``--plan-only``: the ledger's queue; it sends nothing.
+
+    Quiet hours hold queued wakes (the workers' sinks reach people).
+    """
+
+    kind = WORKERS
+    holdable = True
+
+    def describe(self) -> str:
+        return "none: wakes are queued in the ledger for `rouse deliver` workers"
+
+    def send(self, wake: Wake, now: datetime) -> str:
+        raise SinkError("a sweeper run --plan-only sends nothing: the workers do")
 
 
 class Carrier:
@@ -44,6 +66,7 @@ class Carrier:
         digests: DigestSender | None,
         stamp: Stamp,
         landed: Landed,
+        receipts: Receipts | None = None,
     ) -> None:
         self.root = root
         self.sink = sink
@@ -55,6 +78,9 @@ class Carrier:
         self.digests = digests
         self.stamp = stamp
         self.landed = landed
+        self.receipts = receipts or Receipts(ledger, never)
+        #: ``--plan-only``: wakes are queued for the delivery workers, never sent here
+        self.queue = sink.kind == WORKERS
 
     def carry_out(
         self, step: Step, ids: Mapping[str, str], now: datetime, report: TickReport
@@ -72,13 +98,17 @@ class Carrier:
                 wake_id=key(self.ledger.tree, step.decision),
             )
             held = self.sink.holdable and self.quiet is not None and self.quiet.holds(now)
-            known = self.ledger.add(made, self.sink.kind, now, held=held)
+            known = self.ledger.add(made, self.sink.kind, now, held=held, queued=self.queue)
             if known is not None:
                 self.already_known(known, step.decision, now, report)
                 return
             if held:
                 report.held.append(made.id)
                 self.voice.say(f"{_t(now)} held {_what(made)} until {self.quiet} ends")
+                return
+            if self.queue:
+                report.queued.append(made.id)
+                self.voice.say(f"{_t(now)} queued {_what(made)} for the delivery workers")
                 return
             if self.digests is not None:
                 self.digests.add(made, step.decision)
@@ -96,27 +126,49 @@ class Carrier:
                     "no result recorded: the sweeper stopped mid-send",
                     when=entry.last_attempt,
                 )
+            if self.queue:  # owed from before --plan-only: the workers send it now
+                if self.ledger.queue(entry.id):
+                    report.queued.append(entry.id)
+                    self.voice.say(f"{_t(now)} queued {_what(entry.wake)} for the delivery workers")
+                return
             self.ledger.start_attempt(entry.id, self.sink.kind, now)
             if self.digests is not None:
                 self.digests.add(entry.wake, step.decision)
                 return
             self.send(entry.wake, step.decision, now, report)
         elif step.action == "hold":
-            self.ledger.hold(entry.id)
-            report.held.append(entry.id)
+            if self.ledger.hold(entry.id):
+                report.held.append(entry.id)
+            else:
+                self._claimed(entry, "hold", now)
+        elif step.action == "release":
+            if self.ledger.queue(entry.id):
+                report.queued.append(entry.id)
+                self.voice.say(f"{_t(now)} released {_what(entry.wake)} to the delivery workers")
         elif step.action == "withdraw":
-            self.ledger.withdraw(entry.id, now, step.why)
+            if not self.ledger.withdraw(entry.id, now, step.why):
+                self._claimed(entry, "withdraw", now)
+                return
             report.withdrawn.append(entry.id)
             self.voice.say(f"{_t(now)} withdrew {_what(entry.wake)}: {step.why}")
         elif step.action == "confirm":
             self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
             report.delivered.append(entry.id)
         elif step.action == "restamp":
-            done = step.decision is None or self.stamp(entry.wake, step.decision, now, report)
+            # a worker's delivery is stamped as of when it landed, as the clones stamp it
+            when = (entry.finished if entry.sink == WORKERS else None) or now
+            done = step.decision is None or self.stamp(entry.wake, step.decision, when, report)
             if done:
                 self.ledger.mark_stamped(entry.id)
         elif step.action == "give_up":
             assert step.decision is not None
+            if entry.sink == WORKERS:  # theirs until it is given up: claim-checked first
+                why = f"given up after 24h by the sweeper — {entry.error or 'no answer'}"
+                if not self.ledger.given_up(entry.id, now, why, stamped=False):
+                    self._claimed(entry, "give up", now)
+                    return
+                self.nudge(entry, step, now, report, why)
+                return
             trailer = (
                 f"\n(rouse could not deliver this wake via {entry.sink} for 24h "
                 f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
@@ -128,6 +180,42 @@ class Carrier:
             self.voice.say(
                 f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
             )
+        elif step.action == "nudge":
+            self.nudge(entry, step, now, report, entry.receipt)
+
+    def nudge(
+        self, entry: Entry, step: Step, now: datetime, report: TickReport, why: str | None
+    ) -> None:
+        """A queued wake given up after 24h: write it as a nudge file, stamp, mark it so.
+
+        The row is marked stamped once its nudge file is written (so it is
+        written once); if the record's own stamp could not land, the record is
+        still due and the next tick stamps it from this row.
+        """
+        if step.decision is None:  # its record is gone: nothing left to say
+            self.ledger.mark_stamped(entry.id)
+            return
+        trailer = (
+            f"\n(rouse's delivery workers could not deliver this wake for 24h "
+            f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
+        )
+        written = write_nudge(self.root, entry.wake, now, trailer)
+        self.stamp(entry.wake, step.decision, entry.finished or now, report)
+        self.ledger.given_up(
+            entry.id, entry.finished or now, f"{written} ({why})" if why else written, stamped=True
+        )
+        report.given_up.append(entry.id)
+        self.voice.say(
+            f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
+        )
+
+    def _claimed(self, entry: Entry, what: str, now: datetime) -> None:
+        """A worker holds a live claim on ``entry``: the step waits for the next tick."""
+        self.voice.say(
+            f"{_t(now)} did not {what} {_what(entry.wake)}: a delivery worker is sending it "
+            "(next tick)",
+            EVERY_TICK,
+        )
 
     def already_known(
         self, known: Entry, decision: Decision, now: datetime, report: TickReport
@@ -138,8 +226,11 @@ class Carrier:
         without sending again. Still owed: it is another sweeper's or a worker's
         to send, and it is in the ledger, so nothing here is lost.
         """
-        landed = known.state in ("delivered", "given_up")
-        if landed and self.stamp(known.wake, decision, now, report):
+        landed = known.state == "delivered" or (
+            known.state == "given_up" and (known.stamped or known.sink != WORKERS)
+        )  # (a worker's give-up is owed its nudge file first: the plan's, next tick)
+        # stamped as of the delivery, so every clone writes the same stamp
+        if landed and self.stamp(known.wake, decision, known.finished or now, report):
             state = known.state.replace("_", " ")
             self.voice.say(f"{_t(now)} stamped {_what(known.wake)}: {state} per the ledger")
 
@@ -154,7 +245,16 @@ class Carrier:
             )
             return
         # landed: say so first, so a crash from here on restamps instead of resending
-        self.ledger.delivered(made.id, now, receipt, stamped=False)
+        try:
+            self.receipts.record([(made.id, receipt)], now)
+        except Exception as exc:
+            if self.receipts.outage(exc):
+                self.voice.say(
+                    f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt} "
+                    "(the ledger is unreachable: recorded there once it is back)",
+                    ERRORS,
+                )
+            raise
         if self.stamp(made, decision, now, report):
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)

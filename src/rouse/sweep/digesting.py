@@ -31,6 +31,59 @@ if TYPE_CHECKING:
 Stamp = Callable[[Wake, Decision, datetime, "TickReport"], bool]
 #: What follows a wake that landed (an escalation, if one is due).
 Landed = Callable[[Wake, datetime, "TickReport"], None]
+#: Whether an exception is the ledger's database gone (a fleet's; never for SQLite).
+Outage = Callable[[BaseException], bool]
+
+
+def never(exc: BaseException) -> bool:
+    """The SQLite ledger is a local file: no error of it is an outage."""
+    return False
+
+
+class Receipts:
+    """Deliveries the sink confirmed that the ledger could not record (its database was lost).
+
+    The sink said yes, so the wake must not be sent again: the receipt is kept
+    here, in memory, and written first thing at the next tick (before anything
+    else is planned or sent). A process killed meanwhile forgets it, and the
+    wake, still owed in the ledger, is sent again: at least once, same id.
+    """
+
+    def __init__(self, ledger: Ledger, outage: Outage) -> None:
+        self.ledger = ledger
+        self.outage = outage
+        #: wake id → (when it landed, the sink's receipt), in the order they landed
+        self.waiting: dict[str, tuple[datetime, str]] = {}
+
+    def record(self, landed: list[tuple[str, str]], now: datetime) -> None:
+        """Write ``landed`` (wake id, receipt) as delivered (not yet stamped).
+
+        If the database is lost on the way, the rest are kept for the next tick
+        and the outage is raised again: the tick ends.
+        """
+        for done, (wake_id, receipt) in enumerate(landed):
+            try:
+                self.ledger.delivered(wake_id, now, receipt, stamped=False)
+            except Exception as exc:
+                if not self.outage(exc):
+                    raise
+                for later_id, later_receipt in landed[done:]:
+                    self.waiting[later_id] = (now, later_receipt)
+                raise
+
+    def keep(self, landed: list[tuple[str, str]], now: datetime) -> None:
+        """Keep ``landed`` for the next tick without trying the ledger now."""
+        for wake_id, receipt in landed:
+            self.waiting[wake_id] = (now, receipt)
+
+    def flush(self) -> int:
+        """Write the deliveries kept since the outage; how many. Raises if still unreachable."""
+        written = 0
+        for wake_id, (when, receipt) in list(self.waiting.items()):
+            self.ledger.delivered(wake_id, when, receipt, stamped=False)
+            del self.waiting[wake_id]
+            written += 1
+        return written
 
 
 class DigestSender:
@@ -46,8 +99,10 @@ class DigestSender:
         *,
         stamp: Stamp,
         landed: Landed,
+        receipts: Receipts | None = None,
     ) -> None:
         self.ledger = ledger
+        self.receipts = receipts or Receipts(ledger, never)
         self.sink = sink
         self.runner = runner
         self.headers = headers
@@ -99,18 +154,27 @@ class DigestSender:
                 report.failed.append(one.id)
             say(f"{_t(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
             return
-        self.ledger.digest_done(digest_id, now, receipt=receipt, error=None)
+        sent = receipt
         answered = {one.id for one, _ in batch}
         if ran is not None:  # did the run move or end the records it was woken about?
             fresh = self.headers.walk()
             answered = {one.id for one, _ in batch if _answered(fresh, one)}
-            self.ledger.run_answered(ran.id, len(answered))
             receipt += f", answered {len(answered)} of {len(batch)}"
+        landed: list[tuple[str, str]] = []
         for one, _ in batch:
-            landed = f"digest {digest_id}: {receipt}"
+            text = f"digest {digest_id}: {receipt}"
             if ran is not None:
-                landed = receipt if one.id in answered else f"{receipt}: ran, not answered"
-            self.ledger.delivered(one.id, now, landed, stamped=False)
+                text = receipt if one.id in answered else f"{receipt}: ran, not answered"
+            landed.append((one.id, text))
+        try:
+            self.ledger.digest_done(digest_id, now, receipt=sent, error=None)
+            if ran is not None:
+                self.ledger.run_answered(ran.id, len(answered))
+        except Exception as exc:
+            if self.receipts.outage(exc):
+                self.receipts.keep(landed, now)  # it landed: never send it again
+            raise
+        self.receipts.record(landed, now)
         for one, decision in batch:
             if self.stamp(one, decision, now, report):
                 self.ledger.mark_stamped(one.id)

@@ -8,6 +8,7 @@ says and when one is due are :mod:`rouse.sweep.escalate`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,9 +30,18 @@ class Escalator:
     """Sends and resends one sweeper's escalations, recording each in its ledger."""
 
     def __init__(
-        self, root: Path, ledger: Ledger, escalation: escalate.Escalation, voice: Voice
+        self,
+        root: Path,
+        ledger: Ledger,
+        escalation: escalate.Escalation,
+        voice: Voice,
+        *,
+        fence: Callable[[float], bool] | None = None,
     ) -> None:
         self.root = root
+        #: in a fleet: asked before each send whether this sweeper still leads (for
+        #: the seconds the send may take); if not, the escalation waits in the ledger
+        self.fence = fence
         self.ledger = ledger
         self.escalation = escalation
         self.voice = voice
@@ -54,6 +64,8 @@ class Escalator:
     def send(self, message: Wake, now: datetime, report: TickReport) -> None:
         sink = self.escalation.sink
         self.tried.add(message.id)
+        if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
+            return  # no longer the leader: the escalation stays pending for the new one
         what = f"{message.record} (escalation {message.nudge}) id={message.id}"
         try:
             receipt = sink.send(message, now)

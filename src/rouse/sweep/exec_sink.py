@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from rouse.sweep.sink_base import SinkError, check_timeout
+from rouse.sweep.sink_base import SinkError, check_timeout, child_environment
 from rouse.sweep.wake import Wake
 
 MAX_OUTPUT = 64 * 1024  # of an exec command's output, kept for the error message
@@ -38,7 +38,7 @@ class ExecSink:
         self.argv = list(argv)
         self.timeout = check_timeout(timeout)
         self.root = root
-        self.base_env = dict(base_env)
+        self.base_env = child_environment(base_env)
 
     def describe(self) -> str:
         return f"exec {' '.join(self.argv)}"

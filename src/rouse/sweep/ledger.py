@@ -42,10 +42,13 @@ GIVE_UP_AFTER = timedelta(hours=24)
 FIRST_RETRY = timedelta(minutes=1)
 MAX_RETRY = timedelta(hours=1)
 STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
+#: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
+WORKERS = "workers"
 __all__ = [
     "LEDGER",
     "SCHEMA_VERSION",
     "TIME_FORMAT",
+    "WORKERS",
     "Entry",
     "Ledger",
     "QuietHours",
@@ -77,6 +80,9 @@ class Ledger(DigestRows, EscalationRows, RunRows):
     #: what this ledger is, for messages (its file, or the database without password)
     where: str
     db: Database
+    #: added to the updates a sweeper must not make under a delivery worker's live claim
+    #: (withdraw, hold, give up); the SQLite ledger has no workers, so nothing
+    unclaimed: str = ""
 
     def __init__(self, root: Path):
         self.path = state_path(root, "ledger.sqlite3")
@@ -113,10 +119,14 @@ class Ledger(DigestRows, EscalationRows, RunRows):
     # -- reading ------------------------------------------------------------
 
     def open_entries(self) -> list[Entry]:
-        """Wakes still owed something: pending, held, or delivered but not stamped."""
+        """Wakes still owed something: pending, held, or delivered or given up but not stamped.
+
+        A wake a delivery worker gave up on (``sink = 'workers'``) is owed its
+        nudge file and its stamp, which only a sweeper (it has the tree) can write.
+        """
         rows = self.run(
             f"SELECT {_COLUMNS} FROM wakes WHERE tree = ? AND (state IN ('pending', 'held') "
-            "OR (state = 'delivered' AND stamped = 0)) ORDER BY made_at, id",
+            "OR (state IN ('delivered', 'given_up') AND stamped = 0)) ORDER BY made_at, id",
             self.tree,
         )
         return [_entry(row) for row in rows]
@@ -159,14 +169,20 @@ class Ledger(DigestRows, EscalationRows, RunRows):
 
     # -- writing ------------------------------------------------------------
 
-    def add(self, wake: Wake, sink: str, now: datetime, *, held: bool = False) -> Entry | None:
+    def add(
+        self, wake: Wake, sink: str, now: datetime, *, held: bool = False, queued: bool = False
+    ) -> Entry | None:
         """Write a new wake: held, or pending with its first attempt starting now.
+
+        ``queued``: pending for a fleet's delivery workers (``sink`` is
+        :data:`WORKERS`), no attempt made: they claim it, this sweeper sends nothing.
 
         A wake with this id already in the ledger (another sweeper over a clone
         of this tree wrote it, or this one did and the record is due at the same
         instant again) is not written twice: its entry is returned instead, None
         when the wake is new. A withdrawn one is owed again, so it is revived.
         """
+        attempt = not (held or queued)
         added = self.run(
             "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, last_moved, "
             "wake, sink, state, attempts, in_flight, last_attempt) "
@@ -183,17 +199,21 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             json.dumps(wake.as_dict(), ensure_ascii=False),
             sink,
             "held" if held else "pending",
-            0 if held else 1,
-            0 if held else 1,
-            None if held else _t(now),
+            int(attempt),
+            int(attempt),
+            _t(now) if attempt else None,
         )
         if added.rowcount == 1:
             return None
         revived = self.run(
-            "UPDATE wakes SET state = ?, attempts = ?, in_flight = ?, last_attempt = ?, "
+            "UPDATE wakes SET sink = ?, state = ?, attempts = ?, in_flight = ?, last_attempt = ?, "
             "first_failure = NULL, next_attempt = NULL, finished = NULL, stamped = 0, "
             "receipt = NULL, error = NULL WHERE tree = ? AND id = ? AND state = 'withdrawn'",
-            *(("held", 0, 0, None) if held else ("pending", 1, 1, _t(now))),
+            sink,
+            "held" if held else "pending",
+            int(attempt),
+            int(attempt),
+            _t(now) if attempt else None,
             self.tree,
             wake.id,
         )
@@ -240,29 +260,66 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             wake_id,
         )
 
-    def given_up(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> None:
-        self.run(
+    def given_up(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> bool:
+        """Give the wake up (False: a worker's live claim on it; nothing written)."""
+        done = self.run(
             "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, stamped = ? WHERE tree = ? AND id = ?",
+            f"next_attempt = NULL, stamped = ? WHERE tree = ? AND id = ?{self.unclaimed}",
             _t(now),
             receipt,
             int(stamped),
             self.tree,
             wake_id,
         )
+        return done.rowcount == 1
 
-    def hold(self, wake_id: str) -> None:
-        self.run("UPDATE wakes SET state = 'held' WHERE tree = ? AND id = ?", self.tree, wake_id)
+    def hold(self, wake_id: str) -> bool:
+        """Hold it through quiet hours (False: a worker's live claim on it)."""
+        done = self.run(
+            f"UPDATE wakes SET state = 'held' WHERE tree = ? AND id = ?{self.unclaimed}",
+            self.tree,
+            wake_id,
+        )
+        return done.rowcount == 1
 
-    def withdraw(self, wake_id: str, now: datetime, why: str) -> None:
-        self.run(
+    def queue(self, wake_id: str) -> bool:
+        """Leave the wake to the delivery workers: pending, ``sink = 'workers'``, not in flight.
+
+        Releases a held wake when quiet hours end, and hands a wake a sweeper
+        used to send itself to the workers (``sweep --plan-only``); its attempts
+        and backoff carry on.
+        """
+        done = self.run(
+            "UPDATE wakes SET state = 'pending', sink = ?, in_flight = 0 "
+            "WHERE tree = ? AND id = ? AND state IN ('pending', 'held')",
+            WORKERS,
+            self.tree,
+            wake_id,
+        )
+        return done.rowcount == 1
+
+    def withdraw(self, wake_id: str, now: datetime, why: str) -> bool:
+        """Its record moved or ended first (False: a worker's live claim on it)."""
+        done = self.run(
             "UPDATE wakes SET state = 'withdrawn', in_flight = 0, finished = ?, "
-            "next_attempt = NULL, stamped = 1, receipt = ? WHERE tree = ? AND id = ?",
+            f"next_attempt = NULL, stamped = 1, receipt = ? WHERE tree = ? AND id = ?"
+            f"{self.unclaimed}",
             _t(now),
             why,
             self.tree,
             wake_id,
         )
+        return done.rowcount == 1
+
+    def given_up_since(self, since: datetime) -> int:
+        """How many of this tree's wakes were given up at or after ``since``."""
+        row = self.run(
+            "SELECT COUNT(*) AS n FROM wakes WHERE tree = ? AND state = 'given_up' "
+            "AND finished >= ?",
+            self.tree,
+            _t(since),
+        ).fetchone()
+        return int(row["n"])
 
     def mark_stamped(self, wake_id: str) -> None:
         self.run("UPDATE wakes SET stamped = 1 WHERE tree = ? AND id = ?", self.tree, wake_id)

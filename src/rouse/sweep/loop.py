@@ -9,6 +9,12 @@ the loop says once at start what it is doing; each wake delivered, held,
 withdrawn or failed gets a line; an idle tick says nothing. ``--once`` ends
 with a one-line summary when its tick had something to say, and always when
 it exits 1. ``-v`` adds a summary of every tick; ``-q`` keeps only errors.
+
+In a fleet (``--ledger DSN``) the loop also wakes every third of the lease
+between ticks: a leader renews its lease, a standby looks whether the lease
+lapsed and, if it took it, ticks at once. A tick that loses the database
+ends; the loop says so once, tries again after 1s, 2s, 4s… up to 30s, and
+says when the database is back.
 """
 
 from __future__ import annotations
@@ -25,14 +31,18 @@ from types import FrameType
 from rouse.core.errors import UsageError
 from rouse.core.sweepstate import sweeper_lock
 from rouse.sweep.escalate import Escalation
+from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import Sink
-from rouse.sweep.tick import Origins, Sweeper, TickReport
+from rouse.sweep.tick import Fleet, Origins, Sweeper, TickReport
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, _t
 
 DEFAULT_EVERY = 60.0
 #: The longest ``--every`` and ``--timeout``, in seconds: one day.
 LONGEST_WAIT = 86400.0
+#: After a tick that lost the fleet's database: wait this long, doubling up to ``LONGEST_RETRY``.
+FIRST_RETRY = 1.0
+LONGEST_RETRY = 30.0
 
 
 def check_wait(option: str, seconds: float | None) -> None:
@@ -58,8 +68,14 @@ def sweep(
     after_tick: AfterTick | None = None,
     digest: bool = False,
     escalation: Escalation | None = None,
+    ledger: Ledger | None = None,
+    plan_only: bool = False,
+    fleet: Fleet | None = None,
 ) -> int:
     """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
+
+    ``ledger``, ``plan_only`` and ``fleet`` are the :class:`Sweeper`'s (a fleet's
+    PostgreSQL ledger, queueing for its delivery workers, the lease).
 
     With ``now`` the clock starts at that instant and runs on with the wall
     clock, so a loop under ``--now`` behaves like one started then.
@@ -88,15 +104,22 @@ def sweep(
             verbosity=verbosity,
             digest=digest,
             escalation=escalation,
+            ledger=ledger,
+            plan_only=plan_only,
+            fleet=fleet,
         ) as sw,
     ):
         # the loop says once what it is doing; --once only when asked (-v)
-        line = starting(root, sink, period, quiet, now, once=once)
+        line = starting(root, sw.sink, period, quiet, now, once=once)
         if digest:
             line = line.replace(f"sink {sink.describe()}", f"sink {sink.describe()} (digests)", 1)
         if escalation is not None:
             line = line.replace(
                 f"sink {sink.describe()}", f"sink {sink.describe()}; {escalation.describe()}", 1
+            )
+        if fleet is not None:
+            line = line.replace(
+                f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {fleet.describe()}", 1
             )
         sw.say(line, EVERY_TICK if once else EVENTS)
         restore = _on_signals(sw.stop)
@@ -136,8 +159,14 @@ def starting(
 
 def summary(at: datetime, report: TickReport) -> str:
     """One tick in one line: what it delivered, failed, held or gave up, and what is owed."""
+    if report.leading is False:
+        return (
+            f"{_t(at)} tick (standing by): {report.stamped} stamped from the ledger, "
+            f"{report.undelivered} owed"
+        )
+    queued = f"{len(report.queued)} queued, " if report.queued else ""
     return (
-        f"{_t(at)} tick: {len(report.delivered)} delivered, {len(report.failed)} failed, "
+        f"{_t(at)} tick: {len(report.delivered)} delivered, {queued}{len(report.failed)} failed, "
         f"{len(report.held)} held, {len(report.given_up)} given up, "
         f"{report.undelivered} owed"
     )
@@ -174,23 +203,31 @@ def run(
     after_tick: AfterTick | None = None,
 ) -> int:
     """Tick (once, or until stopped); the exit code for ``rouse sweep``."""
+    outage = _Outage(sweeper)
     while True:
         at = now()
         report: TickReport | None = None
         try:
             report = sweeper.tick(at)
         except Exception as exc:  # never fatal: log it, and tick again later
-            sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
+            if sweeper.fleet is not None and sweeper.fleet.unreachable(exc):
+                outage.failed(at, exc)
+            else:
+                sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
+        if report is not None:
+            outage.over(at)
         if after_tick is not None:
             after_tick(at, report)
         if report is None:
             if once:
                 return 1
-            if sweeper.stop.wait(every):
+            if sweeper.stop.wait(outage.wait() if outage.down else every):
                 return 0
             continue
         if once:
-            code = 1 if report.undelivered and not report.interrupted else 0
+            # owed wakes are the workers' (--plan-only) or the leader's (a standby) to send
+            sends = not sweeper.plan_only and report.leading is not False
+            code = 1 if sends and report.undelivered and not report.interrupted else 0
             # exit 1 always comes with its reason; an idle tick says nothing (cron mails output)
             level = ERRORS if code else EVENTS if report.eventful else EVERY_TICK
             sweeper.say(summary(at, report), level)
@@ -201,5 +238,73 @@ def run(
         delay = every
         if report.next_at is not None and report.next_at > at:
             delay = min(delay, (report.next_at - at).total_seconds() + 0.05)
-        if sweeper.stop.wait(max(delay, 0.05)):
+        if _pause(sweeper, max(delay, 0.05)):
             return 0
+
+
+def _pause(sweeper: Sweeper, delay: float) -> bool:
+    """Wait ``delay`` seconds before the next tick; True if stopped meanwhile.
+
+    In a fleet, wake every third of the lease: the leader renews it; a standby
+    takes it if it lapsed (its leader died, or let it go) and then ticks at once.
+    """
+    fleet = sweeper.fleet
+    if fleet is None:
+        return sweeper.stop.wait(delay)
+    end = time.monotonic() + delay
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return False
+        if sweeper.stop.wait(min(left, fleet.lease / 3)):
+            return True
+        if time.monotonic() >= end:
+            return False
+        was = fleet.leading
+        try:
+            leading = fleet.lead()
+        except Exception:  # the database lost, say: the tick meets it, says so, backs off
+            return False
+        if leading != was:
+            return False  # took the lead (or lost it): tick now, and say so
+
+
+class _Outage:
+    """The fleet's database is gone: what the loop said about it, and how long to wait."""
+
+    def __init__(self, sweeper: Sweeper) -> None:
+        self.sweeper = sweeper
+        self.down = False
+        self.tries = 0
+        self.since: datetime | None = None
+        self.told: set[str] = set()
+
+    def failed(self, at: datetime, exc: BaseException) -> None:
+        """A tick met the outage: say so the first time (and each new reason once)."""
+        self.tries += 1
+        if not self.down:
+            self.down, self.since = True, at
+            self.sweeper.say(
+                f"{_t(at)} lost the ledger: {exc}; the tick ended and its wakes stay owed; "
+                f"trying again in {FIRST_RETRY:g}s, doubling up to {LONGEST_RETRY:g}s",
+                ERRORS,
+            )
+            self.told.add(str(exc))
+        elif str(exc) not in self.told:
+            self.told.add(str(exc))
+            self.sweeper.say(f"{_t(at)} still no ledger: {exc}", ERRORS)
+
+    def wait(self) -> float:
+        return min(FIRST_RETRY * 2.0 ** max(self.tries - 1, 0), LONGEST_RETRY)
+
+    def over(self, at: datetime) -> None:
+        """A tick went through: if the database had been lost, say it is back."""
+        if not self.down:
+            return
+        since = f" (lost at {_t(self.since)})" if self.since is not None else ""
+        self.sweeper.say(
+            f"{_t(at)} reconnected to the ledger after {self.tries} failed "
+            f"tick{'s' if self.tries != 1 else ''}{since}",
+            ERRORS,
+        )
+        self.down, self.tries, self.since, self.told = False, 0, None, set()

@@ -12,7 +12,7 @@ from datetime import datetime
 from rouse.core import clock
 from rouse.core.clock import Decision
 from rouse.core.tree import Tree
-from rouse.sweep.ledger import GIVE_UP_AFTER
+from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS
 from rouse.sweep.ledger_entry import Entry
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.stamping import already_stamped
@@ -28,6 +28,11 @@ class Step:
     ``withdraw``: its record moved or ended first; ``confirm``: its stamp
     landed but the ledger missed it (a crash); ``restamp``: delivered but the
     record could not be stamped yet.
+
+    Wakes queued for a fleet's delivery workers (``sink = 'workers'``) are
+    theirs to send: a tick never resends one. ``release``: hand one held
+    through quiet hours back to them when the hours end; ``nudge``: write the
+    nudge file of one a worker gave up on after 24h, then stamp.
     """
 
     action: str
@@ -62,7 +67,12 @@ def plan(
         step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now)
         if step is not None:
             result.steps.append(step)
-        elif entry.state == "pending" and entry.next_attempt is not None and not quiet_now:
+        elif (
+            entry.state == "pending"
+            and entry.sink != WORKERS  # a worker's retry is the worker's to time
+            and entry.next_attempt is not None
+            and not quiet_now
+        ):
             upcoming.append(entry.next_attempt)
     # the same order as clock.due(): earliest due first
     due = sorted(
@@ -91,8 +101,11 @@ def _plan_entry(
     if record is None and entry.wake.file in untrackable:
         return None  # a bad file is skipped, not given up on: try again next tick
     decision = decided[record.dir] if record is not None else None
-    if entry.state == "delivered":
+    queued = entry.sink == WORKERS
+    if entry.state == "delivered" or (entry.state == "given_up" and not queued):
         return Step("restamp", decision, entry)
+    if entry.state == "given_up":  # a worker gave up: the nudge file and the stamp are ours
+        return Step("nudge", decision, entry)
     if record is None:
         return Step("withdraw", None, entry, "its record is gone")
     assert decision is not None
@@ -104,6 +117,8 @@ def _plan_entry(
         return Step("give_up", decision, entry)
     if quiet_now:
         return Step("hold", decision, entry) if entry.state != "held" else None
+    if queued:  # the workers send it: a held one goes back to them
+        return Step("release", decision, entry) if entry.state == "held" else None
     ready = entry.next_attempt is None or now >= entry.next_attempt
     if entry.in_flight or entry.state == "held" or ready:
         return Step("send", decision, entry)

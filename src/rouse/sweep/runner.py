@@ -36,7 +36,7 @@ from rouse.core.timefmt import format_interval, parse_interval
 from rouse.sweep.digest import Digest
 from rouse.sweep.exec_sink import MAX_OUTPUT, Output, _kill_group, _run
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sink_base import SinkError, child_environment
 from rouse.sweep.wake import Wake
 
 DEFAULT_TIMEOUT = timedelta(minutes=15)
@@ -133,7 +133,7 @@ class Runner:
         self.argv = list(argv)
         self.timeout = timeout
         self.budget = budget
-        self.base_env = dict(base_env if base_env is not None else os.environ)
+        self.base_env = child_environment(base_env if base_env is not None else os.environ)
 
     def describe(self) -> str:
         budget = f", at most {self.budget.text}" if self.budget else ""

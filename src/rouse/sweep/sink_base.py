@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rouse.core.errors import UsageError
 
 MAX_TIMEOUT = 24 * 3600.0  # as the CLI's --timeout; a wake failing that long is given up
@@ -19,3 +21,14 @@ def check_timeout(timeout: float) -> float:
             f"(one day), got {timeout:g}"
         )
     return float(timeout)
+
+
+#: Secrets of rouse's own that a command it starts (an exec sink, an agent run)
+#: never inherits: the fleet's database URL (it may carry a password) and the
+#: webhook signing key.
+PRIVATE_ENV = frozenset({"ROUSE_LEDGER", "ROUSE_WEBHOOK_SECRET"})
+
+
+def child_environment(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without rouse's own secrets: what a command rouse starts inherits."""
+    return {key: value for key, value in base.items() if key not in PRIVATE_ENV}

@@ -1,4 +1,8 @@
-"""``rouse status``: the tree's counts per level, the sweeper, and the ledger."""
+"""``rouse status``: the tree's counts per level, the sweeper, and the ledger.
+
+With a fleet's ledger (``rouse status --ledger DSN``) the counts are this
+tree's rows in it, and the lease says which sweeper of the tree's clones leads.
+"""
 
 from __future__ import annotations
 
@@ -13,21 +17,34 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from rouse.sweep.ledger import Ledger
+
 
 def _local(text: str) -> datetime:
     """The naive local time an ``_iso`` string names."""
     return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
 
 
-def status(tree: Tree, now: datetime) -> dict[str, Any]:
-    """Counts per level, what is due, and what was skipped (``rouse status --json``)."""
+def status(
+    tree: Tree,
+    now: datetime,
+    *,
+    ledger: Ledger | None = None,
+    leader: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Counts per level, what is due, and what was skipped (``rouse status --json``).
+
+    ``ledger``: read the counts there (a fleet's) instead of the tree's SQLite
+    file; it adds ``fleet`` (the tree's id, the database, and ``leader``: the
+    lease row given, or None when no sweeper has led the tree yet).
+    """
     levels: dict[str, dict[str, int]] = {
         kind: {"open": 0, "total": 0} for kind in layout.RECORD_TYPES
     }
     for record in tree.records.values():
         levels[record.type]["total"] += 1
         levels[record.type]["open"] += int(clock.is_open(record))
-    return {
+    data = {
         "tree": str(tree.root),
         "now": iso_stamp(now),
         "levels": levels,
@@ -36,12 +53,26 @@ def status(tree: Tree, now: datetime) -> dict[str, Any]:
         "notes": len(tree.notes),
         "untrackable": len(tree.untrackable),
         "symlinks": len(tree.symlinks),
-        **sweeper_status(tree.root),
+        **sweeper_status(tree.root, ledger),
+    }
+    if ledger is not None:
+        data["fleet"] = {"tree": ledger.tree, "ledger": ledger.where, "leader": _lease(leader)}
+    return data
+
+
+def _lease(found: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The lease row as ``--json`` shows it (ISO times)."""
+    if found is None:
+        return None
+    return {
+        **found,
+        "since": iso_stamp(found.get("since")),
+        "expires": iso_stamp(found.get("expires")),
     }
 
 
-def sweeper_status(root: Path) -> dict[str, Any]:
-    """The last tick, the sweeper lock's holder, and the ledger's counts."""
+def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
+    """The last tick, the sweeper lock's holder, and the ledger's counts (``book``'s if given)."""
     from rouse.sweep import ledger
 
     tick, interval = sweepstate.last_tick(root)
@@ -49,7 +80,7 @@ def sweeper_status(root: Path) -> dict[str, Any]:
     if holder is not None:
         holder["interval"] = interval
         holder["since"] = _since(holder.get("since"))
-    counts = ledger.counts(root)
+    counts = book.counts() if book is not None else ledger.counts(root)
     return {
         "last_tick": iso_stamp(tick),
         "sweeper": holder,
@@ -80,12 +111,20 @@ LATE_UNKNOWN_INTERVAL = timedelta(hours=1)
 GIVEN_UP_WINDOW = timedelta(days=1)
 
 
-def check(root: Path, now: datetime) -> list[str]:
+def check(
+    root: Path,
+    now: datetime,
+    *,
+    ledger: Ledger | None = None,
+    leader: dict[str, Any] | None = None,
+) -> list[str]:
     """``rouse status --check``: one line per reason a monitor should wake a human.
 
     Empty when all is well. Fails when the last tick is older than
     ``LATE_AFTER_INTERVALS`` intervals (or no sweeper ever ticked), when a
-    wake was given up in the last day, or when a run budget is spent.
+    wake was given up in the last day, or when a run budget is spent. With a
+    fleet's ``ledger``: given-up wakes are counted there, and it also fails
+    when no sweeper of the tree holds the lease (``leader``).
     """
     problems: list[str] = []
     tick, interval = sweepstate.last_tick(root)
@@ -107,14 +146,31 @@ def check(root: Path, now: datetime) -> list[str]:
                 f"the sweeper is late: its last tick was at {format_stamp(tick)}, "
                 f"more than {every} before {format_stamp(now)}"
             )
-    owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_WINDOW)
-    if owed["given_up"]:
+    if ledger is not None:
+        given_up = ledger.given_up_since(now - GIVEN_UP_WINDOW)
+        if leader is None or not leader["live"]:
+            problems.append(
+                f"no sweeper leads this tree in the fleet ({_lapsed(leader)}): "
+                f"start `rouse sweep --ledger …` on one of its clones"
+            )
+    else:
+        given_up = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_WINDOW)["given_up"]
+    if given_up:
         problems.append(
-            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last day "
+            f"{given_up} wake(s) given up after 24h of failed delivery in the last day "
             "(written as nudge files instead): `rouse log`"
         )
     problems += run_budget_problems(root, now)
     return problems
+
+
+def _lapsed(leader: dict[str, Any] | None) -> str:
+    if leader is None:
+        return "none ever has"
+    return (
+        f"the lease of {leader['host']} pid {leader['pid']} lapsed at "
+        f"{format_stamp(leader['expires'])}"
+    )
 
 
 def run_budget_problems(root: Path, now: datetime) -> list[str]:
@@ -154,4 +210,20 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         f"ledger: {ledger['pending']} pending, {ledger.get('held', 0)} held, "
         f"{ledger['delivered']} delivered, {ledger['given_up']} given up"
     )
+    fleet = data.get("fleet")
+    if fleet is not None:
+        lines.append(f"fleet: tree {fleet['tree']} in {fleet['ledger']}")
+        lines.append(f"leader: {leader_line(fleet['leader'])}")
     return lines
+
+
+def leader_line(lease: dict[str, Any] | None) -> str:
+    """Who leads the tree, from the lease row as ``--json`` shows it."""
+    if lease is None:
+        return "none yet (no sweeper has swept this tree with the fleet's ledger)"
+    since = format_stamp(_local(lease["since"]))
+    until = format_stamp(_local(lease["expires"]))
+    who = f"{lease['host']} pid {lease['pid']} (token {lease['token']})"
+    if lease["live"]:
+        return f"{who} since {since}, lease until {until}"
+    return f"none: the lease of {who} lapsed at {until}"

@@ -13,6 +13,15 @@ and the record stamps are written by :mod:`rouse.sweep.stamping`. The Sweeper's
 collaborators send digests and agent runs (:mod:`rouse.sweep.digesting`) and
 escalations (:mod:`rouse.sweep.escalating`); what it says, and how much, is
 :mod:`rouse.sweep.voice`'s.
+
+In a fleet (a PostgreSQL ledger shared by the clones of a tree, built by
+:mod:`rouse.fleet.sweeping`) one sweeper per tree leads, holding a lease: it
+plans, sends (renewing the lease before each send, and stopping mid-tick if
+it lost it) and mirrors. The others stand by: each walks its own clone and
+stamps the records whose wakes the ledger says were delivered or given up.
+A tick that loses the database ends there; the wakes stay owed, and a
+delivery the sink confirmed but the ledger could not record is written first
+at the next tick.
 """
 
 from __future__ import annotations
@@ -20,8 +29,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Protocol
 
 from rouse.core import clock
 from rouse.core.cache import HeaderCache
@@ -29,14 +39,14 @@ from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
-from rouse.core.tree import File, display_ids
+from rouse.core.tree import File, Tree, display_ids
 from rouse.sweep import escalate, wake
 from rouse.sweep.archive import NudgeArchive
-from rouse.sweep.carrying import Carrier
-from rouse.sweep.digesting import DigestSender
+from rouse.sweep.carrying import Carrier, WorkerQueue
+from rouse.sweep.digesting import DigestSender, Receipts
 from rouse.sweep.escalating import Escalator
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.plan import plan
+from rouse.sweep.plan import Step, plan
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
@@ -45,9 +55,64 @@ from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, Voice, _t
 from rouse.trust.origins import effective_origin
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
-__all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Origins", "Sweeper", "TickReport"]
+__all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Fleet", "Origins", "Sweeper", "TickReport"]
 
 Origins = Callable[[File], str]
+
+
+class Fleet(Protocol):
+    """A sweeper's place in a fleet: its lease on the tree, the trees row, the mirror.
+
+    :class:`rouse.fleet.sweeping.Member` is one; the sweeper never imports it
+    (the fleet's modules load psycopg).
+    """
+
+    #: the lease's length in seconds: the loop wakes every third of it to renew or take over
+    lease: float
+
+    @property
+    def leading(self) -> bool:
+        """Whether this sweeper held the lease at its last renewal."""
+        ...
+
+    def lead(self) -> bool:
+        """Renew our lease, or take the tree's if it expired: whether we lead now."""
+        ...
+
+    def renew(self, cover: float) -> bool:
+        """Before a send: hold the lease for ``cover`` more seconds than usual; False if lost."""
+        ...
+
+    def keep(self) -> bool:
+        """Renew the lease if a third of it has passed since the last renewal; False if lost."""
+        ...
+
+    def leader(self) -> str:
+        """Who leads the tree now, for a standby's line."""
+        ...
+
+    def describe(self) -> str:
+        """The ledger, the tree and the lease, for the loop's first line."""
+        ...
+
+    def ticked(self, tree: Tree, now: datetime, *, leading: bool) -> None:
+        """After a tick: the tree's row in the fleet (and, when leading, its mirror)."""
+        ...
+
+    def release(self) -> None:
+        """Give the lease up (a clean exit), so a standby takes over at once."""
+        ...
+
+    def unreachable(self, exc: BaseException) -> bool:
+        """Whether ``exc`` is the fleet's database gone (the loop reconnects with backoff)."""
+        ...
+
+
+def _seconds(value: object) -> float:
+    """A sink's or runner's timeout in seconds (0 when it has none)."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 # -- carrying it out ------------------------------------------------------------
@@ -61,6 +126,9 @@ class TickReport:
     held: list[str] = field(default_factory=list)
     given_up: list[str] = field(default_factory=list)
     withdrawn: list[str] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)  # left to the delivery workers
+    #: in a fleet: whether this sweeper led the tick (None: no fleet)
+    leading: bool | None = None
     escalated: list[str] = field(default_factory=list)  # escalation ids delivered
     archived: list[str] = field(default_factory=list)
     stamped: int = 0
@@ -88,10 +156,21 @@ class Sweeper(Voice):
         digest: bool = False,
         escalation: escalate.Escalation | None = None,
         runner: Runner | None = None,
+        ledger: Ledger | None = None,
+        plan_only: bool = False,
+        fleet: Fleet | None = None,
     ):
+        """``ledger``: the delivery ledger (default the tree's SQLite file); ``plan_only``:
+        queue new wakes for a fleet's delivery workers and send nothing (``sink`` is
+        then unused); ``fleet``: lead or stand by among the clones sharing ``ledger``."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
+        if plan_only and (digest or runner is not None or escalation is not None):
+            raise ValueError("a plan-only sweeper sends nothing: no digest, run or escalation")
         super().__init__(log, verbosity)
         self.root = root
+        self.plan_only = plan_only
+        if plan_only:
+            sink = WorkerQueue()
         #: a file's effective origin (verified when a stamp key exists)
         self.origins: Origins = origins or effective_origin
         self.sink = sink
@@ -104,13 +183,19 @@ class Sweeper(Voice):
         #: a second sink, for the owner, when a record is woken without moving
         self.escalation = escalation
         self.stop = threading.Event()
-        self.ledger = Ledger(root)
+        self.ledger = ledger if ledger is not None else Ledger(root)
+        self.fleet = fleet
+        #: what the last tick's lease said (None: not asked yet), to say each change once
+        self._led: bool | None = None
+        self.receipts = Receipts(self.ledger, fleet.unreachable if fleet else _never)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
         self.nudges = NudgeArchive(root)
         self.escalator = (
-            Escalator(root, self.ledger, escalation, self) if escalation is not None else None
+            Escalator(root, self.ledger, escalation, self, fence=self._fence)
+            if escalation is not None
+            else None
         )
         self.digests = DigestSender(
             self.ledger,
@@ -120,6 +205,7 @@ class Sweeper(Voice):
             self,
             stamp=self._stamp_wake,
             landed=self._maybe_escalate,
+            receipts=self.receipts,
         )
         self.carrier = Carrier(
             root,
@@ -131,10 +217,22 @@ class Sweeper(Voice):
             digests=self.digests if self.digest else None,
             stamp=self._stamp_wake,
             landed=self._maybe_escalate,
+            receipts=self.receipts,
+        )
+        #: how long one send may take: the lease is renewed to outlive it
+        self.send_cover = _seconds(getattr(self.runner or sink, "timeout", 0)) + (
+            _seconds(getattr(escalation.sink, "timeout", 0)) if escalation is not None else 0.0
         )
 
     def close(self) -> None:
-        self.ledger.close()
+        try:
+            if self.fleet is not None:
+                try:
+                    self.fleet.release()
+                except Exception as exc:  # unreachable: the lease lapses on its own
+                    self.say(f"could not release the lease: {type(exc).__name__}: {exc}", ERRORS)
+        finally:
+            self.ledger.close()
 
     def __enter__(self) -> Sweeper:
         return self
@@ -147,6 +245,12 @@ class Sweeper(Voice):
     def tick(self, now: datetime) -> TickReport:
         report = TickReport(now)
         self._eventful = False
+        if self.fleet is not None:
+            # deliveries a lost database could not record go first: never sent twice
+            self.receipts.flush()
+            report.leading = self._lead(now)
+            if not report.leading:
+                return self._stand_by(now, report)
         tree = self.headers.walk()
         for problem in tree.untrackable:
             self.tell_once(f"skipped {problem.render()}")
@@ -161,14 +265,22 @@ class Sweeper(Voice):
             if self.stop.is_set():
                 report.interrupted = True
                 break
+            if not self._may_carry(step, now):
+                report.interrupted = True
+                break
             try:
                 self.carrier.carry_out(step, ids, now, report)
             except Exception as exc:  # one bad record never stops the tick
+                if self._outage(exc):
+                    raise  # the database is gone: the tick ends, its wakes stay owed
                 report.errors += 1
                 where = step.decision.record.rel if step.decision else step.action
                 self.say(
                     f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
                 )
+        if self.digests.batch and not self._fence(self.send_cover):
+            self.digests.batch = []  # owed in the ledger: the new leader sends them
+            report.interrupted = True
         self.digests.flush(now, report)  # even if we were stopped: they are in the ledger
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
@@ -178,11 +290,118 @@ class Sweeper(Voice):
             self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
         report.undelivered = sum(e.state == "pending" for e in self.ledger.open_entries())
         report.next_at = the_plan.next_at
+        self._finish(tree, now, report)
+        return report
+
+    def _finish(self, tree: Tree, now: datetime, report: TickReport) -> None:
         flush = getattr(self.origins, "flush", None)
         if callable(flush):
             flush()
         write_state(self.root, now, self.interval, self.sink.describe())
+        if self.fleet is not None:
+            try:
+                self.fleet.ticked(tree, now, leading=bool(report.leading))
+            except Exception as exc:  # the tick's work is done; the mirror catches up next tick
+                if self._outage(exc):
+                    raise
+                self.say(
+                    f"{_t(now)} could not record the tick in the fleet: "
+                    f"{type(exc).__name__}: {exc}",
+                    ERRORS,
+                )
         report.eventful = self._eventful
+
+    # -- in a fleet ----------------------------------------------------------
+
+    def _lead(self, now: datetime) -> bool:
+        """Renew or take the lease; say once when this sweeper starts or stops leading."""
+        assert self.fleet is not None
+        leading = self.fleet.lead()
+        if leading != self._led:
+            if leading:
+                self.say(f"{_t(now)} leads this tree now: {self.fleet.describe()}")
+            else:
+                self.say(
+                    f"{_t(now)} stands by: {self.fleet.leader()} leads this tree; stamping this "
+                    "clone from the ledger's delivered wakes"
+                )
+            self._led = leading
+        return leading
+
+    def _fence(self, cover: float) -> bool:
+        """Before a send: still the leader, for long enough to finish it? (no fleet: yes)"""
+        if self.fleet is None:
+            return True
+        if self.fleet.renew(cover):
+            return True
+        self._lost()
+        return False
+
+    def _may_carry(self, step: Step, now: datetime) -> bool:
+        """Still the leader before ``step``: renewed before a send, else when a third is gone."""
+        if self.fleet is None:
+            return True
+        sends = not self.plan_only and not self.digest and step.action in ("new", "send")
+        if self.fleet.renew(self.send_cover) if sends else self.fleet.keep():
+            return True
+        self._lost()
+        return False
+
+    def _lost(self) -> None:
+        """Say once that the lease was lost mid-tick (the tick stops sending)."""
+        assert self.fleet is not None
+        if not self._led:
+            return
+        self._led = False
+        self.say(
+            f"lost the lease mid-tick: {self.fleet.leader()} leads now; stopping here "
+            "(the wakes left are in the ledger, for the new leader)",
+            ERRORS,
+        )
+
+    def _outage(self, exc: BaseException) -> bool:
+        return self.fleet is not None and self.fleet.unreachable(exc)
+
+    def _stand_by(self, now: datetime, report: TickReport) -> TickReport:
+        """A standby's tick: no plan, no send; stamp this clone from the ledger's rows.
+
+        For each record the clock says is due here, the wake it would make has
+        a known id (:func:`wake.key`): if the ledger has it delivered or given
+        up (the leader's clone, or a worker, saw to it), stamp the record.
+        """
+        tree = self.headers.walk()
+        for problem in tree.untrackable:
+            self.tell_once(f"skipped {problem.render()}")
+        upcoming: list[datetime] = []
+        for decision in clock.decisions(tree, now):
+            if self.stop.is_set():
+                report.interrupted = True
+                break
+            if not decision.is_due:
+                if decision.due_at is not None and decision.due_at > now:
+                    upcoming.append(decision.due_at)
+                continue
+            known = self.ledger.get(wake.key(self.ledger.tree, decision))
+            if known is None:
+                continue
+            try:
+                self.carrier.already_known(known, decision, now, report)
+            except Exception as exc:  # one bad record never stops the tick
+                if self._outage(exc):
+                    raise
+                report.errors += 1
+                self.say(
+                    f"{_t(now)} error on {decision.record.rel}: {type(exc).__name__}: {exc} "
+                    "(skipped)",
+                    ERRORS,
+                )
+        try:
+            report.archived += self.nudges.archive(tree)
+        except OSError as exc:
+            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
+        report.undelivered = self.ledger.counts()["pending"]
+        report.next_at = min(upcoming) if upcoming else None
+        self._finish(tree, now, report)
         return report
 
     def _stamp_wake(
@@ -195,6 +414,10 @@ class Sweeper(Voice):
         """After ``made`` landed: tell the owner if its record reached a new level."""
         if self.escalator is not None:
             self.escalator.after_delivery(made, now, report)
+
+
+def _never(exc: BaseException) -> bool:
+    return False
 
 
 def _stamp(

@@ -1,0 +1,222 @@
+"""A delivery worker's SQL: claiming owed wakes, keeping the claims, and writing results.
+
+A worker takes only rows a ``--plan-only`` sweeper left for workers (``sink =
+'workers'``, ``state = 'pending'``) that are ready (no retry time, or one that
+has come) or that have failed for 24 h (to give them up), and whose claim is
+free (none, or expired). ``FOR UPDATE SKIP LOCKED`` lets many workers claim at
+once without waiting on each other or taking the same row. A claim lasts until
+``claim_until`` on the database's clock; a worker that dies leaves its claims
+to expire, and the next claim of such a row counts the silent attempt as a
+failure (its first failure is the attempt's time), as the sweeper counts a wake
+it stopped sending mid-way.
+
+Results are written as the SQLite ledger writes them (same columns, same
+backoff): a delivery whatever became of the claim (the wake did land), a
+failure or a give-up only while the claim is still this worker's.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+
+from rouse.fleet.pg import PgDatabase
+from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
+from rouse.sweep.ledger_entry import _dt, _t
+from rouse.sweep.wake import Wake
+
+_CLAIM = """
+WITH owed AS (
+    SELECT id, in_flight, last_attempt, claimed_by FROM wakes
+    WHERE sink = 'workers' AND state = 'pending'
+      AND (claim_until IS NULL OR claim_until < now())
+      AND (next_attempt IS NULL OR next_attempt <= ? OR first_failure <= ?)
+      {trees}
+    ORDER BY made_at, id
+    LIMIT ?
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE wakes AS w SET
+    claimed_by = ?,
+    claim_until = now() + make_interval(secs => ?),
+    in_flight = 1,
+    attempts = w.attempts + 1,
+    last_attempt = ?,
+    first_failure = CASE WHEN owed.in_flight = 1
+        THEN COALESCE(w.first_failure, owed.last_attempt, ?) ELSE w.first_failure END,
+    error = CASE WHEN owed.in_flight = 1
+        THEN 'no result recorded: the claim of ' || COALESCE(owed.claimed_by, 'a worker')
+             || ' ran out before it wrote one'
+        ELSE w.error END
+FROM owed
+WHERE w.id = owed.id
+RETURNING w.tree, w.id, w.wake, w.attempts, w.first_failure, w.error,
+    owed.last_attempt AS previous_attempt
+"""
+
+
+@dataclass
+class Claim:
+    """One wake this worker has claimed, and what it needs to send it and say how it went."""
+
+    tree: str
+    wake: Wake
+    attempts: int  # counting this one
+    first_failure: datetime | None
+    error: str | None  # the last failure's
+    previous_attempt: str | None  # last_attempt before the claim (put back on release)
+    attempt_at: datetime  # the worker's now when it claimed (this attempt's time)
+    #: ``time.monotonic()`` until which the claim is surely still ours
+    deadline: float
+
+    @property
+    def id(self) -> str:
+        return self.wake.id
+
+    def gives_up(self, now: datetime) -> bool:
+        """24 h or more of failures: give it up instead of sending it."""
+        return self.first_failure is not None and now - self.first_failure >= GIVE_UP_AFTER
+
+
+class Claims:
+    """The claim SQL of one worker (``holder``) on the fleet's database."""
+
+    def __init__(self, db: PgDatabase, holder: str, trees: list[str] | None = None):
+        self.db = db
+        self.holder = holder
+        self.trees = list(trees) if trees else None
+
+    def claim(self, now: datetime, limit: int, lease: float, deadline: float) -> list[Claim]:
+        """Claim up to ``limit`` owed wakes for ``lease`` seconds (oldest first)."""
+        parameters: list[object] = [_t(now), _t(now - GIVE_UP_AFTER)]
+        trees = ""
+        if self.trees is not None:
+            trees = "AND tree = ANY(?)"
+            parameters.append(self.trees)
+        parameters += [limit, self.holder, lease, _t(now), _t(now)]
+        rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
+        claims = [
+            Claim(
+                tree=row["tree"],
+                wake=Wake.from_dict(json.loads(row["wake"])),
+                attempts=int(row["attempts"]),
+                first_failure=_dt(row["first_failure"]),
+                error=row["error"],
+                previous_attempt=row["previous_attempt"],
+                attempt_at=now,
+                deadline=deadline,
+            )
+            for row in rows
+        ]
+        claims.sort(key=lambda claim: (claim.wake.at, claim.id))
+        return claims
+
+    def renew(self, claims: list[Claim], lease: float, deadline: float) -> list[Claim]:
+        """Extend these claims by ``lease``; the ones still this worker's (the rest are dropped)."""
+        if not claims:
+            return []
+        rows = self.db.execute(
+            "UPDATE wakes SET claim_until = now() + make_interval(secs => ?) "
+            "WHERE id = ANY(?) AND claimed_by = ? AND state = 'pending' RETURNING id",
+            (lease, [claim.id for claim in claims], self.holder),
+        ).fetchall()
+        kept = {row["id"] for row in rows}
+        renewed = [claim for claim in claims if claim.id in kept]
+        for claim in renewed:
+            claim.deadline = deadline
+        return renewed
+
+    def release(self, claims: list[Claim]) -> int:
+        """Give back claims never sent: as they were before (the attempt not counted)."""
+        if not claims:
+            return 0
+        cursor = self.db.execute(
+            "UPDATE wakes AS w SET claimed_by = NULL, claim_until = NULL, in_flight = 0, "
+            "attempts = GREATEST(w.attempts - 1, 0), last_attempt = r.previous "
+            "FROM unnest(?::text[], ?::text[]) AS r(id, previous) "
+            "WHERE w.id = r.id AND w.claimed_by = ? AND w.state = 'pending'",
+            (
+                [claim.id for claim in claims],
+                [claim.previous_attempt for claim in claims],
+                self.holder,
+            ),
+        )
+        return int(cursor.rowcount)
+
+    # -- results --------------------------------------------------------------
+
+    def delivered(self, claim: Claim, now: datetime, receipt: str) -> str | None:
+        """It landed: delivered, for the sweeper to stamp. None, or why the row was not changed.
+
+        Written whoever holds the claim now (the wake did land); a row no longer
+        pending (withdrawn by its sweeper meanwhile) is left as it is.
+        """
+        cursor = self.db.execute(
+            "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
+            "next_attempt = NULL, error = NULL, stamped = 0, claimed_by = NULL, "
+            "claim_until = NULL WHERE id = ? AND sink = 'workers' AND state = 'pending'",
+            (_t(now), f"{receipt} (worker {self.holder})", claim.id),
+        )
+        return None if cursor.rowcount == 1 else self._why_untouched(claim)
+
+    def failed(self, claim: Claim, now: datetime, error: str) -> tuple[datetime, str | None]:
+        """A failed attempt: the ledger's backoff from this attempt. (next try, why untouched)."""
+        next_try = claim.attempt_at + backoff(claim.attempts)
+        cursor = self.db.execute(
+            "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
+            "next_attempt = ?, error = ?, claimed_by = NULL, claim_until = NULL "
+            "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
+            (_t(now), _t(next_try), error, claim.id, self.holder),
+        )
+        return next_try, None if cursor.rowcount == 1 else self._why_untouched(claim)
+
+    def given_up(self, claim: Claim, now: datetime) -> str | None:
+        """24 h of failures: given up, not sent (``stamped = 0``: its sweeper writes the nudge)."""
+        receipt = (
+            f"given up by worker {self.holder} after 24h of failures "
+            f"(last: {claim.error or 'no answer'}); its sweeper writes it as a nudge file"
+        )
+        cursor = self.db.execute(
+            "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
+            "next_attempt = NULL, stamped = 0, attempts = GREATEST(attempts - 1, 0), "
+            "last_attempt = ?, claimed_by = NULL, claim_until = NULL "
+            "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
+            (_t(now), receipt, claim.previous_attempt, claim.id, self.holder),
+        )
+        return None if cursor.rowcount == 1 else self._why_untouched(claim)
+
+    def _why_untouched(self, claim: Claim) -> str:
+        row = self.db.execute(
+            "SELECT state, claimed_by FROM wakes WHERE id = ?", (claim.id,)
+        ).fetchone()
+        if row is None:
+            return "its row is gone"
+        if row["state"] != "pending":
+            return f"its row is {row['state'].replace('_', ' ')} already"
+        return f"its claim ran out and {row['claimed_by'] or 'nobody'} holds it now"
+
+    # -- the trees ------------------------------------------------------------
+
+    def roots(self, trees: set[str]) -> dict[str, str]:
+        """Each tree's root as its sweeper recorded it (``trees`` table), where known."""
+        if not trees:
+            return {}
+        rows = self.db.execute(
+            "SELECT tree, root FROM trees WHERE tree = ANY(?) AND root <> ''", (sorted(trees),)
+        ).fetchall()
+        return {row["tree"]: row["root"] for row in rows}
+
+    def owed_elsewhere(self) -> int:
+        """Owed wakes another worker holds a live claim on now (what ``--once`` leaves them)."""
+        parameters: list[object] = [self.holder]
+        trees = ""
+        if self.trees is not None:
+            trees = " AND tree = ANY(?)"
+            parameters.append(self.trees)
+        row = self.db.execute(
+            "SELECT COUNT(*) AS n FROM wakes WHERE sink = 'workers' AND state = 'pending' "
+            "AND claim_until >= now() AND claimed_by <> ?" + trees,
+            parameters,
+        ).fetchone()
+        return int(row["n"])

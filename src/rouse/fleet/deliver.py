@@ -1,0 +1,451 @@
+"""``rouse deliver``: a delivery worker, taking owed wakes from the fleet's ledger.
+
+A sweeper run ``--plan-only`` writes its tree's wakes to the shared ledger for
+workers (``sink = 'workers'``) and never sends them; any number of workers, on
+any machines, claim them (:mod:`rouse.fleet.claims`), send each through their
+sink (exec, webhook or stdout, the sweeper's own), and write what happened:
+delivered (the sweeper then stamps the record), failed (retried with the
+ledger's backoff), or given up after 24 h of failures (the sweeper then writes
+it as a nudge file).
+
+A claim is a lease on the database's clock. Each wake is claimed for
+``lease`` seconds, and the rest of a batch is renewed before a send whenever
+what is left of its claims could not cover that send; a worker that dies
+(SIGKILL, a lost machine) leaves claims that expire, and another worker sends
+the same wake id. Delivery is at least once: a worker killed after its sink
+answered but before the ledger heard of it has that wake sent again.
+
+SIGTERM/SIGINT: the wake in flight is finished and written, unsent claims are
+given back, and the worker exits 0. A lost database is said once; the worker
+waits (1 s, doubling to 30 s), reconnects, says it is back, and first writes
+the results it could not write, then gives back claims it did not use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import FrameType
+
+from rouse.fleet.claims import Claim, Claims
+from rouse.fleet.pg import LedgerUnreachable, PgDatabase
+from rouse.fleet.pg_schema import migrate
+from rouse.sweep.exec_sink import ExecSink
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import Sink
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, _t, _what
+from rouse.sweep.wake import Wake
+
+#: Seconds between looks for owed wakes when there were none (``--every``).
+DEFAULT_EVERY = 5.0
+#: How many wakes one claim takes at most (``--batch``).
+DEFAULT_BATCH = 10
+MOST_BATCH = 1000
+#: The lease's slack beyond the sink's timeout (see :func:`default_lease`).
+LEASE_SLACK = 30.0
+#: Waits between attempts to reach a lost database: 1 s, doubling, at most 30 s.
+FIRST_RECONNECT = 1.0
+MOST_RECONNECT = 30.0
+
+
+def default_lease(timeout: float) -> float:
+    """The claim lease when ``--lease`` is not given: ``2 × timeout + 30`` seconds.
+
+    A claim must outlive the send it covers (at most the sink's timeout) and
+    the write of its result (a round trip to the database, slow under load or
+    across a brief network stall): if it runs out first, another worker sends
+    the same wake while this one is still at it. Twice the timeout covers a
+    command that overruns its deadline while its process group is killed and
+    reaped, and the 30 s a paused process or a slow database. A longer lease
+    costs only time after a crash (its wakes wait one lease before another
+    worker takes them): 50 s for a webhook, 150 s for a command — less than a
+    sweeper's tick and a first retry, and a duplicate agent run costs more.
+    """
+    return 2 * timeout + LEASE_SLACK
+
+
+def holder_name() -> str:
+    """This worker's name in the ledger: ``host:pid:random`` (as a sweeper's lease holder)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+
+class TreeExec(ExecSink):
+    """The exec sink for one tree's wakes: ``ROUSE_MEMORY`` is the tree's recorded root.
+
+    A worker has no tree of its own: the root is where the tree's sweeper said
+    it lives (``trees.root``), unset when no sweeper recorded one.
+    ``ROUSE_TREE`` carries the tree's id.
+    """
+
+    def __init__(self, base: ExecSink, tree: str, root: str | None):
+        super().__init__(base.argv, base.timeout, Path(root or "."), base.base_env)
+        self.tree = tree
+        self.known_root = root
+
+    def environment(self, wake: Wake) -> dict[str, str]:
+        env = super().environment(wake)
+        if self.known_root is None:
+            env.pop("ROUSE_MEMORY", None)
+        env["ROUSE_TREE"] = self.tree
+        return env
+
+
+@dataclass
+class Result:
+    """What came of one claimed wake, kept until the ledger has it."""
+
+    claim: Claim
+    at: datetime
+    outcome: str  # delivered | failed | given_up
+    text: str  # the receipt or the error
+
+
+@dataclass
+class Tally:
+    delivered: int = 0
+    failed: int = 0
+    given_up: int = 0
+    released: int = 0
+    unwritten: list[Result] = field(default_factory=list)
+
+
+class Worker:
+    """One ``rouse deliver`` process: claim, send, write; until stopped (or once)."""
+
+    def __init__(
+        self,
+        dsn: str,
+        sink: Sink,
+        *,
+        timeout: float,
+        lease: float,
+        batch: int = DEFAULT_BATCH,
+        every: float = DEFAULT_EVERY,
+        trees: list[str] | None = None,
+        verbosity: int = EVENTS,
+        json_lines: bool = False,
+        now: datetime | None = None,
+        once: bool = False,
+        log: Callable[[str], None] | None = None,
+        holder: str | None = None,
+    ):
+        self.sink = sink
+        self.timeout = timeout
+        self.lease = lease
+        self.batch = batch
+        self.every = every
+        self.once = once
+        self.json_lines = json_lines
+        self.holder = holder or holder_name()
+        self.voice = Voice(log or _stderr, verbosity)
+        self.stop = threading.Event()
+        self.tally = Tally()
+        self._given_now = now
+        self._started = time.monotonic()
+        self._trees = trees
+        #: claims taken and not sent when the database went away: given back when it returns
+        self._unreleased: list[Claim] = []
+        self.db = PgDatabase(dsn, application="rouse deliver")
+        try:
+            migrate(self.db, self.db.where)
+        except BaseException:
+            self.db.close()
+            raise
+        self.claims = Claims(self.db, self.holder, trees)
+
+    # -- the clock ------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The worker's clock for the ledger's times (``--now`` starts it elsewhere)."""
+        if self._given_now is None:
+            return datetime.now().replace(microsecond=0)
+        if self.once:
+            return self._given_now
+        elapsed = timedelta(seconds=time.monotonic() - self._started)
+        return (self._given_now + elapsed).replace(microsecond=0)
+
+    # -- the loop -------------------------------------------------------------
+
+    def describe(self) -> str:
+        trees = ", ".join(self._trees) if self._trees else "every tree"
+        how = "what is owed now" if self.once else f"polling every {self.every:g}s"
+        stop = "" if self.once else ", stops after the wake in flight on Ctrl-C or SIGTERM"
+        return (
+            f"worker {self.holder}: wakes of {trees} from {self.db.where} via "
+            f"{self.sink.describe()}; {how}, lease {self.lease:g}s, batch {self.batch}; "
+            f"pid {os.getpid()}{stop}"
+        )
+
+    def run(self) -> int:
+        """Deliver until stopped (or, ``once``, until nothing is owed now); the exit code."""
+        self.voice.say(self.describe(), EVERY_TICK if self.once else EVENTS)
+        restore = _on_signals(self.stop)
+        try:
+            return self._loop()
+        finally:
+            restore()
+            self.db.close()
+
+    def _loop(self) -> int:
+        wait = FIRST_RECONNECT
+        lost_since: float | None = None
+        last_try = False  # stopping while the database is away: one more try, then exit
+        while True:
+            try:
+                if lost_since is not None:
+                    self.db.execute("SELECT 1")  # reached again?
+                    self._back(lost_since)
+                    lost_since, wait = None, FIRST_RECONNECT
+                self._catch_up()
+                if self.stop.is_set():
+                    return self._finish()
+                worked = self._round()
+            except LedgerUnreachable as exc:
+                if lost_since is None:
+                    lost_since = time.monotonic()
+                    self._lost(exc)
+                if self.stop.is_set():
+                    if last_try:
+                        return self._finish()
+                    last_try = True
+                    time.sleep(FIRST_RECONNECT)
+                    continue
+                if self.once and time.monotonic() - lost_since >= self.lease:
+                    return self._finish(gave_up_waiting=True)
+                self.stop.wait(wait)
+                wait = min(wait * 2, MOST_RECONNECT)
+                continue
+            except Exception as exc:  # a worker that keeps running says so and goes on
+                if self.once:
+                    raise
+                self.voice.say(
+                    f"{_t(self.now())} round failed: {type(exc).__name__}: {exc}", ERRORS
+                )
+                if self.stop.wait(self.every):
+                    return self._finish()
+                continue
+            if self.stop.is_set():
+                return self._finish()
+            if not worked:
+                if self.once:
+                    return self._finish()
+                if self.stop.wait(self.every):
+                    return self._finish()
+
+    def _round(self) -> bool:
+        """Claim a batch and carry it out; False when nothing was owed."""
+        now = self.now()
+        deadline = time.monotonic() + self.lease  # taken before the claim: a safe bound
+        claimed = self.claims.claim(now, self.batch, self.lease, deadline)
+        if not claimed:
+            return False
+        self.voice.say(f"{_t(now)} claimed {len(claimed)}", EVERY_TICK)
+        self._carry(claimed)
+        return True
+
+    def _carry(self, claimed: list[Claim]) -> None:
+        """Send each claimed wake and write its result; give back what stop leaves unsent."""
+        pending = list(claimed)
+        try:
+            sinks = self._sinks({claim.tree for claim in pending})
+            while pending:
+                if self.stop.is_set():
+                    self._release(pending)
+                    return
+                claim = pending[0]
+                now = self.now()
+                if claim.gives_up(now):
+                    pending.pop(0)
+                    self._write(Result(claim, now, "given_up", ""))
+                    continue
+                if time.monotonic() + self.timeout + self._slack() > claim.deadline:
+                    deadline = time.monotonic() + self.lease
+                    kept = self.claims.renew(pending, self.lease, deadline)
+                    if len(kept) < len(pending):
+                        lost = len(pending) - len(kept)
+                        self.voice.say(f"{_t(now)} {lost} claims ran out before they were sent")
+                    pending = kept
+                    continue
+                pending.pop(0)
+                sink = sinks.get(claim.tree, self.sink)
+                try:
+                    receipt = sink.send(claim.wake, now)
+                except SinkError as exc:
+                    self._write(Result(claim, self.now(), "failed", str(exc)))
+                else:
+                    self._write(Result(claim, self.now(), "delivered", receipt))
+        except Exception:  # (the database went away, mostly): given back when it can be
+            self._unreleased += pending
+            raise
+
+    def _slack(self) -> float:
+        """How much a claim must outlast a send, at least, for it to be started."""
+        return min(LEASE_SLACK, max(self.lease - self.timeout, 0.0) / 2)
+
+    def _sinks(self, trees: set[str]) -> Mapping[str, Sink]:
+        if not isinstance(self.sink, ExecSink):
+            return {}
+        roots = self.claims.roots(trees)
+        return {tree: TreeExec(self.sink, tree, roots.get(tree)) for tree in trees}
+
+    # -- results --------------------------------------------------------------
+
+    def _write(self, result: Result) -> None:
+        """Write one result to the ledger (held for later if it cannot be), and say it."""
+        try:
+            self._record(result)
+        except LedgerUnreachable:
+            self.tally.unwritten.append(result)
+            raise
+
+    def _record(self, result: Result) -> None:
+        claim, at = result.claim, result.at
+        what = _what(claim.wake)
+        kind = self.sink.kind
+        next_try: datetime | None = None
+        if result.outcome == "delivered":
+            untouched = self.claims.delivered(claim, at, result.text)
+            self.tally.delivered += 1
+            line, level = f"delivered {what} via {kind}: {result.text}", EVENTS
+        elif result.outcome == "failed":
+            next_try, untouched = self.claims.failed(claim, at, result.text)
+            self.tally.failed += 1
+            line = f"not delivered {what} via {kind}: {result.text}; next try {_t(next_try)}"
+            level = ERRORS
+        else:
+            untouched = self.claims.given_up(claim, at)
+            self.tally.given_up += 1
+            since = _t(claim.first_failure) if claim.first_failure else "?"
+            line = (
+                f"gave up on {what}: failing since {since} (24h); its sweeper writes it "
+                "as a nudge file"
+            )
+            level = ERRORS
+        if untouched:
+            line += f" (not written to the ledger: {untouched})"
+        self.voice.say(f"{_t(at)} {line}", level)
+        if self.json_lines:
+            state = {"given_up": "given up"}.get(result.outcome, result.outcome)
+            self._json(
+                {
+                    "id": claim.id,
+                    "tree": claim.tree,
+                    "record": claim.wake.record,
+                    "state": state,
+                    "attempts": claim.attempts,
+                    "receipt": result.text if result.outcome == "delivered" else None,
+                    "error": result.text if result.outcome == "failed" else None,
+                    "next_attempt": _t(next_try) if next_try else None,
+                    "worker": self.holder,
+                    "written": untouched is None,
+                }
+            )
+
+    def _catch_up(self) -> None:
+        """Write the results held while the database was away, then give back unused claims."""
+        while self.tally.unwritten:
+            self._record(self.tally.unwritten[0])
+            self.tally.unwritten.pop(0)
+        if self._unreleased:
+            self._release(self._unreleased)
+            self._unreleased = []
+
+    def _release(self, claims: list[Claim]) -> None:
+        released = self.claims.release(claims)
+        self.tally.released += released
+        if released:
+            self.voice.say(f"gave back {released} claimed wakes not sent", EVERY_TICK)
+
+    # -- the database going away -----------------------------------------------
+
+    def _lost(self, exc: LedgerUnreachable) -> None:
+        held = len(self.tally.unwritten)
+        results = "result" if held == 1 else "results"
+        holding = f"; holding {held} {results} to write when it is back" if held else ""
+        self.voice.say(
+            f"{_t(self.now())} {exc}{holding}; trying again in {FIRST_RECONNECT:g}s, "
+            f"then doubling to {MOST_RECONNECT:g}s",
+            ERRORS,
+        )
+
+    def _back(self, since: float) -> None:
+        self.voice.say(
+            f"{_t(self.now())} the ledger at {self.db.where} is back after "
+            f"{time.monotonic() - since:.0f}s",
+            ERRORS,
+        )
+
+    def _finish(self, *, gave_up_waiting: bool = False) -> int:
+        """The exit code, and (``once``) the summary line.
+
+        2 when ``--once`` stopped waiting for a lost database (after one lease:
+        by then its claims have run out for other workers to take).
+        """
+        tally = self.tally
+        unwritten = len(tally.unwritten)
+        if unwritten:
+            self.voice.say(
+                f"{unwritten} results could not be written to {self.db.where}: "
+                "those wakes will be sent again when their claims run out (same ids)",
+                ERRORS,
+            )
+        code = 1 if tally.failed or tally.given_up or unwritten else 0
+        if gave_up_waiting:
+            self.voice.say(
+                f"gave up waiting for the ledger at {self.db.where} after {self.lease:g}s "
+                "(one lease)",
+                ERRORS,
+            )
+            code = 2
+        if self.once:
+            line = (
+                f"{_t(self.now())} {tally.delivered} delivered, {tally.failed} failed, "
+                f"{tally.given_up} given up"
+            )
+            elsewhere = 0 if gave_up_waiting else self._elsewhere()
+            if elsewhere:
+                line += f"; {elsewhere} claimed by other workers"
+            eventful = tally.delivered or code
+            self.voice.say(line, ERRORS if code else EVENTS if eventful else EVERY_TICK)
+        return code
+
+    def _elsewhere(self) -> int:
+        try:
+            return self.claims.owed_elsewhere()
+        except LedgerUnreachable:
+            return 0
+
+    def _json(self, data: dict[str, object]) -> None:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
+def _stderr(line: str) -> None:
+    print(f"rouse deliver: {line}", file=sys.stderr, flush=True)
+
+
+def _on_signals(stop: threading.Event) -> Callable[[], None]:
+    """SIGTERM/SIGINT set ``stop``: the wake in flight finishes, then the worker exits."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+    def restore() -> None:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+    return restore

@@ -1,0 +1,594 @@
+"""The one-way mirror: a tree's files as rows of the fleet's database.
+
+The leading sweeper of a tree calls :meth:`Mirror.sync` at the end of each
+tick. Every file the walk knows (records, context, notes, plugins, the probes
+file) becomes one row of ``mirror_files``: its header (JSONB), its body (the
+authored part and the log apart, cut at :data:`BODY_CAP` and saying so), its
+size and mtime, its origin as this machine's origin reader judged it, a
+tsvector for ``rouse fleet recall``, and the clock's plan for it.
+
+Files are canonical: a row that disagrees with its file is wrong by
+definition, and the next sync rewrites it. Syncs are incremental — a file is
+read and written only when its size or mtime changed (or it was written too
+recently to trust its mtime), rows of deleted files are deleted — and the
+clock's plan is recomputed for every record at every sync, but written only
+where it changed (a goal's clock moves when a child closes, its file does not).
+
+The plan stores instants, not verdicts: when a record next comes due
+(``wake_at``), when its review and staleness fall, whether a child silences
+it, when a reminder expires. :func:`due_at_time` answers "due at ``t``, and
+why?" from those alone, exactly as :func:`rouse.core.clock.evaluate` would at
+``t`` while nothing changes, so ``fleet due`` is right between syncs.
+
+A lost database costs one re-sync: what the mirror remembers of the rows is
+checked at each sync against ``mirror_state`` (an epoch each writing sync
+changes, the row count, the format and the stamp key) and against the rows
+themselves when they disagree; missing tables are made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import stat
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rouse.core import clock, header, layout
+from rouse.core.body import split_log
+from rouse.core.clockfields import FieldReader
+from rouse.core.errors import HeaderError
+from rouse.core.tree import Context, File, Note, Record, Tree, display_ids
+from rouse.fleet.pg import PgDatabase
+from rouse.fleet.pg_schema import MIGRATION_LOCK, MIRROR, migrate
+from rouse.pack.index import DESCRIBED_BY, indexed_files
+from rouse.pack.search import _WORD_RE
+from rouse.trust.origins import OriginReader
+
+#: Body bytes a row keeps; a longer body is cut there, and ``body_note`` says so.
+BODY_CAP = 1024 * 1024
+#: Characters of body text the tsvector is made from (PostgreSQL caps a tsvector at 1 MB).
+SEARCH_CHARS = 128 * 1024
+#: Bytes read of a changed file: its header and the body a row keeps.
+READ_CAP = BODY_CAP + header.MAX_HEADER_BYTES + 8
+#: A file modified this recently may change again within its mtime tick: read it again next sync.
+RACY_NS = 2_000_000_000
+#: What a row holds; a mirror of another format is re-synced whole.
+FORMAT = 1
+#: The text search configuration of the tsvector and of ``fleet recall``'s queries.
+TEXT_CONFIG = "english"
+#: Rows per INSERT, and roughly the most JSON text one statement carries.
+BATCH_ROWS = 1000
+BATCH_CHARS = 8 * 1024 * 1024
+
+#: Columns the walk and the clock decide (recomputed every sync, written when they change).
+DERIVED_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("kind", "text"),
+    ("record", "text"),
+    ("record_id", "text"),
+    ("slug", "text"),
+    ("status", "text"),
+    ("open", "boolean"),
+    ("wake_at", "timestamptz"),
+    ("wake_why", "text"),
+    ("review_at", "timestamptz"),
+    ("stale_at", "timestamptz"),
+    ("silenced", "boolean"),
+    ("expires_at", "timestamptz"),
+    ("nagging", "boolean"),
+    ("fires_out", "boolean"),
+    ("nudge", "integer"),
+    ("moved_at", "timestamptz"),
+    ("clock_at", "timestamptz"),
+    ("derived", "text"),
+)
+#: Columns read from the file itself (written only when it changed).
+CONTENT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("header", "jsonb"),
+    ("body", "text"),
+    ("log", "text"),
+    ("body_bytes", "bigint"),
+    ("body_note", "text"),
+    ("size", "bigint"),
+    ("mtime_ns", "bigint"),
+    ("settled", "boolean"),
+    ("origin", "text"),
+    ("origin_written", "text"),
+    ("verified", "text"),
+    ("keywords", "text"),
+)
+#: The tsvector's three parts, weighted as local recall ranks them: keywords > path > body.
+SEARCH_PARTS: tuple[tuple[str, str], ...] = (("s_keywords", "A"), ("s_path", "B"), ("s_body", "C"))
+
+
+# -- the clock's plan -------------------------------------------------------------
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """A naive local instant as an aware one (None past what the calendar holds)."""
+    if value is None:
+        return None
+    try:
+        return value.astimezone()
+    except (OverflowError, ValueError, OSError):
+        return None  # the saturated end of the calendar: never, in practice
+
+
+def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
+    """The clock's plan for ``record``: the instants :func:`due_at_time` needs.
+
+    Valid at every ``t >= now`` while neither the record nor its subtree
+    changes. Instants are naive local times, as the clock's; the rows hold
+    them aware (with the local offset), for a database shared across time zones.
+    """
+    decision = clock.evaluate(tree, record, now)
+    is_open = clock.is_open(record)
+    plan: dict[str, Any] = {
+        "status": clock.status_of(record),
+        "open": is_open,
+        "wake_at": None,
+        "wake_why": None,
+        "review_at": None,
+        "stale_at": None,
+        "silenced": False,
+        "expires_at": None,
+        "nagging": False,
+        "fires_out": False,
+        "nudge": decision.nudge,
+        "moved_at": decision.moved_at,
+    }
+    if not is_open:
+        return plan
+    if record.type == "reminder":
+        fields = FieldReader(record, [])
+        nagging = clock.is_nagging(record)
+        assert decision.moved_at is not None
+        due = fields.stamp("due") or decision.moved_at
+        if nagging and clock.status_of(record) == "fired":
+            # stuck at fired with a nag: due now, whenever now is (the clock's
+            # own ``min(due, now)``); the last move is a stable instant for that
+            due = min(due, decision.moved_at)
+        expires = fields.stamp("expires")
+        fires_out = nagging and decision.nudge >= fields.integer(
+            "max-fires", clock.DEFAULT_MAX_FIRES
+        )
+        plan.update(
+            nagging=nagging,
+            fires_out=fires_out,
+            expires_at=expires,
+            wake_at=due,
+        )
+        if (expires is not None and due >= expires) or fires_out:
+            plan["wake_why"] = "expire"
+        else:
+            plan["wake_why"] = "nag" if nagging else "due"
+        return plan
+    if clock.LEVELS[record.type].stale_after is None:
+        return plan  # backlog: never swept
+    silenced = bool(decision.silenced_by)
+    review_at, stale_at = decision.review_at, decision.stale_at
+    plan.update(silenced=silenced, review_at=review_at, stale_at=stale_at)
+    candidates = [(review_at, "review")] if review_at is not None else []
+    if not silenced and stale_at is not None:
+        candidates.append((stale_at, "stale"))
+    if candidates:
+        at, why = min(candidates, key=lambda pair: (pair[0], pair[1] != "review"))
+        plan.update(wake_at=at, wake_why=why)
+    return plan
+
+
+def due_at_time(plan: Any, when: datetime) -> tuple[str, datetime] | None:
+    """``(reason, due_at)`` if a record with this plan is due at ``when`` (aware), else None.
+
+    ``plan`` is a mapping of the plan's columns (a row of ``mirror_files``
+    works). The same rules as :func:`rouse.core.clock.evaluate`.
+    """
+    wake_at = plan["wake_at"]
+    if wake_at is None or when < wake_at:
+        return None
+    if plan["kind"] == "reminder":
+        expires = plan["expires_at"]
+        if (expires is not None and when >= expires) or plan["fires_out"]:
+            return "expire", wake_at
+        return ("nag" if plan["nagging"] else "due"), wake_at
+    review_at = plan["review_at"]
+    if review_at is not None and when >= review_at:
+        return "review", review_at
+    return "stale", plan["stale_at"]
+
+
+# -- what is mirrored ---------------------------------------------------------------
+
+
+def mirrored_files(tree: Tree) -> dict[str, tuple[File, str]]:
+    """Every file the mirror keeps: tree-relative path → (file, kind).
+
+    What local recall searches (records by type, context by kind, notes),
+    plus plugins and the probes file.
+    """
+    files = indexed_files(tree)
+    for plugin in tree.plugins:
+        files[plugin.rel] = (plugin, "plugin")
+    if tree.probes is not None:
+        files[tree.probes.rel] = (tree.probes, "probes")
+    return files
+
+
+def _slug(file: File) -> str | None:
+    if isinstance(file, Record | Context | Note):
+        return file.slug
+    if file.rel == layout.PROBES:
+        return None
+    return file.rel.rpartition("/")[2].removesuffix(".md")
+
+
+def _zone() -> str:
+    """The local time zone's rules, as far as they turn the plan's naive times into instants."""
+    return f"{time.timezone}/{time.altzone}/{'/'.join(time.tzname)}"
+
+
+def _fingerprint(values: dict[str, Any], zone: str) -> str:
+    """A short digest of the derived columns (in their fixed order) to tell a change by;
+    with the zone, as the rows hold the plan's instants with this machine's offsets."""
+    text = "\x1f".join([zone, *(str(values[name]) for name in _FINGERPRINTED)])
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()
+
+
+_FINGERPRINTED = tuple(name for name, _ in DERIVED_COLUMNS if name not in ("clock_at", "derived"))
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, datetime):
+        aware = _aware(value)
+        return None if aware is None else aware.isoformat()
+    return value
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` can go to PostgreSQL (a name read from disk may hold stray bytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+@dataclass
+class SyncStats:
+    """What the last :meth:`Mirror.sync` did (tests and the benchmark read it)."""
+
+    written: int = 0  # rows (re)written from their file: new or changed files
+    clock: int = 0  # rows whose clock plan (or place in the tree) changed, file unchanged
+    deleted: int = 0  # rows of files that are gone
+    unchanged: int = 0  # files skipped: same size and mtime as mirrored, same plan
+    skipped: int = 0  # files that could not be mirrored (unreadable, bad header, bad name)
+    full: bool = False  # every file re-read (new tree, lost rows, another format or key)
+    reloaded: bool = False  # what the mirror remembers was read back from the database
+    seconds: float = 0.0
+
+
+class Mirror:
+    """One tree's mirror in the fleet's database. ``sync`` once per leading tick."""
+
+    def __init__(self, root: Path, db: PgDatabase, tree: str, origins: OriginReader):
+        self.root = root
+        self.db = db
+        self.tree = tree
+        self.origins = origins
+        self.host = socket.gethostname()
+        self.keyed = _key_mark(origins)
+        self.stats = SyncStats()
+        # what the rows hold, as last written or read: path → [size, mtime_ns, settled, derived]
+        self._known: dict[str, list[Any]] | None = None
+        self._epoch: str | None = None
+
+    # -- the sync -------------------------------------------------------------
+
+    def sync(self, tree: Tree, now: datetime) -> int:
+        """Bring this tree's rows up to date with ``tree`` (a walk of ``root``) at ``now``.
+
+        Returns how many rows were written (content or clock). Never raises on
+        a bad file (it is skipped and counted); a lost connection raises
+        :class:`~rouse.fleet.pg.LedgerUnreachable` and the next sync catches up.
+        """
+        started = time.perf_counter()
+        stats = self.stats = SyncStats()
+        self._ensure_tables()
+        state = self._state()
+        stats.full = state is None or int(state["format"]) != FORMAT or state["keyed"] != self.keyed
+        if stats.full:
+            known: dict[str, list[Any]] = {}
+        elif self._trusted(state):
+            assert self._known is not None
+            known = self._known
+        else:
+            known, stats.reloaded = self._load_known(), True
+
+        files = mirrored_files(tree)
+        if not stats.full and not stats.reloaded and self._quiet(files, known):
+            # No file changed since this mirror wrote the rows: the clock's plans
+            # are functions of the files alone (never of now), so none changed.
+            stats.unchanged = len(known)
+            stats.skipped = len(tree.untrackable) + len(files) - len(known)
+            assert state is not None
+            self._save_state(str(state["epoch"]), len(known), stats.skipped)
+            stats.seconds = time.perf_counter() - started
+            return 0
+        ids = display_ids(tree)
+        zone = _zone()
+        clock_at = now
+        content: list[dict[str, Any]] = []
+        derived_only: list[dict[str, Any]] = []
+        next_known: dict[str, list[Any]] = {}
+        stats.skipped = len(tree.untrackable)
+        for rel, (file, kind) in files.items():
+            if not _utf8(rel):
+                stats.skipped += 1
+                continue
+            values = self._derived(tree, file, kind, ids, now)
+            mark = _fingerprint(values, zone)
+            values["derived"] = mark
+            values["clock_at"] = clock_at
+            old = known.get(rel)
+            if old is None or old[0] != file.size or old[1] != file.mtime_ns or not old[2]:
+                row = self._read(file)
+                if row is None:
+                    stats.skipped += 1
+                    if old is not None:
+                        next_known[rel] = old  # left as it was: the next walk tells
+                    continue
+                row.update(values, path=rel)
+                content.append(row)
+                next_known[rel] = [row["size"], row["mtime_ns"], row["settled"], mark]
+            elif old[3] != mark:
+                values["path"] = rel
+                derived_only.append(values)
+                next_known[rel] = [old[0], old[1], old[2], mark]
+            else:
+                stats.unchanged += 1
+                next_known[rel] = old
+        gone = [rel for rel in known if rel not in next_known]
+        stats.written, stats.clock, stats.deleted = len(content), len(derived_only), len(gone)
+
+        wrote = bool(content or derived_only or gone or stats.full)
+        epoch = uuid.uuid4().hex if wrote or state is None else str(state["epoch"])
+        with self.db.transaction():
+            if stats.full:  # rows of another format or key, or left without their state
+                self.db.execute("DELETE FROM mirror_files WHERE tree = ?", (self.tree,))
+            elif gone:
+                self.db.execute(
+                    "DELETE FROM mirror_files WHERE tree = ? AND path = ANY(?)", (self.tree, gone)
+                )
+            for batch in _batches(content):
+                self._upsert(batch)
+            for batch in _batches(derived_only):
+                self._update_derived(batch)
+            self._save_state(epoch, len(next_known), stats.skipped)
+        self._known, self._epoch = next_known, epoch
+        stats.seconds = time.perf_counter() - started
+        return stats.written + stats.clock
+
+    # -- the database's side ----------------------------------------------------
+
+    def _ensure_tables(self) -> None:
+        """Make the mirror's tables if they are gone (a dropped schema, a fresh database)."""
+        if self._tables_present():
+            return
+        migrate(self.db, self.db.where)
+        if self._tables_present():
+            return
+        with self.db.transaction():  # the schema number says 2, yet the tables were dropped
+            self.db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
+            for statement in MIRROR.split(";"):
+                if statement.strip():
+                    self.db.execute(statement)
+
+    def _tables_present(self) -> bool:
+        row = self.db.execute(
+            "SELECT to_regclass('mirror_files') IS NOT NULL AND "
+            "to_regclass('mirror_state') IS NOT NULL AS present"
+        ).fetchone()
+        return bool(row["present"])
+
+    def _state(self) -> Any:
+        return self.db.execute(
+            "SELECT epoch, format, keyed, files, "
+            "(SELECT count(*) FROM mirror_files WHERE tree = ?) AS rows "
+            "FROM mirror_state WHERE tree = ?",
+            (self.tree, self.tree),
+        ).fetchone()
+
+    @staticmethod
+    def _quiet(files: dict[str, tuple[File, str]], known: dict[str, list[Any]]) -> bool:
+        """Whether every file is as the rows hold it (same size and settled mtime), none
+        new and none gone."""
+        seen = 0
+        for rel, (file, _) in files.items():
+            old = known.get(rel)
+            if old is None:
+                if _utf8(rel):
+                    return False
+                continue  # a name the rows cannot hold: skipped again
+            if old[0] != file.size or old[1] != file.mtime_ns or not old[2]:
+                return False
+            seen += 1
+        return seen == len(known)
+
+    def _trusted(self, state: Any) -> bool:
+        """Whether what this mirror remembers still describes the rows."""
+        return (
+            self._known is not None
+            and state["epoch"] == self._epoch
+            and int(state["rows"]) == len(self._known)
+            and int(state["files"]) == len(self._known)
+        )
+
+    def _load_known(self) -> dict[str, list[Any]]:
+        row = self.db.execute(
+            "SELECT coalesce(jsonb_object_agg(path, "
+            "jsonb_build_array(size, mtime_ns, settled, derived)), '{}'::jsonb)::text AS known "
+            "FROM mirror_files WHERE tree = ?",
+            (self.tree,),
+        ).fetchone()
+        found = json.loads(row["known"])
+        return found if isinstance(found, dict) else {}
+
+    def _upsert(self, rows: list[dict[str, Any]]) -> None:
+        columns = (*CONTENT_COLUMNS, *DERIVED_COLUMNS)
+        names = [name for name, _ in columns]
+        shape = ", ".join(
+            f"{name} {kind}" for name, kind in (("path", "text"), *columns, *_search_shape())
+        )
+        search = " || ".join(
+            f"setweight(to_tsvector('{TEXT_CONFIG}', r.{part}), '{weight}')"
+            for part, weight in SEARCH_PARTS
+        )
+        self.db.execute(
+            f"INSERT INTO mirror_files (tree, path, {', '.join(names)}, search, mirrored_at) "
+            f"SELECT ?, r.path, {', '.join('r.' + n for n in names)}, {search}, now() "
+            f"FROM jsonb_to_recordset(?::jsonb) AS r({shape}) "
+            "ON CONFLICT (tree, path) DO UPDATE SET "
+            + ", ".join(f"{n} = EXCLUDED.{n}" for n in (*names, "search", "mirrored_at")),
+            (self.tree, _dumps(rows)),
+        )
+
+    def _update_derived(self, rows: list[dict[str, Any]]) -> None:
+        names = [name for name, _ in DERIVED_COLUMNS]
+        shape = ", ".join(f"{name} {kind}" for name, kind in (("path", "text"), *DERIVED_COLUMNS))
+        self.db.execute(
+            "UPDATE mirror_files m SET "
+            + ", ".join(f"{n} = r.{n}" for n in names)
+            + f", mirrored_at = now() FROM jsonb_to_recordset(?::jsonb) AS r({shape}) "
+            "WHERE m.tree = ? AND m.path = r.path",
+            (_dumps(rows), self.tree),
+        )
+
+    def _save_state(self, epoch: str, files: int, skipped: int) -> None:
+        self.db.execute(
+            "INSERT INTO mirror_state (tree, root, host, epoch, format, keyed, synced_at, files, "
+            "skipped) VALUES (?, ?, ?, ?, ?, ?, now(), ?, ?) ON CONFLICT (tree) DO UPDATE SET "
+            "root = EXCLUDED.root, host = EXCLUDED.host, epoch = EXCLUDED.epoch, "
+            "format = EXCLUDED.format, keyed = EXCLUDED.keyed, synced_at = EXCLUDED.synced_at, "
+            "files = EXCLUDED.files, skipped = EXCLUDED.skipped",
+            (self.tree, str(self.root), self.host, epoch, FORMAT, self.keyed, files, skipped),
+        )
+
+    # -- one file ------------------------------------------------------------------
+
+    def _derived(
+        self, tree: Tree, file: File, kind: str, ids: Any, now: datetime
+    ) -> dict[str, Any]:
+        values: dict[str, Any] = {
+            "kind": kind,
+            "record": None,
+            "record_id": None,
+            "slug": _slug(file),
+            "status": None,
+            "open": None,
+            "wake_at": None,
+            "wake_why": None,
+            "review_at": None,
+            "stale_at": None,
+            "silenced": False,
+            "expires_at": None,
+            "nagging": False,
+            "fires_out": False,
+            "nudge": None,
+            "moved_at": None,
+        }
+        if isinstance(file, Record):
+            values.update(clock_plan(tree, file, now), record=file.dir, record_id=ids[file.dir])
+        return values
+
+    def _read(self, file: File) -> dict[str, Any] | None:
+        """The row's content from the file itself, or None when it cannot be read now."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(os.path.join(self.root, file.rel), flags)
+            with os.fdopen(fd, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    return None
+                data = handle.read(READ_CAP)
+            head, raw = header.split(data, file.rel)
+        except (OSError, HeaderError):
+            return None
+        whole = len(data) >= info.st_size
+        body_bytes = len(raw) + (0 if whole else info.st_size - len(data))
+        note = None
+        if b"\x00" in raw:
+            raw, note = b"", "binary body (it holds NUL bytes): not mirrored"
+        elif len(raw) > BODY_CAP or not whole:
+            raw = raw[:BODY_CAP]
+            note = f"body cut to its first {BODY_CAP // 1024} KiB of {body_bytes:,} bytes"
+        authored, log = split_log(raw)
+        text = raw.decode("utf-8", "replace")
+        described = [f"{key}: {head.get(key)}" for key in DESCRIBED_BY if head.get(key)]
+        search_body = "\n\n".join([text.strip(), *described])[:SEARCH_CHARS]
+        verdict = self.origins.verdict(file)
+        mtime_ns = info.st_mtime_ns
+        settled = time.time_ns() - mtime_ns >= RACY_NS and (info.st_size, mtime_ns) == (
+            file.size,
+            file.mtime_ns,
+        )
+        keywords = (head.get("keywords") or "").strip()
+        return {
+            "header": dict(head.fields),
+            "body": authored.decode("utf-8", "replace"),
+            "log": log.decode("utf-8", "replace"),
+            "body_bytes": body_bytes,
+            "body_note": note,
+            "size": info.st_size,
+            "mtime_ns": mtime_ns,
+            "settled": settled,
+            "origin": verdict.origin,
+            "origin_written": verdict.written,
+            "verified": verdict.state,
+            "keywords": keywords,
+            "s_keywords": keywords.replace(",", " "),
+            "s_path": " ".join(_WORD_RE.findall(file.rel.removesuffix(".md"))),
+            "s_body": search_body,
+        }
+
+
+def _search_shape() -> tuple[tuple[str, str], ...]:
+    return tuple((part, "text") for part, _ in SEARCH_PARTS)
+
+
+def _dumps(rows: list[dict[str, Any]]) -> str:
+    return json.dumps(
+        [{key: _json_value(value) for key, value in row.items()} for row in rows],
+        ensure_ascii=False,
+    )
+
+
+def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
+    """Rows in groups small enough for one statement each."""
+    batch: list[dict[str, Any]] = []
+    size = 0
+    for row in rows:
+        weight = len(row.get("body", "")) + len(row.get("log", "")) + len(row.get("s_body", ""))
+        if batch and (len(batch) >= BATCH_ROWS or size + weight > BATCH_CHARS):
+            yield batch
+            batch, size = [], 0
+        batch.append(row)
+        size += weight + 1000
+    if batch:
+        yield batch
+
+
+def _key_mark(origins: OriginReader) -> str:
+    """Which stamp key judged the origins (never the key itself): another key, another sync."""
+    key = origins.key
+    if key is None:
+        return "none"
+    if key.secret is None:
+        return "unusable"
+    return hashlib.sha256(b"rouse mirror key\0" + key.secret).hexdigest()[:16]
