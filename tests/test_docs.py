@@ -251,8 +251,9 @@ def test_the_readme_installs_from_a_clone_until_it_is_published() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     lines = _readme_block("Install")
     targets = [shlex.split(line, comments=True)[2] for line in lines]
-    assert targets == [".", ".[mcp]"]  # the clone itself: pipx builds it from pyproject.toml
-    assert "mcp" in project["optional-dependencies"] and "rouse" in project["scripts"]
+    assert targets == [".", ".[mcp]", ".[pg]"]  # the clone itself: pipx builds it from pyproject
+    extras = project["optional-dependencies"]
+    assert "mcp" in extras and "pg" in extras and "rouse" in project["scripts"]
     text = (ROOT / "README.md").read_text()
     published = text.index(f"pipx install {project['name']}`")
     assert "Once it is published" in text[published - 200 : published]
