@@ -16,7 +16,7 @@ where it changed (a goal's clock moves when a child closes, its file does not).
 
 The plan stores instants, not verdicts: when a record next comes due
 (``wake_at``), when its review and staleness fall, whether a child silences
-it, when a reminder expires. :func:`due_at_time` answers "due at ``t``, and
+it, when a reminder expires (:mod:`rouse.core.clockplan`). Its ``due_at_time`` answers "due at ``t``, and
 why?" from those alone, exactly as :func:`rouse.core.clock.evaluate` would at
 ``t`` while nothing changes, so ``fleet due`` is right between syncs.
 
@@ -41,9 +41,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import clock, header, layout
+from rouse.core import header, layout
 from rouse.core.body import split_log
-from rouse.core.clockfields import FieldReader
+from rouse.core.clockplan import aware as _aware
+from rouse.core.clockplan import clock_plan
 from rouse.core.errors import HeaderError
 from rouse.core.tree import Context, File, Note, Record, Tree, display_ids
 from rouse.fleet.pg import PgDatabase
@@ -106,102 +107,6 @@ CONTENT_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 #: The tsvector's three parts, weighted as local recall ranks them: keywords > path > body.
 SEARCH_PARTS: tuple[tuple[str, str], ...] = (("s_keywords", "A"), ("s_path", "B"), ("s_body", "C"))
-
-
-# -- the clock's plan -------------------------------------------------------------
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """A naive local instant as an aware one (None past what the calendar holds)."""
-    if value is None:
-        return None
-    try:
-        return value.astimezone()
-    except (OverflowError, ValueError, OSError):
-        return None  # the saturated end of the calendar: never, in practice
-
-
-def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
-    """The clock's plan for ``record``: the instants :func:`due_at_time` needs.
-
-    Valid at every ``t >= now`` while neither the record nor its subtree
-    changes. Instants are naive local times, as the clock's; the rows hold
-    them aware (with the local offset), for a database shared across time zones.
-    """
-    decision = clock.evaluate(tree, record, now)
-    is_open = clock.is_open(record)
-    plan: dict[str, Any] = {
-        "status": clock.status_of(record),
-        "open": is_open,
-        "wake_at": None,
-        "wake_why": None,
-        "review_at": None,
-        "stale_at": None,
-        "silenced": False,
-        "expires_at": None,
-        "nagging": False,
-        "fires_out": False,
-        "nudge": decision.nudge,
-        "moved_at": decision.moved_at,
-    }
-    if not is_open:
-        return plan
-    if record.type == "reminder":
-        fields = FieldReader(record, [])
-        nagging = clock.is_nagging(record)
-        assert decision.moved_at is not None
-        due = fields.stamp("due") or decision.moved_at
-        if nagging and clock.status_of(record) == "fired":
-            # stuck at fired with a nag: due now, whenever now is (the clock's
-            # own ``min(due, now)``); the last move is a stable instant for that
-            due = min(due, decision.moved_at)
-        expires = fields.stamp("expires")
-        fires_out = nagging and decision.nudge >= fields.integer(
-            "max-fires", clock.DEFAULT_MAX_FIRES
-        )
-        plan.update(
-            nagging=nagging,
-            fires_out=fires_out,
-            expires_at=expires,
-            wake_at=due,
-        )
-        if (expires is not None and due >= expires) or fires_out:
-            plan["wake_why"] = "expire"
-        else:
-            plan["wake_why"] = "nag" if nagging else "due"
-        return plan
-    if clock.LEVELS[record.type].stale_after is None:
-        return plan  # backlog: never swept
-    silenced = bool(decision.silenced_by)
-    review_at, stale_at = decision.review_at, decision.stale_at
-    plan.update(silenced=silenced, review_at=review_at, stale_at=stale_at)
-    candidates = [(review_at, "review")] if review_at is not None else []
-    if not silenced and stale_at is not None:
-        candidates.append((stale_at, "stale"))
-    if candidates:
-        at, why = min(candidates, key=lambda pair: (pair[0], pair[1] != "review"))
-        plan.update(wake_at=at, wake_why=why)
-    return plan
-
-
-def due_at_time(plan: Any, when: datetime) -> tuple[str, datetime] | None:
-    """``(reason, due_at)`` if a record with this plan is due at ``when`` (aware), else None.
-
-    ``plan`` is a mapping of the plan's columns (a row of ``mirror_files``
-    works). The same rules as :func:`rouse.core.clock.evaluate`.
-    """
-    wake_at = plan["wake_at"]
-    if wake_at is None or when < wake_at:
-        return None
-    if plan["kind"] == "reminder":
-        expires = plan["expires_at"]
-        if (expires is not None and when >= expires) or plan["fires_out"]:
-            return "expire", wake_at
-        return ("nag" if plan["nagging"] else "due"), wake_at
-    review_at = plan["review_at"]
-    if review_at is not None and when >= review_at:
-        return "review", review_at
-    return "stale", plan["stale_at"]
 
 
 # -- what is mirrored ---------------------------------------------------------------

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rouse.core.clockplan import due_at_time
 from rouse.core.errors import UsageError
 from rouse.core.header import Header
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record
-from rouse.fleet.mirror import TEXT_CONFIG, due_at_time
+from rouse.fleet.mirror import TEXT_CONFIG
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
 from rouse.pack.index import KINDS

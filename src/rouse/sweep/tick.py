@@ -14,12 +14,8 @@ collaborators send digests and agent runs (:mod:`rouse.sweep.digesting`) and
 escalations (:mod:`rouse.sweep.escalating`); what it says, and how much, is
 :mod:`rouse.sweep.voice`'s.
 
-In a fleet (a PostgreSQL ledger shared by the clones of a tree, built by
-:mod:`rouse.fleet.sweeping`) one sweeper per tree leads, holding a lease: it
-plans, sends (renewing the lease before each send, and stopping mid-tick if
-it lost it) and mirrors. The others stand by: each walks its own clone and
-stamps the records whose wakes the ledger says were delivered or given up.
-A tick that loses the database ends there; the wakes stay owed, and a
+In a fleet one sweeper per tree leads and the others stand by
+(:mod:`rouse.sweep.leading`). A tick that loses the database ends there; the wakes stay owed, and a
 delivery the sink confirmed but the ledger could not record is written first
 at the next tick.
 """
@@ -31,7 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
 
 from rouse.core import clock
 from rouse.core.cache import HeaderCache
@@ -45,67 +40,20 @@ from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.digesting import DigestSender, Receipts
 from rouse.sweep.escalating import Escalator
+from rouse.sweep.leading import Fleet, Leading
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.plan import Step, plan
+from rouse.sweep.plan import plan
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, Voice, _t
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, _t
 from rouse.trust.origins import effective_origin
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
 __all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Fleet", "Origins", "Sweeper", "TickReport"]
 
 Origins = Callable[[File], str]
-
-
-class Fleet(Protocol):
-    """A sweeper's place in a fleet: its lease on the tree, the trees row, the mirror.
-
-    :class:`rouse.fleet.sweeping.Member` is one; the sweeper never imports it
-    (the fleet's modules load psycopg).
-    """
-
-    #: the lease's length in seconds: the loop wakes every third of it to renew or take over
-    lease: float
-
-    @property
-    def leading(self) -> bool:
-        """Whether this sweeper held the lease at its last renewal."""
-        ...
-
-    def lead(self) -> bool:
-        """Renew our lease, or take the tree's if it expired: whether we lead now."""
-        ...
-
-    def renew(self, cover: float) -> bool:
-        """Before a send: hold the lease for ``cover`` more seconds than usual; False if lost."""
-        ...
-
-    def keep(self) -> bool:
-        """Renew the lease if a third of it has passed since the last renewal; False if lost."""
-        ...
-
-    def leader(self) -> str:
-        """Who leads the tree now, for a standby's line."""
-        ...
-
-    def describe(self) -> str:
-        """The ledger, the tree and the lease, for the loop's first line."""
-        ...
-
-    def ticked(self, tree: Tree, now: datetime, *, leading: bool) -> None:
-        """After a tick: the tree's row in the fleet (and, when leading, its mirror)."""
-        ...
-
-    def release(self) -> None:
-        """Give the lease up (a clean exit), so a standby takes over at once."""
-        ...
-
-    def unreachable(self, exc: BaseException) -> bool:
-        """Whether ``exc`` is the fleet's database gone (the loop reconnects with backoff)."""
-        ...
 
 
 def _seconds(value: object) -> float:
@@ -140,7 +88,7 @@ class TickReport:
     eventful: bool = False
 
 
-class Sweeper(Voice):
+class Sweeper(Leading):
     """One tree's sweeper: its ledger, its sink, and caches that live across ticks."""
 
     def __init__(
@@ -310,99 +258,6 @@ class Sweeper(Voice):
                     ERRORS,
                 )
         report.eventful = self._eventful
-
-    # -- in a fleet ----------------------------------------------------------
-
-    def _lead(self, now: datetime) -> bool:
-        """Renew or take the lease; say once when this sweeper starts or stops leading."""
-        assert self.fleet is not None
-        leading = self.fleet.lead()
-        if leading != self._led:
-            if leading:
-                self.say(f"{_t(now)} leads this tree now: {self.fleet.describe()}")
-            else:
-                self.say(
-                    f"{_t(now)} stands by: {self.fleet.leader()} leads this tree; stamping this "
-                    "clone from the ledger's delivered wakes"
-                )
-            self._led = leading
-        return leading
-
-    def _fence(self, cover: float) -> bool:
-        """Before a send: still the leader, for long enough to finish it? (no fleet: yes)"""
-        if self.fleet is None:
-            return True
-        if self.fleet.renew(cover):
-            return True
-        self._lost()
-        return False
-
-    def _may_carry(self, step: Step, now: datetime) -> bool:
-        """Still the leader before ``step``: renewed before a send, else when a third is gone."""
-        if self.fleet is None:
-            return True
-        sends = not self.plan_only and not self.digest and step.action in ("new", "send")
-        if self.fleet.renew(self.send_cover) if sends else self.fleet.keep():
-            return True
-        self._lost()
-        return False
-
-    def _lost(self) -> None:
-        """Say once that the lease was lost mid-tick (the tick stops sending)."""
-        assert self.fleet is not None
-        if not self._led:
-            return
-        self._led = False
-        self.say(
-            f"lost the lease mid-tick: {self.fleet.leader()} leads now; stopping here "
-            "(the wakes left are in the ledger, for the new leader)",
-            ERRORS,
-        )
-
-    def _outage(self, exc: BaseException) -> bool:
-        return self.fleet is not None and self.fleet.unreachable(exc)
-
-    def _stand_by(self, now: datetime, report: TickReport) -> TickReport:
-        """A standby's tick: no plan, no send; stamp this clone from the ledger's rows.
-
-        For each record the clock says is due here, the wake it would make has
-        a known id (:func:`wake.key`): if the ledger has it delivered or given
-        up (the leader's clone, or a worker, saw to it), stamp the record.
-        """
-        tree = self.headers.walk()
-        for problem in tree.untrackable:
-            self.tell_once(f"skipped {problem.render()}")
-        upcoming: list[datetime] = []
-        for decision in clock.decisions(tree, now):
-            if self.stop.is_set():
-                report.interrupted = True
-                break
-            if not decision.is_due:
-                if decision.due_at is not None and decision.due_at > now:
-                    upcoming.append(decision.due_at)
-                continue
-            known = self.ledger.get(wake.key(self.ledger.tree, decision))
-            if known is None:
-                continue
-            try:
-                self.carrier.already_known(known, decision, now, report)
-            except Exception as exc:  # one bad record never stops the tick
-                if self._outage(exc):
-                    raise
-                report.errors += 1
-                self.say(
-                    f"{_t(now)} error on {decision.record.rel}: {type(exc).__name__}: {exc} "
-                    "(skipped)",
-                    ERRORS,
-                )
-        try:
-            report.archived += self.nudges.archive(tree)
-        except OSError as exc:
-            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
-        report.undelivered = self.ledger.counts()["pending"]
-        report.next_at = min(upcoming) if upcoming else None
-        self._finish(tree, now, report)
-        return report
 
     def _stamp_wake(
         self, made: wake.Wake, decision: Decision, now: datetime, report: TickReport
