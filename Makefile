@@ -83,6 +83,7 @@ bench: $(STAMP)
 	$(BIN)/python -m compileall -q src/rouse
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/sweep_bench.py
+	$(BIN)/python bench/fleet_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
