@@ -4,16 +4,17 @@ Used by ``tests/test_fleet_faults.py`` (short runs, asserted) and
 ``bench/fleet_faults.py`` (a minute or more, printed). Everything is real: each
 tree is a git repository cloned twice, each clone has its own ``rouse sweep
 --ledger DSN --plan-only`` process (one leads, one stands by), and delivery
-workers (``rouse deliver``) send to a webhook receiver on loopback, which keeps
-every POST it answers 200 to. Records come due before and during the run; the
+workers (``rouse deliver --sink exec``) run a command that appends the wake's
+id, its record, the worker's pid and the time to a file: one line per
+successful delivery. Records come due before and during the run; the
 chaos loop kills a random sweeper or worker with SIGKILL every ``kill_every``
 seconds (and starts it again), then stops killing and lets the fleet settle.
 
-The result counts what the receiver got: every due reminder must arrive (lost:
-0), and a wake id that arrived twice is a duplicate. At-least-once allows a
-duplicate only when a sender was killed after the sink answered and before the
-ledger recorded it; ``duplicates_unexplained`` counts those with no kill between
-the two arrivals.
+The result counts what arrived: every due reminder must arrive (lost: 0), and a
+wake id that arrived twice is a duplicate. At-least-once allows a duplicate
+only when its first sender was killed after its sink succeeded and before the
+ledger recorded it; ``duplicates_unexplained`` counts the duplicates whose first
+sender (that very worker process) was not killed between the two arrivals.
 """
 
 from __future__ import annotations
@@ -26,58 +27,36 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 ROUSE = [sys.executable, "-m", "rouse"]
+#: The exec sink's deadline, and a worker's claim lease (it must outlast a send).
+SEND_TIMEOUT = 3
+WORKER_LEASE = 10
 
 
 @dataclass
 class Arrival:
     id: str
     path: str
+    pid: int
     at: float
 
 
-@dataclass
-class Receiver:
-    """A webhook sink on loopback that keeps every wake it answers 200 to."""
+#: The exec sink's command: one line per delivery, appended (one short write: atomic).
+SEND = 'printf "%s %s %s %s\\n" "$ROUSE_WAKE_ID" "$ROUSE_PATH" "$PPID" "$EPOCHREALTIME" >> "$1"'
 
-    arrivals: list[Arrival] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    server: ThreadingHTTPServer | None = None
 
-    def start(self) -> str:
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", "0"))
-                payload = json.loads(self.rfile.read(length))
-                time.sleep(random.uniform(0, 0.02))  # a sink that takes a moment
-                with receiver.lock:
-                    receiver.arrivals.append(
-                        Arrival(payload["id"], payload["path"], time.monotonic())
-                    )
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self.server.server_address[1]}/wake"
-
-    def stop(self) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+def arrivals(sent: Path) -> list[Arrival]:
+    found = []
+    if sent.exists():
+        for line in sent.read_text().splitlines():
+            wake_id, path, pid, at = line.split()
+            found.append(Arrival(wake_id, path, int(pid), float(at)))
+    return found
 
 
 @dataclass
@@ -133,20 +112,18 @@ class Fleet:
         self.env = {**os.environ, "ROUSE_LEDGER": dsn, "ROUSE_PROBES": "off"}
         self.env.pop("ROUSE_NOW", None)
         self.env.pop("ROUSE_HOME", None)
-        self.receiver = Receiver()
-        self.url = ""
+        self.sent = where / "sent.log"
         self.clones: list[list[Path]] = []
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs = where / "logs"
         self.expected: set[str] = set()  # "tree-index/record path"
-        self.kill_times: list[float] = []
+        self.kills: list[tuple[int, float]] = []  # (pid, wall-clock time)
         self.added = 0
 
     # -- setting up -------------------------------------------------------------
 
     def lay(self) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.url = self.receiver.start()
         past = datetime.now() - timedelta(hours=1)
         for t in range(self.trees):
             origin = self.where / f"origin{t}" / "memory"
@@ -210,15 +187,20 @@ class Fleet:
                 *ROUSE,
                 "deliver",
                 "--sink",
-                "webhook",
-                self.url,
+                "exec",
                 "--every",
                 "0.5",
                 "--lease",
-                str(max(self.lease, 3.0)),
+                str(WORKER_LEASE),
                 "--timeout",
-                "2",
+                str(SEND_TIMEOUT),
                 "-q",
+                "--",
+                "bash",
+                "-c",
+                SEND,
+                "send",
+                str(self.sent),
             ]
         log = (self.logs / f"{name.replace(':', '-').replace('/', '-')}.log").open("ab")
         self.procs[name] = subprocess.Popen(
@@ -240,8 +222,8 @@ class Fleet:
         proc = self.procs[name]
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+            self.kills.append((proc.pid, time.time()))
             proc.wait()
-            self.kill_times.append(time.monotonic())
 
     def stop_all(self) -> None:
         for proc in self.procs.values():
@@ -253,7 +235,6 @@ class Fleet:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        self.receiver.stop()
 
     # -- the run ----------------------------------------------------------------
 
@@ -282,8 +263,7 @@ class Fleet:
             time.sleep(0.25)
 
     def missing(self) -> list[str]:
-        with self.receiver.lock:
-            arrived = {a.path for a in self.receiver.arrivals}
+        arrived = {a.path for a in arrivals(self.sent)}
         return sorted(self.expected - arrived)
 
     def unstamped(self) -> list[str]:
@@ -303,23 +283,25 @@ class Fleet:
         return left
 
     def result(self, seconds: float) -> Result:
-        with self.receiver.lock:
-            arrivals = list(self.receiver.arrivals)
-        by_id: dict[str, list[float]] = {}
-        for arrival in arrivals:
-            by_id.setdefault(arrival.id, []).append(arrival.at)
+        got = arrivals(self.sent)
+        by_id: dict[str, list[Arrival]] = {}
+        for arrival in got:
+            by_id.setdefault(arrival.id, []).append(arrival)
         duplicates = unexplained = 0
-        for times in by_id.values():
-            for first, again in itertools.pairwise(times):
+        for sends in by_id.values():
+            for first, again in itertools.pairwise(sends):
                 duplicates += 1
-                if not any(first <= k <= again for k in self.kill_times):
+                killed = any(
+                    pid == first.pid and first.at <= at <= again.at for pid, at in self.kills
+                )
+                if not killed:
                     unexplained += 1
         return Result(
             seconds=seconds,
             trees=self.trees,
             due=len(self.expected),
-            delivered=len({a.path for a in arrivals} & self.expected),
-            kills=len(self.kill_times),
+            delivered=len({a.path for a in got} & self.expected),
+            kills=len(self.kills),
             duplicates=duplicates,
             duplicates_unexplained=unexplained,
             lost=self.missing(),

@@ -338,7 +338,7 @@ def test_concurrent_workers_deliver_every_wake_exactly_once(
 # -- (c) a worker killed while it holds claims ----------------------------------------
 
 
-def test_a_killed_workers_claims_expire_and_another_sends_the_same_wake_ids(
+def test_a_killed_workers_claims_expire_and_only_the_wake_in_flight_counts_an_attempt(
     pg_dsn: str, tmp_path: Path
 ) -> None:
     tree = new_tree()
@@ -354,9 +354,9 @@ def test_a_killed_workers_claims_expire_and_another_sends_the_same_wake_ids(
         "--sink",
         "exec",
         "--timeout",
-        "1.5",
+        "1",
         "--lease",
-        "2",
+        "6",
         env=env,
         log=tmp_path / "first.log",
     )
@@ -372,7 +372,13 @@ def test_a_killed_workers_claims_expire_and_another_sends_the_same_wake_ids(
                 os.killpg(int(pid), signal.SIGKILL)
     in_flight = lines(started)
     assert len(in_flight) == 1
-    wait_for(lambda: not rows(pg_dsn, "SELECT id FROM wakes WHERE claim_until >= now()"), seconds=5)
+    left = {row["id"]: row for row in rows(pg_dsn)}
+    for wake_id in ids:  # only the wake being sent is in flight and counts an attempt
+        sending = wake_id == in_flight[0]
+        assert left[wake_id]["in_flight"] == left[wake_id]["attempts"] == int(sending)
+        assert (left[wake_id]["last_attempt"] is None) != sending
+    # its claims run out (their lease, on the database's clock; not waited for here)
+    execute(pg_dsn, "UPDATE wakes SET claim_until = now() - interval '1 second'")
     second = deliver(
         "--ledger",
         pg_dsn,
@@ -390,7 +396,11 @@ def test_a_killed_workers_claims_expire_and_another_sends_the_same_wake_ids(
     assert in_flight[0] in lines(sent)
     for row in rows(pg_dsn):
         assert row["state"] == "delivered"
-        assert row["attempts"] == 2  # the silent claim counts as an attempt
+        if row["id"] == in_flight[0]:
+            assert row["attempts"] == 2  # the silent attempt counts, as a failure
+            assert row["first_failure"] == left[row["id"]]["last_attempt"]
+        else:  # never sent before: no failure charged, no 24 h clock started
+            assert row["attempts"] == 1 and row["first_failure"] is None
         assert "no result recorded" not in (row["error"] or "")  # cleared on delivery
         assert row["receipt"].startswith("exit 0 (worker ")
         assert _pid(row["receipt"]) != str(first.pid)
@@ -549,6 +559,192 @@ def test_a_lost_database_is_waited_out_and_the_held_result_written_first(
         with contextlib.suppress(subprocess.CalledProcessError):
             server.stop()  # (fails if already stopped: the test failed before restarting it)
         server.handle.cleanup()  # type: ignore[attr-defined]  # (its files, now, not at exit)
+
+
+def test_a_worker_started_while_the_database_is_down_waits_for_it(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    from pg_server import PgServer
+
+    server = PgServer.start(tmp_path / "pg")
+    try:
+        dsn = server.new_database()
+        ids = queue(dsn, new_tree(), 2)
+        server.stop()
+        log = tmp_path / "worker.log"
+        worker = start(
+            "--ledger", dsn, "--sink", "webhook", receiver.url, "--every", "0.2", log=log
+        )
+        try:
+            wait_for(lambda: "trying again in 1s" in log.read_text(), alive=worker)
+            server.restart()
+            wait_for(lambda: sorted(receiver.ids()) == ids, seconds=20, alive=worker)
+            worker.send_signal(signal.SIGTERM)
+            assert worker.wait(timeout=20) == 0, log.read_text()
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+        said = log.read_text()
+        assert said.count("trying again in") == 1, said  # said once, however long it takes
+        assert "is back after" in said
+        assert [(row["state"], row["attempts"]) for row in rows(dsn)] == [("delivered", 1)] * 2
+    finally:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            server.stop()
+        server.handle.cleanup()  # type: ignore[attr-defined]
+
+
+# -- a claim that ran out while the worker was away (a laptop suspend) ----------------------
+
+
+class Suspending:
+    """A sink whose first send "suspends" its worker past its lease.
+
+    Meanwhile the worker's other claims run out on the database's clock (its own
+    clock, stopped in suspend, sees nothing of it) and another worker delivers them.
+    """
+
+    kind = "test"
+    holdable = True
+
+    def __init__(self, dsn: str, receiver: Receiver):
+        self.dsn = dsn
+        self.receiver = receiver
+        self.sent: list[str] = []
+        self.other: subprocess.CompletedProcess[str] | None = None
+
+    def describe(self) -> str:
+        return "a sink that suspends"
+
+    def send(self, wake: Wake, now: datetime) -> str:
+        self.sent.append(wake.id)
+        if self.other is None:
+            execute(
+                self.dsn,
+                "UPDATE wakes SET claim_until = now() - interval '1 second' WHERE id <> %s",
+                wake.id,
+            )
+            self.other = deliver(
+                "--ledger", self.dsn, "--sink", "webhook", self.receiver.url, "--once"
+            )
+        return "sent"
+
+
+def test_claims_that_ran_out_while_the_worker_was_suspended_are_not_sent(
+    pg_dsn: str, receiver: Receiver
+) -> None:
+    from rouse.fleet.deliver import Worker
+
+    ids = queue(pg_dsn, new_tree(), 3)
+    sink = Suspending(pg_dsn, receiver)
+    said: list[str] = []
+    worker = Worker(pg_dsn, sink, timeout=5, lease=60, once=True, log=said.append)
+    assert worker.run() == 0, said
+    assert sink.other is not None and sink.other.returncode == 0, sink.other
+    assert len(sink.sent) == 1 and len(receiver.ids()) == 2
+    assert sorted(sink.sent + receiver.ids()) == ids  # each wake sent once: none twice
+    assert sum("not sending" in line and "ran out" in line for line in said) == 2, said
+    assert {row["state"] for row in rows(pg_dsn)} == {"delivered"}
+
+
+# -- a lease too short for the sink's timeout --------------------------------------------
+
+
+def test_a_lease_barely_above_the_timeout_is_refused_not_spun_on(pg_dsn: str) -> None:
+    queue(pg_dsn, new_tree(), 3)
+    barely = deliver(
+        "--ledger",
+        pg_dsn,
+        "--once",
+        "--timeout",
+        "10",
+        "--lease",
+        "10.0001",
+        "--sink",
+        "exec",
+        "--",
+        "true",
+        timeout=15,
+    )
+    assert barely.returncode == 2
+    assert "--lease 10.0001 must be at least 5s longer than the sink's timeout" in barely.stderr
+    assert "--lease 15 or more" in barely.stderr and barely.stderr.count("\n") == 1
+    assert {row["claimed_by"] for row in rows(pg_dsn)} == {None}
+    least = deliver(  # the shortest lease it takes: every wake sent, each once
+        "--ledger",
+        pg_dsn,
+        "--once",
+        "--timeout",
+        "1",
+        "--lease",
+        "6",
+        "--sink",
+        "exec",
+        "--",
+        "true",
+    )
+    assert least.returncode == 0, least.stderr
+    assert [(row["state"], row["attempts"]) for row in rows(pg_dsn)] == [("delivered", 1)] * 3
+
+
+# -- quiet hours ----------------------------------------------------------------------
+
+
+def test_quiet_hours_claim_nothing_inside_the_window_and_leave_held_rows_alone(
+    pg_dsn: str, receiver: Receiver
+) -> None:
+    ids = queue(pg_dsn, new_tree(), 3)
+    execute(pg_dsn, "UPDATE wakes SET state = 'held' WHERE id = %s", ids[0])
+
+    def run(at: str, *more: str) -> subprocess.CompletedProcess[str]:
+        return deliver(
+            "--ledger", pg_dsn, "--sink", "webhook", receiver.url, "--once", "--now", at, *more
+        )
+
+    inside = run("2026-03-14 23:00:00", "--quiet", "22:00-07:00")
+    assert inside.returncode == 0, inside.stderr
+    assert "quiet hours 22:00-07:00: claiming nothing until 2026-03-15 07:00" in inside.stderr
+    assert receiver.ids() == []
+    for row in rows(pg_dsn):
+        assert row["claimed_by"] is None and row["attempts"] == 0 and row["last_attempt"] is None
+    after = run("2026-03-15 07:00:00", "--quiet", "22:00-07:00")
+    assert after.returncode == 0, after.stderr
+    assert sorted(receiver.ids()) == ids[1:]
+    found = {row["id"]: row for row in rows(pg_dsn)}
+    assert found[ids[0]]["state"] == "held" and found[ids[0]]["attempts"] == 0  # its sweeper's
+    bad = run("2026-03-15 07:00:00", "--quiet", "22:00")
+    assert bad.returncode == 2 and "bad --quiet '22:00'" in bad.stderr
+
+
+def test_a_worker_inside_quiet_hours_starts_claiming_when_they_end(
+    pg_dsn: str, receiver: Receiver, tmp_path: Path
+) -> None:
+    ids = queue(pg_dsn, new_tree(), 2)
+    log = tmp_path / "worker.log"
+    worker = start(
+        "--ledger",
+        pg_dsn,
+        "--sink",
+        "webhook",
+        receiver.url,
+        "--quiet",
+        "22:00-07:00",
+        "--every",
+        "5",
+        "--now",
+        "2026-03-15 06:59:59",
+        log=log,
+    )
+    try:
+        wait_for(lambda: sorted(receiver.ids()) == ids, seconds=10, alive=worker)
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=20) == 0, log.read_text()
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert "claiming nothing until 2026-03-15 07:00" in log.read_text()
+    for row in rows(pg_dsn):  # claimed once the window was over, not before
+        assert row["state"] == "delivered" and row["last_attempt"] >= "2026-03-15 07:00:00"
 
 
 # -- (e) refused ------------------------------------------------------------------

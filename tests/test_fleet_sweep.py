@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -424,8 +425,13 @@ def test_a_tree_without_an_id_gets_one_and_is_told_once_to_commit_it(
     again = rouse("--memory", str(root), "sweep", "--once", env={"ROUSE_LEDGER": pg_dsn})
     assert again.returncode == 0 and "commit it" not in again.stderr, again.stderr
     assert (root / IDENTITY_FILE).read_text() == made
-    assert len(list((root / ".rouse/nudges").glob("*.md"))) == 3  # sent once, by the first
-    assert not (root / ".rouse/ledger.sqlite3").exists()  # the fleet's ledger, not the file
+    nudges = sorted(f".rouse/nudges/{p.name}" for p in (root / ".rouse/nudges").glob("*.md"))
+    assert len(nudges) == 3  # sent once, by the first
+    # the fleet's ledger; the tree's own file only vouches for its nudge files (for the pack)
+    local = sqlite3.connect(root / ".rouse/ledger.sqlite3")
+    found = local.execute("SELECT state, stamped, receipt FROM wakes ORDER BY receipt").fetchall()
+    local.close()
+    assert found == [("delivered", 1, nudge) for nudge in nudges]
 
 
 def test_status_and_log_read_the_fleets_ledger_and_name_the_leader(

@@ -81,6 +81,28 @@ def test_a_withdrawn_wake_due_again_is_owed_again(book: Ledger) -> None:
     assert entry.last_attempt == later and entry.receipt is None
 
 
+def test_a_revived_wake_is_the_wake_as_it_is_now(book: Ledger) -> None:
+    book.add(_wake(text="reminder/r — due just now\nthe old body\n"), "webhook", NOW)
+    book.withdraw("w1", NOW, "moved")
+    later = NOW + timedelta(hours=2)
+    fresh = _wake(at="2026-03-14 14:00:00", text="reminder/r — due 2h ago\nthe new body\n")
+    assert book.add(fresh, "webhook", later) is None
+    entry = book.get("w1")
+    assert entry is not None and entry.wake == fresh  # its text and its time, not the old ones
+    assert [e.wake.made_at for e in book.recent()] == [fresh.made_at]
+
+
+def test_a_wake_no_longer_owed_is_not_held_given_up_or_withdrawn(book: Ledger) -> None:
+    book.add(_wake(), "webhook", NOW)
+    book.delivered("w1", NOW, "HTTP 200", stamped=False)  # it landed since the tick read it
+    assert not book.hold("w1")
+    assert not book.given_up("w1", NOW, "nudges/w1.md", stamped=True)
+    assert not book.withdraw("w1", NOW, "moved")
+    entry = book.get("w1")
+    assert entry is not None and (entry.state, entry.receipt) == ("delivered", "HTTP 200")
+    assert not entry.stamped
+
+
 def test_retries_back_off_and_land(book: Ledger) -> None:
     book.add(_wake(), "webhook", NOW)
     book.failed("w1", NOW, "HTTP 500")

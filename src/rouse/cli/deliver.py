@@ -22,9 +22,17 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     import gc
 
     from rouse.cli.common import resolve_now
-    from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, Worker, default_lease
+    from rouse.fleet.deliver import (
+        DEFAULT_BATCH,
+        DEFAULT_EVERY,
+        MOST_BATCH,
+        Worker,
+        check_lease,
+        default_lease,
+    )
     from rouse.fleet.pg import chosen_dsn
     from rouse.sweep import loop
+    from rouse.sweep.quiet import QuietHours
 
     gc.enable()  # a long-running verb: the cyclic collector is wanted here
     loop.check_wait("--every", args.every)
@@ -41,11 +49,8 @@ def cmd_deliver(args: argparse.Namespace) -> int:
         )
     timeout = float(getattr(sink, "timeout", 0.0))
     lease = args.lease if args.lease is not None else default_lease(timeout)
-    if lease <= timeout:
-        raise UsageError(
-            f"--lease {lease:g} must be longer than the sink's timeout ({timeout:g}s): a claim "
-            "must outlive the send it covers, or another worker sends the same wake meanwhile"
-        )
+    check_lease(lease, timeout)
+    quiet = QuietHours.parse(args.quiet) if args.quiet else None
     dsn = chosen_dsn(args.ledger)
     if dsn is None:
         raise UsageError(
@@ -65,6 +70,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
         json_lines=args.json,
         now=resolve_now(args) if given else None,
         once=args.once,
+        quiet=quiet,
     )
     return worker.run()
 
@@ -152,10 +158,16 @@ def args_deliver(sub: argparse.ArgumentParser) -> None:
         "--lease",
         type=float,
         metavar="S",
-        help="seconds a claim lasts on the database's clock (default 2 x timeout + 30)",
+        help="seconds a claim lasts on the database's clock, at least timeout + 5 "
+        "(default 2 x timeout + 30)",
     )
     sub.add_argument(
         "--timeout", type=float, metavar="S", help="sink timeout in seconds (exec 60, webhook 10)"
+    )
+    sub.add_argument(
+        "--quiet",
+        metavar="HH:MM-HH:MM",
+        help="claim no wakes in this window (they wait in the ledger), e.g. 22:00-07:00",
     )
     sub.add_argument(
         "--batch",
@@ -189,6 +201,6 @@ def args_deliver(sub: argparse.ArgumentParser) -> None:
         dest="verbosity",
         action="store_const",
         const=0,
-        help="errors only",
+        help="errors only (quiet hours are --quiet)",
     )
     sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")

@@ -394,7 +394,8 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         type=float,
         metavar="S",
         help="with --ledger: seconds a leading sweeper's lease lasts, 2 to 3600 (default 30); "
-        "a standby takes over within two leases of the leader's death",
+        "a standby takes over within two leases of the leader's death (a leader killed "
+        "mid-send: after its send's timeout, so the send is never doubled)",
     )
     # verbosity: rouse.sweep.tick's ERRORS (0), EVENTS (1, the default), EVERY_TICK (2);
     # -q is --silent because --quiet is quiet hours

@@ -5,10 +5,18 @@ A worker takes only rows a ``--plan-only`` sweeper left for workers (``sink =
 has come) or that have failed for 24 h (to give them up), and whose claim is
 free (none, or expired). ``FOR UPDATE SKIP LOCKED`` lets many workers claim at
 once without waiting on each other or taking the same row. A claim lasts until
-``claim_until`` on the database's clock; a worker that dies leaves its claims
-to expire, and the next claim of such a row counts the silent attempt as a
-failure (its first failure is the attempt's time), as the sweeper counts a wake
-it stopped sending mid-way.
+``claim_until`` on the database's clock.
+
+A claim is not yet an attempt: right before each send the worker *starts* the
+wake (:meth:`Claims.start`), which marks that one row in flight, counts the
+attempt, and renews its claim — on the database, and only while the claim is
+still this worker's, so a claim that ran out while the worker was away (a
+laptop suspended, a paused process) and went to another worker is never sent
+again. A worker that dies leaves its claims to expire; the next claim of the
+row it was sending (``in_flight = 1``) counts that silent attempt as a
+failure (its first failure is the attempt's time), as the sweeper counts a
+wake it stopped sending mid-way. The rest of its batch was never tried and is
+charged nothing.
 
 Results are written as the SQLite ledger writes them (same columns, same
 backoff): a delivery whatever became of the claim (the wake did land), a
@@ -18,6 +26,9 @@ failure or a give-up only while the claim is still this worker's.
 from __future__ import annotations
 
 import json
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -40,9 +51,7 @@ WITH owed AS (
 UPDATE wakes AS w SET
     claimed_by = ?,
     claim_until = now() + make_interval(secs => ?),
-    in_flight = 1,
-    attempts = w.attempts + 1,
-    last_attempt = ?,
+    in_flight = 0,
     first_failure = CASE WHEN owed.in_flight = 1
         THEN COALESCE(w.first_failure, owed.last_attempt, ?) ELSE w.first_failure END,
     error = CASE WHEN owed.in_flight = 1
@@ -51,9 +60,53 @@ UPDATE wakes AS w SET
         ELSE w.error END
 FROM owed
 WHERE w.id = owed.id
-RETURNING w.tree, w.id, w.wake, w.attempts, w.first_failure, w.error,
-    owed.last_attempt AS previous_attempt
+RETURNING w.tree, w.id, w.wake, w.attempts, w.first_failure, w.error, w.last_attempt
 """
+
+#: Right before a send: this wake in flight, its attempt counted, its claim renewed (and the
+#: claims of the rest of the batch with it, when they need it); only rows still this worker's.
+_START = """
+UPDATE wakes SET
+    claim_until = now() + make_interval(secs => ?),
+    in_flight = CASE WHEN id = ? THEN 1 ELSE in_flight END,
+    attempts = CASE WHEN id = ? THEN attempts + 1 ELSE attempts END,
+    last_attempt = CASE WHEN id = ? THEN ? ELSE last_attempt END
+WHERE id = ANY(?) AND claimed_by = ? AND state = 'pending'
+RETURNING id, attempts
+"""
+
+
+def _choose_clock() -> Callable[[], float]:
+    """Seconds on a clock that keeps counting while the machine is suspended.
+
+    ``time.monotonic()`` stops in suspend on Linux and macOS, so a claim judged
+    by it would look live after a night with the lid shut. Linux has
+    ``CLOCK_BOOTTIME``; macOS's ``CLOCK_MONOTONIC`` counts sleep; elsewhere
+    ``time.monotonic()``. (Each send is checked on the database anyway: see
+    :meth:`Claims.start`.)
+    """
+    if sys.platform.startswith("linux"):
+        which = getattr(time, "CLOCK_BOOTTIME", None)
+    elif sys.platform == "darwin":
+        which = getattr(time, "CLOCK_MONOTONIC", None)
+    else:
+        which = None
+    if which is None:
+        return time.monotonic
+    try:
+        time.clock_gettime(which)
+    except OSError:  # (an old kernel)
+        return time.monotonic
+    clock_id: int = which
+
+    def read() -> float:
+        return time.clock_gettime(clock_id)
+
+    return read
+
+
+#: The clock claims' deadlines are kept on (seconds; counts time suspended where it can).
+clock = _choose_clock()
 
 
 @dataclass
@@ -62,12 +115,12 @@ class Claim:
 
     tree: str
     wake: Wake
-    attempts: int  # counting this one
+    attempts: int  # counting this one, once started
     first_failure: datetime | None
     error: str | None  # the last failure's
-    previous_attempt: str | None  # last_attempt before the claim (put back on release)
-    attempt_at: datetime  # the worker's now when it claimed (this attempt's time)
-    #: ``time.monotonic()`` until which the claim is surely still ours
+    previous_attempt: str | None  # last_attempt before this attempt (put back on release)
+    attempt_at: datetime  # the worker's now when it started the send (this attempt's time)
+    #: :func:`clock` time until which the claim is surely still ours
     deadline: float
 
     @property
@@ -88,13 +141,17 @@ class Claims:
         self.trees = list(trees) if trees else None
 
     def claim(self, now: datetime, limit: int, lease: float, deadline: float) -> list[Claim]:
-        """Claim up to ``limit`` owed wakes for ``lease`` seconds (oldest first)."""
+        """Claim up to ``limit`` owed wakes for ``lease`` seconds (oldest first).
+
+        Nothing is counted yet: :meth:`start` counts each attempt, right before its send.
+        ``deadline`` is :func:`clock` before the claim plus ``lease``, a safe bound.
+        """
         parameters: list[object] = [_t(now), _t(now - GIVE_UP_AFTER)]
         trees = ""
         if self.trees is not None:
             trees = "AND tree = ANY(?)"
             parameters.append(self.trees)
-        parameters += [limit, self.holder, lease, _t(now), _t(now)]
+        parameters += [limit, self.holder, lease, _t(now)]
         rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
         claims = [
             Claim(
@@ -103,7 +160,7 @@ class Claims:
                 attempts=int(row["attempts"]),
                 first_failure=_dt(row["first_failure"]),
                 error=row["error"],
-                previous_attempt=row["previous_attempt"],
+                previous_attempt=row["last_attempt"],
                 attempt_at=now,
                 deadline=deadline,
             )
@@ -112,28 +169,41 @@ class Claims:
         claims.sort(key=lambda claim: (claim.wake.at, claim.id))
         return claims
 
-    def renew(self, claims: list[Claim], lease: float, deadline: float) -> list[Claim]:
-        """Extend these claims by ``lease``; the ones still this worker's (the rest are dropped)."""
-        if not claims:
-            return []
+    def start(
+        self, claim: Claim, now: datetime, lease: float, renew: list[Claim]
+    ) -> tuple[bool, list[Claim]]:
+        """Mark ``claim``'s wake in flight, right before its send, and renew its claim.
+
+        Written only while the row is still pending and this worker's: a claim
+        that ran out and went to another worker (or a row withdrawn meanwhile)
+        is not sent. ``renew``: other claims of the batch to renew with it.
+        Returns (started, the ``renew`` claims still this worker's).
+        """
+        began = clock()
+        ids = [claim.id, *(other.id for other in renew)]
         rows = self.db.execute(
-            "UPDATE wakes SET claim_until = now() + make_interval(secs => ?) "
-            "WHERE id = ANY(?) AND claimed_by = ? AND state = 'pending' RETURNING id",
-            (lease, [claim.id for claim in claims], self.holder),
+            _START,
+            (lease, claim.id, claim.id, claim.id, _t(now), ids, self.holder),
         ).fetchall()
-        kept = {row["id"] for row in rows}
-        renewed = [claim for claim in claims if claim.id in kept]
-        for claim in renewed:
-            claim.deadline = deadline
-        return renewed
+        attempts = {row["id"]: int(row["attempts"]) for row in rows}
+        kept = [other for other in renew if other.id in attempts]
+        for other in kept:
+            other.deadline = began + lease
+        if claim.id not in attempts:
+            return False, kept
+        claim.attempts = attempts[claim.id]
+        claim.attempt_at = now
+        claim.deadline = began + lease
+        return True, kept
 
     def release(self, claims: list[Claim]) -> int:
-        """Give back claims never sent: as they were before (the attempt not counted)."""
+        """Give back claims never sent, as they were (a started one's attempt not counted)."""
         if not claims:
             return 0
         cursor = self.db.execute(
             "UPDATE wakes AS w SET claimed_by = NULL, claim_until = NULL, in_flight = 0, "
-            "attempts = GREATEST(w.attempts - 1, 0), last_attempt = r.previous "
+            "attempts = GREATEST(w.attempts - w.in_flight, 0), "
+            "last_attempt = CASE WHEN w.in_flight = 1 THEN r.previous ELSE w.last_attempt END "
             "FROM unnest(?::text[], ?::text[]) AS r(id, previous) "
             "WHERE w.id = r.id AND w.claimed_by = ? AND w.state = 'pending'",
             (
@@ -158,7 +228,7 @@ class Claims:
             "claim_until = NULL WHERE id = ? AND sink = 'workers' AND state = 'pending'",
             (_t(now), f"{receipt} (worker {self.holder})", claim.id),
         )
-        return None if cursor.rowcount == 1 else self._why_untouched(claim)
+        return None if cursor.rowcount == 1 else self.why_untouched(claim)
 
     def failed(self, claim: Claim, now: datetime, error: str) -> tuple[datetime, str | None]:
         """A failed attempt: the ledger's backoff from this attempt. (next try, why untouched)."""
@@ -169,7 +239,7 @@ class Claims:
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
             (_t(now), _t(next_try), error, claim.id, self.holder),
         )
-        return next_try, None if cursor.rowcount == 1 else self._why_untouched(claim)
+        return next_try, None if cursor.rowcount == 1 else self.why_untouched(claim)
 
     def given_up(self, claim: Claim, now: datetime) -> str | None:
         """24 h of failures: given up, not sent (``stamped = 0``: its sweeper writes the nudge)."""
@@ -179,14 +249,13 @@ class Claims:
         )
         cursor = self.db.execute(
             "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, stamped = 0, attempts = GREATEST(attempts - 1, 0), "
-            "last_attempt = ?, claimed_by = NULL, claim_until = NULL "
+            "next_attempt = NULL, stamped = 0, claimed_by = NULL, claim_until = NULL "
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (_t(now), receipt, claim.previous_attempt, claim.id, self.holder),
+            (_t(now), receipt, claim.id, self.holder),
         )
-        return None if cursor.rowcount == 1 else self._why_untouched(claim)
+        return None if cursor.rowcount == 1 else self.why_untouched(claim)
 
-    def _why_untouched(self, claim: Claim) -> str:
+    def why_untouched(self, claim: Claim) -> str:
         row = self.db.execute(
             "SELECT state, claimed_by FROM wakes WHERE id = ?", (claim.id,)
         ).fetchone()

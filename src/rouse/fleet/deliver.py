@@ -9,16 +9,25 @@ ledger's backoff), or given up after 24 h of failures (the sweeper then writes
 it as a nudge file).
 
 A claim is a lease on the database's clock. Each wake is claimed for
-``lease`` seconds, and the rest of a batch is renewed before a send whenever
-what is left of its claims could not cover that send; a worker that dies
-(SIGKILL, a lost machine) leaves claims that expire, and another worker sends
-the same wake id. Delivery is at least once: a worker killed after its sink
-answered but before the ledger heard of it has that wake sent again.
+``lease`` seconds (at least the sink's timeout and :data:`LEASE_MARGIN`), and
+right before its send it is started on the database: its claim renewed, and
+only if it is still this worker's — a claim that ran out while the worker was
+away (a laptop suspended, a paused process) is left to whoever took it. The
+rest of a batch is renewed with that start whenever what is left of its claims
+could not cover the send. A worker that dies (SIGKILL, a lost machine) leaves
+claims that expire, and another worker sends the same wake id. Delivery is at
+least once: a worker killed after its sink answered but before the ledger
+heard of it has that wake sent again.
+
+Quiet hours (``--quiet HH:MM-HH:MM``): inside the window the worker claims
+nothing, and gives back what it holds before sending it; rows stay as they are
+(the sweeper's held ones too) until the window ends.
 
 SIGTERM/SIGINT: the wake in flight is finished and written, unsent claims are
-given back, and the worker exits 0. A lost database is said once; the worker
-waits (1 s, doubling to 30 s), reconnects, says it is back, and first writes
-the results it could not write, then gives back claims it did not use.
+given back, and the worker exits 0. A lost database — or one not there when
+the worker starts — is said once; the worker waits (1 s, doubling to 30 s),
+reconnects, says it is back, and first writes the results it could not write,
+then gives back claims it did not use.
 """
 
 from __future__ import annotations
@@ -37,10 +46,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
-from rouse.fleet.claims import Claim, Claims
-from rouse.fleet.pg import LedgerUnreachable, PgDatabase
+from rouse.core.errors import UsageError
+from rouse.fleet.claims import Claim, Claims, clock
+from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
 from rouse.fleet.pg_schema import migrate
 from rouse.sweep.exec_sink import ExecSink
+from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, _t, _what
@@ -53,6 +64,9 @@ DEFAULT_BATCH = 10
 MOST_BATCH = 1000
 #: The lease's slack beyond the sink's timeout (see :func:`default_lease`).
 LEASE_SLACK = 30.0
+#: A lease at least this much longer than the sink's timeout: the send's claim must also
+#: cover the round trips that start it and write its result.
+LEASE_MARGIN = 5.0
 #: Waits between attempts to reach a lost database: 1 s, doubling, at most 30 s.
 FIRST_RECONNECT = 1.0
 MOST_RECONNECT = 30.0
@@ -72,6 +86,17 @@ def default_lease(timeout: float) -> float:
     sweeper's tick and a first retry, and a duplicate agent run costs more.
     """
     return 2 * timeout + LEASE_SLACK
+
+
+def check_lease(lease: float, timeout: float) -> None:
+    """Refuse (exit 2) a lease shorter than the sink's timeout + :data:`LEASE_MARGIN`."""
+    if not lease >= timeout + LEASE_MARGIN:
+        raise UsageError(
+            f"--lease {lease:g} must be at least {LEASE_MARGIN:g}s longer than the sink's "
+            f"timeout ({timeout:g}s): a claim must outlive the send it covers and the writing "
+            "of its result, or another worker sends the same wake meanwhile; give --lease "
+            f"{timeout + LEASE_MARGIN:g} or more"
+        )
 
 
 def holder_name() -> str:
@@ -138,7 +163,9 @@ class Worker:
         once: bool = False,
         log: Callable[[str], None] | None = None,
         holder: str | None = None,
+        quiet: QuietHours | None = None,
     ):
+        check_lease(lease, timeout)
         self.sink = sink
         self.timeout = timeout
         self.lease = lease
@@ -148,20 +175,34 @@ class Worker:
         self.json_lines = json_lines
         self.holder = holder or holder_name()
         self.voice = Voice(log or _stderr, verbosity)
+        self.quiet = quiet
         self.stop = threading.Event()
         self.tally = Tally()
         self._given_now = now
-        self._started = time.monotonic()
+        self._started = clock()
         self._trees = trees
         #: claims taken and not sent when the database went away: given back when it returns
         self._unreleased: list[Claim] = []
-        self.db = PgDatabase(dsn, application="rouse deliver")
-        try:
-            migrate(self.db, self.db.where)
-        except BaseException:
-            self.db.close()
-            raise
-        self.claims = Claims(self.db, self.holder, trees)
+        #: since when (:func:`clock`) the ledger has been out of reach, if it is
+        self._lost_since: float | None = None
+        #: the end of the quiet hours last said (said once a window)
+        self._quiet_told: datetime | None = None
+        self.where = redact(dsn)
+        self._dsn = dsn
+        # connected (and the schema brought up) on the first round, so a worker started
+        # while the database is away waits for it as for one lost later
+        self.db: PgDatabase | None = None
+        self._claims: Claims | None = None
+
+    @property
+    def claims(self) -> Claims:
+        """The claim SQL on the ledger, once reached (LedgerUnreachable until then)."""
+        if self._claims is None:
+            if self.db is None:
+                self.db = PgDatabase(self._dsn, application="rouse deliver")
+            migrate(self.db, self.where)
+            self._claims = Claims(self.db, self.holder, self._trees)
+        return self._claims
 
     # -- the clock ------------------------------------------------------------
 
@@ -171,7 +212,7 @@ class Worker:
             return datetime.now().replace(microsecond=0)
         if self.once:
             return self._given_now
-        elapsed = timedelta(seconds=time.monotonic() - self._started)
+        elapsed = timedelta(seconds=clock() - self._started)
         return (self._given_now + elapsed).replace(microsecond=0)
 
     # -- the loop -------------------------------------------------------------
@@ -180,9 +221,10 @@ class Worker:
         trees = ", ".join(self._trees) if self._trees else "every tree"
         how = "what is owed now" if self.once else f"polling every {self.every:g}s"
         stop = "" if self.once else ", stops after the wake in flight on Ctrl-C or SIGTERM"
+        quiet = f", quiet hours {self.quiet}" if self.quiet is not None else ""
         return (
-            f"worker {self.holder}: wakes of {trees} from {self.db.where} via "
-            f"{self.sink.describe()}; {how}, lease {self.lease:g}s, batch {self.batch}; "
+            f"worker {self.holder}: wakes of {trees} from {self.where} via "
+            f"{self.sink.describe()}; {how}, lease {self.lease:g}s, batch {self.batch}{quiet}; "
             f"pid {os.getpid()}{stop}"
         )
 
@@ -194,25 +236,25 @@ class Worker:
             return self._loop()
         finally:
             restore()
-            self.db.close()
+            if self.db is not None:
+                self.db.close()
 
     def _loop(self) -> int:
         wait = FIRST_RECONNECT
-        lost_since: float | None = None
         last_try = False  # stopping while the database is away: one more try, then exit
         while True:
             try:
-                if lost_since is not None:
-                    self.db.execute("SELECT 1")  # reached again?
-                    self._back(lost_since)
-                    lost_since, wait = None, FIRST_RECONNECT
+                if self._lost_since is not None:
+                    self.claims.db.execute("SELECT 1")  # reached again?
+                    self._back(self._lost_since)
+                    self._lost_since, wait = None, FIRST_RECONNECT
                 self._catch_up()
                 if self.stop.is_set():
                     return self._finish()
                 worked = self._round()
             except LedgerUnreachable as exc:
-                if lost_since is None:
-                    lost_since = time.monotonic()
+                if self._lost_since is None:
+                    self._lost_since = clock()
                     self._lost(exc)
                 if self.stop.is_set():
                     if last_try:
@@ -220,11 +262,13 @@ class Worker:
                     last_try = True
                     time.sleep(FIRST_RECONNECT)
                     continue
-                if self.once and time.monotonic() - lost_since >= self.lease:
+                if self.once and clock() - self._lost_since >= self.lease:
                     return self._finish(gave_up_waiting=True)
                 self.stop.wait(wait)
                 wait = min(wait * 2, MOST_RECONNECT)
                 continue
+            except UsageError:  # (a schema newer than this rouse): nothing to wait for
+                raise
             except Exception as exc:  # a worker that keeps running says so and goes on
                 if self.once:
                     raise
@@ -239,43 +283,83 @@ class Worker:
             if not worked:
                 if self.once:
                     return self._finish()
-                if self.stop.wait(self.every):
+                if self.stop.wait(self._idle()):
                     return self._finish()
 
+    def _idle(self) -> float:
+        """Seconds to wait after a round with nothing to do: ``every``, or to quiet hours' end."""
+        if self._quiet_told is None:
+            return self.every
+        left = (self._quiet_told - self.now()).total_seconds()
+        return max(min(self.every, left), 0.05)
+
+    def _quiet_now(self, now: datetime) -> bool:
+        """Inside quiet hours (said once a window)?"""
+        if self.quiet is None or not self.quiet.holds(now):
+            self._quiet_told = None
+            return False
+        ends = self.quiet.ends_after(now)
+        if self._quiet_told != ends:
+            self._quiet_told = ends
+            self.voice.say(
+                f"{_t(now)} quiet hours {self.quiet}: claiming nothing until {ends:%Y-%m-%d %H:%M}"
+            )
+        return True
+
     def _round(self) -> bool:
-        """Claim a batch and carry it out; False when nothing was owed."""
+        """Claim a batch and carry it out; False when nothing was owed (or could be sent)."""
         now = self.now()
-        deadline = time.monotonic() + self.lease  # taken before the claim: a safe bound
-        claimed = self.claims.claim(now, self.batch, self.lease, deadline)
+        claims = self.claims  # (reached before the quiet check: a lost ledger is said at once)
+        if self._quiet_now(now):
+            return False
+        deadline = clock() + self.lease  # taken before the claim: a safe bound
+        claimed = claims.claim(now, self.batch, self.lease, deadline)
         if not claimed:
             return False
         self.voice.say(f"{_t(now)} claimed {len(claimed)}", EVERY_TICK)
-        self._carry(claimed)
-        return True
+        return self._carry(claimed)
 
-    def _carry(self, claimed: list[Claim]) -> None:
-        """Send each claimed wake and write its result; give back what stop leaves unsent."""
+    def _carry(self, claimed: list[Claim]) -> bool:
+        """Send each claimed wake and write its result; give back what is left unsent.
+
+        False when it stopped early because the ledger answered too slowly to send safely.
+        """
         pending = list(claimed)
         try:
             sinks = self._sinks({claim.tree for claim in pending})
             while pending:
-                if self.stop.is_set():
-                    self._release(pending)
-                    return
-                claim = pending[0]
                 now = self.now()
+                if self.stop.is_set() or self._quiet_now(now):
+                    self._release(pending)
+                    return True
+                claim = pending[0]
                 if claim.gives_up(now):
                     pending.pop(0)
                     self._write(Result(claim, now, "given_up", ""))
                     continue
-                if time.monotonic() + self.timeout + self._slack() > claim.deadline:
-                    deadline = time.monotonic() + self.lease
-                    kept = self.claims.renew(pending, self.lease, deadline)
-                    if len(kept) < len(pending):
-                        lost = len(pending) - len(kept)
-                        self.voice.say(f"{_t(now)} {lost} claims ran out before they were sent")
-                    pending = kept
+                rest = pending[1:]
+                need = self.timeout + self._slack()
+                renew = rest if rest and min(c.deadline for c in rest) < clock() + need else []
+                started, kept = self.claims.start(claim, now, self.lease, renew)
+                if renew:
+                    self._dropped(len(renew) - len(kept), now)
+                    rest = kept
+                pending = [claim, *rest]
+                if not started:
+                    pending.pop(0)
+                    why = self.claims.why_untouched(claim)
+                    if "ran out" not in why:
+                        why += " (its claim ran out before it was sent)"
+                    self.voice.say(f"{_t(now)} not sending {_what(claim.wake)}: {why}")
                     continue
+                if clock() + need > claim.deadline:  # the start took most of the lease
+                    self.voice.say(
+                        f"{_t(now)} the ledger at {self.where} answers too slowly to send "
+                        f"within a claim of {self.lease:g}s: giving back {len(pending)} wakes",
+                        ERRORS,
+                    )
+                    self._release(pending)
+                    return False
                 pending.pop(0)
                 sink = sinks.get(claim.tree, self.sink)
                 try:
@@ -287,6 +371,11 @@ class Worker:
         except Exception:  # (the database went away, mostly): given back when it can be
             self._unreleased += pending
             raise
+        return True
+
+    def _dropped(self, lost: int, now: datetime) -> None:
+        if lost:
+            self.voice.say(f"{_t(now)} {lost} claims ran out before they were sent")
 
     def _slack(self) -> float:
         """How much a claim must outlast a send, at least, for it to be started."""
@@ -380,8 +469,7 @@ class Worker:
 
     def _back(self, since: float) -> None:
         self.voice.say(
-            f"{_t(self.now())} the ledger at {self.db.where} is back after "
-            f"{time.monotonic() - since:.0f}s",
+            f"{_t(self.now())} the ledger at {self.where} is back after {clock() - since:.0f}s",
             ERRORS,
         )
 
@@ -395,15 +483,14 @@ class Worker:
         unwritten = len(tally.unwritten)
         if unwritten:
             self.voice.say(
-                f"{unwritten} results could not be written to {self.db.where}: "
+                f"{unwritten} results could not be written to {self.where}: "
                 "those wakes will be sent again when their claims run out (same ids)",
                 ERRORS,
             )
         code = 1 if tally.failed or tally.given_up or unwritten else 0
         if gave_up_waiting:
             self.voice.say(
-                f"gave up waiting for the ledger at {self.db.where} after {self.lease:g}s "
-                "(one lease)",
+                f"gave up waiting for the ledger at {self.where} after {self.lease:g}s (one lease)",
                 ERRORS,
             )
             code = 2
@@ -420,8 +507,10 @@ class Worker:
         return code
 
     def _elsewhere(self) -> int:
+        if self._claims is None or self._lost_since is not None:
+            return 0  # (the ledger is out of reach: not tried again to say this)
         try:
-            return self.claims.owed_elsewhere()
+            return self._claims.owed_elsewhere()
         except LedgerUnreachable:
             return 0
 

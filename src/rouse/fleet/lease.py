@@ -24,6 +24,8 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import time
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -59,6 +61,15 @@ UPDATE leaders SET expires = now() WHERE tree = ? AND holder = ? AND token = ?
 """
 
 
+def _awake_clock() -> Callable[[], float]:
+    """Seconds that keep counting while the machine sleeps (Linux's CLOCK_BOOTTIME), so a
+    laptop woken past its lease renews before it acts; else the monotonic clock."""
+    boottime = getattr(time, "CLOCK_BOOTTIME", None)
+    if boottime is None:
+        return time.monotonic
+    return lambda: time.clock_gettime(boottime)
+
+
 def check_lease(seconds: float) -> float:
     """``--lease S``: a number of seconds from 2 to 3600 (else exit 2, saying why)."""
     from rouse.core.errors import UsageError
@@ -85,16 +96,14 @@ class Lease:
     """
 
     def __init__(self, db: PgDatabase, tree: str, seconds: float = DEFAULT_LEASE):
-        import time
-
-        self._clock = time.monotonic
+        self._clock = _awake_clock()
         self.db = db
         self.tree = tree
         self.seconds = seconds
         self.holder = holder_name()
         self.host = socket.gethostname()
         self.token: int | None = None
-        #: when (monotonic) the lease was last renewed or taken
+        #: when (``_clock``) the lease was last renewed or taken
         self.renewed = 0.0
 
     @property

@@ -14,11 +14,12 @@ recently to trust its mtime), rows of deleted files are deleted — and the
 clock's plan is recomputed for every record at every sync, but written only
 where it changed (a goal's clock moves when a child closes, its file does not).
 
-The plan stores instants, not verdicts: when a record next comes due
-(``wake_at``), when its review and staleness fall, whether a child silences
-it, when a reminder expires (:mod:`rouse.core.clockplan`). Its ``due_at_time`` answers "due at ``t``, and
-why?" from those alone, exactly as :func:`rouse.core.clock.evaluate` would at
-``t`` while nothing changes, so ``fleet due`` is right between syncs.
+The plan stores instants, not verdicts (:mod:`rouse.core.clockplan`): when a
+record next comes due (``wake_at``), when its review and staleness fall,
+whether a child silences it, when a reminder expires. ``due_at_time`` answers
+"due at ``t``, and why?" from those alone, exactly as
+:func:`rouse.core.clock.evaluate` would at ``t`` while nothing changes, so
+``fleet due`` is right between syncs.
 
 A lost database costs one re-sync: what the mirror remembers of the rows is
 checked at each sync against ``mirror_state`` (an epoch each writing sync

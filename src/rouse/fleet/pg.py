@@ -2,10 +2,16 @@
 
 :class:`PgDatabase` is shaped like :class:`rouse.sweep.ledger_db.Database`: the
 ledger's portable SQL (``?`` placeholders) runs on it unchanged. The connection
-is in autocommit, as the SQLite ledger's is; a broken connection (the server
+is in autocommit, as the SQLite ledger's is, and made at the first statement
+(so a sweeper or a worker started while the database is down starts all the
+same, and meets the outage at its first tick); a broken connection (the server
 restarted, the network dropped) is dropped and made again on the next call, and
 the error in between is a :class:`LedgerUnreachable`, so a tick that meets it
 ends and its wakes stay owed.
+
+A DSN's password never reaches a message: :func:`redact` hides it in every form
+libpq reads (``user:PASSWORD@`` in a URL, ``?password=`` in its query, a
+``password=`` of key=value text), and the driver's errors are scrubbed too.
 """
 
 from __future__ import annotations
@@ -49,14 +55,30 @@ def chosen_dsn(given: str | None) -> str | None:
         source = "--ledger" if given is not None else LEDGER_ENV
         raise UsageError(
             f"{source} must be a postgresql:// URL (e.g. postgresql://rouse@db.example/rouse), "
-            f"got {redact(dsn)!r}"
+            f"got {_kind(dsn)} (not shown: it may hold a password)"
         )
     return dsn
 
 
+def _kind(text: str) -> str:
+    """What a value that is not a postgresql:// URL looks like, without echoing it."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", text)
+    if scheme:
+        return f"a {scheme.group(1)}:// URL"
+    if "=" in text:
+        return "key=value text"
+    return "something else"
+
+
+#: ``user:PASSWORD@`` in a URL (libpq reads the user info up to the first ``@`` or ``/``)
+_USERINFO = re.compile(r"(://[^:/@\s]*):[^/@\s]*@")
+#: ``password=…`` (a URL's query, or key=value text, quoted or not; ``sslpassword`` too)
+_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&'\"]*)", re.IGNORECASE)
+
+
 def redact(dsn: str) -> str:
-    """The DSN without its password, for messages."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", dsn)
+    """``dsn`` (or any text quoting one) without its password, for messages."""
+    return _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1:***@", dsn))
 
 
 def _psycopg() -> Any:
@@ -99,8 +121,9 @@ class PgDatabase:
         self.dsn = dsn
         self.where = redact(dsn)
         self.application = application
-        self._conn: psycopg.Connection[Any] | None = None
-        self.connection()
+        self._conn: psycopg.Connection[Any] | None = None  # made at the first statement
+        #: the database has answered once (a connection was made)
+        self.reached = False
 
     def connection(self) -> psycopg.Connection[Any]:
         """The live connection, connecting (again) if there is none."""
@@ -118,9 +141,10 @@ class PgDatabase:
             )
         except psycopg.Error as exc:
             raise LedgerUnreachable(
-                f"cannot reach the ledger at {self.where}: {_first_line(exc)}"
+                f"cannot reach the ledger at {self.where}: {self._said(exc)}"
             ) from None
         assert self._conn is not None
+        self.reached = True
         return self._conn
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
@@ -132,7 +156,7 @@ class PgDatabase:
             if conn.broken or conn.closed:
                 self._drop()
                 raise LedgerUnreachable(
-                    f"lost the ledger at {self.where}: {_first_line(exc)}"
+                    f"lost the ledger at {self.where}: {self._said(exc)}"
                 ) from None
             raise
 
@@ -148,9 +172,13 @@ class PgDatabase:
             if conn.broken or conn.closed:
                 self._drop()
                 raise LedgerUnreachable(
-                    f"lost the ledger at {self.where}: {_first_line(exc)}"
+                    f"lost the ledger at {self.where}: {self._said(exc)}"
                 ) from None
             raise
+
+    def _said(self, exc: BaseException) -> str:
+        """The driver's first line about ``exc``, with the DSN (and any password) scrubbed."""
+        return redact(_first_line(exc).replace(self.dsn, self.where))
 
     def _drop(self) -> None:
         if self._conn is not None:

@@ -7,29 +7,85 @@ many the database keeps.
 
 A delivery worker (``rouse deliver``) claims a queued wake for a while
 (``claimed_by``, ``claim_until``, on the database's clock); while that claim
-is live the sweeper does not withdraw, hold or give the wake up: it leaves it
-to the worker and looks again next tick.
+is live the sweeper does not withdraw, hold, give up or take the wake back: it
+leaves it to the worker and looks again next tick.
+
+How it meets the schema (``schema``): ``"now"`` migrates as it opens;
+``"lazy"`` (a sweeper's) at its first statement, so a sweeper started while the
+database is down opens all the same and its first tick meets the outage;
+``"read"`` (``status``, ``log``) never migrates — a database with no ledger
+yet reads as one with no wakes, and a newer schema is refused.
 """
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 from rouse.fleet.pg import PgDatabase
-from rouse.fleet.pg_schema import migrate
+from rouse.fleet.pg_schema import migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.ledger_db import Cursor
+
+#: The migration that made the ledger's tables (``wakes``, ``leaders``…).
+LEDGER_SCHEMA = 1
+
+
+class _Nothing:
+    """The rows of a ledger that has no tables yet: none (a count of zero)."""
+
+    rowcount = 0
+
+    def fetchone(self) -> Any:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def __iter__(self) -> Any:
+        return iter(())
 
 
 class PgLedger(Ledger):
     """One tree's ledger in the fleet's database."""
 
     unclaimed = " AND (claim_until IS NULL OR claim_until < now())"
+    unclaim = ", claimed_by = NULL, claim_until = NULL"
+    shared = True
 
-    def __init__(self, dsn: str, tree: str, *, db: PgDatabase | None = None):
+    def __init__(
+        self,
+        dsn: str,
+        tree: str,
+        *,
+        db: PgDatabase | None = None,
+        schema: Literal["now", "lazy", "read"] = "now",
+    ):
         self.database = db if db is not None else PgDatabase(dsn)
         self.db = self.database
         self.where = self.database.where
         self.tree = tree
-        try:
+        self.schema = schema
+        #: the schema is known to be there (None: not looked at yet; False: no ledger yet)
+        self.ready: bool | None = None
+        if schema == "now":
+            try:
+                self.prepare()
+            except BaseException:
+                self.database.close()
+                raise
+
+    def prepare(self) -> bool:
+        """Meet the schema once: migrate it (a reader only looks). Whether it has a ledger."""
+        if self.ready:
+            return True
+        if self.schema == "read":
+            self.ready = refuse_newer(self.database, self.where) >= LEDGER_SCHEMA
+        else:
             migrate(self.database, self.where)
-        except BaseException:
-            self.database.close()
-            raise
+            self.ready = True
+        return self.ready
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        if not self.ready and not self.prepare():
+            return _Nothing()  # a reader of a database with no ledger yet
+        return super().run(sql, *parameters)

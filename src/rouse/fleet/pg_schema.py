@@ -189,12 +189,12 @@ def version(db: Any) -> int:
 
 def migrate(db: Any, where: str) -> None:
     """Bring the schema up to ``SCHEMA_VERSION``; refuse a newer one (exit 2)."""
-    if _refuse_newer(db, where) == SCHEMA_VERSION:
+    if refuse_newer(db, where) == SCHEMA_VERSION:
         return
     with db.transaction():
         db.execute("SELECT pg_advisory_xact_lock(?)", (MIGRATION_LOCK,))
         db.execute("CREATE TABLE IF NOT EXISTS rouse_schema (version INTEGER NOT NULL)")
-        reached = _refuse_newer(db, where)
+        reached = refuse_newer(db, where)
         if reached == 0 and db.execute("SELECT 1 FROM rouse_schema").fetchone() is None:
             db.execute("INSERT INTO rouse_schema (version) VALUES (0)")
         for number in range(reached, SCHEMA_VERSION):
@@ -204,7 +204,8 @@ def migrate(db: Any, where: str) -> None:
             db.execute("UPDATE rouse_schema SET version = ?", (number + 1,))
 
 
-def _refuse_newer(db: Any, where: str) -> int:
+def refuse_newer(db: Any, where: str) -> int:
+    """The schema number reached; a newer one than this rouse knows is refused (exit 2)."""
     reached = version(db)
     if reached > SCHEMA_VERSION:
         raise UsageError(

@@ -6,16 +6,22 @@ as ever, on :func:`join`'s parts: the tree's ledger on PostgreSQL
 id, which is made here if the tree has none) and a :class:`Member` — the
 :class:`~rouse.sweep.tick.Fleet` the sweeper asks whether it leads
 (:mod:`rouse.fleet.lease`), and tells when it ticked: the tree's row in
-``trees`` (every sweeper, leading or not) and, from the leader only, the
-one-way mirror of its files (:class:`~rouse.fleet.mirror.Mirror`).
+``trees`` (its last tick, from every sweeper; its root and host — where the
+workers' exec sinks find the tree — from the leader only) and, from the leader
+only, the one-way mirror of its files (:class:`~rouse.fleet.mirror.Mirror`).
+
+A sweeper joins without reaching the database: if it is down, the first tick
+meets the outage (said once, retried with backoff) instead of the start failing.
 
 ``rouse status``/``rouse log --ledger DSN`` read the same ledger
-(:func:`open_ledger`), never making a tree id.
+(:func:`open_ledger`), never making a tree id and never migrating (a database
+with no ledger yet has no wakes).
 """
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,9 +37,16 @@ from rouse.fleet.pg import LedgerUnreachable, PgDatabase
 from rouse.fleet.pg_ledger import PgLedger
 from rouse.trust.origins import OriginReader
 
+#: The leader's tick: the tree is at its root, on its host.
 _UPSERT_TREE = """
 INSERT INTO trees (tree, root, host, last_tick, last_tick_by) VALUES (?, ?, ?, now(), ?)
 ON CONFLICT (tree) DO UPDATE SET root = EXCLUDED.root, host = EXCLUDED.host,
+    last_tick = EXCLUDED.last_tick, last_tick_by = EXCLUDED.last_tick_by
+"""
+#: A standby's tick: when, and by whom; the root stays the leader's clone.
+_TICKED = """
+INSERT INTO trees (tree, last_tick, last_tick_by) VALUES (?, now(), ?)
+ON CONFLICT (tree) DO UPDATE SET
     last_tick = EXCLUDED.last_tick, last_tick_by = EXCLUDED.last_tick_by
 """
 
@@ -51,11 +64,24 @@ class Joined:
 def join(
     dsn: str, root: Path, *, lease: float, origins: OriginReader, application: str = "rouse sweep"
 ) -> Joined:
-    """Open the tree's ledger in the fleet's database and its lease (nothing is taken yet)."""
+    """Open the tree's ledger in the fleet's database and its lease (nothing is taken yet).
+
+    The schema is migrated now if the database answers (a newer one is refused:
+    exit 2); if it does not, at the first tick that reaches it.
+    """
     tree, made = _ensure_id(root)
     db = PgDatabase(dsn, application=application)
-    ledger = PgLedger(dsn, tree, db=db)  # migrates (or refuses a newer schema)
-    member = Member(root, db, tree, Lease(db, tree, lease), Mirror(root, db, tree, origins))
+    ledger = PgLedger(dsn, tree, db=db, schema="lazy")
+    try:
+        ledger.prepare()
+    except LedgerUnreachable:
+        pass  # down now: the first tick says so, and the loop tries again with backoff
+    except BaseException:
+        db.close()
+        raise
+    member = Member(
+        root, db, tree, Lease(db, tree, lease), Mirror(root, db, tree, origins), ledger.prepare
+    )
     return Joined(ledger, member, made)
 
 
@@ -78,7 +104,7 @@ def open_ledger(dsn: str, root: Path, *, application: str = "rouse") -> PgLedger
             f"{root} has no {IDENTITY_FILE} yet, so the ledger at {_where(dsn)} has no wakes "
             "of it: `rouse sweep --ledger DSN` makes one (commit it, so clones share it)"
         )
-    return PgLedger(dsn, tree, db=PgDatabase(dsn, application=application))
+    return PgLedger(dsn, tree, db=PgDatabase(dsn, application=application), schema="read")
 
 
 def _where(dsn: str) -> str:
@@ -89,6 +115,8 @@ def _where(dsn: str) -> str:
 
 def leader(ledger: PgLedger) -> dict[str, Any] | None:
     """The tree's lease row (who leads, or last led), for ``rouse status``."""
+    if not ledger.prepare():
+        return None  # no ledger in the database yet: no sweeper has led
     return leases.leader(ledger.db, ledger.tree)
 
 
@@ -96,7 +124,13 @@ class Member:
     """One sweeper's place in the fleet (a :class:`rouse.sweep.tick.Fleet`)."""
 
     def __init__(
-        self, root: Path, db: PgDatabase, tree: str, held: Lease, mirror: Mirror | None
+        self,
+        root: Path,
+        db: PgDatabase,
+        tree: str,
+        held: Lease,
+        mirror: Mirror | None,
+        prepare: Callable[[], object] | None = None,
     ) -> None:
         self.root = root
         self.db = db
@@ -105,12 +139,20 @@ class Member:
         self.mirror = mirror
         self.lease = held.seconds
         self.host = socket.gethostname()
+        #: meets the schema (migrates once) before the lease's table is used
+        self.prepare = prepare
 
     @property
     def leading(self) -> bool:
         return self.held.leading
 
+    @property
+    def reached(self) -> bool:
+        return self.db.reached
+
     def lead(self) -> bool:
+        if self.prepare is not None:
+            self.prepare()  # the first statement of a sweeper started with the database down
         return self.held.lead()
 
     def renew(self, cover: float) -> bool:
@@ -129,8 +171,13 @@ class Member:
         return f"ledger {self.db.where}, tree {self.tree}, lease {self.lease:g}s{token}"
 
     def ticked(self, tree: Tree, now: datetime, *, leading: bool) -> None:
-        """The tree's row (root, host, last tick and by whom); the leader mirrors too."""
-        self.db.execute(_UPSERT_TREE, (self.tree, str(self.root), self.host, self.held.holder))
+        """The tree's row: the last tick and by whom; the leader's root and host (a
+        standby's clone is not where the workers should find the tree); the leader
+        mirrors too."""
+        if leading and self.held.leading:  # (not if the lease was lost mid-tick)
+            self.db.execute(_UPSERT_TREE, (self.tree, str(self.root), self.host, self.held.holder))
+        else:
+            self.db.execute(_TICKED, (self.tree, self.held.holder))
         if leading and self.mirror is not None:
             self.mirror.sync(tree, now)
 

@@ -9,18 +9,27 @@ the sink says it landed.
 A sweeper run ``--plan-only`` sends nothing: its sink is the :class:`WorkerQueue`,
 new wakes go to the ledger queued for a fleet's delivery workers, and it
 stamps the records of the wakes they delivered (or writes the nudge file of
-one they gave up on). A wake a worker holds a live claim on is not withdrawn,
-held or given up: that step is skipped this tick.
+one they gave up on). A sweeper that sends itself takes queued wakes back and
+sends them. A wake a worker holds a live claim on, or has delivered since the
+tick read the ledger, is not withdrawn, held, given up or taken back: that
+step is skipped this tick (each of those writes is conditional in the ledger).
+
+In a fleet, the nudge files this sweeper writes in its tree (the file sink's,
+a give-up's) are also noted in the tree's own SQLite ledger: the pack shows
+only nudge files that file vouches for, and never loads a database driver.
 """
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rouse.core.clock import Decision
+from rouse.core.errors import RouseError
 from rouse.sweep.digesting import DigestSender, Landed, Receipts, Stamp, never
 from rouse.sweep.ledger import WORKERS, Ledger
 from rouse.sweep.ledger_entry import Entry
@@ -81,6 +90,13 @@ class Carrier:
         self.receipts = receipts or Receipts(ledger, never)
         #: ``--plan-only``: wakes are queued for the delivery workers, never sent here
         self.queue = sink.kind == WORKERS
+        #: the tree's own SQLite ledger, where a fleet sweeper notes its nudge files
+        self._local: Ledger | None = None
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
+            self._local = None
 
     def carry_out(
         self, step: Step, ids: Mapping[str, str], now: datetime, report: TickReport
@@ -119,6 +135,15 @@ class Carrier:
         assert entry is not None
         if step.action == "send":
             assert step.decision is not None
+            if entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
+                if not self.ledger.take_back(entry.id, self.sink.kind, now):
+                    self._claimed(entry, "send", now)
+                    return
+                if self.digests is not None:
+                    self.digests.add(entry.wake, step.decision)
+                    return
+                self.send(entry.wake, step.decision, now, report)
+                return
             if entry.in_flight:
                 self.ledger.failed(
                     entry.id,
@@ -155,8 +180,9 @@ class Carrier:
             self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
             report.delivered.append(entry.id)
         elif step.action == "restamp":
-            # a worker's delivery is stamped as of when it landed, as the clones stamp it
-            when = (entry.finished if entry.sink == WORKERS else None) or now
+            # stamped as of when it landed, as every clone of a fleet stamps it from this
+            # row: clones that disagreed on `swept` would make different wakes (ids) next time
+            when = entry.finished or now
             done = step.decision is None or self.stamp(entry.wake, step.decision, when, report)
             if done:
                 self.ledger.mark_stamped(entry.id)
@@ -174,8 +200,14 @@ class Carrier:
                 f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
             )
             written = write_nudge(self.root, entry.wake, now, trailer)
-            stamped = self.stamp(entry.wake, step.decision, now, report)
-            self.ledger.given_up(entry.id, now, written, stamped=stamped)
+            if not self.ledger.given_up(entry.id, now, written, stamped=False):
+                with suppress(OSError):  # it landed meanwhile (another sweeper's send)
+                    (self.root / written).unlink()
+                self._claimed(entry, "give up", now)
+                return
+            if self.stamp(entry.wake, step.decision, now, report):
+                self.ledger.mark_stamped(entry.id)
+            self._vouch(entry.wake, "given_up", now, written)
             report.given_up.append(entry.id)
             self.voice.say(
                 f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
@@ -192,8 +224,12 @@ class Carrier:
         written once); if the record's own stamp could not land, the record is
         still due and the next tick stamps it from this row.
         """
-        if step.decision is None:  # its record is gone: nothing left to say
+        if step.decision is None:  # its record moved, ended or is gone: nothing left to say
             self.ledger.mark_stamped(entry.id)
+            self.voice.say(
+                f"{_t(now)} wrote no nudge file for {_what(entry.wake)}, given up by a "
+                f"delivery worker: {step.why or 'its record is gone'}"
+            )
             return
         trailer = (
             f"\n(rouse's delivery workers could not deliver this wake for 24h "
@@ -201,21 +237,38 @@ class Carrier:
         )
         written = write_nudge(self.root, entry.wake, now, trailer)
         self.stamp(entry.wake, step.decision, entry.finished or now, report)
-        self.ledger.given_up(
-            entry.id, entry.finished or now, f"{written} ({why})" if why else written, stamped=True
+        self.ledger.nudged(
+            entry.id, entry.finished or now, f"{written} ({why})" if why else written
         )
+        self._vouch(entry.wake, "given_up", entry.finished or now, written)
         report.given_up.append(entry.id)
         self.voice.say(
             f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
         )
 
     def _claimed(self, entry: Entry, what: str, now: datetime) -> None:
-        """A worker holds a live claim on ``entry``: the step waits for the next tick."""
+        """A worker holds a live claim on ``entry`` (or its row changed since the tick read
+        it: delivered meanwhile): the step waits for the next tick's look."""
         self.voice.say(
             f"{_t(now)} did not {what} {_what(entry.wake)}: a delivery worker is sending it "
-            "(next tick)",
+            "or has just sent it (next tick)",
             EVERY_TICK,
         )
+
+    def _vouch(self, made: Wake, state: str, when: datetime, written: str) -> None:
+        """In a fleet: note the nudge file ``written`` in the tree's own SQLite ledger,
+        so the pack (which reads only that file) shows it. Best effort: said once."""
+        if not self.ledger.shared:
+            return  # the tree's own ledger already says so
+        try:
+            if self._local is None:
+                self._local = Ledger(self.root)
+            self._local.vouch(made, self.sink.kind, state, when, written)
+        except (RouseError, sqlite3.Error, OSError) as exc:
+            self.voice.tell_once(
+                f"could not note {written} in .rouse/ledger.sqlite3 ({exc}): the pack will "
+                "not show it as a wake (the fleet's ledger has it)"
+            )
 
     def already_known(
         self, known: Entry, decision: Decision, now: datetime, report: TickReport
@@ -257,6 +310,8 @@ class Carrier:
             raise
         if self.stamp(made, decision, now, report):
             self.ledger.mark_stamped(made.id)
+        if self.sink.kind == "file":  # the receipt is the nudge file
+            self._vouch(made, "delivered", now, receipt)
         report.delivered.append(made.id)
         self.voice.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
         self.landed(made, now, report)

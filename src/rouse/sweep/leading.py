@@ -44,6 +44,11 @@ class Fleet(Protocol):
         """Whether this sweeper held the lease at its last renewal."""
         ...
 
+    @property
+    def reached(self) -> bool:
+        """Whether the database has answered this sweeper yet (it may start while it is down)."""
+        ...
+
     def lead(self) -> bool:
         """Renew our lease, or take the tree's if it expired: whether we lead now."""
         ...

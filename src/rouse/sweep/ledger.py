@@ -81,8 +81,14 @@ class Ledger(DigestRows, EscalationRows, RunRows):
     where: str
     db: Database
     #: added to the updates a sweeper must not make under a delivery worker's live claim
-    #: (withdraw, hold, give up); the SQLite ledger has no workers, so nothing
+    #: (withdraw, hold, give up, taking a queued wake back); the SQLite ledger has no
+    #: workers, so nothing
     unclaimed: str = ""
+    #: added to a sweeper's taking a queued wake back: the lapsed claim is cleared
+    unclaim: str = ""
+    #: shared by many machines (a fleet's): the pack, which reads only the tree's own
+    #: SQLite file, learns of this sweeper's nudge files from a copy of their rows there
+    shared: bool = False
 
     def __init__(self, root: Path):
         self.path = state_path(root, "ledger.sqlite3")
@@ -205,10 +211,18 @@ class Ledger(DigestRows, EscalationRows, RunRows):
         )
         if added.rowcount == 1:
             return None
+        # revived as the wake is now: its text (the body may have changed) and its time
         revived = self.run(
-            "UPDATE wakes SET sink = ?, state = ?, attempts = ?, in_flight = ?, last_attempt = ?, "
+            "UPDATE wakes SET record = ?, file = ?, nudge = ?, made_at = ?, wake = ?, "
+            "sink = ?, state = ?, attempts = ?, in_flight = ?, last_attempt = ?, "
             "first_failure = NULL, next_attempt = NULL, finished = NULL, stamped = 0, "
-            "receipt = NULL, error = NULL WHERE tree = ? AND id = ? AND state = 'withdrawn'",
+            "receipt = NULL, error = NULL, digest = NULL "
+            "WHERE tree = ? AND id = ? AND state = 'withdrawn'",
+            wake.record,
+            wake.file,
+            wake.nudge,
+            wake.at,
+            json.dumps(wake.as_dict(), ensure_ascii=False),
             sink,
             "held" if held else "pending",
             int(attempt),
@@ -219,6 +233,35 @@ class Ledger(DigestRows, EscalationRows, RunRows):
         )
         return None if revived.rowcount == 1 else self.get(wake.id)
 
+    def vouch(self, wake: Wake, sink: str, state: str, when: datetime, receipt: str) -> None:
+        """Keep a copy of a wake a fleet's sweeper wrote as a nudge file in this tree.
+
+        ``state``: delivered (the file sink) or given_up; ``receipt``: the nudge
+        file. The pack shows only nudge files the tree's own SQLite ledger vouches
+        for (it never loads a database driver), so this is written there too.
+        """
+        self.run(
+            "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, last_moved, "
+            "wake, sink, state, finished, stamped, receipt) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,1,?) ON CONFLICT (id) DO UPDATE SET "
+            "state = excluded.state, finished = excluded.finished, stamped = 1, "
+            "receipt = excluded.receipt, in_flight = 0, next_attempt = NULL",
+            self.tree,
+            wake.id,
+            wake.record,
+            wake.path,
+            wake.file,
+            wake.reason,
+            wake.nudge,
+            wake.at,
+            wake.last_moved,
+            json.dumps(wake.as_dict(), ensure_ascii=False),
+            sink,
+            state,
+            _t(when),
+            receipt,
+        )
+
     def start_attempt(self, wake_id: str, sink: str, now: datetime) -> None:
         self.run(
             "UPDATE wakes SET state = 'pending', sink = ?, attempts = attempts + 1, "
@@ -228,6 +271,31 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             self.tree,
             wake_id,
         )
+
+    def take_back(self, wake_id: str, sink: str, now: datetime) -> bool:
+        """Take a wake queued for the delivery workers to send it here, starting an attempt.
+
+        A sweeper that sends itself does this with the wakes a ``--plan-only``
+        one queued, so none waits for workers that may never come. False (nothing
+        written): a worker holds a live claim on it, or it is not owed any more.
+        A lapsed claim that was in flight counts as a failed attempt, as a worker
+        counts it.
+        """
+        done = self.run(
+            "UPDATE wakes SET sink = ?, state = 'pending', attempts = attempts + 1, "
+            "in_flight = 1, last_attempt = ?, "
+            "first_failure = CASE WHEN in_flight = 1 "
+            "THEN COALESCE(first_failure, last_attempt, ?) ELSE first_failure END"
+            f"{self.unclaim} WHERE tree = ? AND id = ? AND sink = ? "
+            f"AND state IN ('pending', 'held'){self.unclaimed}",
+            sink,
+            _t(now),
+            _t(now),
+            self.tree,
+            wake_id,
+            WORKERS,
+        )
+        return done.rowcount == 1
 
     def failed(
         self, wake_id: str, now: datetime, error: str, *, when: datetime | None = None
@@ -261,10 +329,12 @@ class Ledger(DigestRows, EscalationRows, RunRows):
         )
 
     def given_up(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> bool:
-        """Give the wake up (False: a worker's live claim on it; nothing written)."""
+        """Give the wake up. False, nothing written: it is not owed any more (a worker
+        delivered it meanwhile) or a worker holds a live claim on it."""
         done = self.run(
             "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            f"next_attempt = NULL, stamped = ? WHERE tree = ? AND id = ?{self.unclaimed}",
+            "next_attempt = NULL, stamped = ? WHERE tree = ? AND id = ? "
+            f"AND state IN ('pending', 'held'){self.unclaimed}",
             _t(now),
             receipt,
             int(stamped),
@@ -273,10 +343,23 @@ class Ledger(DigestRows, EscalationRows, RunRows):
         )
         return done.rowcount == 1
 
+    def nudged(self, wake_id: str, finished: datetime, receipt: str) -> None:
+        """A given-up wake's nudge file is written (``receipt``) and its record stamped."""
+        self.run(
+            "UPDATE wakes SET finished = ?, receipt = ?, stamped = 1 "
+            "WHERE tree = ? AND id = ? AND state = 'given_up'",
+            _t(finished),
+            receipt,
+            self.tree,
+            wake_id,
+        )
+
     def hold(self, wake_id: str) -> bool:
-        """Hold it through quiet hours (False: a worker's live claim on it)."""
+        """Hold it through quiet hours. False, nothing written: not owed any more, or a
+        worker's live claim on it."""
         done = self.run(
-            f"UPDATE wakes SET state = 'held' WHERE tree = ? AND id = ?{self.unclaimed}",
+            "UPDATE wakes SET state = 'held' WHERE tree = ? AND id = ? "
+            f"AND state IN ('pending', 'held'){self.unclaimed}",
             self.tree,
             wake_id,
         )
@@ -299,11 +382,12 @@ class Ledger(DigestRows, EscalationRows, RunRows):
         return done.rowcount == 1
 
     def withdraw(self, wake_id: str, now: datetime, why: str) -> bool:
-        """Its record moved or ended first (False: a worker's live claim on it)."""
+        """Its record moved or ended first. False, nothing written: not owed any more (a
+        worker delivered it meanwhile), or a worker's live claim on it."""
         done = self.run(
             "UPDATE wakes SET state = 'withdrawn', in_flight = 0, finished = ?, "
-            f"next_attempt = NULL, stamped = 1, receipt = ? WHERE tree = ? AND id = ?"
-            f"{self.unclaimed}",
+            "next_attempt = NULL, stamped = 1, receipt = ? WHERE tree = ? AND id = ? "
+            f"AND state IN ('pending', 'held'){self.unclaimed}",
             _t(now),
             why,
             self.tree,
@@ -319,7 +403,7 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             self.tree,
             _t(since),
         ).fetchone()
-        return int(row["n"])
+        return int(row["n"]) if row is not None else 0
 
     def mark_stamped(self, wake_id: str) -> None:
         self.run("UPDATE wakes SET stamped = 1 WHERE tree = ? AND id = ?", self.tree, wake_id)

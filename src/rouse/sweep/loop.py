@@ -14,7 +14,8 @@ In a fleet (``--ledger DSN``) the loop also wakes every third of the lease
 between ticks: a leader renews its lease, a standby looks whether the lease
 lapsed and, if it took it, ticks at once. A tick that loses the database
 ends; the loop says so once, tries again after 1s, 2s, 4s… up to 30s, and
-says when the database is back.
+says when the database is back. A sweeper started while the database is down
+starts all the same: its first tick meets the outage, and is told the same way.
 """
 
 from __future__ import annotations
@@ -278,17 +279,25 @@ class _Outage:
         self.tries = 0
         self.since: datetime | None = None
         self.told: set[str] = set()
+        #: the database was down from the start (it never answered this sweeper)
+        self.never = False
 
     def failed(self, at: datetime, exc: BaseException) -> None:
         """A tick met the outage: say so the first time (and each new reason once)."""
         self.tries += 1
         if not self.down:
             self.down, self.since = True, at
-            self.sweeper.say(
-                f"{_t(at)} lost the ledger: {exc}; the tick ended and its wakes stay owed; "
-                f"trying again in {FIRST_RETRY:g}s, doubling up to {LONGEST_RETRY:g}s",
-                ERRORS,
-            )
+            retry = f"trying again in {FIRST_RETRY:g}s, doubling up to {LONGEST_RETRY:g}s"
+            fleet = self.sweeper.fleet
+            self.never = fleet is not None and not fleet.reached
+            if not self.never:
+                said = f"lost the ledger: {exc}; the tick ended and its wakes stay owed; {retry}"
+            else:
+                said = (
+                    f"no ledger yet: {exc}; nothing is planned or sent until it answers "
+                    f"(what comes due meanwhile is found then); {retry}"
+                )
+            self.sweeper.say(f"{_t(at)} {said}", ERRORS)
             self.told.add(str(exc))
         elif str(exc) not in self.told:
             self.told.add(str(exc))
@@ -301,10 +310,11 @@ class _Outage:
         """A tick went through: if the database had been lost, say it is back."""
         if not self.down:
             return
-        since = f" (lost at {_t(self.since)})" if self.since is not None else ""
+        lost = "unreachable since" if self.never else "lost at"
+        since = f" ({lost} {_t(self.since)})" if self.since is not None else ""
         self.sweeper.say(
-            f"{_t(at)} reconnected to the ledger after {self.tries} failed "
-            f"tick{'s' if self.tries != 1 else ''}{since}",
+            f"{_t(at)} {'connected' if self.never else 'reconnected'} to the ledger after "
+            f"{self.tries} failed tick{'s' if self.tries != 1 else ''}{since}",
             ERRORS,
         )
         self.down, self.tries, self.since, self.told = False, 0, None, set()

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from rouse.core import clock
 from rouse.core.clock import Decision
+from rouse.core.nudges import acted_since
 from rouse.core.tree import Tree
 from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS
 from rouse.sweep.ledger_entry import Entry
@@ -30,9 +31,12 @@ class Step:
     record could not be stamped yet.
 
     Wakes queued for a fleet's delivery workers (``sink = 'workers'``) are
-    theirs to send: a tick never resends one. ``release``: hand one held
-    through quiet hours back to them when the hours end; ``nudge``: write the
-    nudge file of one a worker gave up on after 24h, then stamp.
+    theirs to send while this sweeper is ``--plan-only``: ``release`` hands one
+    held through quiet hours back to them when the hours end. A sweeper that
+    sends itself sends them (``send``: it takes one back unless a worker holds
+    a live claim on it), so none waits for workers that never come. ``nudge``:
+    write the nudge file of one a worker gave up on after 24h, then stamp
+    (without a decision: its record moved, ended or went first; nothing to write).
     """
 
     action: str
@@ -54,8 +58,13 @@ def plan(
     *,
     holdable: bool = False,
     quiet: QuietHours | None = None,
+    sends: bool = True,
 ) -> Plan:
-    """What a tick at ``now`` does: a pure function of the tree, the ledger and now."""
+    """What a tick at ``now`` does: a pure function of the tree, the ledger and now.
+
+    ``sends``: this sweeper sends wakes itself (False: ``--plan-only``, the
+    delivery workers send them).
+    """
     decided = {d.record.dir: d for d in clock.decisions(tree, now)}
     untrackable = {p.path for p in tree.untrackable}
     quiet_now = holdable and quiet is not None and quiet.holds(now)
@@ -64,12 +73,12 @@ def plan(
     owed: set[str] = set()
     for entry in entries:
         owed.add(entry.wake.path)
-        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now)
+        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now, sends)
         if step is not None:
             result.steps.append(step)
         elif (
             entry.state == "pending"
-            and entry.sink != WORKERS  # a worker's retry is the worker's to time
+            and (sends or entry.sink != WORKERS)  # a worker's retry is the worker's to time
             and entry.next_attempt is not None
             and not quiet_now
         ):
@@ -95,6 +104,7 @@ def _plan_entry(
     entry: Entry,
     now: datetime,
     quiet_now: bool,
+    sends: bool,
 ) -> Step | None:
     found = tree.records.get(entry.wake.path)
     record = found if found is not None and found.rel == entry.wake.file else None
@@ -105,6 +115,14 @@ def _plan_entry(
     if entry.state == "delivered" or (entry.state == "given_up" and not queued):
         return Step("restamp", decision, entry)
     if entry.state == "given_up":  # a worker gave up: the nudge file and the stamp are ours
+        if record is None:
+            return Step("nudge", None, entry, "its record is gone")
+        assert decision is not None
+        # (the agent may have moved it and it came due again since: a new wake's, not this)
+        if not decision.is_due or acted_since(record, entry.wake.made_at):
+            return Step("nudge", None, entry, "its record moved or ended first")
+        if already_stamped(record, entry.wake):  # (a crash after the nudge file, say)
+            return Step("nudge", None, entry, "its record is stamped for it already")
         return Step("nudge", decision, entry)
     if record is None:
         return Step("withdraw", None, entry, "its record is gone")
@@ -117,7 +135,7 @@ def _plan_entry(
         return Step("give_up", decision, entry)
     if quiet_now:
         return Step("hold", decision, entry) if entry.state != "held" else None
-    if queued:  # the workers send it: a held one goes back to them
+    if queued and not sends:  # the workers send it: a held one goes back to them
         return Step("release", decision, entry) if entry.state == "held" else None
     ready = entry.next_attempt is None or now >= entry.next_attempt
     if entry.in_flight or entry.state == "held" or ready:

@@ -180,6 +180,7 @@ class Sweeper(Leading):
                 except Exception as exc:  # unreachable: the lease lapses on its own
                     self.say(f"could not release the lease: {type(exc).__name__}: {exc}", ERRORS)
         finally:
+            self.carrier.close()
             self.ledger.close()
 
     def __enter__(self) -> Sweeper:
@@ -203,7 +204,12 @@ class Sweeper(Leading):
         for problem in tree.untrackable:
             self.tell_once(f"skipped {problem.render()}")
         the_plan = plan(
-            tree, now, self.ledger.open_entries(), holdable=self.sink.holdable, quiet=self.quiet
+            tree,
+            now,
+            self.ledger.open_entries(),
+            holdable=self.sink.holdable,
+            quiet=self.quiet,
+            sends=not self.plan_only,
         )
         ids = display_ids(tree)
         self.digests.batch = []
