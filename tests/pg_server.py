@@ -87,6 +87,8 @@ class PgServer:
     def stop(self) -> None:
         """Stop the server now (fast shutdown: clients are cut off mid-statement)."""
         self._pg_ctl("-w", "-m", "fast", "stop")
+        # pgserver's own clean-up at exit would stop it again (and complain): it is ours now
+        self.handle.cleanup_mode = None  # type: ignore[union-attr]
 
     def restart(self) -> None:
         """Start it again on the same socket, after ``stop()``."""

@@ -39,6 +39,10 @@ from rouse.core.errors import ChangedUnderfoot
 from rouse.core.identity import ensure_tree_id
 from rouse.sweep import loop
 from rouse.sweep.quiet import QuietHours
+from rouse.sweep.sinks import FileSink
+from rouse.sweep.tick import Sweeper
+from rouse.sweep.wake import Wake
+from rouse.trust.origins import origin_reader
 from test_fleet_sweep import (  # noqa: F401  (clones, members: fixtures)
     RECORDS,
     TREE_FILES,
@@ -274,6 +278,95 @@ def test_a_workers_give_up_nudge_file_is_vouched_for_the_pack(
     assert known[rel][0] == SHIP and known[rel][1].startswith("intention/ship")
 
 
+def _vouched(root: Path) -> tuple[list[str], dict[str, object]]:
+    files = [f".rouse/nudges/{p.name}" for p in (root / ".rouse/nudges").glob("*.md")]
+    return files, dict(sweepstate.vouched_nudges(root, files))
+
+
+def _file_sweeper(root: Path, dsn: str, logs: list[str], **kwargs: object) -> Sweeper:
+    from rouse.fleet.sweeping import join
+
+    origins = origin_reader(root, root.parent / "no-key")
+    joined = join(dsn, root, lease=30.0, origins=origins)
+    sink = kwargs.pop("sink", None) or FileSink(root)
+    return Sweeper(
+        root,
+        sink,  # type: ignore[arg-type]
+        log=logs.append,
+        origins=origins,
+        ledger=joined.ledger,
+        fleet=joined.member,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def test_a_nudge_file_delivered_just_before_the_database_went_away_is_vouched(
+    clones: tuple[Path, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = PgServer.start(tmp_path / "pg-vouch")
+    dsn = server.new_database()
+    a, _ = clones
+    logs: list[str] = []
+    sink = FileSink(a)
+    real = sink.send
+
+    def send_then_lose_the_database(made: Wake, now: datetime) -> str:
+        receipt = real(made, now)  # the nudge file is written…
+        server.stop()  # …and the database is gone before the ledger hears of it
+        return receipt
+
+    sink.send = send_then_lose_the_database  # type: ignore[method-assign]
+    sweeper = _file_sweeper(a, dsn, logs, sink=sink)
+    try:
+        with pytest.raises(Exception, match="ledger"):
+            sweeper.tick(NOW)
+        sink.send = real  # type: ignore[method-assign]
+        server.restart()
+        sweeper.tick(NOW + timedelta(minutes=1))
+        files, known = _vouched(a)
+        assert files and sorted(known) == sorted(files)
+    finally:
+        sweeper.close()
+        server.stop()
+
+
+def test_a_workers_give_up_written_just_before_the_database_went_away_is_vouched(
+    clones: tuple[Path, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = PgServer.start(tmp_path / "pg-vouch")
+    dsn = server.new_database()
+    a, _ = clones
+    logs: list[str] = []
+    sweeper = _file_sweeper(a, dsn, logs, plan_only=True)
+    try:
+        sweeper.tick(NOW)
+        rows(
+            dsn,
+            "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, "
+            "error = 'HTTP 503', receipt = 'given up by worker w1'",
+            "2026-03-15 12:00:00",
+        )
+        real = sweeper.ledger.nudged
+
+        def lose_the_database(*args: object, **kwargs: object) -> None:
+            server.stop()
+            real(*args, **kwargs)  # type: ignore[arg-type]
+
+        sweeper.ledger.nudged = lose_the_database  # type: ignore[method-assign]
+        with pytest.raises(Exception, match="ledger"):
+            sweeper.tick(NOW + timedelta(days=1, minutes=1))
+        sweeper.ledger.nudged = real  # type: ignore[method-assign]
+        server.restart()
+        sweeper.tick(NOW + timedelta(days=1, minutes=2))
+        files, known = _vouched(a)
+        assert files and sorted(known) == sorted(files)
+    finally:
+        sweeper.close()
+        server.stop()
+
+
 # -- 5: the lease's help says what a kill mid-send costs -----------------------------
 
 
@@ -328,6 +421,49 @@ def test_a_sweeper_started_while_the_database_is_down_waits_for_it(
     assert codes == [0]
     assert len(set(sent(ids))) == len(RECORDS)
     assert sum("no ledger yet" in line for line in lines) == 1  # said once
+
+
+def test_a_newer_schema_met_after_a_lazy_start_ends_the_loop_as_at_start(
+    clones: tuple[Path, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from rouse.core.errors import TooNew
+    from rouse.fleet.sweeping import join
+
+    a, _ = clones
+    server = PgServer.start(tmp_path / "pg")
+    dsn = server.new_database()
+    server.stop()
+    origins = origin_reader(a, tmp_path / "no-key")
+    joined = join(dsn, a, lease=30.0, origins=origins)
+    lines: list[str] = []
+    sweeper = Sweeper(
+        a,
+        FileSink(a),
+        log=lines.append,
+        origins=origins,
+        ledger=joined.ledger,
+        fleet=joined.member,
+    )
+    server.restart()
+    rows(dsn, "CREATE TABLE rouse_schema (version INTEGER NOT NULL)")
+    rows(dsn, "INSERT INTO rouse_schema VALUES (99)")
+    failed: list[BaseException] = []
+
+    def sweep() -> None:
+        try:
+            loop.run(sweeper, lambda: NOW, once=False, every=0.2)
+        except TooNew as exc:
+            failed.append(exc)
+
+    thread = threading.Thread(target=sweep)
+    thread.start()
+    thread.join(timeout=20)
+    sweeper.stop.set()
+    thread.join(timeout=10)
+    sweeper.close()
+    server.stop()
+    assert len(failed) == 1 and "newer than this rouse knows" in str(failed[0])
 
 
 def test_sweep_once_with_the_database_down_says_so_and_exits_1(
@@ -388,6 +524,12 @@ def test_redact_hides_every_form_of_password() -> None:
     )
     assert redact("host=h password='p w\\' x' user=u") == "host=h password=*** user=u"
     assert redact("postgresql:///db?host=/tmp/s") == "postgresql:///db?host=/tmp/s"
+    # a password that was not percent-encoded may hold / or @; a query's may hold quotes
+    assert redact("postgresql://u:Zm9v/YmFy=@h:1/db") == "postgresql://u:***@h:1/db"
+    assert redact("postgresql://u:hun@ter2@h/db") == "postgresql://u:***@h/db"
+    assert redact('postgresql://u@h/db?password=hun"ter2&x=1') == (
+        "postgresql://u@h/db?password=***&x=1"
+    )
 
 
 # -- 8: the tree's root is the leader's ----------------------------------------------------
@@ -436,7 +578,7 @@ def test_a_workers_give_up_of_a_record_that_moved_writes_no_nudge_file(
     assert not list((a / ".rouse/nudges").glob("*ship*.md"))
     row = state_of(pg_dsn, SHIP)
     assert (row["state"], row["stamped"]) == ("given_up", 1)
-    assert any("wrote no nudge file" in line for line in planner.logs)
+    assert any("wrote no (further) nudge file" in line for line in planner.logs)
 
 
 def test_status_and_log_on_a_database_without_a_ledger_create_nothing(

@@ -31,6 +31,10 @@ class UsageError(RouseError):
     exit_code = 2
 
 
+class TooNew(UsageError):
+    """A ledger whose schema is newer than this rouse knows: refused, never touched (exit 2)."""
+
+
 class HeaderError(RouseError):
     """A header that cannot be read (unterminated, not UTF-8, not a file)."""
 

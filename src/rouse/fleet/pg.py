@@ -71,9 +71,9 @@ def _kind(text: str) -> str:
 
 
 #: ``user:PASSWORD@`` in a URL (libpq reads the user info up to the first ``@`` or ``/``)
-_USERINFO = re.compile(r"(://[^:/@\s]*):[^/@\s]*@")
+_USERINFO = re.compile(r"(://[^:/@\s]*):\S*@")  # to the last @: a password may hold / or @
 #: ``password=…`` (a URL's query, or key=value text, quoted or not; ``sslpassword`` too)
-_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&'\"]*)", re.IGNORECASE)
+_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)", re.IGNORECASE)
 
 
 def redact(dsn: str) -> str:

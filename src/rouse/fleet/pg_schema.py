@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rouse.core.errors import UsageError
+from rouse.core.errors import TooNew
 
 #: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
 MIGRATION_LOCK = 0x726F757365
@@ -208,7 +208,7 @@ def refuse_newer(db: Any, where: str) -> int:
     """The schema number reached; a newer one than this rouse knows is refused (exit 2)."""
     reached = version(db)
     if reached > SCHEMA_VERSION:
-        raise UsageError(
+        raise TooNew(
             f"the ledger at {where} has schema {reached}, newer than this rouse knows "
             f"({SCHEMA_VERSION}): upgrade rouse on this machine"
         )

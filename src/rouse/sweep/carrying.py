@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
+from rouse.core.layout import STATE_DIR
+from rouse.core.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, Receipts, Stamp, never
 from rouse.sweep.ledger import WORKERS, Ledger
 from rouse.sweep.ledger_entry import Entry
@@ -58,6 +60,15 @@ class WorkerQueue:
 
     def send(self, wake: Wake, now: datetime) -> str:
         raise SinkError("a sweeper run --plan-only sends nothing: the workers do")
+
+
+def nudge_file(entry: Entry) -> str | None:
+    """The nudge file a delivered or given-up wake was written as, if it was one."""
+    if entry.state not in ("delivered", "given_up") or not entry.receipt:
+        return None
+    path = entry.receipt.split(" (", 1)[0]
+    prefix = f"{STATE_DIR}/{NUDGES_DIR}/"
+    return path if path.startswith(prefix) and path.endswith(".md") else None
 
 
 class Carrier:
@@ -183,6 +194,9 @@ class Carrier:
             # stamped as of when it landed, as every clone of a fleet stamps it from this
             # row: clones that disagreed on `swept` would make different wakes (ids) next time
             when = entry.finished or now
+            written = nudge_file(entry)
+            if written is not None:  # noted again for the pack: idempotent
+                self._vouch(entry.wake, entry.state, when, written)
             done = step.decision is None or self.stamp(entry.wake, step.decision, when, report)
             if done:
                 self.ledger.mark_stamped(entry.id)
@@ -205,9 +219,9 @@ class Carrier:
                     (self.root / written).unlink()
                 self._claimed(entry, "give up", now)
                 return
+            self._vouch(entry.wake, "given_up", now, written)
             if self.stamp(entry.wake, step.decision, now, report):
                 self.ledger.mark_stamped(entry.id)
-            self._vouch(entry.wake, "given_up", now, written)
             report.given_up.append(entry.id)
             self.voice.say(
                 f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
@@ -227,8 +241,8 @@ class Carrier:
         if step.decision is None:  # its record moved, ended or is gone: nothing left to say
             self.ledger.mark_stamped(entry.id)
             self.voice.say(
-                f"{_t(now)} wrote no nudge file for {_what(entry.wake)}, given up by a "
-                f"delivery worker: {step.why or 'its record is gone'}"
+                f"{_t(now)} wrote no (further) nudge file for {_what(entry.wake)}, given up "
+                f"by a delivery worker: {step.why or 'its record is gone'}"
             )
             return
         trailer = (
@@ -236,11 +250,12 @@ class Carrier:
             f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
         )
         written = write_nudge(self.root, entry.wake, now, trailer)
+        # noted for the pack at once: a database lost from here on must not hide it
+        self._vouch(entry.wake, "given_up", entry.finished or now, written)
         self.stamp(entry.wake, step.decision, entry.finished or now, report)
         self.ledger.nudged(
             entry.id, entry.finished or now, f"{written} ({why})" if why else written
         )
-        self._vouch(entry.wake, "given_up", entry.finished or now, written)
         report.given_up.append(entry.id)
         self.voice.say(
             f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
@@ -297,6 +312,8 @@ class Carrier:
                 f"{_t(now)} not delivered {_what(made)} via {self.sink.kind}: {exc}", ERRORS
             )
             return
+        if self.sink.kind == "file":  # the receipt is the nudge file: noted for the pack at once
+            self._vouch(made, "delivered", now, receipt)
         # landed: say so first, so a crash from here on restamps instead of resending
         try:
             self.receipts.record([(made.id, receipt)], now)
@@ -310,8 +327,6 @@ class Carrier:
             raise
         if self.stamp(made, decision, now, report):
             self.ledger.mark_stamped(made.id)
-        if self.sink.kind == "file":  # the receipt is the nudge file
-            self._vouch(made, "delivered", now, receipt)
         report.delivered.append(made.id)
         self.voice.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
         self.landed(made, now, report)

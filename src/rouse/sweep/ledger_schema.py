@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from rouse.core.errors import UsageError
+from rouse.core.errors import TooNew
 
 MIGRATIONS: tuple[str, ...] = (
     # 1: the wakes table
@@ -114,7 +114,7 @@ def migrate(db: sqlite3.Connection) -> None:
     """Bring the schema up to ``SCHEMA_VERSION``, one numbered step at a time."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
-        raise UsageError(
+        raise TooNew(
             f"the ledger has schema {version}, newer than this rouse knows ({SCHEMA_VERSION}): "
             "upgrade rouse, or move .rouse/ledger.sqlite3 aside"
         )

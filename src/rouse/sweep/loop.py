@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
-from rouse.core.errors import UsageError
+from rouse.core.errors import TooNew, UsageError
 from rouse.core.sweepstate import sweeper_lock
 from rouse.sweep.escalate import Escalation
 from rouse.sweep.ledger import Ledger
@@ -213,6 +213,8 @@ def run(
         except Exception as exc:  # never fatal: log it, and tick again later
             if sweeper.fleet is not None and sweeper.fleet.unreachable(exc):
                 outage.failed(at, exc)
+            elif isinstance(exc, TooNew):
+                raise  # a ledger from a newer rouse (met after a lazy start): exit 2, as at start
             else:
                 sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
         if report is not None:
