@@ -62,3 +62,27 @@ def probes_enabled() -> bool:
 
 #: What a read verb built and the process may leave behind at exit (see ``run``).
 _LEFT_BEHIND: list[object] = []
+
+
+def verbosity_options(sub: argparse.ArgumentParser, verbose: str) -> None:
+    """``-v`` (``verbose`` says what it adds) and ``-q`` (errors only) into ``verbosity``:
+    0 errors, 1 events (the default), 2 every tick. ``-q`` is ``--silent`` because
+    ``--quiet`` is quiet hours."""
+    talk = sub.add_mutually_exclusive_group()
+    talk.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=2,
+        default=1,
+        help=verbose,
+    )
+    talk.add_argument(
+        "-q",
+        "--silent",
+        dest="verbosity",
+        action="store_const",
+        const=0,
+        help="errors only (quiet hours are --quiet)",
+    )

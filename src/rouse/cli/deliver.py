@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 
+from rouse.cli.common import verbosity_options
 from rouse.core.errors import UsageError
 
 TYPE_CHECKING = False
@@ -185,22 +186,5 @@ def args_deliver(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--json", action="store_true", help="one JSON line per wake handled, on stdout"
     )
-    talk = sub.add_mutually_exclusive_group()
-    talk.add_argument(
-        "-v",
-        "--verbose",
-        dest="verbosity",
-        action="store_const",
-        const=2,
-        default=1,
-        help="also each batch claimed, and the start and idle summary of --once",
-    )
-    talk.add_argument(
-        "-q",
-        "--silent",
-        dest="verbosity",
-        action="store_const",
-        const=0,
-        help="errors only (quiet hours are --quiet)",
-    )
+    verbosity_options(sub, "also each batch claimed, and the start and idle summary of --once")
     sub.add_argument("command", nargs="*", metavar="-- CMD ARG", help="the exec sink's command")

@@ -14,6 +14,7 @@ from rouse.cli.common import (
     emit_json,
     resolve_now,
     tree_root,
+    verbosity_options,
 )
 from rouse.cli.read import MOST_LISTED, within
 from rouse.core.errors import UsageError
@@ -397,26 +398,7 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         "a standby takes over within two leases of the leader's death (a leader killed "
         "mid-send: after its send's timeout, so the send is never doubled)",
     )
-    # verbosity: rouse.sweep.tick's ERRORS (0), EVENTS (1, the default), EVERY_TICK (2);
-    # -q is --silent because --quiet is quiet hours
-    talk = sub.add_mutually_exclusive_group()
-    talk.add_argument(
-        "-v",
-        "--verbose",
-        dest="verbosity",
-        action="store_const",
-        const=2,
-        default=1,
-        help="also a line for every tick, idle or not, and how it started",
-    )
-    talk.add_argument(
-        "-q",
-        "--silent",
-        dest="verbosity",
-        action="store_const",
-        const=0,
-        help="errors only (quiet hours are --quiet)",
-    )
+    verbosity_options(sub, "also a line for every tick, idle or not, and how it started")
     sub.add_argument(
         "command", nargs="*", metavar="-- CMD ARG", help="the command of the one exec option"
     )

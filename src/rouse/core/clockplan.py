@@ -29,6 +29,24 @@ def aware(value: datetime | None) -> datetime | None:
         return None  # the saturated end of the calendar: never, in practice
 
 
+def no_plan() -> dict[str, Any]:
+    """Every key of a plan, as for a file with no clock (context, a note): never due."""
+    return {
+        "status": None,
+        "open": None,
+        "wake_at": None,
+        "wake_why": None,
+        "review_at": None,
+        "stale_at": None,
+        "silenced": False,
+        "expires_at": None,
+        "nagging": False,
+        "fires_out": False,
+        "nudge": None,
+        "moved_at": None,
+    }
+
+
 def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     """The clock's plan for ``record``: the instants :func:`due_at_time` needs.
 
@@ -38,20 +56,13 @@ def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     """
     decision = clock.evaluate(tree, record, now)
     is_open = clock.is_open(record)
-    plan: dict[str, Any] = {
-        "status": clock.status_of(record),
-        "open": is_open,
-        "wake_at": None,
-        "wake_why": None,
-        "review_at": None,
-        "stale_at": None,
-        "silenced": False,
-        "expires_at": None,
-        "nagging": False,
-        "fires_out": False,
-        "nudge": decision.nudge,
-        "moved_at": decision.moved_at,
-    }
+    plan = no_plan()
+    plan.update(
+        status=clock.status_of(record),
+        open=is_open,
+        nudge=decision.nudge,
+        moved_at=decision.moved_at,
+    )
     if not is_open:
         return plan
     if record.type == "reminder":

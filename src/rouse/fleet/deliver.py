@@ -35,7 +35,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
 import socket
 import sys
 import threading
@@ -44,13 +43,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import FrameType
 
 from rouse.core.errors import UsageError
 from rouse.fleet.claims import Claim, Claims, clock
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
 from rouse.fleet.pg_schema import migrate
 from rouse.sweep.exec_sink import ExecSink
+from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink
@@ -231,7 +230,7 @@ class Worker:
     def run(self) -> int:
         """Deliver until stopped (or, ``once``, until nothing is owed now); the exit code."""
         self.voice.say(self.describe(), EVERY_TICK if self.once else EVENTS)
-        restore = _on_signals(self.stop)
+        restore = on_signals(self.stop)
         try:
             return self._loop()
         finally:
@@ -521,20 +520,3 @@ class Worker:
 
 def _stderr(line: str) -> None:
     print(f"rouse deliver: {line}", file=sys.stderr, flush=True)
-
-
-def _on_signals(stop: threading.Event) -> Callable[[], None]:
-    """SIGTERM/SIGINT set ``stop``: the wake in flight finishes, then the worker exits."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
-
-    def restore() -> None:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-    return restore

@@ -45,7 +45,7 @@ from typing import Any
 from rouse.core import header, layout
 from rouse.core.body import split_log
 from rouse.core.clockplan import aware as _aware
-from rouse.core.clockplan import clock_plan
+from rouse.core.clockplan import clock_plan, no_plan
 from rouse.core.errors import HeaderError
 from rouse.core.tree import Context, File, Note, Record, Tree, display_ids
 from rouse.fleet.pg import PgDatabase
@@ -396,18 +396,7 @@ class Mirror:
             "record": None,
             "record_id": None,
             "slug": _slug(file),
-            "status": None,
-            "open": None,
-            "wake_at": None,
-            "wake_why": None,
-            "review_at": None,
-            "stale_at": None,
-            "silenced": False,
-            "expires_at": None,
-            "nagging": False,
-            "fires_out": False,
-            "nudge": None,
-            "moved_at": None,
+            **no_plan(),
         }
         if isinstance(file, Record):
             values.update(clock_plan(tree, file, now), record=file.dir, record_id=ids[file.dir])

@@ -148,26 +148,23 @@ class PgDatabase:
         return self._conn
 
     def execute(self, sql: str, parameters: Sequence[Any] = (), /) -> Any:
-        psycopg = _psycopg()
         conn = self.connection()
-        try:
+        with self._losing(conn):
             return conn.execute(translate(sql), tuple(parameters))
-        except psycopg.OperationalError as exc:
-            if conn.broken or conn.closed:
-                self._drop()
-                raise LedgerUnreachable(
-                    f"lost the ledger at {self.where}: {self._said(exc)}"
-                ) from None
-            raise
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Statements inside run as one transaction (committed at the end, or rolled back)."""
-        psycopg = _psycopg()
         conn = self.connection()
+        with self._losing(conn), conn.transaction():
+            yield
+
+    @contextmanager
+    def _losing(self, conn: psycopg.Connection[Any]) -> Iterator[None]:
+        """A connection that broke inside is dropped, and the error is a LedgerUnreachable."""
+        psycopg = _psycopg()
         try:
-            with conn.transaction():
-                yield
+            yield
         except psycopg.OperationalError as exc:
             if conn.broken or conn.closed:
                 self._drop()

@@ -194,15 +194,7 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             "wake, sink, state, attempts, in_flight, last_attempt) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
             self.tree,
-            wake.id,
-            wake.record,
-            wake.path,
-            wake.file,
-            wake.reason,
-            wake.nudge,
-            wake.at,
-            wake.last_moved,
-            json.dumps(wake.as_dict(), ensure_ascii=False),
+            *_identity(wake),
             sink,
             "held" if held else "pending",
             int(attempt),
@@ -247,15 +239,7 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             "state = excluded.state, finished = excluded.finished, stamped = 1, "
             "receipt = excluded.receipt, in_flight = 0, next_attempt = NULL",
             self.tree,
-            wake.id,
-            wake.record,
-            wake.path,
-            wake.file,
-            wake.reason,
-            wake.nudge,
-            wake.at,
-            wake.last_moved,
-            json.dumps(wake.as_dict(), ensure_ascii=False),
+            *_identity(wake),
             sink,
             state,
             _t(when),
@@ -418,6 +402,21 @@ class Ledger(DigestRows, EscalationRows, RunRows):
             self.tree,
             wake_id,
         )
+
+
+def _identity(wake: Wake) -> tuple[object, ...]:
+    """A new row's columns from ``id`` to ``wake`` (the wake as JSON), in the schema's order."""
+    return (
+        wake.id,
+        wake.record,
+        wake.path,
+        wake.file,
+        wake.reason,
+        wake.nudge,
+        wake.at,
+        wake.last_moved,
+        json.dumps(wake.as_dict(), ensure_ascii=False),
+    )
 
 
 def _unusable(path: Path, exc: sqlite3.Error) -> str:

@@ -123,7 +123,7 @@ def sweep(
                 f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {fleet.describe()}", 1
             )
         sw.say(line, EVERY_TICK if once else EVENTS)
-        restore = _on_signals(sw.stop)
+        restore = on_signals(sw.stop)
         try:
             return run(sw, tick_now, once=once, every=period, after_tick=after_tick)
         finally:
@@ -173,8 +173,9 @@ def summary(at: datetime, report: TickReport) -> str:
     )
 
 
-def _on_signals(stop: threading.Event) -> Callable[[], None]:
-    """SIGTERM/SIGINT set ``stop``: the wake in flight finishes, then the sweeper exits 0."""
+def on_signals(stop: threading.Event) -> Callable[[], None]:
+    """SIGTERM/SIGINT set ``stop``: the wake in flight finishes, then the sweeper (or a
+    delivery worker) exits 0."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
 
