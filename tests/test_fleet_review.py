@@ -642,3 +642,21 @@ def test_the_cli_sweeper_with_no_database_is_not_made_to_exit_2(
     finally:
         proc.terminate()
         assert proc.wait(timeout=20) == 0
+
+
+# -- the mirror after a tick that stamped ----------------------------------------------------
+
+
+def test_the_mirror_holds_the_files_as_the_tick_stamped_them(tmp_path: Path, pg_dsn: str) -> None:
+    root = write_tree(tmp_path / "memory", TREE_FILES)
+    ensure_tree_id(root)
+    at = ("--now", stamp(NOW))
+    before = rouse("--memory", str(root), "fleet", "due", "--ledger", pg_dsn, *at)
+    swept = rouse("--memory", str(root), "sweep", "--once", "--ledger", pg_dsn, *at)
+    assert swept.returncode == 0, swept.stderr
+    local = rouse("--memory", str(root), "due", *at)
+    assert local.stdout == ""  # every record was stamped by this one tick
+    due = rouse("--memory", str(root), "fleet", "due", "--ledger", pg_dsn, *at)
+    assert due.returncode == 0, due.stderr
+    assert [line for line in due.stdout.splitlines() if "\t" in line] == [], due.stdout
+    assert before.returncode == 0  # (no mirror yet: nothing to show, and no error)

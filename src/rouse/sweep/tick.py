@@ -253,6 +253,8 @@ class Sweeper(Leading):
             flush()
         write_state(self.root, now, self.interval, self.sink.describe())
         if self.fleet is not None:
+            if report.leading and report.stamped:
+                tree = self.headers.walk()  # the mirror copies the files as stamped, not as read
             try:
                 self.fleet.ticked(tree, now, leading=bool(report.leading))
             except Exception as exc:  # the tick's work is done; the mirror catches up next tick
