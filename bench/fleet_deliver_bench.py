@@ -121,9 +121,9 @@ def queue(dsn: str, count: int) -> list[str]:
     return [row[1] for row in rows]
 
 
-def measure(server: PgServer, workers: int, wakes: int, batch: int) -> str:
-    dsn = server.new_database()
-    ids = queue(dsn, wakes)
+def deliver(dsn: str, workers: int, ids: list[str], batch: int = 10) -> str:
+    """``workers`` ``rouse deliver --once`` processes, started together, send the wakes
+    queued in ``dsn`` to a receiver on loopback: one line of rates and counts."""
     receiver = Receiver()
     env = {k: v for k, v in os.environ.items() if k not in ("ROUSE_LEDGER", "ROUSE_NOW")}
     argv = [*ROUSE, "deliver", "--ledger", dsn, "--sink", "webhook", receiver.url]
@@ -140,11 +140,17 @@ def measure(server: PgServer, workers: int, wakes: int, batch: int) -> str:
     steady = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else 0.0
     lost = len(set(ids) - set(counts))
     twice = sum(1 for n in counts.values() if n > 1)
+    wakes = len(ids)
     return (
         f"{workers} worker{'s' if workers > 1 else ' '}: {wakes} wakes in {wall:5.2f}s = "
         f"{wakes / wall:6.0f}/s with start-up, {steady:6.0f}/s first to last arrival; "
         f"exit codes {sorted(set(codes))}, lost {lost}, sent twice {twice}"
     )
+
+
+def measure(server: PgServer, workers: int, wakes: int, batch: int) -> str:
+    dsn = server.new_database()
+    return deliver(dsn, workers, queue(dsn, wakes), batch)
 
 
 def main() -> None:

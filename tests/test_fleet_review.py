@@ -254,6 +254,22 @@ def test_the_pack_shows_a_fleet_sweepers_nudge_file(tmp_path: Path, pg_dsn: str)
     assert "intention/docs — woke you just now" in pack.stdout, pack.stdout
 
 
+def given_up_by_a_worker(root: Path, dsn: str, tmp_path: Path, made: list[Member]) -> Member:
+    """A plan-only sweeper over ``root`` that queued ship's wake, which a worker then gave up
+    on after 24h (its row as a worker leaves it: given up, not yet stamped)."""
+    planner = Member(root, dsn, tmp_path / "ids", plan_only=True)
+    made.append(planner)
+    planner.tick(NOW)
+    rows(
+        dsn,
+        "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
+        "receipt = 'given up after 24h by worker w1' WHERE path = %s",
+        "2026-03-15 12:00:00",
+        SHIP,
+    )
+    return planner
+
+
 def test_a_workers_give_up_nudge_file_is_vouched_for_the_pack(
     clones: tuple[Path, Path],  # noqa: F811
     pg_dsn: str,
@@ -261,16 +277,7 @@ def test_a_workers_give_up_nudge_file_is_vouched_for_the_pack(
     members: list[Member],  # noqa: F811
 ) -> None:
     a, _ = clones
-    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True)
-    members.append(planner)
-    planner.tick(NOW)
-    rows(
-        pg_dsn,
-        "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
-        "receipt = 'given up after 24h by worker w1' WHERE path = %s",
-        "2026-03-15 12:00:00",
-        SHIP,
-    )
+    planner = given_up_by_a_worker(a, pg_dsn, tmp_path, members)
     planner.tick(NOW + timedelta(days=1, minutes=1))
     (nudge,) = (a / ".rouse/nudges").glob("*ship*.md")
     rel = f".rouse/nudges/{nudge.name}"
@@ -562,16 +569,7 @@ def test_a_workers_give_up_of_a_record_that_moved_writes_no_nudge_file(
     members: list[Member],  # noqa: F811
 ) -> None:
     a, _ = clones
-    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True)
-    members.append(planner)
-    planner.tick(NOW)
-    rows(
-        pg_dsn,
-        "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
-        "receipt = 'given up after 24h by worker w1' WHERE path = %s",
-        "2026-03-15 12:00:00",
-        SHIP,
-    )
+    planner = given_up_by_a_worker(a, pg_dsn, tmp_path, members)
     moved(a, NOW + timedelta(hours=20))  # the agent acted on it meanwhile
     report = planner.tick(NOW + timedelta(days=1, minutes=1))
     assert report.given_up == []  # type: ignore[attr-defined]

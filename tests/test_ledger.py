@@ -59,39 +59,8 @@ def test_backoff_doubles_from_a_minute_to_an_hour() -> None:
     assert backoff(1000) == timedelta(hours=1)
 
 
-def test_attempts_failures_and_delivery(tmp_path: Path) -> None:
-    with Ledger(tmp_path) as book:
-        book.add(_wake(), "webhook", NOW)
-        book.failed("w1", NOW, "HTTP 500")
-        entry = book.get("w1")
-        assert entry is not None
-        assert entry.first_failure == NOW and entry.next_attempt == NOW + timedelta(minutes=1)
-        assert not entry.in_flight and entry.error == "HTTP 500"
-        later = NOW + timedelta(minutes=1)
-        book.start_attempt("w1", "webhook", later)
-        book.failed("w1", later, "HTTP 502")
-        entry = book.get("w1")
-        assert entry is not None
-        assert entry.first_failure == NOW and entry.next_attempt == later + timedelta(minutes=2)
-        book.start_attempt("w1", "webhook", later + timedelta(minutes=2))
-        book.delivered("w1", later + timedelta(minutes=2), "HTTP 200", stamped=True)
-        entry = book.get("w1")
-        assert entry is not None and entry.state == "delivered" and entry.attempts == 3
-        assert book.open_entries() == []
-
-
-def test_open_entries_include_held_and_unstamped(tmp_path: Path) -> None:
-    with Ledger(tmp_path) as book:
-        book.add(_wake("a", "p/a"), "exec", NOW, held=True)
-        book.add(_wake("b", "p/b"), "file", NOW)
-        book.delivered("b", NOW, "x", stamped=False)
-        book.add(_wake("c", "p/c"), "file", NOW)
-        book.delivered("c", NOW, "x", stamped=True)
-        book.add(_wake("d", "p/d"), "file", NOW)
-        book.withdraw("d", NOW, "moved")
-        assert [e.id for e in book.open_entries()] == ["a", "b"]
-        held = book.get("a")
-        assert held is not None and held.state == "held" and held.attempts == 0
+# Attempts, backoff, delivery and the open entries are the shared suite's
+# (tests/test_ledger_backends.py), run on this SQLite ledger and on PostgreSQL.
 
 
 def test_read_only_views_never_create_the_database(tmp_path: Path) -> None:

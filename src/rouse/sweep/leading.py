@@ -16,10 +16,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from rouse.core import clock
-from rouse.core.cache import HeaderCache
 from rouse.core.tree import Tree
 from rouse.sweep import wake
-from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import Step
@@ -93,13 +91,8 @@ class Leading(Voice):
     #: how long one send may take: the lease is renewed to outlive it
     send_cover: float
     stop: threading.Event
-    headers: HeaderCache
     ledger: Ledger
     carrier: Carrier
-    nudges: NudgeArchive
-
-    def _finish(self, tree: Tree, now: datetime, report: TickReport) -> None:
-        raise NotImplementedError  # the Sweeper's: the end of every tick
 
     def _lead(self, now: datetime) -> bool:
         """Renew or take the lease; say once when this sweeper starts or stops leading."""
@@ -150,16 +143,13 @@ class Leading(Voice):
     def _outage(self, exc: BaseException) -> bool:
         return self.fleet is not None and self.fleet.unreachable(exc)
 
-    def _stand_by(self, now: datetime, report: TickReport) -> TickReport:
+    def _stand_by(self, tree: Tree, now: datetime, report: TickReport) -> None:
         """A standby's tick: no plan, no send; stamp this clone from the ledger's rows.
 
         For each record the clock says is due here, the wake it would make has
         a known id (:func:`wake.key`): if the ledger has it delivered or given
         up (the leader's clone, or a worker, saw to it), stamp the record.
         """
-        tree = self.headers.walk()
-        for problem in tree.untrackable:
-            self.tell_once(f"skipped {problem.render()}")
         upcoming: list[datetime] = []
         for decision in clock.decisions(tree, now):
             if self.stop.is_set():
@@ -183,11 +173,4 @@ class Leading(Voice):
                     "(skipped)",
                     ERRORS,
                 )
-        try:
-            report.archived += self.nudges.archive(tree)
-        except OSError as exc:
-            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
-        report.undelivered = self.ledger.counts()["pending"]
         report.next_at = min(upcoming) if upcoming else None
-        self._finish(tree, now, report)
-        return report

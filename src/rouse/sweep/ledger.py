@@ -28,7 +28,6 @@ from pathlib import Path
 
 from rouse.core.statedir import StateError, state_path
 from rouse.core.sweepstate import LEDGER, TIME_FORMAT, counts, undelivered_counts
-from rouse.sweep.ledger_db import Cursor, Database
 from rouse.sweep.ledger_digests import DigestRows
 from rouse.sweep.ledger_entry import _COLUMNS, Entry, _dt, _entry, _t
 from rouse.sweep.ledger_escalations import EscalationRows
@@ -75,11 +74,8 @@ class Ledger(DigestRows, EscalationRows, RunRows):
     its own database and keeps one tree's rows among many (``tree``).
     """
 
-    #: the ``tree`` column of this ledger's rows ('' in a tree's own SQLite file)
-    tree: str = ""
     #: what this ledger is, for messages (its file, or the database without password)
     where: str
-    db: Database
     #: added to the updates a sweeper must not make under a delivery worker's live claim
     #: (withdraw, hold, give up, taking a queued wake back); the SQLite ledger has no
     #: workers, so nothing
@@ -117,10 +113,6 @@ class Ledger(DigestRows, EscalationRows, RunRows):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def run(self, sql: str, *parameters: object) -> Cursor:
-        """Run ``sql`` (``?`` placeholders) with ``parameters``."""
-        return self.db.execute(sql, parameters)
 
     # -- reading ------------------------------------------------------------
 

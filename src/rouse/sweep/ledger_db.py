@@ -31,3 +31,20 @@ class Database(Protocol):
     def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
 
     def close(self) -> None: ...
+
+
+class Rows:
+    """What every part of the ledger stands on: its database and its tree's rows.
+
+    :class:`~rouse.sweep.ledger.Ledger` is made of parts, one per table
+    (``ledger_digests``, ``ledger_escalations``, ``ledger_runs``); each part
+    runs its SQL through :meth:`run` and scopes it with ``tree``.
+    """
+
+    #: the ``tree`` column of this ledger's rows ('' in a tree's own SQLite file)
+    tree: str = ""
+    db: Database
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        """Run ``sql`` (``?`` placeholders) with ``parameters``."""
+        return self.db.execute(sql, parameters)

@@ -8,21 +8,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from rouse.sweep.ledger_db import Rows
 from rouse.sweep.ledger_entry import _t
 
-if TYPE_CHECKING:
-    from rouse.sweep.ledger_db import Cursor
 
-
-class DigestRows:
+class DigestRows(Rows):
     """Reading and writing digests (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
-
-    tree: str
-
-    def run(self, sql: str, *parameters: object) -> Cursor:
-        raise NotImplementedError
 
     def digest_of(self, wake_ids: list[str]) -> str | None:
         """The digest these wakes were all last sent in, if one carried them all."""

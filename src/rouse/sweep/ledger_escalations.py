@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING
 
+from rouse.sweep.ledger_db import Rows
 from rouse.sweep.ledger_entry import _dt, _t
 from rouse.sweep.wake import Wake
 
-if TYPE_CHECKING:
-    from rouse.sweep.ledger_db import Cursor
 
-
-class EscalationRows:
+class EscalationRows(Rows):
     """Reading and writing escalations (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
-
-    tree: str
-
-    def run(self, sql: str, *parameters: object) -> Cursor:
-        raise NotImplementedError
 
     def streak(self, path: str, last_moved: str) -> tuple[datetime | None, int]:
         """Since the record at ``path`` last moved (``last_moved``): when it was first

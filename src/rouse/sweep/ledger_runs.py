@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rouse.core.sweepstate import TIME_FORMAT
+from rouse.sweep.ledger_db import Rows
 from rouse.sweep.ledger_entry import _t
 
-if TYPE_CHECKING:
-    from rouse.sweep.ledger_db import Cursor
 
-
-class RunRows:
+class RunRows(Rows):
     """Reading and writing agent runs (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
-
-    tree: str
-
-    def run(self, sql: str, *parameters: object) -> Cursor:
-        raise NotImplementedError
 
     def start_run(
         self, run_id: str, digest_id: str, wake_ids: list[str], command: str, now: datetime

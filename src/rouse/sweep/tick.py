@@ -198,11 +198,23 @@ class Sweeper(Leading):
             # deliveries a lost database could not record go first: never sent twice
             self.receipts.flush()
             report.leading = self._lead(now)
-            if not report.leading:
-                return self._stand_by(now, report)
         tree = self.headers.walk()
         for problem in tree.untrackable:
             self.tell_once(f"skipped {problem.render()}")
+        if report.leading is False:
+            self._stand_by(tree, now, report)
+        else:
+            self._lead_tick(tree, now, report)
+        try:
+            report.archived += self.nudges.archive(tree)
+        except OSError as exc:
+            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
+        report.undelivered = self.ledger.counts()["pending"]
+        self._finish(tree, now, report)
+        return report
+
+    def _lead_tick(self, tree: Tree, now: datetime, report: TickReport) -> None:
+        """Plan the tick and carry the plan out (alone, or leading the tree's clones)."""
         the_plan = plan(
             tree,
             now,
@@ -238,14 +250,7 @@ class Sweeper(Leading):
         self.digests.flush(now, report)  # even if we were stopped: they are in the ledger
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
-        try:
-            report.archived += self.nudges.archive(tree)
-        except OSError as exc:
-            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
-        report.undelivered = sum(e.state == "pending" for e in self.ledger.open_entries())
         report.next_at = the_plan.next_at
-        self._finish(tree, now, report)
-        return report
 
     def _finish(self, tree: Tree, now: datetime, report: TickReport) -> None:
         flush = getattr(self.origins, "flush", None)
