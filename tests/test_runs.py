@@ -172,7 +172,10 @@ def test_exit_0_without_moving_is_ran_not_answered_and_escalates(
     assert [r["state"] for r in runs(tree)] == ["not answered"]
     entries = ledger.recent(tree)
     assert {e.state for e in entries} == {"delivered"}  # not retried as failed
-    assert all((e.receipt or "").endswith("ran, not answered") for e in entries)
+    # each wake stays woken: its receipt is a nudge file saying the run did not answer it
+    for entry in entries:
+        assert (entry.receipt or "").startswith(".rouse/nudges/")
+        assert "ended without answering it" in (tree / (entry.receipt or "")).read_text()
     assert not inbox.exists()
     assert sweep(tree, *options, at=timedelta(hours=2)) == 0  # woken again: 2 nudges
     assert [r["state"] for r in runs(tree)] == ["not answered", "not answered"]

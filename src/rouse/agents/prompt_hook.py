@@ -24,7 +24,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import layout, nudges, statedir, statefile
+from rouse.core import acts, layout, nudges, statedir, statefile
+from rouse.core.tree import Tree
 
 DIR = "sessions"
 #: A session's seen-set not touched for this long is deleted (when another session starts).
@@ -126,7 +127,7 @@ def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
         with contextlib.suppress(ValueError):
             at = datetime.strptime(name[:15], nudges.NAME_STAMP)
             found.append(nudges.Nudge(nudges.nudge_dir(root) / name, at, "", ""))
-    found.sort(key=lambda n: (n.at, n.path.name))
+    found.sort(key=lambda n: (n.at, n.name))
     return found
 
 
@@ -141,17 +142,28 @@ def _standing(root: Path, candidates: list[nudges.Nudge]) -> list[tuple[str, nud
     from rouse.trust.stampkey import cache_secret
 
     tree = cached_walk(root, cache_secret(stamp_key_path()))  # the pack's cache, warm
-    latest: dict[str, nudges.Nudge] = {}
-    for nudge in kept:
-        latest[nudge.record_dir] = nudge
-    live = []
-    for nudge in latest.values():
-        record = tree.records.get(nudge.record_dir)
-        if record is not None and not nudges.acted_since(record, nudge.at):
-            live.append(nudge)
-    live.sort(key=lambda n: (n.at, n.record_dir))
+    live = nudges.standing(tree, kept, acts.load(root))
+    _fill_messages(root, tree, live)
     ids = display_ids(tree)
     return [(ids.get(n.record_dir, n.record_dir), n) for n in live]
+
+
+def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
+    """Each woken reminder's message, fenced when its origin is not to be trusted."""
+    reminders = [n for n in live if tree.records[n.record_dir].type == "reminder"]
+    if not reminders:
+        return
+    from rouse.core.body import message_block
+    from rouse.core.home import stamp_key_path
+    from rouse.trust.origins import origin_reader, quoted_origins
+
+    origins = origin_reader(root, stamp_key_path())
+    fenced = quoted_origins(origins)
+    for nudge in reminders:
+        record = tree.records[nudge.record_dir]
+        shown, more = nudges.message(root, record)
+        nudge.says = message_block(shown, more, record.rel, origins(record) in fenced)
+    origins.flush()
 
 
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime) -> str:
@@ -164,6 +176,7 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime) -> str:
             f"  {record} — woke you {human_age(nudge.at, now)} "
             f"({nudge.reason}, nudge {nudge.number})"
         )
+        lines += nudge.says
         lines.append(f"    at: {nudge.record_dir}")
         lines.append(f"    the wake: {nudges.rel_of(nudge)}")
     if len(found) > LIST_MOST:

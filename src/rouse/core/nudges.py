@@ -1,8 +1,9 @@
 """Nudge files: wakes delivered to the file sink, in ``.rouse/nudges/``.
 
-The sweeper writes them; the pack opens with the ones whose record the agent
-has not acted on since. rouse's own writes (swept, nudges, reviewed, fires,
-set, a re-armed due, fired, expired) never count as the agent acting.
+The sweeper writes them; the pack opens with the ones whose wake the agent
+has not answered (:func:`acted_since`). rouse's own writes (swept, nudges,
+reviewed, fires, set, a re-armed due, fired, expired) never count as the
+agent acting, and creating a record never answers its own wake.
 """
 
 from __future__ import annotations
@@ -11,36 +12,46 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, layout, statedir, sweepstate
+from rouse.core import acts, body, clock, header, layout, statedir, sweepstate
+from rouse.core.errors import HeaderError
+from rouse.core.timefmt import parse_stamp
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Value
 
 DIR = "nudges"
 NAME_STAMP = "%Y%m%d-%H%M%S"
-#: Statuses only the agent writes when it ends a record.
-AGENT_ENDINGS = frozenset({"done", "dropped", "abandoned", "cancelled", "promoted"})
+#: Statuses only the agent (or the task worker, for a task) writes when it ends a record.
+AGENT_ENDINGS = frozenset({"done", "dropped", "abandoned", "cancelled", "failed", "promoted"})
 MAX_NUDGE_BYTES = 64 * 1024
 
 
 class Nudge(Value):
-    __slots__ = ("path", "at", "record_dir", "title", "reason", "number")
+    __slots__ = ("path", "at", "record_dir", "title", "reason", "number", "says")
     _fields = __slots__
 
     def __init__(
         self,
-        path: Path,
+        path: Path | None,
         at: datetime,
         record_dir: str,
         title: str,
         reason: str = "",
         number: int = 0,
     ):
-        self.path = path
+        self.path = path  # the nudge file (None: a fired reminder found in the tree)
         self.at = at  # the wake's time (the tick's now), from the file name
         self.record_dir = record_dir  # the record path named by its ``at:`` line
         self.title = title  # the wake's first line (its ages as they were then)
         self.reason = reason  # stale, review, due, nag, expire (from the ledger)
         self.number = number  # the nudge number (from the ledger)
+        #: a reminder's message as text lines (``body.message_block``), once a reader
+        #: that shows it has filled it in
+        self.says: list[str] = []
+
+    @property
+    def name(self) -> str:
+        """The nudge file's name ('' for a fired reminder found in the tree)."""
+        return self.path.name if self.path is not None else ""
 
 
 def nudge_dir(root: Path) -> Path:
@@ -75,25 +86,57 @@ def read_nudges(root: Path) -> list[Nudge]:
         record_dir = next((ln[4:].strip() for ln in lines[:4] if ln.startswith("at: ")), "")
         if lines and record_dir:
             found.append(Nudge(Path(entry.path), at, record_dir, lines[0]))
-    found.sort(key=lambda n: (n.at, n.path.name))
+    found.sort(key=lambda n: (n.at, n.name))
     return found
 
 
-def acted_since(record: Record, when: datetime) -> bool:
-    """Has the agent acted on ``record`` since ``when``: moved it later, or ended it.
+def acted_since(record: Record, when: datetime, done: acts.Acts) -> bool:
+    """Is the wake made at ``when`` for ``record`` answered (SPEC §5)?
 
-    Stamps have minute resolution, so "later" is compared at the minute: a
-    move stamped in the wake's own minute counts as acting on it.
+    Answered when, after the wake: the record ended (or, an action, was
+    judged); a one-shot reminder was re-armed to a later ``due``; a rouse verb
+    acted on the record at or after the wake (``done``, from
+    :func:`rouse.core.acts.load`: to the second); or a hand edit stamped
+    ``last-moved`` in a later minute than the wake's. Stamps have minute
+    resolution, so a ``last-moved`` in the wake's own minute (a record made
+    in that minute, say) is not an answer: creation never answers its wake.
     """
-    if clock.status_of(record) in AGENT_ENDINGS:
+    status = clock.status_of(record)
+    if status in AGENT_ENDINGS:
         return True
-    moved, _ = clock.moved_at(record)
-    return moved >= when.replace(second=0, microsecond=0)
+    if record.type == "action" and not clock.is_open(record) and clock.known_status(record):
+        return True  # judged: a known outcome closes it for the clock
+    if record.type == "reminder" and status == "pending" and not clock.is_nagging(record):
+        due = _stamp(record, "due")
+        if due is not None and due > when:
+            return True  # re-armed (a nag's fresh due is rouse's own write, never this)
+    act = done.get(record.dir)
+    if act is not None and act >= when.replace(microsecond=0):
+        return True
+    moved = _stamp(record, "last-moved")
+    return moved is not None and moved > when.replace(second=0, microsecond=0)
+
+
+def _stamp(record: Record, key: str) -> datetime | None:
+    try:
+        return parse_stamp(record.get(key) or "")
+    except ValueError:
+        return None
+
+
+def fired_at(record: Record) -> datetime | None:
+    """When a one-shot reminder at ``fired`` fired (its ``fired:``, else its mtime),
+    or None for any other record: such a reminder waits for its answer."""
+    if record.type != "reminder" or clock.is_nagging(record):
+        return None
+    if clock.status_of(record) != "fired":
+        return None
+    return _stamp(record, "fired") or record.mtime.replace(microsecond=0)
 
 
 def rel_of(nudge: Nudge) -> str:
     """The nudge file's tree-relative path: what the ledger keeps as its receipt."""
-    return f"{layout.STATE_DIR}/{DIR}/{nudge.path.name}"
+    return f"{layout.STATE_DIR}/{DIR}/{nudge.name}"
 
 
 def vouched(root: Path, found: list[Nudge]) -> tuple[list[Nudge], list[Nudge]]:
@@ -111,18 +154,55 @@ def vouched(root: Path, found: list[Nudge]) -> tuple[list[Nudge], list[Nudge]]:
     return kept, strays
 
 
-def woken(root: Path, tree: Tree) -> list[Nudge]:
-    """The latest nudge per record whose record the agent has not acted on since.
-
-    Only nudge files the ledger vouches for count (see :func:`vouched`).
-    """
+def standing(tree: Tree, found: list[Nudge], done: acts.Acts) -> list[Nudge]:
+    """Of ``found`` (oldest first), the latest nudge per record whose wake is not answered."""
     latest: dict[str, Nudge] = {}
-    for nudge in vouched(root, read_nudges(root))[0]:
+    for nudge in found:
         latest[nudge.record_dir] = nudge
     live = []
     for nudge in latest.values():
         record = tree.records.get(nudge.record_dir)
-        if record is not None and not acted_since(record, nudge.at):
+        if record is not None and not acted_since(record, nudge.at, done):
             live.append(nudge)
     live.sort(key=lambda n: (n.at, n.record_dir))
     return live
+
+
+def woken(root: Path, tree: Tree) -> list[Nudge]:
+    """What woke the agent and is not answered yet, one entry per record, oldest first.
+
+    The latest nudge file per record, of those the ledger vouches for (see
+    :func:`vouched`); and every one-shot reminder at ``fired`` whose wake is
+    not answered, with or without a nudge file (a webhook or a run delivered
+    it, or its nudge file was archived): a fired reminder stays in front of
+    the agent until it is set done, dropped or re-armed, or a verb acts on it.
+    Such an entry has no ``path`` of a nudge file (``None``).
+    """
+    found = vouched(root, read_nudges(root))[0]
+    fired = [(r, at) for r in tree.records.values() if (at := fired_at(r)) is not None]
+    if not found and not fired:
+        return []
+    done = acts.load(root)
+    live = standing(tree, found, done)
+    shown = {n.record_dir for n in live}
+    for record, at in fired:
+        if record.dir not in shown and not acted_since(record, at, done):
+            live.append(Nudge(None, at, record.dir, "", "due", 1))
+    live.sort(key=lambda n: (n.at, n.record_dir))
+    return live
+
+
+def message(root: Path, record: Record) -> tuple[list[str], int]:
+    """A reminder's message (:func:`rouse.core.body.message_of`) read from its file;
+    nothing for another record, or a file that cannot be read now."""
+    if record.type != "reminder":
+        return [], 0
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(root / record.rel, flags)
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(body.MAX_MESSAGE_BYTES)
+        _, text = header.split(data, record.rel)
+    except (OSError, HeaderError):
+        return [], 0
+    return body.message_of(text)

@@ -49,11 +49,12 @@ def load_bytes(path: Path) -> bytes | None:
 
 
 def load_json(path: Path) -> Any:
-    """The decoded file, or None if it is missing, unreadable, behind a link, or not JSON."""
+    """The decoded file, or None if it is missing, unreadable, behind a link, or not JSON
+    (nesting too deep for the decoder included: damaged state is a miss, never fatal)."""
     data = load_bytes(path)
     try:
         return None if data is None else json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -19,12 +19,12 @@ from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
-from rouse.core.tree import File, Tree, display_ids
+from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
 from rouse.probes import definitions as probes
 from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
-from rouse.trust.origins import effective_origin, origin_reader
+from rouse.trust.origins import effective_origin, origin_reader, quoted_origins
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -92,27 +92,54 @@ def _now_line(now: datetime) -> str:
     return f"{now.strftime('%A %Y-%m-%d %H:%M')} {zone}"
 
 
-def _woken(root: Path, tree: Tree, ids: Mapping[str, str], now: datetime) -> list[dict[str, Any]]:
-    return [
-        {
-            "record": ids.get(n.record_dir, n.record_dir),
-            "path": n.record_dir,
-            "at": iso_stamp(n.at),
-            "reason": n.reason,
-            "nudge": n.number,
-            # ages computed now, not copied from the wake (a 09:00 wake read at 12:00)
-            "wake": (
-                f"{ids.get(n.record_dir, n.record_dir)} — woke you {human_age(n.at, now)} "
-                f"({n.reason}, nudge {n.number})"
-            ),
-            "file": n.path.relative_to(root).as_posix(),
-        }
-        for n in nudges.woken(root, tree)
-    ]
+def _message(root: Path, record: Record, origin_of: OriginOf) -> dict[str, Any] | None:
+    """A reminder's message for a woken or due entry (None for other records)."""
+    if record.type != "reminder":
+        return None
+    shown, more = nudges.message(root, record)
+    if not shown and not more:
+        return None
+    return {
+        "lines": shown,
+        "more": more,
+        "quoted": origin_of(record) in quoted_origins(origin_of),
+        "file": record.rel,
+    }
+
+
+def _woken(
+    root: Path, tree: Tree, ids: Mapping[str, str], now: datetime, origin_of: OriginOf
+) -> list[dict[str, Any]]:
+    items = []
+    for n in nudges.woken(root, tree):
+        record_id = ids.get(n.record_dir, n.record_dir)
+        record = tree.records.get(n.record_dir)
+        # ages computed now, not copied from the wake (a 09:00 wake read at 12:00)
+        line = f"{record_id} — woke you {human_age(n.at, now)} ({n.reason}, nudge {n.number})"
+        if n.path is None:  # a fired reminder whose wake went elsewhere (or was archived)
+            line = f"{record_id} — fired {human_age(n.at, now)}, waiting for done"
+        items.append(
+            {
+                "record": record_id,
+                "path": n.record_dir,
+                "at": iso_stamp(n.at),
+                "reason": n.reason,
+                "nudge": n.number,
+                "wake": line,
+                "file": n.path.relative_to(root).as_posix() if n.path is not None else None,
+                "message": _message(root, record, origin_of) if record is not None else None,
+            }
+        )
+    return items
 
 
 def _due(
-    found: list[clock.Decision], ids: Mapping[str, str], now: datetime, skip: set[str]
+    root: Path,
+    found: list[clock.Decision],
+    ids: Mapping[str, str],
+    now: datetime,
+    skip: set[str],
+    origin_of: OriginOf,
 ) -> tuple[list[dict[str, Any]], int]:
     """The first LIST_CAP due records, oldest first, and how many are due in all."""
     wanted = [d for d in found if d.record.dir not in skip]
@@ -136,6 +163,7 @@ def _due(
                 "moved_at": iso_stamp(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
+                "message": _message(root, record, origin_of),
             }
         )
     return items, len(wanted)
@@ -149,7 +177,7 @@ def _context(
     asked = _words(query) if query else None
     # with a stamp key the owner vouches for context by stamping it: what does not
     # verify is quarantined like what came from an untrusted source
-    held_back = {"untrusted", "unknown"} if getattr(origin_of, "keyed", False) else {"untrusted"}
+    held_back = quoted_origins(origin_of)
     for ctx in sorted(tree.context, key=lambda c: c.slug):
         origin = origin_of(ctx)
         if origin in held_back:
@@ -206,14 +234,18 @@ def _index(
 
 
 def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
-    """Open records per level, and how many records are closed (one pass)."""
-    counts = dict.fromkeys(LADDER, 0)
+    """Open records per level (and ``fired``: one-shot reminders waiting for done, which
+    are not closed), and how many records are closed (one pass)."""
+    counts = dict.fromkeys((*LADDER, "fired"), 0)
     closed = 0
     for record in tree.records.values():
-        if not clock.is_open(record):
+        if clock.is_open(record):
+            if record.type in counts:
+                counts[record.type] += 1
+        elif record.type == "reminder" and clock.status_of(record) == "fired":
+            counts["fired"] += 1
+        else:
             closed += 1
-        elif record.type in counts:
-            counts[record.type] += 1
     return counts, closed
 
 
@@ -307,10 +339,10 @@ def build_pack(
         measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
-    woken = _woken(root, tree, ids, now)
+    woken = _woken(root, tree, ids, now, origin_of)
     every = clock.decisions(tree, now)
     found = [d for d in every if d.is_due]  # _due puts them in its own order
-    due, due_total = _due(found, ids, now, {w["path"] for w in woken})
+    due, due_total = _due(root, found, ids, now, {w["path"] for w in woken}, origin_of)
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index, index_total = _index(root, tree, origin_of, now, known)
     ladder, closed = _ladder(tree)

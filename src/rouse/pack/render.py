@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rouse.core import clock, layout
+from rouse.core import body, clock, layout
 from rouse.core.tree import Tree
 
 TYPE_CHECKING = False
@@ -170,6 +170,13 @@ def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
     return [f"{name} [{entry['origin']}]:", entry["body"], ""]
 
 
+def _message_lines(message: Mapping[str, Any] | None) -> list[str]:
+    """A reminder's message under its woken or due entry (nothing for other records)."""
+    if not message:
+        return []
+    return body.message_block(message["lines"], message["more"], message["file"], message["quoted"])
+
+
 def _left_out_line(kind: str, entry: Mapping[str, Any]) -> str:
     return f"{kind} [{entry['slug']}] — left out to fit the hook's limit: read {entry['path']}"
 
@@ -203,7 +210,9 @@ def render_text(
     if woken:
         out.append(f"woken: {len(woken)} record(s) woke you and have not moved since")
         for item in woken[:woken_cap]:
-            out += [f"  {item['wake']}", f"    at: {item['path']}"]
+            out.append(f"  {item['wake']}")
+            out += _message_lines(item.get("message"))
+            out.append(f"    at: {item['path']}")
         if len(woken) > woken_cap:
             out.append(f"  … and {len(woken) - woken_cap} more — ls .rouse/nudges")
         out.append("")
@@ -214,6 +223,7 @@ def render_text(
             nudge = f", nudge {item['nudge']}" if item["nudge"] else ""
             still = "due" if item["reason"] in ("due", "nag", "expire") else "last moved"
             out.append(f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}")
+            out += _message_lines(item.get("message"))
             out.append(f"    at: {item['path']}")
             if item["line"]:
                 out.append(f"    {item['line']}")
@@ -236,7 +246,10 @@ def render_text(
         ]
         out += [QUARANTINE_OWNER, ""]
     ladder = data["ladder"]
-    out.append("ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open")
+    line = "ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open"
+    if ladder.get("fired"):
+        line += f" · {ladder['fired']} fired, waiting for done"
+    out.append(line)
     if data["plugins"]:
         out.append(
             f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "

@@ -1,7 +1,8 @@
 """Changing records: ``move``, ``snooze``, ``close`` and ``promote``.
 
-Each verb writes through the store (atomic, under the writers' lock) and
-returns what it did, for the CLI or the MCP server to print.
+Each verb writes through the store (atomic, under the writers' lock), notes
+that it acted on the record (``rouse.core.acts``: what answers a wake, to the
+second) and returns what it did, for the CLI or the MCP server to print.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, layout
+from rouse.core import acts, clock, layout
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import (
@@ -92,6 +93,7 @@ def move(
             store.append_log(record.rel, updates, _dated(now, line))
         else:
             store.set_fields(record.rel, updates)
+        acts.note(root, record.dir, now)
     return Changed(
         record.rel,
         f"moved {record.id} at {format_stamp(now)}",
@@ -152,6 +154,7 @@ def snooze(
     store = Store(root)
     with store.lock():
         store.append_log(record.rel, updates, _dated(now, line))
+        acts.note(root, record.dir, now)
     fresh = walk(root)
     next_due = clock.evaluate(fresh, fresh.records[record.dir], now).due_at
     facts["next_due"] = next_due
@@ -244,6 +247,7 @@ def close(
     store = Store(root)
     with store.lock():
         store.append_log(record.rel, updates, _dated(now, line))
+        acts.note(root, record.dir, now)
     return Changed(
         record.rel,
         f"{record.id} is {ending}",
@@ -306,6 +310,7 @@ def promote(
         except BaseException:
             mover.undo()
             raise
+        acts.note(root, target, now)
     return Changed(
         f"{target}/intention.md",
         f"promoted {source} to {target}",

@@ -6,7 +6,7 @@ import errno
 import os
 from pathlib import Path
 
-from rouse.core import nudges
+from rouse.core import acts, nudges
 from rouse.core.statefile import through_link
 from rouse.core.tree import Tree
 
@@ -22,9 +22,9 @@ class NudgeArchive:
     def archive(self, tree: Tree) -> list[str]:
         """Move nudge files whose record the agent acted on to ``.rouse/nudges/done/``.
 
-        Acted on = ``nudges.acted_since`` (the pack's own test): moved later than
-        the wake, or ended. A record that is gone counts as acted on; one whose
-        file cannot be read right now does not.
+        Acted on = ``nudges.acted_since`` (the pack's own test: the wake is
+        answered). A record that is gone counts as acted on; one whose file
+        cannot be read right now does not.
         """
         directory = nudges.nudge_dir(self.root)
         archived: list[str] = []
@@ -36,6 +36,7 @@ class NudgeArchive:
             self._nudges = nudges.read_nudges(self.root)
             self._nudge_names = names
         untrackable = {p.path for p in tree.untrackable}
+        done = acts.load(self.root) if self._nudges else {}
         kept: list[nudges.Nudge] = []
         moved: set[str] = set()
         for nudge in self._nudges:
@@ -43,8 +44,8 @@ class NudgeArchive:
             if record is None:
                 acted = not any(p.startswith(nudge.record_dir + "/") for p in untrackable)
             else:
-                acted = nudges.acted_since(record, nudge.at)
-            if acted and nudge.path.exists():
+                acted = nudges.acted_since(record, nudge.at, done)
+            if acted and nudge.path is not None and nudge.path.exists():
                 archive_nudge(nudge.path)
                 moved.add(nudge.path.name)
                 archived.append(nudge.path.name)

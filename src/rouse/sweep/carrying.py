@@ -40,7 +40,7 @@ from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
-from rouse.sweep.wake import Wake, build, key, read_body
+from rouse.sweep.wake import Wake, aged, build, key, read_body
 
 if TYPE_CHECKING:
     from rouse.sweep.tick import Origins, TickReport
@@ -196,7 +196,7 @@ class Carrier:
             when = entry.finished or now
             written = nudge_file(entry)
             if written is not None:  # noted again for the pack: idempotent
-                self._vouch(entry.wake, entry.state, when, written)
+                self.vouch(entry.wake, entry.state, when, written)
             done = step.decision is None or self.stamp(entry.wake, step.decision, when, report)
             if done:
                 self.ledger.mark_stamped(entry.id)
@@ -213,13 +213,13 @@ class Carrier:
                 f"\n(rouse could not deliver this wake via {entry.sink} for 24h "
                 f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
             )
-            written = write_nudge(self.root, entry.wake, now, trailer)
+            written = write_nudge(self.root, aged(entry.wake, step.decision, now), now, trailer)
             if not self.ledger.given_up(entry.id, now, written, stamped=False):
                 with suppress(OSError):  # it landed meanwhile (another sweeper's send)
                     (self.root / written).unlink()
                 self._claimed(entry, "give up", now)
                 return
-            self._vouch(entry.wake, "given_up", now, written)
+            self.vouch(entry.wake, "given_up", now, written)
             if self.stamp(entry.wake, step.decision, now, report):
                 self.ledger.mark_stamped(entry.id)
             report.given_up.append(entry.id)
@@ -249,9 +249,9 @@ class Carrier:
             f"\n(rouse's delivery workers could not deliver this wake for 24h "
             f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
         )
-        written = write_nudge(self.root, entry.wake, now, trailer)
+        written = write_nudge(self.root, aged(entry.wake, step.decision, now), now, trailer)
         # noted for the pack at once: a database lost from here on must not hide it
-        self._vouch(entry.wake, "given_up", entry.finished or now, written)
+        self.vouch(entry.wake, "given_up", entry.finished or now, written)
         self.stamp(entry.wake, step.decision, entry.finished or now, report)
         self.ledger.nudged(
             entry.id, entry.finished or now, f"{written} ({why})" if why else written
@@ -270,7 +270,7 @@ class Carrier:
             EVERY_TICK,
         )
 
-    def _vouch(self, made: Wake, state: str, when: datetime, written: str) -> None:
+    def vouch(self, made: Wake, state: str, when: datetime, written: str) -> None:
         """In a fleet: note the nudge file ``written`` in the tree's own SQLite ledger,
         so the pack (which reads only that file) shows it. Best effort: said once."""
         if not self.ledger.shared:
@@ -313,7 +313,7 @@ class Carrier:
             )
             return
         if self.sink.kind == "file":  # the receipt is the nudge file: noted for the pack at once
-            self._vouch(made, "delivered", now, receipt)
+            self.vouch(made, "delivered", now, receipt)
         # landed: say so first, so a crash from here on restamps instead of resending
         try:
             self.receipts.record([(made.id, receipt)], now)
@@ -329,4 +329,4 @@ class Carrier:
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
         self.voice.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
-        self.landed(made, now, report)
+        self.landed(made, now, report, False)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from rouse.core import nudges
+from rouse.core import acts, nudges
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.tree import Tree
@@ -20,7 +20,7 @@ from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.runner import Runner, RunWaits
 from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink
+from rouse.sweep.sinks import Sink, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
 from rouse.sweep.wake import Wake
 
@@ -29,8 +29,12 @@ if TYPE_CHECKING:
 
 #: The stamp after delivery: False means try again next tick.
 Stamp = Callable[[Wake, Decision, datetime, "TickReport"], bool]
-#: What follows a wake that landed (an escalation, if one is due).
-Landed = Callable[[Wake, datetime, "TickReport"], None]
+#: What follows a wake that landed (an escalation, if one is due); the flag says
+#: it landed in an agent run that ended without answering it.
+Landed = Callable[[Wake, datetime, "TickReport", bool], None]
+#: In a fleet: note a nudge file in the tree's own ledger, for the pack (wake, state,
+#: when, the nudge file).
+Vouch = Callable[[Wake, str, datetime, str], None]
 #: Whether an exception is the ledger's database gone (a fleet's; never for SQLite).
 Outage = Callable[[BaseException], bool]
 
@@ -109,6 +113,7 @@ class DigestSender:
         self.voice = voice
         self.stamp = stamp
         self.landed = landed
+        self.vouch: Vouch | None = None
         self.batch: list[tuple[Wake, Decision]] = []
 
     def add(self, made: Wake, decision: Decision) -> None:
@@ -120,6 +125,23 @@ class DigestSender:
         if self.batch:
             self.send(self.batch, now, report)
             self.batch = []
+
+    def _unanswered(self, made: Wake, receipt: str, now: datetime) -> str:
+        """A wake a run left unanswered stays woken: written as a nudge file, which the
+        pack and the session hooks show, and which is its receipt (so the pack vouches
+        for it). Without a place to write it, the receipt says so instead."""
+        trailer = (
+            f"\n(rouse ran an agent for this wake — {receipt} — and the run ended without "
+            "answering it, so it is written here for the next session.)\n"
+        )
+        try:
+            written = write_nudge(self.headers.root, made, now, trailer)
+        except OSError as exc:
+            self.voice.tell_once(f"could not write the nudge file of an unanswered wake: {exc}")
+            return f"{receipt}: ran, not answered"
+        if self.vouch is not None:
+            self.vouch(made, "delivered", now, written)
+        return written
 
     def send(self, batch: list[tuple[Wake, Decision]], now: datetime, report: TickReport) -> None:
         """Send the tick's wakes as one digest; each wake lands, fails or is stamped on its own.
@@ -156,15 +178,16 @@ class DigestSender:
             return
         sent = receipt
         answered = {one.id for one, _ in batch}
-        if ran is not None:  # did the run move or end the records it was woken about?
+        if ran is not None:  # did the run answer the wakes it was given?
             fresh = self.headers.walk()
-            answered = {one.id for one, _ in batch if _answered(fresh, one)}
+            done = acts.load(self.headers.root)
+            answered = {one.id for one, _ in batch if _answered(fresh, one, done)}
             receipt += f", answered {len(answered)} of {len(batch)}"
         landed: list[tuple[str, str]] = []
         for one, _ in batch:
             text = f"digest {digest_id}: {receipt}"
             if ran is not None:
-                text = receipt if one.id in answered else f"{receipt}: ran, not answered"
+                text = receipt if one.id in answered else self._unanswered(one, receipt, now)
             landed.append((one.id, text))
         try:
             self.ledger.digest_done(digest_id, now, receipt=sent, error=None)
@@ -182,12 +205,12 @@ class DigestSender:
         say(f"{_t(now)} delivered {what} via {self.sink.kind}: {receipt}")
         for one, _ in batch:
             if ran is None or one.id not in answered:  # an answered record needs no human
-                self.landed(one, now, report)
+                self.landed(one, now, report, ran is not None)
         for one, _ in batch:
             say(f"{_t(now)}   in it: {_what(one)}", EVERY_TICK)
 
 
-def _answered(tree: Tree, made: Wake) -> bool:
-    """Whether the agent moved or ended ``made``'s record since the wake (gone counts)."""
+def _answered(tree: Tree, made: Wake, done: acts.Acts) -> bool:
+    """Whether the agent answered ``made`` (``nudges.acted_since``; a record gone counts)."""
     record = tree.records.get(made.path)
-    return record is None or nudges.acted_since(record, made.made_at)
+    return record is None or nudges.acted_since(record, made.made_at, done)

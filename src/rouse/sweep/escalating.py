@@ -13,8 +13,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rouse.core import clock
-from rouse.core.timefmt import parse_stamp
+from rouse.core import acts, clock, nudges
+from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.sweep import escalate
 from rouse.sweep.ledger import Ledger
@@ -48,16 +48,52 @@ class Escalator:
         #: escalations tried this tick: one try per tick
         self.tried: set[str] = set()
 
-    def after_delivery(self, made: Wake, now: datetime, report: TickReport) -> None:
-        """After ``made`` landed: tell the owner if its record reached a new level."""
+    def after_delivery(
+        self, made: Wake, now: datetime, report: TickReport, *, unanswered_run: bool = False
+    ) -> None:
+        """After ``made`` landed: tell the owner if its record reached a new level.
+
+        Every delivery the agent has not answered counts, an agent run that
+        ended without answering included. A one-shot reminder is delivered
+        once, so under a count it escalates as soon as a run leaves it
+        unanswered (and under a duration, see :meth:`standing`).
+        """
         threshold = self.escalation.threshold
         first, woken = self.ledger.streak(made.path, made.last_moved)
         level = threshold.level(woken, first or made.made_at, now)
+        if unanswered_run and made.reason == "due" and threshold.nudges is not None:
+            level = max(level, 1)
+        self._escalate(made, level, woken, first or made.made_at, now, report)
+
+    def standing(self, tree: Tree, now: datetime, report: TickReport) -> None:
+        """Under a duration (``--escalate-after 2h``): tell the owner about each one-shot
+        reminder still unanswered that long after its delivery. (Other records are
+        woken again while they stand, and each landing asks :meth:`after_delivery`.)"""
+        threshold = self.escalation.threshold
+        if threshold.after is None:
+            return
+        fired = [(r, at) for r in tree.records.values() if (at := nudges.fired_at(r)) is not None]
+        if not fired:
+            return
+        done = acts.load(self.root)
+        for record, at in fired:
+            if nudges.acted_since(record, at, done):
+                continue
+            moved = format_stamp(clock.moved_at(record)[0])
+            made = self.ledger.last_landed(record.dir, moved)
+            if made is None:
+                continue  # not delivered by this sweeper's ledger (yet): nothing to count
+            first, woken = self.ledger.streak(record.dir, moved)
+            start = first or made.made_at
+            self._escalate(made, threshold.level(woken, start, now), woken, start, now, report)
+
+    def _escalate(
+        self, made: Wake, level: int, woken: int, first: datetime, now: datetime, report: TickReport
+    ) -> None:
+        threshold = self.escalation.threshold
         if level < 1 or self.ledger.escalated(made.path, made.last_moved, level):
             return
-        message = escalate.message(
-            self.root, made, level, threshold, woken, first or made.made_at, now
-        )
+        message = escalate.message(self.root, made, level, threshold, woken, first, now)
         self.ledger.add_escalation(message, made.id, level, self.escalation.sink.kind, now)
         self.send(message, now, report)
 

@@ -29,6 +29,17 @@ class EscalationRows(Rows):
         ).fetchone()
         return (_dt(row[0]) if row and row[0] else None), int(row[1] or 0) if row else 0
 
+    def last_landed(self, path: str, last_moved: str) -> Wake | None:
+        """The latest wake of the streak (see :meth:`streak`) that landed, or None."""
+        row = self.run(
+            "SELECT wake FROM wakes WHERE tree = ? AND path = ? AND last_moved = ? "
+            "AND state IN ('delivered', 'given_up') ORDER BY made_at DESC, id DESC LIMIT 1",
+            self.tree,
+            path,
+            last_moved,
+        ).fetchone()
+        return Wake.from_dict(json.loads(row[0])) if row else None
+
     def escalated(self, path: str, last_moved: str, level: int) -> bool:
         row = self.run(
             "SELECT 1 FROM escalations WHERE tree = ? AND path = ? AND last_moved = ? "

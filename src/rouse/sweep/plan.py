@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from rouse.core import clock
+from rouse.core import acts, clock
 from rouse.core.clock import Decision
 from rouse.core.nudges import acted_since
 from rouse.core.tree import Tree
@@ -59,12 +59,15 @@ def plan(
     holdable: bool = False,
     quiet: QuietHours | None = None,
     sends: bool = True,
+    done: acts.Acts | None = None,
 ) -> Plan:
     """What a tick at ``now`` does: a pure function of the tree, the ledger and now.
 
     ``sends``: this sweeper sends wakes itself (False: ``--plan-only``, the
-    delivery workers send them).
+    delivery workers send them). ``done``: when rouse's verbs last acted on
+    each record (``rouse.core.acts``), to tell an answered wake.
     """
+    done = done or {}
     decided = {d.record.dir: d for d in clock.decisions(tree, now)}
     untrackable = {p.path for p in tree.untrackable}
     quiet_now = holdable and quiet is not None and quiet.holds(now)
@@ -73,7 +76,7 @@ def plan(
     owed: set[str] = set()
     for entry in entries:
         owed.add(entry.wake.path)
-        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now, sends)
+        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now, sends, done)
         if step is not None:
             result.steps.append(step)
         elif (
@@ -105,6 +108,7 @@ def _plan_entry(
     now: datetime,
     quiet_now: bool,
     sends: bool,
+    done: acts.Acts,
 ) -> Step | None:
     found = tree.records.get(entry.wake.path)
     record = found if found is not None and found.rel == entry.wake.file else None
@@ -119,7 +123,7 @@ def _plan_entry(
             return Step("nudge", None, entry, "its record is gone")
         assert decision is not None
         # (the agent may have moved it and it came due again since: a new wake's, not this)
-        if not decision.is_due or acted_since(record, entry.wake.made_at):
+        if not decision.is_due or acted_since(record, entry.wake.made_at, done):
             return Step("nudge", None, entry, "its record moved or ended first")
         if already_stamped(record, entry.wake):  # (a crash after the nudge file, say)
             return Step("nudge", None, entry, "its record is stamped for it already")

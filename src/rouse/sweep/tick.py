@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock
+from rouse.core import acts, clock
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
@@ -167,6 +167,7 @@ class Sweeper(Leading):
             landed=self._maybe_escalate,
             receipts=self.receipts,
         )
+        self.digests.vouch = self.carrier.vouch  # a run's unanswered wakes are nudge files
         #: how long one send may take: the lease is renewed to outlive it
         self.send_cover = _seconds(getattr(self.runner or sink, "timeout", 0)) + (
             _seconds(getattr(escalation.sink, "timeout", 0)) if escalation is not None else 0.0
@@ -215,13 +216,15 @@ class Sweeper(Leading):
 
     def _lead_tick(self, tree: Tree, now: datetime, report: TickReport) -> None:
         """Plan the tick and carry the plan out (alone, or leading the tree's clones)."""
+        entries = self.ledger.open_entries()
         the_plan = plan(
             tree,
             now,
-            self.ledger.open_entries(),
+            entries,
             holdable=self.sink.holdable,
             quiet=self.quiet,
             sends=not self.plan_only,
+            done=acts.load(self.root) if entries else None,
         )
         ids = display_ids(tree)
         self.digests.batch = []
@@ -250,6 +253,7 @@ class Sweeper(Leading):
         self.digests.flush(now, report)  # even if we were stopped: they are in the ledger
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
+            self.escalator.standing(tree, now, report)
         report.next_at = the_plan.next_at
 
     def _finish(self, tree: Tree, now: datetime, report: TickReport) -> None:
@@ -278,10 +282,12 @@ class Sweeper(Leading):
         """Stamp ``made``'s record after delivery (see :func:`_stamp`)."""
         return _stamp(self.root, made, decision, now, report, self.say)
 
-    def _maybe_escalate(self, made: wake.Wake, now: datetime, report: TickReport) -> None:
+    def _maybe_escalate(
+        self, made: wake.Wake, now: datetime, report: TickReport, unanswered_run: bool
+    ) -> None:
         """After ``made`` landed: tell the owner if its record reached a new level."""
         if self.escalator is not None:
-            self.escalator.after_delivery(made, now, report)
+            self.escalator.after_delivery(made, now, report, unanswered_run=unanswered_run)
 
 
 def _never(exc: BaseException) -> bool:

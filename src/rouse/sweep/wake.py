@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -211,6 +211,13 @@ def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
         else:
             lines += shown
     return "\n".join(lines) + "\n"
+
+
+def aged(made: Wake, decision: Decision, now: datetime) -> Wake:
+    """``made`` with its first line's ages as they read at ``now`` (a wake given up
+    after 24h is written then: "last moved 2h ago" would be a day out of date)."""
+    rest = made.text.split("\n", 1)[1] if "\n" in made.text else "\n"
+    return replace(made, text=f"{first_line(decision, now)}\n{rest}")
 
 
 def read_body(root: Path, rel: str) -> str:

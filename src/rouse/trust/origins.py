@@ -72,6 +72,15 @@ def effective_origin(file: File) -> str:
     return _normal(file.get("origin"))
 
 
+def quoted_origins(reader: object) -> frozenset[str]:
+    """The origins whose words are shown as quoted data, never as standing truth or an
+    instruction: untrusted, and with a stamp key also what does not verify (``unknown``:
+    the owner vouches by stamping). ``reader``: an :class:`OriginReader`, or any origin
+    function (one without a key)."""
+    keyed = getattr(reader, "keyed", False)
+    return frozenset({"untrusted", "unknown"} if keyed else {"untrusted"})
+
+
 def _normal(value: str | None) -> str:
     value = (value or "").strip().lower()
     return value if value in ORIGINS else "unknown"
