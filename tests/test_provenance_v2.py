@@ -185,18 +185,20 @@ def test_rouse_pack_never_runs_a_header_probe(tree: Path, key_path: Path) -> Non
     assert "evil" not in done.stdout.split("due")[0]
 
 
-# -- the woken section: a move in the wake's minute counts --------------------------------
+# -- the woken section: a stamp in the wake's own minute is not an answer (0.3) ----------
 
 
-def test_a_move_in_the_wakes_own_minute_counts_as_acting(tree: Path) -> None:
+def test_a_last_moved_in_the_wakes_own_minute_is_not_an_answer(tree: Path) -> None:
+    """0.3 replaced 0.2's same-minute rule: a ``last-moved`` in the wake's minute cannot
+    be told from a record made in that minute, so only a later minute answers (a
+    rouse verb answers to the second: tests/test_answered.py)."""
     from datetime import datetime
 
     from rouse.core import nudges
 
-    record = walk(tree).records[f"{INTENTIONS}/ship"]
-    wake_at = datetime(2026, 3, 14, 9, 0, 40)  # the move below is stamped 09:00
-    assert nudges.acted_since(record, wake_at)
-    assert not nudges.acted_since(record, datetime(2026, 3, 14, 9, 1, 0))
+    record = walk(tree).records[f"{INTENTIONS}/ship"]  # last-moved 09:00
+    assert not nudges.acted_since(record, datetime(2026, 3, 14, 9, 0, 40), {})
+    assert nudges.acted_since(record, datetime(2026, 3, 14, 8, 59, 59), {})
 
 
 def test_context_without_a_verified_origin_is_not_injected_under_a_key(

@@ -106,15 +106,21 @@ def acted_since(record: Record, when: datetime, done: acts.Acts) -> bool:
         return True
     if record.type == "action" and not clock.is_open(record) and clock.known_status(record):
         return True  # judged: a known outcome closes it for the clock
-    if record.type == "reminder" and status == "pending" and not clock.is_nagging(record):
+    if record.type == "reminder" and status == "pending" and not _rearms_itself(record):
         due = _stamp(record, "due")
         if due is not None and due > when:
-            return True  # re-armed (a nag's fresh due is rouse's own write, never this)
+            return True  # re-armed by the agent
     act = done.get(record.dir)
     if act is not None and act >= when.replace(microsecond=0):
         return True
     moved = _stamp(record, "last-moved")
     return moved is not None and moved > when.replace(second=0, microsecond=0)
+
+
+def _rearms_itself(record: Record) -> bool:
+    """A reminder whose fresh ``due`` after a wake is rouse's own write: a nag's next
+    step, a repeating reminder's next occurrence (``every:``)."""
+    return clock.is_nagging(record) or bool((record.get("every") or "").strip())
 
 
 def _stamp(record: Record, key: str) -> datetime | None:

@@ -37,7 +37,7 @@ _STAMP_RE = re.compile(
     r"(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?"
     r"\s*(Z|[+-]\d{2}:?\d{2})?$"
 )
-_INTERVAL_RE = re.compile(r"(\d+)\s*([smhdw])")
+_INTERVAL_RE = re.compile(r"(\d+)(?:\.(\d))?\s*([smhdw])")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _LONGEST_SECONDS = int(LONGEST.total_seconds())
 
@@ -106,7 +106,8 @@ def iso_stamp(value: datetime | None) -> str | None:
 
 
 def parse_interval(text: str) -> timedelta:
-    """Parse ``45m``, ``2h``, ``1d``, ``2w`` or combinations like ``1h30m``.
+    """Parse ``45m``, ``2h``, ``1d``, ``2w``, combinations like ``1h30m``, and one
+    decimal place (``1.5h`` = 90m; the unit stays required).
 
     Raises ValueError for what is not an interval, and its subclass OutOfRange
     for one longer than LONGEST.
@@ -119,10 +120,11 @@ def parse_interval(text: str) -> timedelta:
     for match in _INTERVAL_RE.finditer(compact):
         if match.start() != pos:
             break
-        total += int(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        unit = _UNIT_SECONDS[match.group(3)]
+        total += int(match.group(1)) * unit + int(match.group(2) or 0) * unit // 10
         pos = match.end()
     if pos != len(compact):
-        raise ValueError(f"not an interval (want e.g. 45m, 2h, 1d, 1h30m): {text!r}")
+        raise ValueError(f"not an interval (want e.g. 45m, 2h, 1.5h, 1d, 1h30m): {text!r}")
     if total > _LONGEST_SECONDS:
         raise OutOfRange("an interval", INTERVAL_BOUNDS, text.strip())
     return timedelta(seconds=total)

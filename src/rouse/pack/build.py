@@ -188,7 +188,8 @@ def _context(
         entry: dict[str, Any] = {"slug": ctx.slug, "path": ctx.rel, "origin": origin}
         if ctx.kind == "motivation" and asked is not None:
             keywords = _words((ctx.get("keywords") or "").replace(",", " "))
-            if not keywords & asked:
+            # without keywords nothing says it is off-topic: it stays whole
+            if keywords and not keywords & asked:
                 entry["age"] = human_age(ctx.mtime, now)  # (text only)
                 entry["mtime"] = iso_stamp(ctx.mtime)
                 entry["body"] = None  # on disk, thinned by --query

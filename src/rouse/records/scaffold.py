@@ -383,8 +383,8 @@ def _placement(
     """Where a new file goes, the header it starts with, and warnings about it."""
     if kind == "belief":
         return f"{layout.BELIEFS}/{layout.BELIEF_PREFIX}{slug}.md", {}, []
-    if kind == "motivation":
-        return f"{layout.MOTIVATIONS}/{layout.MOTIVATION_PREFIX}{slug}.md", {}, []
+    if kind == "motivation":  # keywords: what `pack --query` judges it by (empty: never thinned)
+        return f"{layout.MOTIVATIONS}/{layout.MOTIVATION_PREFIX}{slug}.md", {"keywords": ""}, []
     if kind == "note":
         return f"{layout.NOTES}/{slug}.md", {"updated": format_stamp(now), "keywords": ""}, []
     tree = walk(root)
