@@ -250,6 +250,17 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
         )
     if told["pending"]:
         warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
+    tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
+    if tells["waiting"]:
+        warnings.append(
+            f"{tells['waiting']} message(s) to the owner wait: the sweeper has no channel for "
+            "them (it needs --notify SINK or --channel NAME=SINK) — `rouse log`"
+        )
+    if tells["given_up"]:
+        warnings.append(
+            f"{tells['given_up']} message(s) to the owner given up after 24h of failed "
+            "delivery in the last day, written as nudge files: reach the owner another way"
+        )
     spent = sweepstate.run_budget_spent(root, now)
     if spent is not None:
         warnings.append(
