@@ -117,7 +117,9 @@ def quiet(line: str) -> None:
     pass
 
 
-def rouse(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def rouse(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """``rouse`` as a user runs it: a real process."""
     return subprocess.run(
         [sys.executable, "-m", "rouse", "--memory", str(root), *args],
@@ -131,10 +133,22 @@ def rouse(root: Path, *args: str, env: dict[str, str] | None = None) -> subproce
 # -- the field ----------------------------------------------------------------
 
 
-def test_channel_is_a_known_field_on_a_reminder(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_channel_is_a_known_field_on_a_reminder(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    due = "due=2099-01-01 09:00"
     code = main(
-        ["--memory", str(tree), "new", "reminder", "pay-rent", "--set", "due=2099-01-01 09:00"]
-        + ["--set", "channel=phone"]
+        [
+            "--memory",
+            str(tree),
+            "new",
+            "reminder",
+            "pay-rent",
+            "--set",
+            due,
+            "--set",
+            "channel=phone",
+        ]
     )
     assert code == 0, capsys.readouterr().err
     assert "channel: phone" in (tree / REMINDERS / "pay-rent/reminder.md").read_text()
@@ -144,7 +158,9 @@ def test_channel_is_a_known_field_on_a_reminder(tree: Path, capsys: pytest.Captu
     assert not [f for f in findings if "channel" in f["message"] and "reminder" in f["path"]]
 
 
-def test_channel_on_an_intention_is_a_warning(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_channel_on_an_intention_is_a_warning(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tree / SHIP / "intention.md"
     path.write_text(path.read_text().replace("status: open", "status: open\nchannel: phone"))
     main(["--memory", str(tree), "check", "--json"])
@@ -204,7 +220,9 @@ def test_tell_refuses_bad_input_and_writes_nothing(
     assert not (tree / ".rouse/ledger.sqlite3").exists() or tells(tree) == []
 
 
-def test_tell_refuses_an_ambiguous_slug(tree: Path, make_tree: MakeTree, capsys: pytest.CaptureFixture[str]) -> None:
+def test_tell_refuses_an_ambiguous_slug(
+    tree: Path, make_tree: MakeTree, capsys: pytest.CaptureFixture[str]
+) -> None:
     make_tree({f"{SHIP}/call-mum/task.md": "---\nstatus: pending\n---\n"})
     assert main(["--memory", str(tree), "tell", "call-mum", "hello"]) == 2
     assert "ambiguous" in capsys.readouterr().err
@@ -228,7 +246,9 @@ def test_the_mcp_tool_tells_through_the_same_function(tree: Path) -> None:
 # -- the sweeper delivers -----------------------------------------------------
 
 
-def test_the_record_channel_gets_it_signed_once(tree: Path, hook: str, mail: tuple[Path, Path]) -> None:
+def test_the_record_channel_gets_it_signed_once(
+    tree: Path, hook: str, mail: tuple[Path, Path]
+) -> None:
     script, inbox = mail
     told = telling.tell(tree, "call-mum", "Ring mum back.", NOW)
     channels = Channels(
@@ -284,7 +304,12 @@ def test_with_no_default_a_tell_waits_and_status_and_the_pack_say_so(
     status = rouse(tree, "--now", stamp(NOW), "status")
     assert "wait" in status.stdout
     # a sweeper with a default takes it at its next tick
-    with Sweeper(tree, FileSink(tree), channels=Channels({}, ExecSink([str(script)], 10, tree, {})), log=quiet) as sw:
+    with Sweeper(
+        tree,
+        FileSink(tree),
+        channels=Channels({}, ExecSink([str(script)], 10, tree, {})),
+        log=quiet,
+    ) as sw:
         sw.tick(NOW + timedelta(minutes=1))
     assert [row["state"] for row in tells(tree)] == ["delivered"]
     assert len(list(inbox.iterdir())) == 1
@@ -324,7 +349,9 @@ def test_a_failing_channel_is_retried_with_backoff_then_given_up_after_24h(
 def test_a_due_reminder_with_a_channel_reaches_it_and_the_pack(tree: Path, hook: str) -> None:
     path = tree / CALL / "reminder.md"
     path.write_text(path.read_text().replace("2099-01-01 09:00", stamp(ago(minutes=5))))
-    with Sweeper(tree, FileSink(tree), channels=Channels({"phone": WebhookSink(hook, 5.0)}), log=quiet) as sw:
+    with Sweeper(
+        tree, FileSink(tree), channels=Channels({"phone": WebhookSink(hook, 5.0)}), log=quiet
+    ) as sw:
         sw.tick(NOW)
         sw.tick(NOW + timedelta(minutes=5))
     assert len(list((tree / ".rouse/nudges").glob("*.md"))) == 1  # the tick's own sink
@@ -339,7 +366,9 @@ def test_a_due_reminder_without_a_channel_reaches_no_channel(tree: Path, hook: s
     path = tree / CALL / "reminder.md"
     text = path.read_text().replace("2099-01-01 09:00", stamp(ago(minutes=5)))
     path.write_text(text.replace("channel: phone\n", ""))
-    with Sweeper(tree, FileSink(tree), channels=Channels({}, WebhookSink(hook, 5.0)), log=quiet) as sw:
+    with Sweeper(
+        tree, FileSink(tree), channels=Channels({}, WebhookSink(hook, 5.0)), log=quiet
+    ) as sw:
         sw.tick(NOW)
     assert Inbox.seen == [] and tells(tree) == []
 
@@ -350,8 +379,16 @@ def test_a_due_reminder_without_a_channel_reaches_no_channel(tree: Path, hook: s
 def test_sweep_once_delivers_a_tell_through_a_named_channel(tree: Path, hook: str) -> None:
     assert rouse(tree, "tell", "call-mum", "Ring mum back.").returncode == 0
     done = rouse(
-        tree, "--now", stamp(NOW), "sweep", "--once", "--channel", "phone=webhook", hook,
-        "--notify", "phone",
+        tree,
+        "--now",
+        stamp(NOW),
+        "sweep",
+        "--once",
+        "--channel",
+        "phone=webhook",
+        hook,
+        "--notify",
+        "phone",
     )
     assert done.returncode == 0, done.stderr
     assert len(Inbox.seen) == 1 and json.loads(Inbox.seen[0][1])["channel"] == "phone"
@@ -359,10 +396,14 @@ def test_sweep_once_delivers_a_tell_through_a_named_channel(tree: Path, hook: st
     assert "phone" in after.stdout and "webhook" in after.stdout  # it says where it will go
 
 
-def test_sweep_takes_an_exec_channel_command_after_dashes(tree: Path, mail: tuple[Path, Path]) -> None:
+def test_sweep_takes_an_exec_channel_command_after_dashes(
+    tree: Path, mail: tuple[Path, Path]
+) -> None:
     script, inbox = mail
     telling.tell(tree, "ship", "The release slips.", NOW)
-    done = rouse(tree, "--now", stamp(NOW), "sweep", "--once", "--notify", "exec", "--", str(script))
+    done = rouse(
+        tree, "--now", stamp(NOW), "sweep", "--once", "--notify", "exec", "--", str(script)
+    )
     assert done.returncode == 0, done.stderr
     assert [json.loads(p.read_text())["text"] for p in inbox.iterdir()] == ["The release slips."]
 
@@ -375,8 +416,17 @@ def test_sweep_takes_an_exec_channel_command_after_dashes(tree: Path, mail: tupl
         (["--channel", "phone=file"], "would not reach a human"),
         (["--channel", "phone=carrier-pigeon"], "carrier-pigeon"),
         (["--channel", "phone=webhook"], "URL"),
-        (["--channel", "phone=webhook", "http://127.0.0.1:9/", "--channel", "phone=webhook",
-          "http://127.0.0.1:9/"], "twice"),
+        (
+            [
+                "--channel",
+                "phone=webhook",
+                "http://127.0.0.1:9/",
+                "--channel",
+                "phone=webhook",
+                "http://127.0.0.1:9/",
+            ],
+            "twice",
+        ),
         (["--notify", "pager"], "pager"),
         (["--notify", "stdout"], "would not reach a human"),
         (["--channel", "a=exec", "--channel", "b=exec", "--", "true"], "cannot all own"),
@@ -395,10 +445,21 @@ def test_the_run_prompt_teaches_tell(tree: Path) -> None:
     from rouse.sweep.digest import Digest
 
     made = Digest(
-        id="d1", record="", type="", slug="", path="", file="", reason="digest", nudge=0,
-        last_moved="", at=f"{NOW:%Y-%m-%d %H:%M:%S}", text="(wakes)",
+        id="d1",
+        record="",
+        type="",
+        slug="",
+        path="",
+        file="",
+        reason="digest",
+        nudge=0,
+        last_moved="",
+        at=f"{NOW:%Y-%m-%d %H:%M:%S}",
+        text="(wakes)",
     )
     text = prompt(tree, made)
     assert "rouse --memory" in text and " tell " in text
-    guide = (Path(__file__).parents[1] / "src/rouse/records/skeleton/entrypoint/rouse.md").read_text()
+    guide = (
+        Path(__file__).parents[1] / "src/rouse/records/skeleton/entrypoint/rouse.md"
+    ).read_text()
     assert "rouse tell REF" in guide

@@ -28,8 +28,9 @@ for the first time in a session, read entrypoint/rouse.md in the tree. Use \
 `remember` for notes, `intend` for a new intention, `add` for a goal, action, \
 task, reminder or backlog item, and `move` / `snooze` / `close` / `promote` to \
 keep records honest. To reach the owner (a reminder that speaks to a person, \
-news they must hear), call `tell`: the sweeper delivers it through their channel. Machine fields (swept, nudges, origin, ...) are rouse's \
-own: a call that sets one is refused."""
+news they must hear), call `tell`: the sweeper delivers it through their \
+channel. Machine fields (swept, nudges, origin, ...) are rouse's own: a call \
+that sets one is refused."""
 
 
 # -- the server ---------------------------------------------------------------

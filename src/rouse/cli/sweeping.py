@@ -26,12 +26,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
+    from typing import Any
 
     from rouse.fleet.pg_ledger import PgLedger
     from rouse.fleet.sweeping import Joined
     from rouse.sweep.runner import Runner
-    from typing import Any
-
     from rouse.trust.origins import OriginReader
 
 
@@ -179,7 +178,9 @@ def _channel_specs(args: argparse.Namespace) -> dict[str, tuple[str, list[Any]]]
         first, *rest = args.notify
         if first in found and not rest:
             found[NOTIFY] = ("channel", [first])
-        elif CHANNEL_RE.match(first) and first not in (*CHANNEL_KINDS, "file", "stdout") and not rest:
+        elif (
+            CHANNEL_RE.match(first) and first not in (*CHANNEL_KINDS, "file", "stdout") and not rest
+        ):
             known = ", ".join(n for n in found if n != NOTIFY) or "none"
             raise UsageError(
                 f"--notify {first}: no --channel {first}=… is given (channels: {known}); "
@@ -190,7 +191,9 @@ def _channel_specs(args: argparse.Namespace) -> dict[str, tuple[str, list[Any]]]
     return found
 
 
-def _channels(wanted: dict[str, tuple[str, list[Any]]], root: Path, args: argparse.Namespace) -> Any:
+def _channels(
+    wanted: dict[str, tuple[str, list[Any]]], root: Path, args: argparse.Namespace
+) -> Any:
     """Build the sweeper's channels, refusing at start what cannot reach a person."""
     import shlex
 

@@ -345,7 +345,9 @@ def args_move(sub: argparse.ArgumentParser) -> None:
 
 
 def args_tell(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("ref", metavar="REF", help="the record it is about: a slug or tree-relative path")
+    sub.add_argument(
+        "ref", metavar="REF", help="the record it is about: a slug or tree-relative path"
+    )
     sub.add_argument(
         "message",
         metavar="MESSAGE",
