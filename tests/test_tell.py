@@ -187,6 +187,8 @@ def test_a_tell_is_durable_at_once_without_a_sweeper(tree: Path) -> None:
     assert log.returncode == 0 and row["id"] in log.stdout and "tell" in log.stdout
     status = json.loads(rouse(tree, "status", "--json").stdout)
     assert status["tells"]["pending"] == 1
+    warnings = build_pack(tree, NOW, probes_enabled=False).data["warnings"]
+    assert any("1 message(s) to the owner (rouse tell) not delivered yet" in w for w in warnings)
 
 
 def test_tell_json_says_where_it_goes(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -251,6 +251,11 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
     if told["pending"]:
         warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
     tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
+    if tells["pending"]:
+        warnings.append(
+            f"{tells['pending']} message(s) to the owner (rouse tell) not delivered yet: the "
+            "sweeper sends them at its next tick — `rouse log`"
+        )
     if tells["waiting"]:
         warnings.append(
             f"{tells['waiting']} message(s) to the owner wait: the sweeper has no channel for "
