@@ -40,6 +40,7 @@ TOOLS = {
     "snooze",
     "close",
     "promote",
+    "tell",
 }
 READ_ONLY = {"pack", "recall", "due", "probe"}
 PROBES = "inventory/probes.md"
@@ -302,6 +303,8 @@ def test_client_lists_the_tools_with_hints(memory: Path, no_key: Path) -> None:
     for name in ("intend", "add", "move"):
         assert seen[name].annotations.destructive_hint is False
     assert set(seen["add"].input_schema["required"]) == {"kind", "slug"}
+    assert set(seen["tell"].input_schema["required"]) == {"ref", "message"}
+    assert seen["tell"].annotations.open_world_hint is True  # it reaches a person
 
 
 def test_client_sees_the_version_parameter_descriptions_and_enums(

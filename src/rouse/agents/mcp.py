@@ -27,8 +27,10 @@ for the first time in a session, read entrypoint/rouse.md in the tree. Use \
 `recall` to find what the pack does not list, `due` to see what wants you, \
 `remember` for notes, `intend` for a new intention, `add` for a goal, action, \
 task, reminder or backlog item, and `move` / `snooze` / `close` / `promote` to \
-keep records honest. Machine fields (swept, nudges, origin, ...) are rouse's \
-own: a call that sets one is refused."""
+keep records honest. To reach the owner (a reminder that speaks to a person, \
+news they must hear), call `tell`: the sweeper delivers it through their \
+channel. Machine fields (swept, nudges, origin, ...) are rouse's own: a call \
+that sets one is refused."""
 
 
 # -- the server ---------------------------------------------------------------
@@ -61,6 +63,9 @@ DESCRIPTIONS = {
     "or contradicts. Nothing is deleted.",
     "promote": "Turn the backlog item `slug` into an open intention (moves its directory), with "
     "closes_when; under nests it under a record.",
+    "tell": "Reach the owner (the human): a message about a record, written to the ledger at "
+    "once and delivered by the sweeper at its next tick through the record's channel (a "
+    "reminder's channel:) or the default. Says where it will go, or that it waits.",
 }
 
 
@@ -117,6 +122,10 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "slug": "the backlog item to turn into an open intention",
         "closes_when": "one line: how you will know the intention is done",
         "under": "a record (slug or path) to nest the intention under",
+    },
+    "tell": {
+        "ref": "the record it is about: a slug, type/slug or tree-relative path",
+        "message": "what the owner should hear: up to 4,000 characters, newlines kept",
     },
 }
 
@@ -216,7 +225,7 @@ def build_server(tools: Tools) -> Any:
             read_only_hint=False,
             destructive_hint=destructive,
             idempotent_hint=False,
-            open_world_hint=False,
+            open_world_hint=open_world,
         )
 
     def strict(fn: Callable[..., str], annotations: Any) -> Any:
@@ -263,6 +272,7 @@ def build_server(tools: Tools) -> Any:
             strict(tools.snooze, hints(read_only=False)),
             strict(tools.close, hints(read_only=False, destructive=True)),
             strict(tools.promote, hints(read_only=False, destructive=True)),
+            strict(tools.tell, hints(read_only=False, open_world=True)),
         ],
     )
 

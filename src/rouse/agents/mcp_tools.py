@@ -211,6 +211,13 @@ class Tools(ReadTools):
         why = _text(why, "why")
         return lifecycle.close(self.root, ref, self.now(), ending, why, outcome).summary
 
+    def tell(self, ref: str, message: str) -> str:
+        """Reach the owner: the message goes to the ledger now, the sweeper delivers it."""
+        from rouse.sweep import telling
+
+        told = telling.tell(self.root, ref, message, self.now())
+        return "; ".join([told.summary, *told.warnings])
+
     def promote(self, slug: str, closes_when: str, under: str | None = None) -> str:
         closes_when = _one_line(closes_when, "closes_when")
         return lifecycle.promote(self.root, slug, closes_when, self.now(), under).summary

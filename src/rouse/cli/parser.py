@@ -37,6 +37,7 @@ from rouse.cli.write import (
     args_remind,
     args_snooze,
     args_stamp,
+    args_tell,
     cmd_close,
     cmd_init,
     cmd_move,
@@ -45,6 +46,7 @@ from rouse.cli.write import (
     cmd_remind,
     cmd_snooze,
     cmd_stamp,
+    cmd_tell,
 )
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -117,6 +119,11 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
     "close": (cmd_close, "end a record out loud (nothing is deleted)", args_close),
     "promote": (cmd_promote, "turn a backlog item into an open intention", args_promote),
     "remind": (cmd_remind, "shorthand for a new reminder", args_remind),
+    "tell": (
+        cmd_tell,
+        "reach the owner: a message about a record, delivered by the sweeper's channels",
+        args_tell,
+    ),
     "stamp": (cmd_stamp, "write origin (and origin-turn) into files: for wrappers", args_stamp),
     "status": (cmd_status, "counts per level, what is due, the sweeper and ledger", args_status),
     "sweep": (

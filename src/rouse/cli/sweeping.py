@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from pathlib import Path
+    from typing import Any
 
     from rouse.fleet.pg_ledger import PgLedger
     from rouse.fleet.sweeping import Joined
@@ -55,7 +56,20 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError("--max-runs and --run-timeout are for --run: add --run claude|codex|exec")
     specs = {"--sink": sink_spec, "--run": run_spec, "--escalate": escalate_spec}
     quoted = {"--sink": args.sink_cmd, "--run": args.run_cmd, "--escalate": args.escalate_cmd}
-    commands = _commands(specs, quoted, args.command)
+    wanted = _channel_specs(args)
+    trailing = args.command
+    needy = [name for name, (kind, rest) in wanted.items() if kind == "exec" and not rest]
+    if trailing and needy:  # a channel's exec takes the command after -- when it is the only taker
+        others = [n for n, sp in specs.items() if sp and sp[0] == "exec" and quoted.get(n) is None]
+        if len(needy) > 1 or others:
+            takers = [*others, *(_channel_option(n) for n in needy)]
+            raise UsageError(
+                f"{' and '.join(takers)} cannot all own the command after --: give each channel "
+                "its command as one quoted word (--channel NAME=exec 'CMD ARG')"
+            )
+        wanted[needy[0]] = ("exec", [trailing])
+        trailing = []
+    commands = _commands(specs, quoted, trailing)
     sink: sinks.Sink
     if args.plan_only:
         from rouse.sweep.carrying import WorkerQueue
@@ -102,6 +116,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 base_env=os.environ,
             ),
         )
+    channels = _channels(wanted, root, args) if wanted else None
+    if channels is not None and args.plan_only:
+        raise UsageError(
+            "--plan-only sends nothing, so --channel and --notify have nothing to do: a "
+            "sweeper that sends (without --plan-only) delivers the tree's tells"
+        )
     origins = origin_reader(root, stamp_key_path())
     joined = _join(dsn, root, args.lease, origins) if dsn is not None else None
     return loop.sweep(
@@ -119,7 +139,117 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         ledger=joined.ledger if joined is not None else None,
         plan_only=args.plan_only,
         fleet=joined.member if joined is not None else None,
+        channels=channels,
     )
+
+
+#: The key of ``--notify``'s own sink among the channels being built.
+NOTIFY = ""
+#: What a channel may be: it has to reach a person.
+CHANNEL_KINDS = ("webhook", "exec")
+
+
+def _channel_option(name: str) -> str:
+    return "--notify exec" if name == NOTIFY else f"--channel {name}=exec"
+
+
+def _channel_specs(args: argparse.Namespace) -> dict[str, tuple[str, list[Any]]]:
+    """``--channel NAME=KIND [ARG]`` (and ``--notify KIND [ARG]``, keyed ``NOTIFY``) as
+    name → (kind, its argument): one-line errors for a malformed one."""
+    from rouse.sweep.telling import CHANNEL_RE
+
+    found: dict[str, tuple[str, list[Any]]] = {}
+    for words in args.channel or []:
+        name, equals, kind = words[0].partition("=")
+        if not equals or not kind:
+            raise UsageError(
+                f"bad --channel {' '.join(words)!r}: want NAME=KIND, e.g. "
+                "--channel phone=webhook https://… or --channel mail=exec 'CMD ARG'"
+            )
+        if not CHANNEL_RE.match(name):
+            raise UsageError(
+                f"bad channel name {name!r}: lowercase letters, digits and -, at most 40 "
+                "(as a reminder's channel: names it)"
+            )
+        if name in found:
+            raise UsageError(f"--channel {name} is given twice: one sink per channel")
+        found[name] = (kind, list(words[1:]))
+    if args.notify:
+        first, *rest = args.notify
+        if first in found and not rest:
+            found[NOTIFY] = ("channel", [first])
+        elif (
+            CHANNEL_RE.match(first) and first not in (*CHANNEL_KINDS, "file", "stdout") and not rest
+        ):
+            known = ", ".join(n for n in found if n != NOTIFY) or "none"
+            raise UsageError(
+                f"--notify {first}: no --channel {first}=… is given (channels: {known}); "
+                "name one, or give a sink: --notify webhook URL | exec 'CMD ARG'"
+            )
+        else:
+            found[NOTIFY] = (first, rest)
+    return found
+
+
+def _channels(
+    wanted: dict[str, tuple[str, list[Any]]], root: Path, args: argparse.Namespace
+) -> Any:
+    """Build the sweeper's channels, refusing at start what cannot reach a person."""
+    import shlex
+
+    from rouse.sweep import sinks
+    from rouse.sweep.channels import Channels
+
+    built: dict[str, sinks.Sink] = {}
+    default = default_name = None
+    for name, (kind, rest) in wanted.items():
+        option = "--notify" if name == NOTIFY else f"--channel {name}"
+        if kind == "channel":
+            default_name = rest[0]
+            continue
+        if kind in ("file", "stdout"):
+            raise UsageError(
+                f"{option}={kind} would not reach a human: a channel is webhook URL or "
+                "exec 'CMD ARG'"
+            )
+        if kind not in CHANNEL_KINDS:
+            raise UsageError(
+                f"{option}: unknown sink {kind!r}: a channel is webhook URL or exec 'CMD ARG'"
+            )
+        command: list[str] = []
+        spec = [kind, *rest]
+        if kind == "exec":
+            if len(rest) != 1:
+                raise UsageError(
+                    f"{option}=exec needs its command: as one quoted word "
+                    f"({option}=exec 'CMD ARG') or after -- when it is the only one"
+                )
+            given = rest[0]
+            try:
+                command = given if isinstance(given, list) else shlex.split(given)
+            except ValueError as exc:
+                raise UsageError(f"{option}: cannot split {given!r} ({exc})") from None
+            spec = ["exec"]
+        elif len(rest) != 1:
+            raise UsageError(f"{option}=webhook needs exactly one URL: {option}=webhook https://…")
+        try:
+            sink = sinks.make_sink(
+                spec,
+                command,
+                root=root,
+                timeout=args.timeout,
+                secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
+                base_env=os.environ,
+            )
+        except UsageError as exc:
+            raise UsageError(f"{option}: {exc}") from None
+        if name == NOTIFY:
+            default = sink
+        else:
+            built[name] = sink
+    if default_name is not None:
+        default = built[default_name]
+    return Channels(built, default, default_name)
 
 
 def _join(dsn: str, root: Path, lease: float | None, origins: OriginReader) -> Joined:
@@ -270,10 +400,16 @@ def cmd_log(args: argparse.Namespace) -> int:
             entries = book.recent(args.limit)
     else:
         entries = ledger.recent(tree_root(args), args.limit)
+    from rouse.sweep.ledger_tells import tell_json
+    from rouse.sweep.ledger_views import recent_tells, tell_lines
+
+    told = recent_tells(tree_root(args), args.limit)  # tells: the tree's own SQLite file
     if args.json:
-        emit_json([entry.as_json() for entry in entries])
+        rows = [entry.as_json() for entry in entries] + [tell_json(row) for row in told]
+        rows.sort(key=lambda row: str(row["made_at"]), reverse=True)
+        emit_json(rows[: args.limit])
     else:
-        emit(ledger.log_lines(entries))
+        emit(ledger.log_lines(entries) + tell_lines(told))
     return 0
 
 
@@ -382,6 +518,21 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         "--heartbeat",
         metavar="URL",
         help="GET URL after every tick (URL/fail after a failed one): a dead-man's switch",
+    )
+    sub.add_argument(
+        "--channel",
+        nargs="+",
+        action="append",
+        metavar="NAME=KIND",
+        help="a named channel to the owner for `rouse tell` and reminders' channel: "
+        "NAME=webhook URL, or NAME=exec 'CMD ARG' (or the command after --); repeatable",
+    )
+    sub.add_argument(
+        "--notify",
+        nargs="+",
+        metavar="SINK",
+        help="the default channel: a --channel NAME, webhook URL, or exec 'CMD ARG' "
+        "(or the command after --); without one, a tell for no known channel waits",
     )
     _ledger_option(sub)
     sub.add_argument(

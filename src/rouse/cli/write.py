@@ -162,6 +162,19 @@ def cmd_move(args: argparse.Namespace) -> int:
     return _report(changed, args)
 
 
+def cmd_tell(args: argparse.Namespace) -> int:
+    from rouse.sweep import telling
+
+    told = telling.tell(tree_root(args), args.ref, args.message, resolve_now(args))
+    for warning in told.warnings:
+        print(f"rouse: warning: {warning}", file=sys.stderr)
+    if args.json:
+        emit_json(told.as_json())
+    else:
+        emit([told.summary])
+    return 0
+
+
 def cmd_snooze(args: argparse.Namespace) -> int:
     from rouse.records import lifecycle
 
@@ -329,6 +342,18 @@ def args_move(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--note", metavar="TEXT", help="append a dated line to the body")
     _force_option(sub, "stamp a time earlier than its last-moved")
     _json_option(sub, "record path file moved_at note")
+
+
+def args_tell(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "ref", metavar="REF", help="the record it is about: a slug or tree-relative path"
+    )
+    sub.add_argument(
+        "message",
+        metavar="MESSAGE",
+        help="what the owner should hear (up to 4,000 characters; newlines kept)",
+    )
+    _json_option(sub, "id record path channel state told_at goes")
 
 
 def args_snooze(sub: argparse.ArgumentParser) -> None:

@@ -52,7 +52,7 @@ KNOWN_KEYS = frozenset(
     {
         *("status", "opened", "last-moved", "stale-after", "review-every"),
         *("closes-when", "success-when", "outcome", "cancel"),
-        *("due", "nag", "backoff", "max-fires", "expires"),
+        *("due", "nag", "backoff", "max-fires", "expires", "channel"),
         *("keywords", "probes", "updated"),
         *MACHINE_FIELDS,
     }

@@ -97,8 +97,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def write_state(root: Path, now: datetime, interval: float | None, sink: str) -> None:
-    """Record the last tick (its ``now``) and the interval, atomically."""
+def write_state(
+    root: Path,
+    now: datetime,
+    interval: float | None,
+    sink: str,
+    channels: dict[str, str] | None = None,
+    notify: str | None = None,
+) -> None:
+    """Record the last tick (its ``now``) and the interval, atomically; ``channels``
+    (name → sink) and ``notify`` (the default's sink) say where tells go."""
     path = root / STATE_FILE
     data = {
         "last_tick": _t(now),
@@ -106,8 +114,30 @@ def write_state(root: Path, now: datetime, interval: float | None, sink: str) ->
         "wall": _t(datetime.now()),
         "pid": os.getpid(),
         "sink": sink,
+        "channels": channels or {},
+        "notify": notify,
     }
     save_json(path, data)  # best-effort like every state file: a miss reads as "stopped"
+
+
+def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | None] | None:
+    """The sweeper's channels (name → sink) and its default (``--notify``), as its last
+    tick recorded them; None when no sweeper runs on this tree, or (``sweep --once``
+    from cron) none has ticked within max(1h, 3 intervals) of ``now``."""
+    data = load_json(root / STATE_FILE)
+    found = holder(root)
+    running = bool(found and found.get("running"))
+    if running and data.get("pid") != (found or {}).get("pid"):
+        return {}, None  # it has not ticked yet: it says at its first tick
+    if not running:
+        when, interval = last_tick(root)
+        allowed = max(3600.0, 3 * (interval or 0))
+        if when is None or abs((now - when).total_seconds()) > allowed:
+            return None
+    named = data.get("channels")
+    notify = data.get("notify")
+    channels = {str(k): str(v) for k, v in named.items()} if isinstance(named, dict) else {}
+    return channels, notify if isinstance(notify, str) else None
 
 
 def last_tick(root: Path) -> tuple[datetime | None, float | None]:
@@ -170,7 +200,7 @@ def counts(root: Path) -> dict[str, int]:
 def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str, str, int]]:
     """Of these nudge files (tree-relative paths), the ones the ledger says rouse wrote.
 
-    A nudge file is the file sink's receipt (or a given-up wake's); the ledger
+    A nudge file is the file sink's receipt (or a given-up wake's or tell's); the ledger
     row keeps the wake as it was made. Returns receipt → (the record's path,
     the wake's first line, its reason, its nudge number) from the ledger, never
     from the file, so a file written or edited by hand vouches for nothing.
@@ -192,6 +222,21 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str,
                 ).fetchall()
             except Exception:  # sqlite3.Error: a busy or damaged ledger vouches for nothing
                 return found
+            try:  # a message to the owner given up (rouse tell): its nudge file too
+                told = db.execute(
+                    "SELECT receipt, path, record FROM tells "
+                    f"WHERE receipt IN ({marks}) AND state = 'given_up'",
+                    chunk,
+                ).fetchall()
+            except Exception:  # sqlite3.Error: an older ledger, no tells table yet
+                told = []
+            for row in told:
+                found[row["receipt"]] = (
+                    str(row["path"]),
+                    f"{row['record']} — a message to the owner could not be delivered",
+                    "tell",
+                    0,
+                )
             for row in rows:
                 try:
                     text = json.loads(row["wake"])["text"]
@@ -242,6 +287,27 @@ def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, in
             for row in db.execute(
                 "SELECT state, COUNT(*) AS n FROM escalations WHERE state = 'pending' "
                 "OR (state = 'delivered' AND (? IS NULL OR finished >= ?)) GROUP BY state",
+                (None if since is None else _t(since),) * 2,
+            ):
+                found[row["state"]] = row["n"]
+        except Exception:  # sqlite3.Error: no such table yet, busy or damaged: reads as none
+            pass
+    return found
+
+
+def tell_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
+    """Messages to the owner (``rouse tell``, a reminder's channel): pending (not sent
+    yet, or failing), waiting (the sweeper has no channel for them), delivered and
+    given up (at or after ``since``). Never creates the database."""
+    found = {"pending": 0, "waiting": 0, "delivered": 0, "given_up": 0}
+    with _reader(root) as db:
+        if db is None:
+            return found
+        try:
+            for row in db.execute(
+                "SELECT state, COUNT(*) AS n FROM tells WHERE state IN ('pending', 'waiting') "
+                "OR (state IN ('delivered', 'given_up') AND (? IS NULL OR finished >= ?)) "
+                "GROUP BY state",
                 (None if since is None else _t(since),) * 2,
             ):
                 found[row["state"]] = row["n"]

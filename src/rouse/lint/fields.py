@@ -62,6 +62,7 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
     "success-when": (frozenset({"goal"}), "only a goal's success-when is read"),
     "outcome": (frozenset({"action"}), "only an action is judged by its outcome"),
     "cancel": (frozenset({"task"}), "only a task's worker reads cancel"),
+    "channel": (frozenset({"reminder"}), "only a reminder's channel is read (its outreach)"),
     **{
         key: (frozenset({"reminder"}), f"only a reminder's {key} is read")
         for key in ("due", "nag", "backoff", "max-fires", "expires")

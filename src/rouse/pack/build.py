@@ -118,6 +118,8 @@ def _woken(
         line = f"{record_id} — woke you {human_age(n.at, now)} ({n.reason}, nudge {n.number})"
         if n.path is None:  # a fired reminder whose wake went elsewhere (or was archived)
             line = f"{record_id} — fired {human_age(n.at, now)}, waiting for done"
+        elif n.reason == "tell":
+            line = f"{record_id} — your tell to the owner was given up {human_age(n.at, now)}"
         items.append(
             {
                 "record": record_id,
@@ -283,6 +285,22 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
         )
     if told["pending"]:
         warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
+    tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
+    if tells["pending"]:
+        warnings.append(
+            f"{tells['pending']} message(s) to the owner (rouse tell) not delivered yet: the "
+            "sweeper sends them at its next tick — `rouse log`"
+        )
+    if tells["waiting"]:
+        warnings.append(
+            f"{tells['waiting']} message(s) to the owner wait: the sweeper has no channel for "
+            "them (it needs --notify SINK or --channel NAME=SINK) — `rouse log`"
+        )
+    if tells["given_up"]:
+        warnings.append(
+            f"{tells['given_up']} message(s) to the owner given up after 24h of failed "
+            "delivery in the last day, written as nudge files: reach the owner another way"
+        )
     spent = sweepstate.run_budget_spent(root, now)
     if spent is not None:
         warnings.append(

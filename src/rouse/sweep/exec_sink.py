@@ -54,6 +54,8 @@ class ExecSink:
             "ROUSE_REASON": wake.reason,
             "ROUSE_NUDGE": str(wake.nudge),
             "ROUSE_MEMORY": str(self.root),
+            # a message to the owner (rouse tell) adds its own: ROUSE_TELL_ID, ROUSE_CHANNEL
+            **(getattr(wake, "extra_env", None) or {}),
         }
 
     def send(self, wake: Wake, now: datetime) -> str:

@@ -14,7 +14,7 @@ Only the sweeper writes the ledger (it holds the sweeper lock); readers
 
 This module owns the connection and the ``wakes`` rows; the other tables are
 parts of :class:`Ledger` in their own modules (``ledger_digests``,
-``ledger_escalations``, ``ledger_runs``), the schema is ``ledger_schema``, a
+``ledger_escalations``, ``ledger_runs``, ``ledger_tells``), the schema is ``ledger_schema``, a
 row is ``ledger_entry`` and the read-only views are ``ledger_views``. The names
 readers use are importable from here too.
 """
@@ -33,6 +33,7 @@ from rouse.sweep.ledger_entry import _COLUMNS, Entry, _dt, _entry, _t
 from rouse.sweep.ledger_escalations import EscalationRows
 from rouse.sweep.ledger_runs import RunRows
 from rouse.sweep.ledger_schema import SCHEMA_VERSION, migrate
+from rouse.sweep.ledger_tells import TellRows
 from rouse.sweep.ledger_views import log_lines, recent
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.wake import Wake
@@ -66,7 +67,7 @@ def backoff(attempts: int) -> timedelta:
     return min(wait, MAX_RETRY)
 
 
-class Ledger(DigestRows, EscalationRows, RunRows):
+class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
     """The sweeper's read-write handle on its ledger.
 
     ``Ledger(root)`` opens (creating and migrating) the tree's SQLite ledger;

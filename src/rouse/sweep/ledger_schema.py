@@ -106,6 +106,33 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE escalations ADD COLUMN tree TEXT NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN tree TEXT NOT NULL DEFAULT '';
     """,
+    # 7: messages to the owner (rouse tell, a reminder's channel): always in the tree's
+    # own SQLite file, even when the sweeper keeps its wakes in a fleet's PostgreSQL
+    """
+    CREATE TABLE tells (
+        id TEXT PRIMARY KEY,
+        tree TEXT NOT NULL DEFAULT '',
+        record TEXT NOT NULL,
+        path TEXT NOT NULL,
+        type TEXT NOT NULL,
+        slug TEXT NOT NULL,
+        channel TEXT NOT NULL DEFAULT '',
+        source TEXT NOT NULL,
+        text TEXT NOT NULL,
+        made_at TEXT NOT NULL,
+        state TEXT NOT NULL,
+        sink TEXT,
+        attempts INTEGER NOT NULL DEFAULT 0,
+        first_failure TEXT,
+        last_attempt TEXT,
+        next_attempt TEXT,
+        finished TEXT,
+        receipt TEXT,
+        error TEXT
+    );
+    CREATE INDEX tells_state ON tells (state, made_at);
+    CREATE INDEX tells_receipt ON tells (receipt);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -64,3 +64,43 @@ def log_lines(entries: list[Entry]) -> list[str]:
         if entry.receipt and entry.state in ("given_up", "withdrawn"):
             lines.append(f"    {entry.receipt}")
     return lines
+
+
+def recent_tells(root: Path, limit: int = 20) -> list[sqlite3.Row]:
+    """The most recent messages to the owner (``rouse tell``), newest first.
+
+    Always the tree's own SQLite ledger's, whatever ledger keeps the wakes."""
+    from rouse.sweep.ledger_tells import _TELL_COLUMNS
+
+    with _reader(root) as db:
+        if db is None:
+            return []
+        try:
+            return db.execute(
+                f"SELECT {_TELL_COLUMNS} FROM tells ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        except sqlite3.Error:  # an older ledger: no tells table yet
+            return []
+
+
+def tell_lines(rows: list[sqlite3.Row]) -> list[str]:
+    """``rouse log``'s lines for tells: one each, then what went wrong if anything did."""
+    if not rows:
+        return []
+    lines = ["messages to the owner (rouse tell, reminders' channels):"]
+    for row in rows:
+        state = str(row["state"]).replace("_", " ")
+        channel = f"channel {row['channel']}" if row["channel"] else "no channel"
+        via = f"  via {row['sink']}" if row["sink"] else ""
+        lines.append(
+            f"{row['made_at']}  {state:<9}  {row['record']}  tell ({row['source']}, "
+            f"{channel}){via}  attempts {row['attempts']}  id {row['id']}"
+        )
+        if row["state"] == "pending" and row["next_attempt"]:
+            lines.append(f"    next attempt at or after {row['next_attempt']}")
+        if row["error"] and row["state"] != "delivered":
+            lines.append(f"    error: {row['error']}")
+        if row["receipt"] and row["state"] == "given_up":
+            lines.append(f"    {row['receipt']}")
+    return lines

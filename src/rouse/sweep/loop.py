@@ -31,6 +31,7 @@ from types import FrameType
 
 from rouse.core.errors import TooNew, UsageError
 from rouse.core.sweepstate import sweeper_lock
+from rouse.sweep.channels import Channels
 from rouse.sweep.escalate import Escalation
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
@@ -72,11 +73,13 @@ def sweep(
     ledger: Ledger | None = None,
     plan_only: bool = False,
     fleet: Fleet | None = None,
+    channels: Channels | None = None,
 ) -> int:
     """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
 
-    ``ledger``, ``plan_only`` and ``fleet`` are the :class:`Sweeper`'s (a fleet's
-    PostgreSQL ledger, queueing for its delivery workers, the lease).
+    ``ledger``, ``plan_only``, ``fleet`` and ``channels`` are the :class:`Sweeper`'s (a
+    fleet's PostgreSQL ledger, queueing for its delivery workers, the lease, where
+    tells to the owner go).
 
     With ``now`` the clock starts at that instant and runs on with the wall
     clock, so a loop under ``--now`` behaves like one started then.
@@ -108,6 +111,7 @@ def sweep(
             ledger=ledger,
             plan_only=plan_only,
             fleet=fleet,
+            channels=channels,
         ) as sw,
     ):
         # the loop says once what it is doing; --once only when asked (-v)
@@ -117,6 +121,10 @@ def sweep(
         if escalation is not None:
             line = line.replace(
                 f"sink {sink.describe()}", f"sink {sink.describe()}; {escalation.describe()}", 1
+            )
+        if channels is not None:
+            line = line.replace(
+                f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {channels.describe()}", 1
             )
         if fleet is not None:
             line = line.replace(

@@ -103,6 +103,9 @@ def prompt(root: Path, made: Digest) -> str:
         "(or --dropped 'why', --abandoned 'why')\n"
         "- you cannot act: leave the record as it is and say why in your final message; "
         "the owner will hear about it.\n"
+        "A reminder that speaks to a person (and anything the owner must hear) reaches them "
+        f"only through: rouse --memory {memory} tell <at: path> 'the message' — then close "
+        "or move the record as usual.\n"
         "Only a record you move or close counts as answered. Do not edit .rouse/.\n\n"
         f"{made.text}"
     )

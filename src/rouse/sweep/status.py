@@ -90,6 +90,8 @@ def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
             "delivered": counts["delivered"],
             "given_up": counts["given_up"],
         },
+        # messages to the owner (rouse tell): always in the tree's own SQLite ledger
+        "tells": sweepstate.tell_counts(root),
     }
 
 
@@ -122,7 +124,8 @@ def check(
 
     Empty when all is well. Fails when the last tick is older than
     ``LATE_AFTER_INTERVALS`` intervals (or no sweeper ever ticked), when a
-    wake was given up in the last day, or when a run budget is spent. With a
+    wake was given up in the last day, when a message to the owner waits for a
+    channel or was given up in the last day, or when a run budget is spent. With a
     fleet's ``ledger``: given-up wakes are counted there, and it also fails
     when no sweeper of the tree holds the lease (``leader``).
     """
@@ -160,7 +163,25 @@ def check(
             f"{given_up} wake(s) given up after 24h of failed delivery in the last day "
             "(written as nudge files instead): `rouse log`"
         )
+    problems += tell_problems(root, now)
     problems += run_budget_problems(root, now)
+    return problems
+
+
+def tell_problems(root: Path, now: datetime) -> list[str]:
+    """Messages to the owner that wait for a channel, or were given up in the last day."""
+    tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_WINDOW)
+    problems = []
+    if tells["waiting"]:
+        problems.append(
+            f"{tells['waiting']} message(s) to the owner (rouse tell) wait: the sweeper has no "
+            "channel for them (give it --notify SINK or --channel NAME=SINK)"
+        )
+    if tells["given_up"]:
+        problems.append(
+            f"{tells['given_up']} message(s) to the owner given up after 24h of failed "
+            "delivery in the last day (written as nudge files instead): `rouse log`"
+        )
     return problems
 
 
@@ -210,6 +231,12 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         f"ledger: {ledger['pending']} pending, {ledger.get('held', 0)} held, "
         f"{ledger['delivered']} delivered, {ledger['given_up']} given up"
     )
+    tells = data.get("tells") or {}
+    if any(tells.values()):
+        lines.append(
+            f"tells to the owner: {tells['pending']} pending, {tells['waiting']} waiting for "
+            f"a channel, {tells['delivered']} delivered, {tells['given_up']} given up"
+        )
     fleet = data.get("fleet")
     if fleet is not None:
         lines.append(f"fleet: tree {fleet['tree']} in {fleet['ledger']}")

@@ -38,6 +38,7 @@ from rouse.core.tree import File, Tree, display_ids
 from rouse.sweep import escalate, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
+from rouse.sweep.channels import Channels, Teller
 from rouse.sweep.digesting import DigestSender, Receipts
 from rouse.sweep.escalating import Escalator
 from rouse.sweep.leading import Fleet, Leading
@@ -78,6 +79,9 @@ class TickReport:
     #: in a fleet: whether this sweeper led the tick (None: no fleet)
     leading: bool | None = None
     escalated: list[str] = field(default_factory=list)  # escalation ids delivered
+    told: list[str] = field(default_factory=list)  # tells delivered to the owner
+    tells_failed: list[str] = field(default_factory=list)
+    tells_given_up: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     stamped: int = 0
     errors: int = 0
@@ -107,13 +111,19 @@ class Sweeper(Leading):
         ledger: Ledger | None = None,
         plan_only: bool = False,
         fleet: Fleet | None = None,
+        channels: Channels | None = None,
     ):
         """``ledger``: the delivery ledger (default the tree's SQLite file); ``plan_only``:
         queue new wakes for a fleet's delivery workers and send nothing (``sink`` is
-        then unused); ``fleet``: lead or stand by among the clones sharing ``ledger``."""
+        then unused); ``fleet``: lead or stand by among the clones sharing ``ledger``;
+        ``channels``: where tells to the owner go (none: they wait)."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
-        if plan_only and (digest or runner is not None or escalation is not None):
-            raise ValueError("a plan-only sweeper sends nothing: no digest, run or escalation")
+        if plan_only and (
+            digest or runner is not None or escalation is not None or channels is not None
+        ):
+            raise ValueError(
+                "a plan-only sweeper sends nothing: no digest, run, escalation or channel"
+            )
         super().__init__(log, verbosity)
         self.root = root
         self.plan_only = plan_only
@@ -133,6 +143,23 @@ class Sweeper(Leading):
         self.stop = threading.Event()
         self.ledger = ledger if ledger is not None else Ledger(root)
         self.fleet = fleet
+        #: the tree as this tick walked it (for the outreach of a reminder that landed)
+        self._tree: Tree | None = None
+        self.channels = channels or Channels()
+        #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
+        self._tell_ledger = Ledger(root) if self.ledger.shared and not plan_only else None
+        self.teller = (
+            None
+            if plan_only
+            else Teller(
+                root,
+                self._tell_ledger or self.ledger,
+                self.channels,
+                self,
+                quiet=quiet,
+                fence=self._fence,
+            )
+        )
         #: what the last tick's lease said (None: not asked yet), to say each change once
         self._led: bool | None = None
         self.receipts = Receipts(self.ledger, fleet.unreachable if fleet else _never)
@@ -182,6 +209,8 @@ class Sweeper(Leading):
                     self.say(f"could not release the lease: {type(exc).__name__}: {exc}", ERRORS)
         finally:
             self.carrier.close()
+            if self._tell_ledger is not None:
+                self._tell_ledger.close()
             self.ledger.close()
 
     def __enter__(self) -> Sweeper:
@@ -200,6 +229,7 @@ class Sweeper(Leading):
             self.receipts.flush()
             report.leading = self._lead(now)
         tree = self.headers.walk()
+        self._tree = tree
         for problem in tree.untrackable:
             self.tell_once(f"skipped {problem.render()}")
         if report.leading is False:
@@ -254,13 +284,23 @@ class Sweeper(Leading):
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
             self.escalator.standing(tree, now, report)
+        if self.teller is not None:
+            self.teller.deliver(now, report)
         report.next_at = the_plan.next_at
 
     def _finish(self, tree: Tree, now: datetime, report: TickReport) -> None:
         flush = getattr(self.origins, "flush", None)
         if callable(flush):
             flush()
-        write_state(self.root, now, self.interval, self.sink.describe())
+        default = self.channels.default
+        write_state(
+            self.root,
+            now,
+            self.interval,
+            self.sink.describe(),
+            channels=self.channels.summary(),
+            notify=None if default is None else default.describe(),
+        )
         if self.fleet is not None:
             if report.leading and report.stamped:
                 tree = self.headers.walk()  # the mirror copies the files as stamped, not as read
@@ -285,9 +325,13 @@ class Sweeper(Leading):
     def _maybe_escalate(
         self, made: wake.Wake, now: datetime, report: TickReport, unanswered_run: bool
     ) -> None:
-        """After ``made`` landed: tell the owner if its record reached a new level."""
+        """After ``made`` landed: tell the owner if its record reached a new level; a
+        reminder with a ``channel:`` reaches it too (not under ``--run``: the run's
+        agent reaches the owner itself, with ``rouse tell``)."""
         if self.escalator is not None:
             self.escalator.after_delivery(made, now, report, unanswered_run=unanswered_run)
+        if self.teller is not None and self.runner is None and self._tree is not None:
+            self.teller.outreach(made, self._tree.records.get(made.path))
 
 
 def _never(exc: BaseException) -> bool:

@@ -1,0 +1,183 @@
+"""Channels: named sinks that reach the owner, and the Sweeper's part that uses them.
+
+``sweep --channel phone=webhook URL --channel mail=exec 'CMD' --notify phone``:
+:class:`Channels` is that configuration, checked when the sweeper starts. A
+tell (``rouse tell``, :mod:`rouse.sweep.telling`) goes through the channel its
+record names (a reminder's ``channel:``), else the default (``--notify``); a
+name the sweeper does not know goes to the default with a warning in the
+message; with no default it waits (state ``waiting``, which ``status`` and the
+pack report). :class:`Teller` delivers the tree's owed tells at each tick the
+sweeper leads: one try per tell per tick, the wakes' backoff between tries,
+given up 24h after the first failure as a nudge file for the pack.
+
+Without an agent run, a woken reminder with a ``channel:`` also reaches the
+owner: :meth:`Teller.outreach` writes its wake's text as a tell (source
+``reminder``), sent through its channel like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rouse.core.tree import Record
+from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, backoff
+from rouse.sweep.ledger_entry import _dt
+from rouse.sweep.ledger_tells import Outreach, outreach
+from rouse.sweep.quiet import QuietHours
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import Sink, write_nudge
+from rouse.sweep.voice import ERRORS, Voice, _t
+from rouse.sweep.wake import Wake
+
+if TYPE_CHECKING:
+    from rouse.sweep.tick import TickReport
+
+
+@dataclass
+class Channels:
+    """The sweeper's channels by name, and its default (``--notify``; None: none)."""
+
+    named: dict[str, Sink] = field(default_factory=dict)
+    default: Sink | None = None
+    #: the name the default was given by (``--notify phone``), if it is a named channel
+    default_name: str | None = None
+
+    def route(self, channel: str) -> tuple[Sink | None, str, str]:
+        """For a tell meant for ``channel`` ('' none): the sink, how the ledger names the
+        way it went, and a warning to put before its text ('' none)."""
+        if channel and channel in self.named:
+            sink = self.named[channel]
+            return sink, f"channel {channel} ({sink.kind})", ""
+        if self.default is None:
+            return None, "", ""
+        label = f"default{' ' + self.default_name if self.default_name else ''} "
+        label += f"({self.default.kind})"
+        if not channel:
+            return self.default, label, ""
+        return (
+            self.default,
+            label,
+            f"(rouse: this message was meant for channel {channel!r}, which the sweeper "
+            "does not know; it came through the default channel)\n\n",
+        )
+
+    def summary(self) -> dict[str, str]:
+        return {name: sink.describe() for name, sink in self.named.items()}
+
+    def describe(self) -> str:
+        """For the sweeper's first line."""
+        parts = [f"{name} = {sink.describe()}" for name, sink in self.named.items()]
+        if self.default is not None:
+            parts.append(f"default {self.default_name or self.default.describe()}")
+        else:
+            parts.append("no default (a tell for no known channel waits)")
+        return "channels " + ", ".join(parts)
+
+
+class Teller:
+    """Delivers a tree's tells through its channels, recording each try in the ledger.
+
+    ``ledger`` is the tree's own SQLite ledger (tells live there even in a fleet).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        ledger: Ledger,
+        channels: Channels,
+        voice: Voice,
+        *,
+        quiet: QuietHours | None = None,
+        fence: Callable[[float], bool] | None = None,
+    ) -> None:
+        self.root = root
+        self.ledger = ledger
+        self.channels = channels
+        self.voice = voice
+        self.quiet = quiet
+        #: in a fleet: asked before each send whether this sweeper still leads
+        self.fence = fence
+
+    def outreach(self, made: Wake, record: Record | None) -> None:
+        """A reminder's wake landed: if the reminder names a channel, its text goes
+        there too (a tell, id derived from the wake's: written once)."""
+        if record is None or record.type != "reminder" or isinstance(made, Outreach):
+            return
+        channel = (record.get("channel") or "").strip()
+        if not channel:
+            return
+        message = Outreach(
+            **{**made.as_dict(), "id": f"r{made.id}", "reason": "tell"}, channel=channel
+        )
+        if self.ledger.add_tell(message, "reminder"):
+            self.voice.say(f"{made.at} {made.record}: its channel {channel} is told too")
+
+    def deliver(self, now: datetime, report: TickReport) -> None:
+        """Send each owed tell whose time has come (one try per tell per tick)."""
+        for row in self.ledger.owed_tells():
+            try:
+                self._one(row, now, report)
+            except Exception as exc:  # one bad tell never stops the others, nor the tick
+                report.errors += 1
+                self.voice.say(
+                    f"{_t(now)} error on tell {row['id']}: {type(exc).__name__}: {exc}", ERRORS
+                )
+
+    def _one(self, row: Any, now: datetime, report: TickReport) -> None:
+        sink, label, warning = self.channels.route(row["channel"])
+        what = f"tell {row['id']} about {row['record']}"
+        if sink is None:
+            why = (
+                f"no channel {row['channel']!r} and no default (--notify)"
+                if row["channel"]
+                else "no default channel (--notify)"
+            )
+            if row["state"] != "waiting" or row["error"] != why:
+                self.ledger.tell_waits(row["id"], why)
+                self.voice.say(f"{_t(now)} {what} waits: {why}", ERRORS)
+            return
+        first_failure = _dt(row["first_failure"])
+        if first_failure is not None and now - first_failure >= GIVE_UP_AFTER:
+            self._give_up(row, label, now, report)
+            return
+        next_attempt = _dt(row["next_attempt"])
+        if next_attempt is not None and now < next_attempt:
+            return
+        if sink.holdable and self.quiet is not None and self.quiet.holds(now):
+            return  # quiet hours: the owner hears it when they end
+        if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
+            return  # no longer the leader: the new one sends it
+        message = outreach(row, warning + row["text"])
+        try:
+            receipt = sink.send(message, now)
+        except SinkError as exc:
+            wait = backoff(int(row["attempts"]) + 1)
+            self.ledger.tell_attempt(row["id"], label, now, wait, receipt=None, error=str(exc))
+            report.tells_failed.append(row["id"])
+            self.voice.say(f"{_t(now)} could not deliver {what} via {label}: {exc}", ERRORS)
+            return
+        self.ledger.tell_attempt(row["id"], label, now, backoff(1), receipt=receipt, error=None)
+        report.told.append(row["id"])
+        self.voice.say(f"{_t(now)} delivered {what} to the owner via {label}: {receipt}")
+
+    def _give_up(self, row: Any, label: str, now: datetime, report: TickReport) -> None:
+        text = (
+            f"{row['record']} — a message to the owner could not be delivered\n"
+            f"at: {row['path']}\n"
+            f"rouse tried for 24h to send this message (tell {row['id']}) via "
+            f"{row['sink'] or label} and gave up: {row['error'] or 'no answer'}.\n"
+            "Reach the owner another way, then move or close the record.\n\n"
+            f"{row['text']}\n"
+        )
+        written = write_nudge(self.root, outreach(row, text), now)
+        self.ledger.tell_given_up(row["id"], now, written)
+        report.tells_given_up.append(row["id"])
+        self.voice.say(
+            f"{_t(now)} gave up on tell {row['id']} about {row['record']} after 24h: "
+            f"wrote {written}",
+            ERRORS,
+        )

@@ -1,0 +1,190 @@
+"""The ledger's ``tells`` rows: messages to the owner, and the message a sink sends.
+
+A tell is written by ``rouse tell`` (source ``tell``) or by the sweeper when a
+reminder with a ``channel:`` was woken (source ``reminder``: the wake's text,
+reaching the owner too). It lives in the tree's own ``.rouse/ledger.sqlite3``
+whatever ledger the sweeper keeps its wakes in, so it is durable the moment
+it is written. States: ``pending`` (not sent yet, or failing), ``waiting``
+(the sweeper has no channel for it), ``delivered``, ``given_up`` (24h of
+failures: written as a nudge file instead).
+
+Which sink a tell goes through, and when, is :mod:`rouse.sweep.channels`'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from rouse.core.timefmt import iso_stamp
+from rouse.sweep.ledger_db import Rows
+from rouse.sweep.ledger_entry import _dt, _t
+from rouse.sweep.wake import Wake
+
+TELL_STATES = ("pending", "waiting", "delivered", "given_up")
+_TELL_COLUMNS = (
+    "id, record, path, type, slug, channel, source, text, made_at, state, sink, attempts, "
+    "first_failure, last_attempt, next_attempt, finished, receipt, error"
+)
+
+
+@dataclass(frozen=True)
+class Outreach(Wake):
+    """A tell as a sink sends it: wake-shaped (every sink takes it), its own payload."""
+
+    channel: str = ""  # the channel it was meant for ('' none: the default)
+
+    def payload(self) -> dict[str, Any]:
+        """The webhook's JSON object: the wake's fields that make sense, and ``kind``."""
+        return {
+            "id": self.id,
+            "kind": "tell",
+            "record": self.record,
+            "type": self.type,
+            "slug": self.slug,
+            "path": self.path,
+            "channel": self.channel or None,
+            "told_at": iso_stamp(self.made_at),
+            "text": self.text,
+        }
+
+    @property
+    def extra_env(self) -> dict[str, str]:
+        """What an exec channel gets besides the wake's variables."""
+        return {"ROUSE_TELL_ID": self.id, "ROUSE_CHANNEL": self.channel}
+
+
+def outreach(row: Any, text: str | None = None) -> Outreach:
+    """The message of a ``tells`` row (``text``: the text to send, default the row's)."""
+    return Outreach(
+        id=row["id"],
+        record=row["record"],
+        type=row["type"],
+        slug=row["slug"],
+        path=row["path"],
+        file=f"{row['path']}/{row['type']}.md",
+        reason="tell",
+        nudge=0,
+        last_moved="",
+        at=row["made_at"],
+        text=row["text"] if text is None else text,
+        channel=row["channel"],
+    )
+
+
+class TellRows(Rows):
+    """Reading and writing tells (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
+
+    def add_tell(self, message: Outreach, source: str) -> bool:
+        """Write a new tell, pending; False if one with this id is there already."""
+        done = self.run(
+            "INSERT INTO tells (tree, id, record, path, type, slug, channel, source, text, "
+            "made_at, state) VALUES (?,?,?,?,?,?,?,?,?,?,'pending') ON CONFLICT (id) DO NOTHING",
+            self.tree,
+            message.id,
+            message.record,
+            message.path,
+            message.type,
+            message.slug,
+            message.channel,
+            source,
+            message.text,
+            message.at,
+        )
+        return done.rowcount == 1
+
+    def owed_tells(self) -> list[Any]:
+        """Tells not delivered or given up yet, oldest first."""
+        return self.run(
+            f"SELECT {_TELL_COLUMNS} FROM tells WHERE tree = ? AND state IN "
+            "('pending', 'waiting') ORDER BY made_at, id",
+            self.tree,
+        ).fetchall()
+
+    def tell_waits(self, tell_id: str, why: str) -> None:
+        self.run(
+            "UPDATE tells SET state = 'waiting', error = ? WHERE tree = ? AND id = ?",
+            why,
+            self.tree,
+            tell_id,
+        )
+
+    def tell_attempt(
+        self,
+        tell_id: str,
+        sink: str,
+        now: datetime,
+        backoff: timedelta,
+        *,
+        receipt: str | None,
+        error: str | None,
+    ) -> None:
+        """One attempt through ``sink``: landed (``receipt``), or not (``error``; the next
+        try ``backoff`` after this one)."""
+        if error is None:
+            self.run(
+                "UPDATE tells SET state = 'delivered', sink = ?, attempts = attempts + 1, "
+                "last_attempt = ?, next_attempt = NULL, finished = ?, receipt = ?, error = NULL "
+                "WHERE tree = ? AND id = ?",
+                sink,
+                _t(now),
+                _t(now),
+                receipt,
+                self.tree,
+                tell_id,
+            )
+            return
+        self.run(
+            "UPDATE tells SET state = 'pending', sink = ?, attempts = attempts + 1, "
+            "last_attempt = ?, first_failure = COALESCE(first_failure, ?), next_attempt = ?, "
+            "error = ? WHERE tree = ? AND id = ?",
+            sink,
+            _t(now),
+            _t(now),
+            _t(now + backoff),
+            error,
+            self.tree,
+            tell_id,
+        )
+
+    def tell_given_up(self, tell_id: str, now: datetime, receipt: str) -> None:
+        self.run(
+            "UPDATE tells SET state = 'given_up', next_attempt = NULL, finished = ?, "
+            "receipt = ? WHERE tree = ? AND id = ?",
+            _t(now),
+            receipt,
+            self.tree,
+            tell_id,
+        )
+
+    def tells(self) -> list[dict[str, Any]]:
+        """Every tell, oldest first, as plain rows (``rouse log`` and tests)."""
+        rows = self.run(
+            f"SELECT {_TELL_COLUMNS} FROM tells WHERE tree = ? ORDER BY made_at, id", self.tree
+        )
+        return [dict(row) for row in rows]
+
+
+def tell_json(row: Any) -> dict[str, object]:
+    """A tell as ``rouse log --json`` shows it, beside the wakes (``kind: tell``)."""
+    state = str(row["state"])
+    return {
+        "id": row["id"],
+        "kind": "tell",
+        "record": row["record"],
+        "path": row["path"],
+        "reason": "tell",
+        "source": row["source"],
+        "channel": row["channel"] or None,
+        "sink": row["sink"],
+        "state": state.replace("_", " "),
+        "attempts": row["attempts"],
+        "made_at": iso_stamp(_dt(row["made_at"])),
+        "first_failure": iso_stamp(_dt(row["first_failure"])),
+        "last_attempt": iso_stamp(_dt(row["last_attempt"])),
+        "next_attempt": iso_stamp(_dt(row["next_attempt"])) if state == "pending" else None,
+        "finished": iso_stamp(_dt(row["finished"])),
+        "receipt": row["receipt"],
+        "error": row["error"],
+    }
