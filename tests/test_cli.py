@@ -462,7 +462,6 @@ def test_snooze_for_pushes_the_next_due(home: Path) -> None:
         "waiting on CI",
         "--now",
         "2026-03-14 12:00",
-        "--force",  # past the task's 1d stale-after: a future last-moved, on purpose
     )
     assert done.returncode == 0, done.stderr
     assert "next due: 2026-03-17 12:00" in done.stdout

@@ -78,50 +78,55 @@ def test_snooze_until_a_past_instant_is_refused(home: Path, ref: str) -> None:
     assert files[ref].read_bytes() == before
 
 
-def test_snooze_within_the_stale_window_sets_last_moved_no_later_than_now(home: Path) -> None:
+def due_records(home: Path, now: str) -> list[str]:
+    done = rouse(home, "due", "--json", now=now)
+    assert done.returncode == 0, done.stderr
+    return [item["record"] for item in json.loads(done.stdout)]
+
+
+def test_snooze_writes_snoozed_until_and_leaves_last_moved(home: Path) -> None:
+    """0.3: a snooze holds the record off; it is not a move (last-moved stays 12:00)."""
     done = rouse(home, "snooze", "ship-it", "--for", "2h", now="2021-03-14 12:30")
     assert done.returncode == 0, done.stderr
     assert "next due: 2021-03-14 14:30" in done.stdout
-    assert header_of(ship(home))["last-moved"] == "2021-03-14 12:30"
-    quiet = rouse(home, "due", "--json", now="2021-03-14 14:29")
-    assert "intention/ship-it" not in [i["record"] for i in json.loads(quiet.stdout)]
-    loud = rouse(home, "due", "--json", now="2021-03-14 14:30")
-    assert "intention/ship-it" in [i["record"] for i in json.loads(loud.stdout)]
+    head = header_of(ship(home))
+    assert head["snoozed-until"] == "2021-03-14 14:30" and head["last-moved"] == "2021-03-14 12:00"
+    assert "intention/ship-it" not in due_records(home, "2021-03-14 14:29")
+    assert "intention/ship-it" in due_records(home, "2021-03-14 14:30")
 
 
-def test_snooze_of_an_intention_past_its_stale_window_writes_no_future_last_moved(
-    home: Path,
-) -> None:
-    before = ship(home).read_bytes()
+def test_snooze_past_the_stale_window_needs_no_force(home: Path) -> None:
     done = rouse(home, "snooze", "ship-it", "--for", "1d", now="2021-03-14 12:30")
-    assert done.returncode == 2, done.stdout
-    message = done.stderr
-    assert "future" in message and "2h" in message  # why: last-moved + stale-after
-    assert "2021-03-14 14:30" in message  # the furthest it can be put off today
-    assert "--force" in message
-    assert ship(home).read_bytes() == before
-    forced = rouse(home, "snooze", "ship-it", "--for", "1d", "--force", now="2021-03-14 12:30")
-    assert forced.returncode == 0, forced.stderr
-    assert "next due: 2021-03-15 12:30" in forced.stdout
+    assert done.returncode == 0, done.stderr
+    assert "next due: 2021-03-15 12:30" in done.stdout
+    assert header_of(ship(home))["last-moved"] == "2021-03-14 12:00"  # never a future one
+    assert "intention/ship-it" not in due_records(home, "2021-03-15 12:29")
+    assert "intention/ship-it" in due_records(home, "2021-03-15 12:30")
 
 
-def test_a_move_after_a_forced_snooze_brings_last_moved_back_to_now(home: Path) -> None:
-    """A forced snooze leaves a last-moved ahead of the wall clock: the next move is not refused."""
-    today = datetime.now().strftime("%Y-%m-%d %H:%M")
-    forced = rouse(home, "snooze", "ship-it", "--for", "3d", "--force", now=today)
-    assert forced.returncode == 0, forced.stderr
-    assert header_of(ship(home))["last-moved"] > today
-    moved = rouse(home, "move", "ship-it", now=today)
+def test_a_move_does_not_cancel_a_snooze_and_clear_does(home: Path) -> None:
+    assert rouse(home, "snooze", "ship-it", "--until", "2021-03-20 09:00").returncode == 0
+    moved = rouse(home, "move", "ship-it", "--note", "started", now="2021-03-14 13:00")
     assert moved.returncode == 0, moved.stderr
-    assert header_of(ship(home))["last-moved"] == today
+    assert header_of(ship(home))["snoozed-until"] == "2021-03-20 09:00"
+    assert "intention/ship-it" not in due_records(home, "2021-03-19 12:00")
+    cleared = rouse(home, "snooze", "ship-it", "--clear", now="2021-03-14 13:05")
+    assert cleared.returncode == 0, cleared.stderr
+    assert "snoozed-until" not in header_of(ship(home))
+    assert "intention/ship-it" in due_records(home, "2021-03-19 12:00")
+    again = rouse(home, "snooze", "ship-it", "--clear", now="2021-03-14 13:06")
+    assert again.returncode == 2 and "not snoozed" in again.stderr
 
 
-def test_snooze_that_would_bring_a_record_forward_is_refused(home: Path) -> None:
-    before = ship(home).read_bytes()
+def test_a_snooze_earlier_than_the_natural_due_changes_nothing_due(home: Path) -> None:
     done = rouse(home, "snooze", "ship-it", "--for", "1h", now="2021-03-14 12:30")
-    assert done.returncode == 2, done.stdout
-    assert "already comes due at 2021-03-14 14:00" in done.stderr
-    assert ship(home).read_bytes() == before
+    assert done.returncode == 0, done.stderr
+    assert "next due: 2021-03-14 14:00" in done.stdout  # its stale-after still rules
+
+
+def test_a_snooze_once_past_is_inert(home: Path) -> None:
+    assert rouse(home, "snooze", "ship-it", "--until", "2021-03-14 13:00").returncode == 0
+    assert "intention/ship-it" in due_records(home, "2021-03-14 14:00")  # stale at 14:00
 
 
 def test_snooze_of_a_reminder_sets_its_due_far_ahead(home: Path) -> None:
@@ -139,8 +144,6 @@ def test_snooze_json(home: Path) -> None:
     assert data["file"] == f"{SHIP}/intention.md"
     assert data["until"] == "2021-03-14T14:30:00+01:00"
     assert data["next_due"] == "2021-03-14T14:30:00+01:00"
-    assert data["last_moved"] == "2021-03-14T12:30:00+01:00"
-    assert data["stale_after"] == 7200
 
 
 # -- move ---------------------------------------------------------------------

@@ -56,11 +56,12 @@ DESCRIPTIONS = {
     "under a record (under = its slug or path). fields: e.g. {'success-when': ...} for a goal, "
     "{'due': '2026-03-20 09:00' or '+2h', 'nag': '1h'} for a reminder.",
     "move": "Say a record moved: stamps last-moved now (note: a line appended to its body).",
-    "snooze": "Push a record so it next comes due at `until` (a stamp or +2h) or after "
-    "`duration` (e.g. 3d); a reminder gets a new due. note: why.",
-    "close": "End a record out loud: ending done, dropped or abandoned (a goal is abandoned), "
-    "with why (required unless done). An action may carry outcome: as-expected, surprising "
-    "or contradicts. Nothing is deleted.",
+    "snooze": "Put a record off: not due for any reason before `until` (a stamp or +2h) or "
+    "`duration` from now (e.g. 3d); a move does not cancel it; clear: true removes it. A "
+    "reminder gets a new due instead. note: why.",
+    "close": "End a record out loud: ending done, dropped or abandoned (a goal is abandoned; "
+    "a task ends done, failed or cancelled), with why (required unless done). An action may "
+    "carry outcome: as-expected, surprising or contradicts. Nothing is deleted.",
     "promote": "Turn the backlog item `slug` into an open intention (moves its directory), with "
     "closes_when; under nests it under a record.",
     "tell": "Reach the owner (the human): a message about a record, written to the ledger at "
@@ -109,12 +110,13 @@ PARAMETERS: dict[str, dict[str, str]] = {
     "snooze": {
         "ref": "the record: a slug, type/slug or tree-relative path",
         "until": "when it should next come due: a stamp '2026-03-14 09:00' or '+2h'",
-        "duration": "or how long from now, e.g. '3d' (give until or duration)",
+        "duration": "or how long from now, e.g. '3d' (give until, duration or clear)",
         "note": "why, appended to its body",
+        "clear": "true: remove the record's snooze (it comes due as its clock says)",
     },
     "close": {
         "ref": "the record: a slug, type/slug or tree-relative path",
-        "ending": "how it ended (a goal is abandoned, not dropped)",
+        "ending": "how it ended (a goal is abandoned, not dropped; a task failed or cancelled)",
         "why": "the reason, appended to its body (required unless done)",
         "outcome": "for an action: how the result compared with what you expected",
     },

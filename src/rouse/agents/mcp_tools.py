@@ -27,7 +27,7 @@ from rouse.records import lifecycle, notes, scaffold
 from rouse.trust import origins
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
-ENDINGS = ("done", "dropped", "abandoned")
+ENDINGS = ("done", "dropped", "abandoned", "failed", "cancelled")
 
 
 def wall_clock() -> datetime:
@@ -196,9 +196,16 @@ class Tools(ReadTools):
         until: str | None = None,
         duration: str | None = None,
         note: str | None = None,
+        clear: bool = False,
     ) -> str:
         changed = lifecycle.snooze(
-            self.root, ref, self.now(), until=until, duration=duration, note=_text(note, "note")
+            self.root,
+            ref,
+            self.now(),
+            until=until,
+            duration=duration,
+            note=_text(note, "note"),
+            clear=clear,
         )
         nxt = f"; next due {format_stamp(changed.next_due)}" if changed.next_due else ""
         return changed.summary + nxt

@@ -133,10 +133,11 @@ def cmd_tree(args: argparse.Namespace) -> int:
     from rouse.trust.stampkey import cache_secret
 
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
+    now = resolve_now(args)
     if getattr(args, "json", False):  # (set when parser.VERBS gives `tree` args_tree)
-        emit_json(tree_json(tree))
+        emit_json(tree_json(tree, now))
     else:
-        emit(tree_lines(tree))
+        emit(tree_lines(tree, now))
     return 0
 
 

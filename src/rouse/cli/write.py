@@ -185,7 +185,7 @@ def cmd_snooze(args: argparse.Namespace) -> int:
         until=args.until,
         duration=getattr(args, "for"),
         note=args.note,
-        force=args.force,
+        clear=args.clear,
     )
     nxt = [] if changed.next_due is None else [f"next due: {format_stamp(changed.next_due)}"]
     return _report(changed, args, *nxt)
@@ -194,12 +194,10 @@ def cmd_snooze(args: argparse.Namespace) -> int:
 def cmd_close(args: argparse.Namespace) -> int:
     from rouse.records import lifecycle
 
-    if args.done:
-        ending, why = "done", None
-    elif args.dropped is not None:
-        ending, why = "dropped", args.dropped
-    else:
-        ending, why = "abandoned", args.abandoned
+    ending, why = "done", None
+    for name in ("dropped", "abandoned", "failed", "cancelled"):
+        if getattr(args, name) is not None:
+            ending, why = name, getattr(args, name)
     changed = lifecycle.close(
         tree_root(args), args.ref, resolve_now(args), ending, why, args.outcome, force=args.force
     )
@@ -359,11 +357,11 @@ def args_tell(sub: argparse.ArgumentParser) -> None:
 def args_snooze(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     when = sub.add_mutually_exclusive_group(required=True)
-    when.add_argument("--until", metavar="WHEN", help="a stamp or +INTERVAL")
-    when.add_argument("--for", metavar="INTERVAL", help="e.g. 2h, 3d")
+    when.add_argument("--until", metavar="WHEN", help="not due before then: a stamp or +INTERVAL")
+    when.add_argument("--for", metavar="INTERVAL", help="not due for this long: e.g. 2h, 3d")
+    when.add_argument("--clear", action="store_true", help="remove the record's snooze")
     sub.add_argument("--note", metavar="TEXT", help="why, appended as a dated line")
-    _force_option(sub, "write a last-moved in the future to put it off past its stale-after")
-    _json_option(sub, "record path file until last_moved stale_after next_due")
+    _json_option(sub, "record path file until next_due")
 
 
 def args_close(sub: argparse.ArgumentParser) -> None:
@@ -372,6 +370,8 @@ def args_close(sub: argparse.ArgumentParser) -> None:
     ending.add_argument("--done", action="store_true", help="it is done")
     ending.add_argument("--dropped", metavar="WHY", help="dropped, with the reason")
     ending.add_argument("--abandoned", metavar="WHY", help="a goal given up, with the reason")
+    ending.add_argument("--failed", metavar="WHY", help="a task that failed, with the reason")
+    ending.add_argument("--cancelled", metavar="WHY", help="a task called off, with the reason")
     sub.add_argument(
         "--outcome", metavar="O", help="an action's: as-expected surprising contradicts"
     )

@@ -68,6 +68,7 @@ class Decision(Value):
         "swept",
         "own_clock",
         "silenced_by",
+        "snoozed_until",
         "problems",
         "notes",
     )
@@ -87,6 +88,8 @@ class Decision(Value):
         self.swept: datetime | None = None
         self.own_clock: datetime | None = None
         self.silenced_by: list[str] = []
+        #: ``snoozed-until`` while it holds (not due for any reason before it), else None
+        self.snoozed_until: datetime | None = None
         self.problems: list[FieldProblem] = []
         self.notes: list[str] = []  # human explanations (floors, fallbacks)
 
@@ -250,7 +253,13 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
         review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
         decision.review_at = review_at = _later(review_base, floored(review_every))
 
-    if review_at is not None and now >= review_at:
+    snoozed = fields.stamp("snoozed-until")
+    if snoozed is not None and now < snoozed:
+        # put off: due for no reason before it; then as its arithmetic says (inert once past)
+        decision.snoozed_until = snoozed
+        natural = [at for at in (review_at, None if silenced else stale_at) if at is not None]
+        decision.due_at = max(min(natural), snoozed) if natural else None
+    elif review_at is not None and now >= review_at:
         decision.reason, decision.due_at = "review", review_at
     elif not silenced and now >= stale_at:
         decision.reason, decision.due_at = "stale", stale_at

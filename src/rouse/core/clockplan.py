@@ -99,6 +99,10 @@ def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
         candidates.append((stale_at, "stale"))
     if candidates:
         at, why = min(candidates, key=lambda pair: (pair[0], pair[1] != "review"))
+        snoozed = decision.snoozed_until
+        if snoozed is not None and snoozed > at:  # put off: nothing wakes it before
+            at = snoozed
+            why = "review" if review_at is not None and review_at <= at else "stale"
         plan.update(wake_at=at, wake_why=why)
     return plan
 

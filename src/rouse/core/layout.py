@@ -42,6 +42,10 @@ MACHINE_FIELDS = frozenset(
         "origin-sig",
         "promoted",
         "was",
+        # the task worker's (rouse work)
+        "started",
+        "worker",
+        "attempts",
     ]
 )
 
@@ -51,7 +55,8 @@ MACHINE_FIELDS = frozenset(
 KNOWN_KEYS = frozenset(
     {
         *("status", "opened", "last-moved", "stale-after", "review-every"),
-        *("closes-when", "success-when", "outcome", "cancel"),
+        *("closes-when", "success-when", "outcome", "cancel", "snoozed-until"),
+        *("waiting-on", "falsifiers", "model", "reasoning", "repo", "category"),
         *("due", "nag", "backoff", "max-fires", "expires", "channel"),
         *("keywords", "probes", "updated"),
         *MACHINE_FIELDS,

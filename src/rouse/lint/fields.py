@@ -15,12 +15,14 @@ from rouse.core.tree import File, Record
 from rouse.lint.finding import Finding, article
 
 LONGEST_INTENTION_STALE = timedelta(days=7)
+#: A task's ``reasoning:`` values (the agent's effort, as the task worker maps it).
+REASONING = ("low", "medium", "high")
 
 
 STAMP_FIELDS = frozenset(
     {
         *("opened", "last-moved", "swept", "reviewed", "due"),
-        *("expires", "fired", "set", "updated", "promoted"),
+        *("expires", "fired", "set", "updated", "promoted", "snoozed-until", "started"),
     }
 )
 
@@ -28,7 +30,7 @@ STAMP_FIELDS = frozenset(
 INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
 
 
-COUNT_FIELDS = frozenset({"fires", "nudges", "max-fires"})
+COUNT_FIELDS = frozenset({"fires", "nudges", "max-fires", "attempts"})
 
 
 FLOORED_FIELDS = ("stale-after", "review-every", "nag")
@@ -39,7 +41,7 @@ CLOCK_FIELDS = frozenset(
     {
         *("status", "opened", "last-moved", "stale-after", "swept", "nudges", "reviewed"),
         *("review-every", "due", "nag", "backoff", "max-fires", "expires", "fires", "set"),
-        *("fired", "ended", "cancel"),
+        *("fired", "ended", "cancel", "snoozed-until"),
     }
 )
 
@@ -53,12 +55,24 @@ BACKLOG_CLOCK_FIELDS = (
     "review-every",
     "swept",
     "nudges",
+    "snoozed-until",
 )
 
 
 #: Fields read only for some record types: field → (types, what to say).
 ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
-    "closes-when": (frozenset({"intention"}), "only an intention's closes-when is read"),
+    "closes-when": (
+        frozenset({"intention", "action"}),
+        "only an intention's or an action's closes-when is read",
+    ),
+    **{
+        key: (frozenset({"goal"}), f"only a goal's {key} is read (its wakes and explain)")
+        for key in ("waiting-on", "falsifiers")
+    },
+    **{
+        key: (frozenset({"task"}), f"only a task's {key} is read (by the task worker)")
+        for key in ("model", "reasoning", "repo", "category", "started", "worker", "attempts")
+    },
     "success-when": (frozenset({"goal"}), "only a goal's success-when is read"),
     "outcome": (frozenset({"action"}), "only an action is judged by its outcome"),
     "cancel": (frozenset({"task"}), "only a task's worker reads cancel"),
@@ -72,7 +86,7 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
             frozenset(clock.STALE_LEVELS),
             f"{key} is read on intentions, goals, actions and tasks",
         )
-        for key in ("stale-after", "review-every")
+        for key in ("stale-after", "review-every", "snoozed-until")
     },
 }
 
@@ -272,6 +286,24 @@ def state_findings(record: Record) -> Iterator[Finding]:
                 "outcome as-expected but status still open — set 'status: done'",
                 header.line_of("status") or header.line_of("outcome"),
             )
+    reasoning = (record.get("reasoning") or "").strip().lower()
+    if record.type == "task" and reasoning and reasoning not in REASONING:
+        yield Finding(
+            "warn",
+            record.rel,
+            f"unknown reasoning {reasoning!r} — use one of {', '.join(REASONING)} (the worker "
+            "passes it on as the agent's effort)",
+            header.line_of("reasoning"),
+        )
+    cancel = (record.get("cancel") or "").strip()
+    if record.type == "task" and cancel and clock.is_open(record):
+        yield Finding(
+            "warn",
+            record.rel,
+            f"cancel: {cancel} is pending — the task worker stops it and writes "
+            "'status: cancelled' (or close it: rouse close REF --cancelled WHY)",
+            header.line_of("cancel"),
+        )
     if record.type == "reminder" and not (record.get("due") or "").strip():
         yield Finding(
             "error",

@@ -365,6 +365,7 @@ def build_pack(
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index, index_total = _index(root, tree, origin_of, now, known)
     ladder, closed = _ladder(tree)
+    ladder["snoozed"] = sum(1 for d in every if d.snoozed_until is not None)  # (counted open)
     data: dict[str, Any] = {
         "now": _now_line(now),
         "probes": [{"name": name, "reading": value} for name, value in measured],

@@ -247,6 +247,8 @@ def render_text(
         out += [QUARANTINE_OWNER, ""]
     ladder = data["ladder"]
     line = "ladder: " + " · ".join(f"{ladder[k]} {k}s" for k in LADDER) + " open"
+    if ladder.get("snoozed"):
+        line += f" ({ladder['snoozed']} of them snoozed)"
     if ladder.get("fired"):
         line += f" · {ladder['fired']} fired, waiting for done"
     out.append(line)

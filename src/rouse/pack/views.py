@@ -140,7 +140,14 @@ def _children(tree: Tree, record: Record) -> list[Record]:
     return sorted((tree.records[c] for c in record.children), key=lambda r: natural_key(r.dir))
 
 
-def tree_lines(tree: Tree) -> list[str]:
+def snoozed_at(tree: Tree, record: Record, now: datetime) -> datetime | None:
+    """The record's ``snoozed-until`` while it holds at ``now``, as the clock reads it."""
+    if not (record.get("snoozed-until") or "").strip():
+        return None  # (the clock only for the few that carry one)
+    return clock.evaluate(tree, record, now).snoozed_until
+
+
+def tree_lines(tree: Tree, now: datetime) -> list[str]:
     """The ladder: context layers, then records by nesting, then inventory (natural order)."""
     lines: list[str] = []
     context = sorted(tree.context, key=lambda c: (_CONTEXT_ORDER[c.kind], natural_key(c.slug)))
@@ -149,7 +156,9 @@ def tree_lines(tree: Tree) -> list[str]:
         lines += [f"  {c.kind} {c.slug}" for c in context]
 
     def nest(record: Record, depth: int, out: list[str]) -> None:
-        out.append(f"{'  ' * depth}{record.type} {record.slug} {_status(record)}")
+        until = snoozed_at(tree, record, now)
+        snoozed = f" ({snoozed_text(until)})" if until is not None else ""
+        out.append(f"{'  ' * depth}{record.type} {record.slug} {_status(record)}{snoozed}")
         for child in _children(tree, record):
             nest(child, depth + 1, out)
 
@@ -177,7 +186,7 @@ def tree_lines(tree: Tree) -> list[str]:
     return lines
 
 
-def tree_json(tree: Tree) -> dict[str, Any]:
+def tree_json(tree: Tree, now: datetime) -> dict[str, Any]:
     """``rouse tree --json``: what :func:`tree_lines` shows, as data, in the same order."""
     ids = display_ids(tree)
 
@@ -189,6 +198,7 @@ def tree_json(tree: Tree) -> dict[str, Any]:
             "path": record.dir,
             "status": clock.status_of(record),
             "open": clock.is_open(record),
+            "snoozed_until": iso_stamp(snoozed_at(tree, record, now)),
             "children": [node(child) for child in _children(tree, record)],
         }
 
@@ -217,6 +227,18 @@ def tree_json(tree: Tree) -> dict[str, Any]:
 
 
 # -- explain ------------------------------------------------------------------
+
+#: The fields ``explain`` quotes as written (the ones a wake quotes, and a task's cancel).
+SHOWN_FIELDS = (
+    *("closes-when", "success-when", "waiting-on", "falsifiers", "outcome"),
+    *("model", "reasoning", "repo", "category", "cancel", "worker", "attempts", "started"),
+)
+
+
+def snoozed_text(until: datetime) -> str:
+    """``snoozed until Mon 2026-12-07 09:00``: how text output says it."""
+    return f"snoozed until {until:%a %Y-%m-%d %H:%M}"
+
 
 #: A reminder's own fields in ``explain``, and how each is read.
 _REMINDER_FIELDS = (
@@ -280,6 +302,10 @@ def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
         "due": decision.is_due,
         "due_at": iso_stamp(decision.due_at),
         "nudge": decision.nudge,
+        "snoozed_until": iso_stamp(decision.snoozed_until),
+        "fields": {
+            key: value for key in SHOWN_FIELDS if (value := (record.get(key) or "").strip())
+        },
         "problems": [p.render() for p in decision.problems],
         "notes": decision.notes,
         "agent_notes": _agent_notes(tree, record),
@@ -321,6 +347,10 @@ def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
     due_at = _stamp_of(data["due_at"])
     if data["due"]:
         lines.append(f"due now: {data['reason']} (since {due_at}), nudge {data['nudge']}")
+    elif data["snoozed_until"]:
+        until = snoozed_text(from_iso(data["snoozed_until"]))
+        then = f"then comes due {due_at}" if due_at else "then open records under it keep it quiet"
+        lines.append(f"not due: {until} (due for no reason before it); {then}")
     elif due_at:
         lines.append(f"not due: next comes due {due_at}")
     elif not data["open"]:
@@ -337,6 +367,7 @@ def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
         lines.append(
             f"stale_after: {_shown('stale_after', data['stale_after'])} (never below the 15m floor)"
         )
+    lines += [f"{key}: {value}" for key, value in data["fields"].items()]
     if data["silenced_by"]:
         lines.append("kept quiet by open records under it:")
         lines += [f"  {path}" for path in data["silenced_by"]]

@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, clock, layout
+from rouse.core import acts, clock, header, layout
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import (
-    format_interval,
     format_stamp,
     parse_interval,
     parse_stamp,
@@ -29,7 +28,9 @@ from rouse.records.scaffold import article, check_body, check_parent, check_valu
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
 Fact = str | int | datetime | timedelta | None
 
-ENDINGS = ("done", "dropped", "abandoned")
+ENDINGS = ("done", "dropped", "abandoned", "failed", "cancelled")
+#: The lifecycle's own field for a snooze (outside the signature, like last-moved).
+SNOOZED = "snoozed-until"
 #: Reminder states a snooze re-arms (a fresh due and status pending).
 REARMABLE = frozenset({"pending", "fired", "expired"})
 
@@ -111,18 +112,22 @@ def snooze(
     until: str | None = None,
     duration: str | None = None,
     note: str | None = None,
-    force: bool = False,
+    clear: bool = False,
 ) -> Changed:
-    """Put a record off so it next comes due at WHEN (a reminder: set its ``due``).
+    """Put a record off until WHEN (SPEC §3.2a): ``snoozed-until``; a reminder: its ``due``.
 
-    WHEN must be after ``now``. A record on the stale rule comes due
-    ``stale-after`` after it last moved, so its ``last-moved`` becomes
-    WHEN - stale-after: refused when that is earlier than the record already
-    comes due (nothing to put off), and when it is after ``now`` (a future
-    ``last-moved``) unless ``force``.
+    WHEN must be after ``now``. Until then an intention, goal, action or task
+    is due for no reason (stale, review); a ``move`` does not cancel it, and
+    once past it is inert. ``clear`` removes a snooze. ``last-moved`` is never
+    touched: putting a record off is not moving it. A reminder's snooze
+    re-arms it (a fresh ``due``, status pending).
     """
+    if clear:
+        if until is not None or duration is not None:
+            raise UsageError("snooze --clear takes no --until or --for")
+        return _unsnooze(root, ref, now, note)
     if (until is None) == (duration is None):
-        raise UsageError("snooze needs exactly one of --until WHEN or --for INTERVAL")
+        raise UsageError("snooze needs one of --until WHEN, --for INTERVAL or --clear")
     try:
         when = parse_when(until, now) if until else now + parse_interval(duration or "")
     except ValueError as exc:
@@ -133,66 +138,54 @@ def snooze(
             f"{format_stamp(when)} {past} (now is {format_stamp(now)}): snooze puts a record "
             "off until later — give a later --until, or --for INTERVAL"
         )
-    tree, record = _record(root, ref)
+    _, record = _record(root, ref)
     if record.type == "backlog":
         raise UsageError(f"{record.id} is a backlog item: it is never swept, so never snoozed")
     rearmable = record.type == "reminder" and clock.status_of(record) in REARMABLE
     if not clock.is_open(record) and not rearmable:
         raise UsageError(f"{record.id} is {clock.status_of(record)}: only open records snooze")
     updates: dict[str, str | None]
-    facts: dict[str, Fact] = {"until": _minute(when)}
     if record.type == "reminder":
         # a fresh due re-arms it: rouse clears its own firing history too
         updates = {"due": format_stamp(when), "status": "pending"}
         updates.update(dict.fromkeys(("fires", "set", "fired", "ended")))
-        facts.update(last_moved=None, stale_after=None)
     else:
-        moved, stale_after = _snoozed_last_moved(tree, record, now, when, force)
-        updates = {"last-moved": format_stamp(moved)}
-        facts.update(last_moved=_minute(moved), stale_after=stale_after)
+        updates = {SNOOZED: format_stamp(when)}
     line = f"snoozed until {format_stamp(when)}" + (f": {_one_line(note)}" if note else "")
+    return _snoozed(root, record, now, updates, line, _minute(when))
+
+
+def _unsnooze(root: Path, ref: str, now: datetime, note: str | None) -> Changed:
+    _, record = _record(root, ref)
+    if not (record.get(SNOOZED) or "").strip():
+        raise UsageError(f"{record.id} is not snoozed: nothing to clear")
+    line = "snooze cleared" + (f": {_one_line(note)}" if note else "")
+    return _snoozed(root, record, now, {SNOOZED: None}, line, None)
+
+
+def _snoozed(
+    root: Path,
+    record: Record,
+    now: datetime,
+    updates: dict[str, str | None],
+    line: str,
+    until: datetime | None,
+) -> Changed:
     store = Store(root)
     with store.lock():
         store.append_log(record.rel, updates, _dated(now, line))
         acts.note(root, record.dir, now)
     fresh = walk(root)
     next_due = clock.evaluate(fresh, fresh.records[record.dir], now).due_at
-    facts["next_due"] = next_due
+    what = f"snoozed {record.id} until {format_stamp(until)}" if until else f"{record.id}: {line}"
     return Changed(
         record.rel,
-        f"snoozed {record.id} until {format_stamp(when)}",
+        what,
         next_due,
         record=record.id,
         path=record.dir,
-        facts=facts,
+        facts={"until": until, "next_due": next_due},
     )
-
-
-def _snoozed_last_moved(
-    tree: Tree, record: Record, now: datetime, when: datetime, force: bool
-) -> tuple[datetime, timedelta]:
-    """The ``last-moved`` that makes a stale-rule record come due at ``when``, and its
-    effective stale-after."""
-    decision = clock.evaluate(tree, record, now)
-    stale_after: timedelta | None = decision.stale_after
-    assert stale_after is not None and decision.stale_at is not None
-    if _minute(when) < _minute(decision.stale_at):
-        raise UsageError(
-            f"{record.id} already comes due at {format_stamp(decision.stale_at)}, after "
-            f"{format_stamp(when)}: snoozing it to an earlier time would take its last-moved "
-            "back, and there is nothing to put off"
-        )
-    moved = when - stale_after
-    if _minute(moved) > _minute(now) and not force:
-        interval = format_interval(stale_after)
-        raise UsageError(
-            f"{article(record.type)} comes due {interval} (its stale-after) after it last "
-            f"moved, so putting {record.id} off to {format_stamp(when)} would write a "
-            f"last-moved in the future ({format_stamp(moved)}): snooze it at most to "
-            f"{format_stamp(now + stale_after)}, give it a longer 'stale-after:', or give "
-            "--force to write the future last-moved"
-        )
-    return moved, stale_after
 
 
 def close(
@@ -214,7 +207,10 @@ def close(
     _, record = _record(root, ref)
     states = clock.LEVELS[record.type].states
     if ending not in ENDINGS:
-        raise UsageError(f"unknown ending {ending!r}: use --done, --dropped WHY or --abandoned WHY")
+        raise UsageError(
+            f"unknown ending {ending!r}: use --done, --dropped WHY, --abandoned WHY, "
+            "--failed WHY or --cancelled WHY"
+        )
     if ending not in states or ending == states[0]:
         endings = [s for s in states[1:] if s in ENDINGS]
         raise UsageError(
@@ -368,3 +364,51 @@ def _minute(value: datetime) -> datetime:
 def _one_line(text: str) -> str:
     """A note or reason as one body line: whitespace collapsed, and text (no NUL)."""
     return " ".join(check_body(text, "the note").split())
+
+
+def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
+    """The task worker's claim (``rouse work``): ``status: running`` with the machine
+    fields ``started``, ``worker`` (host and pid) and ``attempts`` (n + 1), and
+    ``last-moved`` (a running task is moving).
+
+    Decided on the file as it is under the writers' lock, so of two workers only
+    one starts a task: refused (UsageError, nothing written) unless the task is
+    pending and carries no ``cancel:`` stamp.
+    """
+    _, record = _record(root, ref)
+    if record.type != "task":
+        raise UsageError(f"{record.id} is {article(record.type)}: only a task is worked on")
+    attempts = 0
+
+    def claim(data: bytes) -> bytes:
+        nonlocal attempts
+        head, _ = header.split(data, record.rel)
+        status = (head.fields.get("status") or "pending").strip().lower()
+        if status != "pending":
+            raise UsageError(f"{record.id} is {status}: only a pending task is started")
+        if (head.fields.get("cancel") or "").strip():
+            raise UsageError(f"{record.id} carries a cancel: stamp: it is not started")
+        try:
+            attempts = max(0, int((head.fields.get("attempts") or "0").strip())) + 1
+        except ValueError:
+            attempts = 1
+        updates = {
+            "status": "running",
+            "started": format_stamp(now),
+            "worker": _one_line(worker),
+            "attempts": str(attempts),
+            "last-moved": format_stamp(now),
+        }
+        return header.set_fields(data, updates, record.rel)
+
+    store = Store(root)
+    with store.lock():
+        store.update(record.rel, claim)
+        acts.note(root, record.dir, now)
+    return Changed(
+        record.rel,
+        f"{record.id} is running (attempt {attempts}, worker {worker})",
+        record=record.id,
+        path=record.dir,
+        facts={"status": "running", "started": _minute(now), "attempts": attempts},
+    )

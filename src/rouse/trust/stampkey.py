@@ -25,7 +25,7 @@ from rouse.core.value import Frozen
 
 KEY_BYTES = 32
 #: Fields the lifecycle verbs write (a reminder's ``due`` too): outside the signature.
-LIFECYCLE_FIELDS = frozenset({"status", "last-moved", "outcome"})
+LIFECYCLE_FIELDS = frozenset({"status", "last-moved", "outcome", "snoozed-until"})
 
 
 class StampKey(Frozen):
