@@ -90,7 +90,7 @@ def read_nudges(root: Path) -> list[Nudge]:
     return found
 
 
-def acted_since(record: Record, when: datetime, done: acts.Acts) -> bool:
+def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "") -> bool:
     """Is the wake made at ``when`` for ``record`` answered (SPEC §5)?
 
     Answered when, after the wake: the record ended (or, an action, was
@@ -100,13 +100,16 @@ def acted_since(record: Record, when: datetime, done: acts.Acts) -> bool:
     ``last-moved`` in a later minute than the wake's. Stamps have minute
     resolution, so a ``last-moved`` in the wake's own minute (a record made
     in that minute, say) is not an answer: creation never answers its wake.
+    ``reason`` is the wake's (``''``: not known): the re-arm answers only a
+    one-shot reminder's own wake (``due``), not a given-up ``tell``, say.
     """
     status = clock.status_of(record)
     if status in AGENT_ENDINGS:
         return True
     if record.type == "action" and not clock.is_open(record) and clock.known_status(record):
         return True  # judged: a known outcome closes it for the clock
-    if record.type == "reminder" and status == "pending" and not _rearms_itself(record):
+    rearmable = reason in ("", "due") and not _rearms_itself(record)  # a one-shot's wake
+    if record.type == "reminder" and status == "pending" and rearmable:
         due = _stamp(record, "due")
         if due is not None and due > when:
             return True  # re-armed by the agent
@@ -168,7 +171,7 @@ def standing(tree: Tree, found: list[Nudge], done: acts.Acts) -> list[Nudge]:
     live = []
     for nudge in latest.values():
         record = tree.records.get(nudge.record_dir)
-        if record is not None and not acted_since(record, nudge.at, done):
+        if record is not None and not acted_since(record, nudge.at, done, nudge.reason):
             live.append(nudge)
     live.sort(key=lambda n: (n.at, n.record_dir))
     return live
@@ -192,7 +195,7 @@ def woken(root: Path, tree: Tree) -> list[Nudge]:
     live = standing(tree, found, done)
     shown = {n.record_dir for n in live}
     for record, at in fired:
-        if record.dir not in shown and not acted_since(record, at, done):
+        if record.dir not in shown and not acted_since(record, at, done, "due"):
             live.append(Nudge(None, at, record.dir, "", "due", 1))
     live.sort(key=lambda n: (n.at, n.record_dir))
     return live

@@ -33,7 +33,12 @@ class NudgeArchive:
         except FileNotFoundError:
             return archived
         if names != self._nudge_names:  # nudge files never change: re-read only new ones
-            self._nudges = nudges.read_nudges(self.root)
+            found = nudges.read_nudges(self.root)
+            # the ledger knows each wake's reason (a given-up tell is not a reminder's wake)
+            known = {n.name: n.reason for n in nudges.vouched(self.root, found)[0]}
+            for nudge in found:
+                nudge.reason = known.get(nudge.name, "")
+            self._nudges = found
             self._nudge_names = names
         untrackable = {p.path for p in tree.untrackable}
         done = acts.load(self.root) if self._nudges else {}
@@ -44,7 +49,7 @@ class NudgeArchive:
             if record is None:
                 acted = not any(p.startswith(nudge.record_dir + "/") for p in untrackable)
             else:
-                acted = nudges.acted_since(record, nudge.at, done)
+                acted = nudges.acted_since(record, nudge.at, done, nudge.reason)
             if acted and nudge.path is not None and nudge.path.exists():
                 archive_nudge(nudge.path)
                 moved.add(nudge.path.name)

@@ -213,4 +213,4 @@ class DigestSender:
 def _answered(tree: Tree, made: Wake, done: acts.Acts) -> bool:
     """Whether the agent answered ``made`` (``nudges.acted_since``; a record gone counts)."""
     record = tree.records.get(made.path)
-    return record is None or nudges.acted_since(record, made.made_at, done)
+    return record is None or nudges.acted_since(record, made.made_at, done, made.reason)

@@ -77,7 +77,7 @@ class Escalator:
             return
         done = acts.load(self.root)
         for record, at in fired:
-            if nudges.acted_since(record, at, done):
+            if nudges.acted_since(record, at, done, "due"):
                 continue
             moved = format_stamp(clock.moved_at(record)[0])
             made = self.ledger.last_landed(record.dir, moved)

@@ -123,7 +123,7 @@ def _plan_entry(
             return Step("nudge", None, entry, "its record is gone")
         assert decision is not None
         # (the agent may have moved it and it came due again since: a new wake's, not this)
-        if not decision.is_due or acted_since(record, entry.wake.made_at, done):
+        if not decision.is_due or acted_since(record, entry.wake.made_at, done, entry.wake.reason):
             return Step("nudge", None, entry, "its record moved or ended first")
         if already_stamped(record, entry.wake):  # (a crash after the nudge file, say)
             return Step("nudge", None, entry, "its record is stamped for it already")
