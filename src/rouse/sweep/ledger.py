@@ -91,7 +91,11 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
         self.path = state_path(root, "ledger.sqlite3")
         self.where = str(self.path)
         try:
-            db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+            # (one user at a time, but not always the thread that opened it: a sweeper
+            # made in one thread may tick in another, as its loop does under a test)
+            db = sqlite3.connect(
+                self.path, isolation_level=None, timeout=30, check_same_thread=False
+            )
         except sqlite3.Error as exc:
             raise StateError(_unusable(self.path, exc)) from None
         try:
