@@ -62,7 +62,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         sink = WorkerQueue()
     elif run_spec:
-        sink = _runner(root, args.run, commands["--run"], args)
+        sink = _runner(root, args.run, commands["--run"], args, clock_given=bool(given))
     else:
         sink = sinks.make_sink(
             sink_spec,
@@ -246,8 +246,11 @@ def _commands(
     return commands
 
 
-def _runner(root: Path, kind: str, command: list[str], args: argparse.Namespace) -> Runner:
-    """``--run claude|codex|exec`` with its budget and timeout."""
+def _runner(
+    root: Path, kind: str, command: list[str], args: argparse.Namespace, *, clock_given: bool
+) -> Runner:
+    """``--run claude|codex|exec`` with its budget and timeout; under a given clock
+    (``--now``, ``ROUSE_NOW``) each run gets the tick's instant as ``ROUSE_NOW``."""
     from rouse.sweep import presets
     from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
 
@@ -257,6 +260,7 @@ def _runner(root: Path, kind: str, command: list[str], args: argparse.Namespace)
         timeout=parse_timeout(args.run_timeout) if args.run_timeout else DEFAULT_TIMEOUT,
         budget=Budget.parse(args.max_runs) if args.max_runs else None,
         base_env=os.environ,
+        hand_now=clock_given,
     )
 
 
