@@ -287,18 +287,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     now = resolve_now(args)
     book = _fleet_ledger(args)
-    leader = None
+    leader = queue = None
     if book is not None:
         from rouse.fleet.sweeping import leader as lease_of
+        from rouse.fleet.workers import queue_state
 
         try:
             leader = lease_of(book)
+            if args.check:
+                queue = queue_state(book.database, book.tree)
         except BaseException:
             book.close()
             raise
     try:
         if args.check:  # for monitors and cron: silent when well, else exit 1 and why
-            problems = status.check(tree_root(args), now, ledger=book, leader=leader)
+            problems = status.check(tree_root(args), now, ledger=book, leader=leader, queue=queue)
             if args.json:
                 emit_json({"ok": not problems, "problems": problems})
             for line in problems:
@@ -331,8 +334,9 @@ def args_status(sub: argparse.ArgumentParser) -> None:
         "--check",
         action="store_true",
         help="print nothing and exit 0 if all is well; else exit 1 with one line per reason "
-        "(sweeper late by 3 intervals, a wake given up, a run budget spent; "
-        "with --ledger, no sweeper leading the tree)",
+        "(sweeper late by 3 intervals, a wake given up, a run budget spent, wakes queued "
+        "for delivery workers over 5m with no live worker; with --ledger, no sweeper "
+        "leading the tree)",
     )
     _ledger_option(sub)
 
