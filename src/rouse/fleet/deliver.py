@@ -222,7 +222,7 @@ class Worker:
         return self._claims
 
     def _beat(self, claimed: int = 0) -> None:
-        """Say this worker is alive (at most every few seconds, and after each claim)."""
+        """Say this worker is alive, and what it claimed (written every few seconds)."""
         _ = self.claims  # (reached first: the row needs the schema)
         assert self._presence is not None
         self._presence.beat(claimed)

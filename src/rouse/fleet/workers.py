@@ -3,8 +3,9 @@
 A worker upserts its row in ``workers`` (its holder name, host, pid, the trees
 it serves, its sink, when it started, when it was last seen, when it last
 claimed wakes and how many in all) as it polls and right before its sends, at
-most every :data:`BEAT_EVERY` seconds (and at once after a claim), and marks
-the row stopped when it exits cleanly.
+most every :data:`BEAT_EVERY` seconds (or ``--every``, if shorter; a claim's
+time and count go with the next beat), and marks the row stopped when it exits
+cleanly.
 
 **Live** means: not stopped, and seen within the row's ``live_for`` seconds,
 ``max(3 × --every, 60 s, --lease + 30 s)`` (:func:`live_for`) — longer than
@@ -43,12 +44,13 @@ BEAT_EVERY = 10.0
 #: Rows of workers not seen for this long are forgotten (deleted when a worker starts).
 FORGET_AFTER = "7 days"
 
+#: A beat: the row made or renewed; ``last_claim`` moves only when wakes were claimed.
 _BEAT = """
 INSERT INTO workers (holder, host, pid, trees, sink, every, live_for, started, last_seen,
-    last_claim, claimed)
-VALUES (?, ?, ?, ?, ?, ?, ?, now(), now(), CASE WHEN ? > 0 THEN now() END, ?)
-ON CONFLICT (holder) DO UPDATE SET last_seen = now(), stopped = NULL,
-    last_claim = CASE WHEN EXCLUDED.claimed > 0 THEN now() ELSE workers.last_claim END,
+    last_claim, claimed, stopped)
+VALUES (?, ?, ?, ?, ?, ?, ?, now(), now(), ?, ?, CASE WHEN ? THEN now() END)
+ON CONFLICT (holder) DO UPDATE SET last_seen = now(), stopped = EXCLUDED.stopped,
+    last_claim = COALESCE(EXCLUDED.last_claim, workers.last_claim),
     claimed = workers.claimed + EXCLUDED.claimed
 """
 
@@ -88,14 +90,24 @@ class Presence:
         self.live_for = live_for(every, lease)
         #: :func:`clock` at the last beat written (None: none yet)
         self._beaten: float | None = None
+        #: wakes claimed since the last beat written, and when the latest claim was
+        self._claimed = 0
+        self._claimed_at: datetime | None = None
 
     def beat(self, claimed: int = 0) -> None:
-        """Say this worker is alive (and, ``claimed``, that it just claimed that many wakes);
-        skipped when the last beat is recent and nothing was claimed."""
+        """Say this worker is alive, and that it claimed ``claimed`` more wakes (counted
+        here, written with the next beat): at most every ``min(every, BEAT_EVERY)``
+        seconds, so a busy worker pays one statement per interval, not per claim."""
+        self._claimed += claimed
+        if claimed:
+            self._claimed_at = datetime.now().astimezone()
         now = clock()
-        recent = self._beaten is not None and now - self._beaten < min(self.every, BEAT_EVERY)
-        if recent and not claimed:
+        if self._beaten is not None and now - self._beaten < min(self.every, BEAT_EVERY):
             return
+        self._write()
+        self._beaten = now
+
+    def _write(self, *, stopped: bool = False) -> None:
         if self._beaten is None:
             self.db.execute(
                 f"DELETE FROM workers WHERE last_seen < now() - interval '{FORGET_AFTER}'"
@@ -110,17 +122,18 @@ class Presence:
                 self.sink,
                 self.every,
                 self.live_for,
-                claimed,
-                claimed,
+                self._claimed_at,
+                self._claimed,
+                stopped,
             ),
         )
-        self._beaten = now
+        self._claimed, self._claimed_at = 0, None
 
     def stopped(self) -> None:
-        """A clean exit: the row reads stopped (not live) at once."""
+        """A clean exit: the claims not written yet, and the row stopped (not live) at once."""
         if self._beaten is None:
             return
-        self.db.execute("UPDATE workers SET stopped = now() WHERE holder = ?", (self.holder,))
+        self._write(stopped=True)
 
 
 @dataclass
