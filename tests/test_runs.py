@@ -416,3 +416,29 @@ def test_bad_command_forms_are_refused(
     assert sweep(tree, *args) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+def test_a_run_under_sweep_now_evaluates_the_clock_at_the_tick(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18, 7b: ``sweep --once --now X --run …`` hands X to the run as ``ROUSE_NOW``,
+    so the agent's own ``rouse`` commands (here its ``move``) agree with the tick."""
+    monkeypatch.setenv("STANDIN_MODE", "answer")
+    assert sweep(tree, "--run", "exec", "--", "agent") == 0
+    (call,) = calls(standin)
+    env = call["env"]
+    assert isinstance(env, dict)
+    assert env["ROUSE_NOW"] == stamp(NOW)
+    for slug in SLUGS:  # the stand-in's `rouse move` stamped the tick's instant
+        text = (tree / INTENTIONS / slug / "intention.md").read_text()
+        assert f"last-moved: {stamp(NOW)}" in text
+    (row,) = runs(tree)
+    assert row["state"] == "answered" and row["answered"] == 2
+
+
+def test_a_run_under_the_wall_clock_gets_no_rouse_now(tree: Path, standin: Path) -> None:
+    assert main(["--memory", str(tree), "sweep", "--once", "--run", "exec", "--", "agent"]) == 0
+    (call,) = calls(standin)
+    env = call["env"]
+    assert isinstance(env, dict)
+    assert "ROUSE_NOW" not in env and env["ROUSE_MEMORY"] == str(tree)

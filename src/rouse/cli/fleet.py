@@ -44,6 +44,7 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                 emit_json([item.to_json() for item in found])
             else:
                 emit(views.status_lines(found))
+                emit(views.worker_lines(views.workers(db, trees), views.database_now(db)))
             if not found:
                 print(
                     f"rouse: no tree has reported to the fleet at {db.where} yet "
@@ -78,7 +79,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
 
 #: Each view's help line (``rouse fleet --help`` lists them).
 VIEW_HELP = {
-    "status": "every tree: its last tick and by whom, who leads, the ledger's wakes, the mirror",
+    "status": "every tree: its last tick and by whom, who leads, the ledger's wakes, the "
+    "mirror; then the delivery workers (host, pid, live or not, last claim)",
     "due": "every mirrored record due now, across trees, as `rouse due` shows it",
     "recall": "search every mirrored tree for QUERY, ranked as `rouse recall` ranks",
 }

@@ -76,7 +76,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         sink = WorkerQueue()
     elif run_spec:
-        sink = _runner(root, args.run, commands["--run"], args)
+        sink = _runner(root, args.run, commands["--run"], args, clock_given=bool(given))
     else:
         sink = sinks.make_sink(
             sink_spec,
@@ -376,8 +376,11 @@ def _commands(
     return commands
 
 
-def _runner(root: Path, kind: str, command: list[str], args: argparse.Namespace) -> Runner:
-    """``--run claude|codex|exec`` with its budget and timeout."""
+def _runner(
+    root: Path, kind: str, command: list[str], args: argparse.Namespace, *, clock_given: bool
+) -> Runner:
+    """``--run claude|codex|exec`` with its budget and timeout; under a given clock
+    (``--now``, ``ROUSE_NOW``) each run gets the tick's instant as ``ROUSE_NOW``."""
     from rouse.sweep import presets
     from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
 
@@ -387,6 +390,7 @@ def _runner(root: Path, kind: str, command: list[str], args: argparse.Namespace)
         timeout=parse_timeout(args.run_timeout) if args.run_timeout else DEFAULT_TIMEOUT,
         budget=Budget.parse(args.max_runs) if args.max_runs else None,
         base_env=os.environ,
+        hand_now=clock_given,
     )
 
 
@@ -419,18 +423,21 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     now = resolve_now(args)
     book = _fleet_ledger(args)
-    leader = None
+    leader = queue = None
     if book is not None:
         from rouse.fleet.sweeping import leader as lease_of
+        from rouse.fleet.workers import queue_state
 
         try:
             leader = lease_of(book)
+            if args.check:
+                queue = queue_state(book.database, book.tree)
         except BaseException:
             book.close()
             raise
     try:
         if args.check:  # for monitors and cron: silent when well, else exit 1 and why
-            problems = status.check(tree_root(args), now, ledger=book, leader=leader)
+            problems = status.check(tree_root(args), now, ledger=book, leader=leader, queue=queue)
             if args.json:
                 emit_json({"ok": not problems, "problems": problems})
             for line in problems:
@@ -463,8 +470,9 @@ def args_status(sub: argparse.ArgumentParser) -> None:
         "--check",
         action="store_true",
         help="print nothing and exit 0 if all is well; else exit 1 with one line per reason "
-        "(sweeper late by 3 intervals, a wake given up, a run budget spent; "
-        "with --ledger, no sweeper leading the tree)",
+        "(sweeper late by 3 intervals, a wake given up, a run budget spent, wakes queued "
+        "for delivery workers over 5m with no live worker; with --ledger, no sweeper "
+        "leading the tree)",
     )
     _ledger_option(sub)
 

@@ -3,7 +3,11 @@
 ``.rouse/sweep.lock`` is held (flock) for a sweeper's life — one sweeper per
 tree, released by the OS if it dies — and names its holder.
 ``.rouse/sweep.json`` records the last tick's ``now`` and the sweeper's
-interval, so the pack can warn when a sweeper has stopped ticking. The ledger
+interval, so the pack can warn when a sweeper has stopped ticking.
+``.rouse/fleet.json`` is what a fleet sweeper learned at that tick about the
+wakes it queued for delivery workers and the workers alive to take them, so
+the pack and ``status --check`` can say when nothing is delivering them
+without ever reaching the database. The ledger
 counts here open ``.rouse/ledger.sqlite3`` read-only and never create it.
 Light to import: the pack and ``status`` call these on every run.
 """
@@ -15,7 +19,7 @@ import fcntl
 import json
 import os
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import layout
@@ -32,6 +36,10 @@ if TYPE_CHECKING:
 
 SWEEP_LOCK = f"{layout.STATE_DIR}/sweep.lock"
 STATE_FILE = f"{layout.STATE_DIR}/sweep.json"
+#: a fleet sweeper's last look at its tree's queue for delivery workers (see fleet_queue)
+FLEET_FILE = f"{layout.STATE_DIR}/fleet.json"
+#: wakes queued for workers longer than this, with no live worker, are reported
+QUEUED_TOO_LONG = timedelta(minutes=5)
 LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
@@ -149,6 +157,90 @@ def last_tick(root: Path) -> tuple[datetime | None, float | None]:
         return None, None
     interval = data.get("interval")
     return when, float(interval) if isinstance(interval, int | float) else None
+
+
+# -- the fleet's queue, as the fleet sweeper last saw it ---------------------------
+
+
+def write_fleet_queue(
+    root: Path,
+    now: datetime,
+    *,
+    queued: int,
+    oldest: datetime | None,
+    live: int,
+    seen: datetime | None,
+) -> None:
+    """Record, for the tick at ``now``: ``queued`` wakes of this tree wait for delivery
+    workers (the ``oldest`` made then), ``live`` workers serving it are alive, and one
+    was last seen at ``seen`` (local times). Best-effort, like every state file."""
+    save_json(
+        root / FLEET_FILE,
+        {
+            "tick": _t(now),
+            "queued": queued,
+            "oldest": _t(oldest) if oldest is not None else None,
+            "live_workers": live,
+            "worker_seen": _t(seen) if seen is not None else None,
+        },
+    )
+
+
+def _stamp_or_none(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.strptime(value, TIME_FORMAT)
+    except ValueError:
+        return None
+
+
+def fleet_queue(root: Path) -> dict[str, Any] | None:
+    """The queue for delivery workers as this clone's fleet sweeper saw it at the last tick:
+    ``queued``, ``oldest``, ``live`` (workers), ``seen`` (the latest any was seen), ``tick``.
+
+    None unless ``.rouse/fleet.json`` was written at the tick ``sweep.json`` names as the
+    last: a later tick without the fleet (or one that could not reach it) makes it moot.
+    A damaged or foreign file reads as None.
+    """
+    data = load_json(root / FLEET_FILE)
+    if not isinstance(data, dict):
+        return None
+    tick = _stamp_or_none(data.get("tick"))
+    last, _ = last_tick(root)
+    if tick is None or last is None or tick != last:
+        return None
+    queued, live = data.get("queued"), data.get("live_workers")
+    if type(queued) is not int or type(live) is not int or queued < 0 or live < 0:
+        return None
+    return {
+        "tick": tick,
+        "queued": queued,
+        "oldest": _stamp_or_none(data.get("oldest")),
+        "live": live,
+        "seen": _stamp_or_none(data.get("worker_seen")),
+    }
+
+
+def stalled_queue(queue: dict[str, Any] | None, now: datetime) -> str | None:
+    """What to say when wakes have waited for workers longer than :data:`QUEUED_TOO_LONG`
+    at ``now`` and no live worker serves the tree (``queue`` as :func:`fleet_queue`
+    gives it); None when all is well or unknown."""
+    if queue is None or queue["queued"] <= 0 or queue["live"] > 0:
+        return None
+    oldest = queue["oldest"]
+    if oldest is None or now - oldest < QUEUED_TOO_LONG:
+        return None
+    seen = queue["seen"]
+    worker = (
+        f"no live worker has been seen since {seen:%Y-%m-%d %H:%M}"
+        if seen is not None
+        else "no worker has ever been seen"
+    )
+    return (
+        f"{queue['queued']} wake(s) queued for delivery workers since "
+        f"{oldest:%Y-%m-%d %H:%M} and {worker}"
+    )
 
 
 # -- the ledger, read-only ------------------------------------------------------

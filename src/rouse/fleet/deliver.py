@@ -23,6 +23,11 @@ Quiet hours (``--quiet HH:MM-HH:MM``): inside the window the worker claims
 nothing, and gives back what it holds before sending it; rows stay as they are
 (the sweeper's held ones too) until the window ends.
 
+Presence (:mod:`rouse.fleet.workers`): the worker keeps a row in ``workers``
+as it polls, claims and sends, and marks it stopped when it exits cleanly, so
+``rouse fleet status``, ``status --check`` and the pack can tell when no live
+worker is left to deliver a tree's queue.
+
 SIGTERM/SIGINT: the wake in flight is finished and written, unsent claims are
 given back, and the worker exits 0. A lost database — or one not there when
 the worker starts — is said once; the worker waits (1 s, doubling to 30 s),
@@ -32,6 +37,7 @@ then gives back claims it did not use.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -48,6 +54,7 @@ from rouse.core.errors import UsageError
 from rouse.fleet.claims import Claim, Claims, clock
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
 from rouse.fleet.pg_schema import migrate
+from rouse.fleet.workers import Presence
 from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours
@@ -192,6 +199,7 @@ class Worker:
         # while the database is away waits for it as for one lost later
         self.db: PgDatabase | None = None
         self._claims: Claims | None = None
+        self._presence: Presence | None = None
 
     @property
     def claims(self) -> Claims:
@@ -200,8 +208,24 @@ class Worker:
             if self.db is None:
                 self.db = PgDatabase(self._dsn, application="rouse deliver")
             migrate(self.db, self.where)
+            self._presence = Presence(
+                self.db,
+                self.holder,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                trees=self._trees,
+                sink=self.sink.describe(),
+                every=self.every,
+                lease=self.lease,
+            )
             self._claims = Claims(self.db, self.holder, self._trees)
         return self._claims
+
+    def _beat(self, claimed: int = 0) -> None:
+        """Say this worker is alive, and what it claimed (written every few seconds)."""
+        _ = self.claims  # (reached first: the row needs the schema)
+        assert self._presence is not None
+        self._presence.beat(claimed)
 
     # -- the clock ------------------------------------------------------------
 
@@ -235,8 +259,16 @@ class Worker:
             return self._loop()
         finally:
             restore()
+            self._stopped()
             if self.db is not None:
                 self.db.close()
+
+    def _stopped(self) -> None:
+        """Mark this worker's row stopped (best-effort: a row left behind goes stale)."""
+        if self._presence is None or self._lost_since is not None:
+            return
+        with contextlib.suppress(LedgerUnreachable):
+            self._presence.stopped()
 
     def _loop(self) -> int:
         wait = FIRST_RECONNECT
@@ -309,12 +341,14 @@ class Worker:
         """Claim a batch and carry it out; False when nothing was owed (or could be sent)."""
         now = self.now()
         claims = self.claims  # (reached before the quiet check: a lost ledger is said at once)
+        self._beat()
         if self._quiet_now(now):
             return False
         deadline = clock() + self.lease  # taken before the claim: a safe bound
         claimed = claims.claim(now, self.batch, self.lease, deadline)
         if not claimed:
             return False
+        self._beat(len(claimed))
         self.voice.say(f"{_t(now)} claimed {len(claimed)}", EVERY_TICK)
         return self._carry(claimed)
 
@@ -336,6 +370,7 @@ class Worker:
                     pending.pop(0)
                     self._write(Result(claim, now, "given_up", ""))
                     continue
+                self._beat()
                 rest = pending[1:]
                 need = self.timeout + self._slack()
                 renew = rest if rest and min(c.deadline for c in rest) < clock() + need else []

@@ -9,7 +9,8 @@ The ledger's tables are the SQLite ledger's (:mod:`rouse.sweep.ledger_schema`)
 with a ``tree`` column, so many trees share one database, and the columns a
 fleet adds: a delivery worker's claim on a wake (``claimed_by``,
 ``claim_until``), the per-tree leader lease (``leaders``), the trees seen
-(``trees``) and the one-way mirror of each tree's files (``mirror_files``).
+(``trees``), the one-way mirror of each tree's files (``mirror_files``) and the
+delivery workers' presence (``workers``, :mod:`rouse.fleet.workers`).
 """
 
 from __future__ import annotations
@@ -171,9 +172,27 @@ CREATE TABLE IF NOT EXISTS mirror_state (
 );
 """
 
+WORKERS = """
+CREATE TABLE IF NOT EXISTS workers (
+    holder TEXT PRIMARY KEY,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    trees TEXT[],
+    sink TEXT NOT NULL,
+    every DOUBLE PRECISION NOT NULL,
+    live_for DOUBLE PRECISION NOT NULL,
+    started TIMESTAMPTZ NOT NULL DEFAULT now(),
+    last_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+    last_claim TIMESTAMPTZ,
+    claimed BIGINT NOT NULL DEFAULT 0,
+    stopped TIMESTAMPTZ
+)
+"""
+
 MIGRATIONS: tuple[str, ...] = (
     LEDGER,  # 1: the shared ledger, the leader lease and the trees
     MIRROR,  # 2: the one-way mirror of each tree's files (fleet due/status/recall)
+    WORKERS,  # 3: delivery workers' presence (fleet status, status --check, the pack)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -9,6 +9,10 @@ id, which is made here if the tree has none) and a :class:`Member` — the
 ``trees`` (its last tick, from every sweeper; its root and host — where the
 workers' exec sinks find the tree — from the leader only) and, from the leader
 only, the one-way mirror of its files (:class:`~rouse.fleet.mirror.Mirror`).
+Every sweeper of the tree also notes, in its clone's ``.rouse/fleet.json``, the
+wakes queued for delivery workers and whether a live worker serves the tree
+(:func:`rouse.fleet.workers.queue_state`), which the pack and ``status
+--check`` read without reaching the database.
 
 A sweeper joins without reaching the database: if it is down, the first tick
 meets the outage (said once, retried with backoff) instead of the start failing.
@@ -29,12 +33,14 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 from rouse.core.identity import IDENTITY_FILE, ensure_tree_id, tree_id
+from rouse.core.sweepstate import write_fleet_queue
 from rouse.core.tree import Tree
 from rouse.fleet import lease as leases
 from rouse.fleet.lease import Lease
 from rouse.fleet.mirror import Mirror
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase
 from rouse.fleet.pg_ledger import PgLedger
+from rouse.fleet.workers import queue_state
 from rouse.trust.origins import OriginReader
 
 #: The leader's tick: the tree is at its root, on its host.
@@ -172,12 +178,13 @@ class Member:
 
     def ticked(self, tree: Tree, now: datetime, *, leading: bool) -> None:
         """The tree's row: the last tick and by whom; the leader's root and host (a
-        standby's clone is not where the workers should find the tree); the leader
-        mirrors too."""
+        standby's clone is not where the workers should find the tree); the queue for
+        workers, noted for the pack; the leader mirrors too."""
         if leading and self.held.leading:  # (not if the lease was lost mid-tick)
             self.db.execute(_UPSERT_TREE, (self.tree, str(self.root), self.host, self.held.holder))
         else:
             self.db.execute(_TICKED, (self.tree, self.held.holder))
+        write_fleet_queue(self.root, now, **queue_state(self.db, self.tree))
         if leading and self.mirror is not None:
             self.mirror.sync(tree, now)
 

@@ -1,7 +1,8 @@
 """One view of every tree: ``rouse fleet status``, ``due`` and ``recall`` over the database.
 
 Everything here reads: the ``trees`` the sweepers report, their ``leaders``,
-the ledger's ``wakes``, and the mirror (:mod:`rouse.fleet.mirror`). Each view
+the ledger's ``wakes``, the delivery ``workers`` (:mod:`rouse.fleet.workers`)
+and the mirror (:mod:`rouse.fleet.mirror`). Each view
 returns plain objects with a ``to_json()`` (ISO 8601 times with the offset)
 and a ``*_lines`` rendering for people.
 
@@ -26,6 +27,7 @@ from rouse.core.tree import Record
 from rouse.fleet.mirror import TEXT_CONFIG
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
+from rouse.fleet.workers import WorkerRow, listed
 from rouse.pack.index import KINDS
 from rouse.pack.search import SNIPPET_TOKENS, one_line, query_words
 from rouse.pack.views import clock_time, natural_key, when_due
@@ -116,6 +118,15 @@ class TreeStatus:
     skipped: int | None
     synced_at: datetime | None
     now: datetime  # the database's clock, which leases are measured by
+    #: wakes queued for delivery workers (pending, ``sink = 'workers'``) and the oldest's stamp
+    queued: int = 0
+    oldest_queued: str | None = None
+    #: the delivery workers that serve this tree (live or not)
+    workers: tuple[WorkerRow, ...] = ()
+
+    @property
+    def live_workers(self) -> int:
+        return sum(worker.live for worker in self.workers)
 
     def to_json(self) -> dict[str, Any]:
         leader = None
@@ -131,6 +142,11 @@ class TreeStatus:
             "last_tick_by": self.last_tick_by,
             "leader": leader,
             "wakes": dict(self.wakes),
+            "queued_for_workers": {
+                "count": self.queued,
+                "oldest": iso_stamp(_stamp(self.oldest_queued)),
+            },
+            "workers": [worker.to_json() for worker in self.workers],
             "mirror": None
             if self.synced_at is None
             else {
@@ -162,6 +178,14 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         params,
     ):
         counts.setdefault(row["tree"], dict.fromkeys(STATES, 0))[row["state"]] = int(row["n"])
+    queued: dict[str, tuple[int, str | None]] = {}
+    for row in db.execute(
+        "SELECT tree, count(*) AS n, min(made_at) AS oldest FROM wakes "
+        f"WHERE sink = 'workers' AND state = 'pending'{where} GROUP BY tree",
+        params,
+    ):
+        queued[row["tree"]] = (int(row["n"]), row["oldest"])
+    every_worker = listed(db)
     found = []
     for row in rows:
         leader = None
@@ -188,10 +212,21 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
                 skipped=row["skipped"],
                 synced_at=row["synced_at"],
                 now=row["db_now"],
+                queued=queued.get(row["tree"], (0, None))[0],
+                oldest_queued=queued.get(row["tree"], (0, None))[1],
+                workers=tuple(w for w in every_worker if w.serves(row["tree"])),
             )
         )
     found.sort(key=lambda s: (s.root, s.host, s.tree))
     return found
+
+
+def _stamp(text: str | None) -> datetime | None:
+    """A ledger stamp (local, to the second) as a datetime; None for none or a bad one."""
+    try:
+        return datetime.strptime(text, "%Y-%m-%d %H:%M:%S") if text else None
+    except ValueError:
+        return None
 
 
 def _age(value: datetime | None, now: datetime) -> str:
@@ -228,6 +263,12 @@ def status_lines(found: list[TreeStatus]) -> list[str]:
             f"wakes {wakes['pending']} pending, {wakes['held']} held, "
             f"{wakes['delivered']} delivered, {wakes['given_up']} given up"
         )
+        if item.queued:
+            oldest = _stamp(item.oldest_queued)
+            since = f" since {format_stamp(oldest)}" if oldest else ""
+            live = item.live_workers
+            serving = f"{live} live worker(s)" if live else "no live worker"
+            parts.append(f"{item.queued} queued for workers{since}, {serving}")
         if item.synced_at is None:
             parts.append("not mirrored")
         else:
@@ -237,6 +278,57 @@ def status_lines(found: list[TreeStatus]) -> list[str]:
             )
         lines.append("  ".join(parts))
     return lines
+
+
+def workers(db: PgDatabase, trees: list[str] | None = None) -> list[WorkerRow]:
+    """The delivery workers remembered (those serving the trees named, if any): live first."""
+    found = listed(db)
+    if trees is None:
+        return found
+    return [worker for worker in found if any(worker.serves(tree) for tree in trees)]
+
+
+def worker_lines(found: list[WorkerRow], now: datetime) -> list[str]:
+    """``rouse fleet status``'s workers: one line each, after the trees.
+
+    ``now`` is the database's clock (the rows' times are on it)."""
+    lines = []
+    for worker in found:
+        serves = (
+            "every tree"
+            if worker.trees is None
+            else "trees " + ", ".join(short(tree) for tree in worker.trees)
+        )
+        if worker.live:
+            state = f"live, seen {_age(worker.last_seen, now)}"
+        elif worker.stopped is not None:
+            state = f"stopped {_age(worker.stopped, now)}"
+        else:
+            state = f"gone: last seen {_age(worker.last_seen, now)}"
+        claim = (
+            f"last claim {_age(worker.last_claim, now)}, {worker.claimed:,} wake(s) claimed"
+            if worker.last_claim is not None
+            else "no claim yet"
+        )
+        lines.append(
+            "  ".join(
+                (
+                    f"worker {worker.host} pid {worker.pid}",
+                    state,
+                    claim,
+                    f"started {_age(worker.started, now)}",
+                    f"{serves} via {worker.sink}",
+                    worker.holder,
+                )
+            )
+        )
+    return lines
+
+
+def database_now(db: PgDatabase) -> datetime:
+    """The database's clock (worker and lease times are on it)."""
+    value: datetime = db.execute("SELECT now() AS now").fetchone()["now"]
+    return value
 
 
 # -- due ----------------------------------------------------------------------------

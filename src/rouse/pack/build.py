@@ -307,6 +307,9 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
             f"the agent run budget ({spent['budget']}) is spent: wakes wait until "
             f"{format_stamp(spent['until'])} — `rouse log`"
         )
+    stalled = sweepstate.stalled_queue(sweepstate.fleet_queue(root), now)
+    if stalled:
+        warnings.append(f"{stalled}: nothing is delivering them — `rouse fleet status`")
     return warnings
 
 

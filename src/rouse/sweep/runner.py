@@ -11,7 +11,10 @@ prompt on stdin that carries the digest and says how to answer. Guarantees:
 - a deadline (``--run-timeout``, default 15m) that kills the run's whole
   process group;
 - the run's exit code, duration and last 64 KiB of output are kept in
-  ``.rouse/runs/<id>.log`` and its row in the ledger's ``runs`` table.
+  ``.rouse/runs/<id>.log`` and its row in the ledger's ``runs`` table;
+- under a given clock (``sweep --now X``, or ``ROUSE_NOW``) the run gets the
+  tick's instant as ``ROUSE_NOW``, so its own ``rouse`` commands evaluate the
+  clock where the tick did (under the wall clock it gets none).
 """
 
 from __future__ import annotations
@@ -129,6 +132,7 @@ class Runner:
         timeout: timedelta = DEFAULT_TIMEOUT,
         budget: Budget | None = None,
         base_env: Mapping[str, str] | None = None,
+        hand_now: bool = False,
     ):
         if not argv:
             raise UsageError("--run exec needs a command after --: --run exec -- CMD ARG…")
@@ -137,6 +141,8 @@ class Runner:
         self.timeout = timeout
         self.budget = budget
         self.base_env = child_environment(base_env if base_env is not None else os.environ)
+        #: the sweep's clock was given (--now, ROUSE_NOW): the run gets the tick's instant
+        self.hand_now = hand_now
 
     def describe(self) -> str:
         budget = f", at most {self.budget.text}" if self.budget else ""
@@ -204,7 +210,7 @@ class Runner:
             log_rel = f"runs/{run_id}.log"
             ledger.start_run(run_id, made.id, made.wake_ids, " ".join(self.argv), now)
             started = time.monotonic()
-            code, output = self._start(made, run_id)
+            code, output = self._start(made, run_id, now)
             seconds = time.monotonic() - started
             result = RunResult(run_id, code, seconds, f".rouse/{log_rel}")
             self._write_log(log_rel, result, made, now, output)
@@ -214,7 +220,9 @@ class Runner:
             raise SinkError(result.describe() + output.tail())
         return result
 
-    def _start(self, made: Digest, run_id: str) -> tuple[int | None, Output]:
+    def environment(self, made: Digest, run_id: str, now: datetime) -> dict[str, str]:
+        """What the run inherits: the sweeper's environment, the tree, the run and its
+        wakes, and (``hand_now``) the tick's instant as ``ROUSE_NOW``."""
         env = {
             **self.base_env,
             "ROUSE_MEMORY": str(self.root),
@@ -222,6 +230,14 @@ class Runner:
             "ROUSE_WAKE_ID": made.id,
             "ROUSE_WAKE_IDS": " ".join(made.wake_ids),
         }
+        if self.hand_now:
+            env["ROUSE_NOW"] = now.strftime(TIME_FORMAT if now.second else "%Y-%m-%d %H:%M")
+        else:
+            env.pop("ROUSE_NOW", None)
+        return env
+
+    def _start(self, made: Digest, run_id: str, now: datetime) -> tuple[int | None, Output]:
+        env = self.environment(made, run_id, now)
         output = Output()
         deadline = time.monotonic() + self.timeout.total_seconds()
         with tempfile.TemporaryFile() as stdin:

@@ -119,15 +119,20 @@ def check(
     *,
     ledger: Ledger | None = None,
     leader: dict[str, Any] | None = None,
+    queue: dict[str, Any] | None = None,
 ) -> list[str]:
     """``rouse status --check``: one line per reason a monitor should wake a human.
 
     Empty when all is well. Fails when the last tick is older than
     ``LATE_AFTER_INTERVALS`` intervals (or no sweeper ever ticked), when a
     wake was given up in the last day, when a message to the owner waits for a
-    channel or was given up in the last day, or when a run budget is spent. With a
-    fleet's ``ledger``: given-up wakes are counted there, and it also fails
-    when no sweeper of the tree holds the lease (``leader``).
+    channel or was given up in the last day, when a run budget is spent, or when
+    wakes have waited for delivery workers longer than
+    ``sweepstate.QUEUED_TOO_LONG`` with no live worker. With a fleet's
+    ``ledger``: given-up wakes are counted there, the workers' ``queue`` is the
+    database's (:func:`rouse.fleet.workers.queue_state`; else the one the
+    fleet sweeper noted at the last tick), and it also fails when no sweeper of
+    the tree holds the lease (``leader``).
     """
     problems: list[str] = []
     tick, interval = sweepstate.last_tick(root)
@@ -164,6 +169,14 @@ def check(
             "(written as nudge files instead): `rouse log`"
         )
     problems += tell_problems(root, now)
+    stalled = sweepstate.stalled_queue(
+        queue if ledger is not None else sweepstate.fleet_queue(root), now
+    )
+    if stalled:
+        problems.append(
+            f"{stalled}: nothing is delivering them; start `rouse deliver --ledger … "
+            "--sink …` where they should be delivered, or sweep without --plan-only"
+        )
     problems += run_budget_problems(root, now)
     return problems
 
