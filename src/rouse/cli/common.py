@@ -38,7 +38,11 @@ def resolve_now(args: argparse.Namespace) -> datetime:
 
 
 def tree_root(args: argparse.Namespace) -> Path:
-    return find_tree(getattr(args, "memory", None))
+    return find_tree(getattr(args, "memory", None), warn=_say)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def emit(lines: Sequence[str]) -> None:

@@ -129,7 +129,11 @@ def args_fleet(sub: argparse.ArgumentParser) -> None:
     for name in VIEWS:
         view = views.add_parser(name, help=VIEW_HELP[name], description=VIEW_HELP[name])
         for option, metavar, text in (
-            ("--memory", "DIR", "the tree (else $ROUSE_HOME, ./memory, ~/.rouse)"),
+            (
+                "--memory",
+                "DIR",
+                "the tree (else $ROUSE_HOME, the nearest memory/ tree up from here, ~/.rouse)",
+            ),
             (
                 "--now",
                 "WHEN",

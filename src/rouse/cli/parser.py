@@ -67,7 +67,7 @@ def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
         "--memory",
         metavar="DIR",
         default=default,
-        help="the tree (else $ROUSE_HOME, ./memory, ~/.rouse)",
+        help="the tree (else $ROUSE_HOME, the nearest memory/ tree up from here, ~/.rouse)",
     )
     parser.add_argument(
         "--now",

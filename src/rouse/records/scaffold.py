@@ -13,6 +13,7 @@ from pathlib import Path
 from rouse.core import header, layout
 from rouse.core.clock import LEVELS
 from rouse.core.errors import HeaderError, UsageError
+from rouse.core.home import is_tree
 from rouse.core.identity import ensure_tree_id
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
@@ -108,6 +109,11 @@ def init(
     With a stamp key, the example files' ``origin: system`` is signed.
     """
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
+        if target.is_dir() and not is_tree(target):
+            raise UsageError(
+                f"{target} already exists and is not a rouse tree (no entrypoint/rouse.md): "
+                "refusing to write into it — give `rouse init` another DIR"
+            )
         raise UsageError(f"{target} already exists: refusing to lay a tree over it")
     target.mkdir(parents=True, exist_ok=True)
     stamp = format_stamp(now)
