@@ -319,3 +319,13 @@ def test_sigterm_leaves_no_registration_behind(tree: Path) -> None:
     code, _, err = waiter.end()
     assert code == 0 and err == ""
     assert not stop_hook.waiter_file(tree, "s1").exists()  # type: ignore[union-attr]
+
+
+def test_stop_wait_off_takes_nothing_and_waits_for_nothing(tree: Path) -> None:
+    sweep(tree)
+    assert Waiter(tree, wait="off").end() == (0, "", "")
+    prompt = rouse(tree, "pack", "--hook", "claude", stdin=event("UserPromptSubmit"))
+    assert "reminder/call-bank" in prompt.stdout  # left for the next prompt
+    assert stop_hook.max_wait("4h") == 4 * 3600 and stop_hook.max_wait("90") == 90
+    assert stop_hook.max_wait("soon") == stop_hook.WAIT_DEFAULT
+    assert stop_hook.max_wait("99d") == stop_hook.WAIT_MOST

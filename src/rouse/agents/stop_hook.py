@@ -77,7 +77,7 @@ def wait_for_wake(
     """
     session_id = session.get("session_id")
     me = waiter_file(root, session_id)
-    if me is None:
+    if me is None or max_wait <= 0:
         return []
     agent = Agent.find()
     try:
