@@ -80,16 +80,23 @@ def wait_for_wake(
     if me is None or max_wait <= 0:
         return []
     agent = Agent.find()
+    watcher: Watcher | None = None
     try:
         if agent.one_shot:
             return []  # it ends after this turn: the next session's pack shows the wakes
+        if statefile.through_link(me):
+            return []
+        with contextlib.suppress(OSError):
+            me.parent.mkdir(parents=True, exist_ok=True)
+        watcher = Watcher(root, me.parent) if watch else None  # before registering: then
+        # a registered waiter is one already asleep
         mark = {"pid": os.getpid(), "at": time.time_ns()}
         if not statefile.save_json(me, mark):
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
             transcript = session.get("transcript_path")
-            return _wait(root, session_id, me, mark, agent, max_wait, watch, transcript)
+            return _wait(root, session_id, me, mark, agent, max_wait, watcher, transcript)
         except _Left:
             return []
         finally:
@@ -99,6 +106,8 @@ def wait_for_wake(
                     me.unlink()
     finally:
         agent.close()
+        if watcher is not None:
+            watcher.close()
 
 
 class _Left(Exception):
@@ -116,38 +125,34 @@ def _wait(
     mark: dict[str, int],
     agent: Agent,
     max_wait: float,
-    watch: bool,
+    watcher: Watcher | None,
     transcript: object,
 ) -> list[tuple[str, nudges.Nudge]]:
     deadline = time.monotonic() + max_wait
     log = Path(transcript) if isinstance(transcript, str) and transcript else None
     had_log = log is not None and log.is_file()
-    watcher = Watcher(root, me.parent) if watch else None
-    try:
-        poller = select.poll()
-        if watcher is not None and watcher.fd is not None:
-            poller.register(watcher.fd, select.POLLIN)
-        gone = agent.register(poller)
-        while True:
-            if statefile.load_json(me) != mark or agent.gone():
-                return []  # superseded, or the session has ended
-            if had_log and log is not None and not log.exists():
-                return []
-            found, unsettled = prompt_hook.take_new(root, session_id)
-            if found:
-                return found
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return []
-            quiet = CHECK_EVERY if watcher is not None and watcher.fd is not None else POLL_EVERY
-            events = poller.poll(1000 * min(left, SETTLE_EVERY if unsettled else quiet))
-            if any(fd in gone for fd, _ in events):
-                return []
-            if watcher is not None:
-                watcher.drain()
-    finally:
+    poller = select.poll()
+    watching = watcher is not None and watcher.fd is not None
+    if watcher is not None and watcher.fd is not None:
+        poller.register(watcher.fd, select.POLLIN)
+    gone = agent.register(poller)
+    while True:
+        if statefile.load_json(me) != mark or agent.gone():
+            return []  # superseded, or the session has ended
+        if had_log and log is not None and not log.exists():
+            return []
+        found, unsettled = prompt_hook.take_new(root, session_id)
+        if found:
+            return found
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return []
+        quiet = CHECK_EVERY if watching else POLL_EVERY
+        events = poller.poll(1000 * min(left, SETTLE_EVERY if unsettled else quiet))
+        if any(fd in gone for fd, _ in events):
+            return []
         if watcher is not None:
-            watcher.close()
+            watcher.drain()
 
 
 class Watcher:
@@ -163,9 +168,8 @@ class Watcher:
         self.nudges = False
         try:
             import ctypes
-            import ctypes.util
 
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc's
             self._add = libc.inotify_add_watch
             self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
             fd = libc.inotify_init1(IN_CLOEXEC | IN_NONBLOCK)
