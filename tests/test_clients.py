@@ -15,12 +15,14 @@ is missing from the machine.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -292,16 +294,16 @@ def test_claude_says_why_when_rouse_cannot_be_started(machine: Machine, tmp_path
     assert wire.CANNOT_RUN in sent and "not found" not in sent
 
 
-def deliver_a_wake(machine: Machine) -> None:
+def deliver_a_wake(machine: Machine, slug: str | None = "call-bank") -> None:
     """The sweeper delivers a wake while the session is open: a reminder made an hour
-    ago and due 30 minutes ago, swept now (the wall clock: the hook reads it too)."""
+    ago and due 30 minutes ago, swept now (the wall clock: the hook reads it too).
+    Without a slug, a tick with nothing due."""
     wall = datetime.now().replace(second=0, microsecond=0)
     tree = str(machine.project / "memory")
     due = stamp(wall - timedelta(minutes=30))
-    for args in (
-        ["remind", "call-bank", "--due", due, "--now", stamp(wall - timedelta(hours=1))],
-        ["sweep", "--once", "-q", "--now", stamp(wall)],
-    ):
+    made = stamp(wall - timedelta(hours=1))
+    remind = [["remind", slug, "--due", due, "--now", made]] if slug else []
+    for args in (*remind, ["sweep", "--once", "-q", "--now", stamp(wall)]):
         done = subprocess.run(
             [machine.rouse, *args, "--memory", tree],
             env={**machine.env(), "PATH": os.environ["PATH"]},
@@ -315,13 +317,13 @@ def deliver_a_wake(machine: Machine) -> None:
 class Conversation:
     """One open `claude -p` session fed its prompts one at a time (stream-json on stdin)."""
 
-    def __init__(self, machine: Machine) -> None:
+    def __init__(self, machine: Machine, **env: str) -> None:
         args = [str(BIN / "claude"), "-p", "--input-format", "stream-json"]
         args += ["--output-format", "stream-json", "--verbose"]
         self.proc = subprocess.Popen(
             args,
             cwd=machine.project,
-            env=machine.env(),
+            env={**machine.env(), **env},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -344,6 +346,17 @@ class Conversation:
                 events.append(json.loads(line))
         return events
 
+    def turn(self) -> list[dict[str, Any]]:
+        """The events of a turn nobody prompted (a hook woke the model), up to its result."""
+        assert self.proc.stdout is not None
+        events: list[dict[str, Any]] = []
+        while not events or events[-1].get("type") != "result":
+            line = self.proc.stdout.readline()
+            assert line, "claude closed its output before the turn ended"
+            if line.startswith("{"):
+                events.append(json.loads(line))
+        return events
+
     def close(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.close()
@@ -352,9 +365,65 @@ class Conversation:
         self.proc.stdout.close()
 
 
-def test_a_wake_between_two_prompts_reaches_the_second_only(machine: Machine) -> None:
+IDLE = "woke you while the session was idle"  # once in what the Stop hook wakes a session with
+
+
+def waiter(machine: Machine, session: str, not_pid: int = 0) -> int:
+    """The pid of the session's Stop-hook waiter, once it waits (a bounded wait)."""
+    path = machine.project / "memory" / ".rouse" / "sessions" / f"{session}.waiter"
+    deadline = time.monotonic() + 60
+    while True:
+        with contextlib.suppress(OSError, ValueError, KeyError):
+            pid = int(json.loads(path.read_text())["pid"])
+            if pid != not_pid:
+                return pid
+        assert time.monotonic() < deadline, "the Stop hook never started waiting"
+        time.sleep(0.05)
+
+
+def test_an_idle_session_is_woken_by_each_wake_once_and_by_nothing_else(
+    machine: Machine,
+) -> None:
     machine.wire(claude_hooks=True)
     talk = Conversation(machine)
+    try:
+        (init,) = [e for e in talk.say("first") if e.get("subtype") == "init"]
+        session = init["session_id"]
+        first = waiter(machine, session)  # the turn ended: its Stop hook waits
+        asked = len(machine.model.requests)
+
+        deliver_a_wake(machine, None)  # a tick with nothing due wakes nobody …
+        deliver_a_wake(machine)  # … and a delivered wake does, with no prompt sent
+        talk.turn()
+        assert len(machine.model.requests) == asked + 1  # one request: this wake's
+        sent = machine.model.last()
+        assert sent.count(IDLE) == 1 and sent.count("reminder/call-bank — ") == 1
+        assert sent.count(PACK_HEADER) == 1 and WOKE not in sent
+
+        second = waiter(machine, session, not_pid=first)  # that turn's end: a new waiter
+        deliver_a_wake(machine, "pay-rent")
+        talk.turn()
+        assert len(machine.model.requests) == asked + 2
+        sent = machine.model.last()
+        assert sent.count(IDLE) == 2  # the first, in the history, and this one
+        assert sent.count("reminder/pay-rent — ") == 1
+        assert sent.count("reminder/call-bank — ") == 1  # never given twice
+
+        talk.say("third")  # the prompt hook has nothing new: both were shown
+        assert WOKE not in machine.model.last()
+        third = waiter(machine, session, not_pid=second)
+    finally:
+        talk.close()
+    # closing the session's input ends the waiter too: nothing is left behind
+    registration = machine.project / "memory" / ".rouse" / "sessions" / f"{session}.waiter"
+    assert not registration.exists()
+    with pytest.raises(ProcessLookupError):
+        os.kill(third, 0)
+
+
+def test_a_wake_between_two_prompts_reaches_the_second_only(machine: Machine) -> None:
+    machine.wire(claude_hooks=True)
+    talk = Conversation(machine, ROUSE_STOP_WAIT="off")  # no idle wake: the next prompt's
     try:
         (init,) = [e for e in talk.say("first") if e.get("subtype") == "init"]
         assert machine.model.last().count(PACK_HEADER) == 1  # the session's pack

@@ -148,7 +148,7 @@ def test_claude_hook_merges_into_settings_local_and_keeps_everything(
     groups = data["hooks"]["SessionStart"]
     assert groups[0] == PRE_EXISTING["hooks"]["SessionStart"][0]
     ours = groups[1]
-    assert ours["matcher"] == "startup|resume|clear|compact"
+    assert ours["matcher"] == "startup|resume|clear|compact|fork"
     command = ours["hooks"][0]["command"]
     assert command == (
         'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude || echo '
@@ -402,6 +402,40 @@ def test_wire_adds_one_prompt_hook_per_agent_and_moves_it_with_the_session_hook(
     ]
 
 
+def idle_hooks(path: Path, event: str) -> list[dict[str, object]]:
+    data = json.loads(path.read_text())
+    return [h for g in data["hooks"].get(event, []) for h in g["hooks"]]
+
+
+def test_wire_adds_one_stop_and_session_end_hook_for_claude_only(project: Path, home: Path) -> None:
+    local = project / ".claude" / "settings.local.json"
+    shared = project / ".claude" / "settings.json"
+    local.parent.mkdir()
+    theirs = {"hooks": [{"type": "command", "command": "rouse stamp --changed"}]}
+    local.write_text(json.dumps({"hooks": {"Stop": [theirs]}}))
+    run_wire(project, home, claude_hooks=True, codex_hooks=True)
+    first = local.read_text()
+    run_wire(project, home, claude_hooks=True, codex_hooks=True)
+    assert local.read_text() == first  # idempotent
+    groups = json.loads(first)["hooks"]["Stop"]
+    assert groups[0] == theirs and "matcher" not in groups[1]  # the user's Stop hook stays
+    (stop,) = idle_hooks(local, "Stop")[1:]
+    pinned = 'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude'
+    assert stop == {
+        "type": "command",
+        "command": pinned + " || exit $(( $? == 2 ? 2 : 0 ))",
+        "asyncRewake": True,
+        "timeout": 24 * 3600,
+    }
+    assert idle_hooks(local, "SessionEnd") == [{"type": "command", "command": pinned + " || true"}]
+    codex = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
+    assert set(codex) == {"SessionStart", "UserPromptSubmit"}  # Codex has no such wake
+    # one scope: moving the session hook moves the Stop and SessionEnd hooks too
+    run_wire(project, home, claude_hooks=True, shared=True)
+    assert idle_hooks(local, "Stop") == theirs["hooks"] and "SessionEnd" not in local.read_text()
+    assert len(idle_hooks(shared, "Stop")) == len(idle_hooks(shared, "SessionEnd")) == 1
+
+
 @pytest.mark.parametrize("kind", ["claude", "codex"])
 def test_the_prompt_hook_prints_nothing_when_rouse_cannot_start(
     project: Path, home: Path, tmp_path: Path, kind: str
@@ -422,7 +456,7 @@ def test_the_prompt_hook_prints_nothing_when_rouse_cannot_start(
 
 def test_matchers_follow_each_agents_session_start_sources() -> None:
     assert wire.MATCHERS == {
-        "claude": "startup|resume|clear|compact",
+        "claude": "startup|resume|clear|compact|fork",
         "codex": "startup|resume|clear",
     }
 
@@ -692,6 +726,12 @@ def test_the_wiring_page_shows_the_hook_rouse_writes() -> None:
     (group,) = shown["hooks"]["UserPromptSubmit"]
     command = wire.hook_command(w, "claude", "/home/you/.local/bin/rouse", wire.PROMPT)
     assert group == {"hooks": [{"type": "command", "command": command}]}
+    (group,) = shown["hooks"]["SessionEnd"]
+    assert group == {"hooks": [{"type": "command", "command": command}]}
+    (group,) = shown["hooks"]["Stop"]
+    command = wire.hook_command(w, "claude", "/home/you/.local/bin/rouse", wire.STOP)
+    entry = {"type": "command", "command": command, "asyncRewake": True, "timeout": 86400}
+    assert group == {"hooks": [entry]}
 
 
 def test_the_stop_hook_in_the_provenance_page_stamps_what_a_turn_changed(

@@ -2,7 +2,9 @@
 
 The same command is the UserPromptSubmit hook: called for that event (the
 hook's input says which), it prints only the wakes the session has not seen
-(:mod:`rouse.agents.prompt_hook`), never the pack.
+(:mod:`rouse.agents.prompt_hook`), never the pack. For Claude Code it is the
+Stop hook too, which waits for the next wake of an idle session, and the
+SessionEnd hook that ends that wait (:mod:`rouse.agents.stop_hook`).
 
 This is what an agent runs at every session start, so it stays as light as
 the pack itself (no ``wire``, which pulls in dataclasses and argparse).
@@ -234,8 +236,11 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
     out = io.StringIO()
     session = read_session()
-    if session.get("hook_event_name") == "UserPromptSubmit":
+    event = session.get("hook_event_name")
+    if event == "UserPromptSubmit":
         return prompt_hook(kind, args, session)
+    if event in ("Stop", "SessionEnd"):
+        return idle_hook(kind, args, session, event)
     try:
         memory = getattr(args, "memory", None)
         if gives_way(kind, memory, session, os.environ):
@@ -294,6 +299,40 @@ def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
         return 0
     sys.stdout.write(prompt.prompt_output(kind, text))
     return 0
+
+
+def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str) -> int:
+    """Stop: wait for the next wake this idle session has not seen, and exit 2 with it
+    on stderr (Claude Code's ``asyncRewake`` wakes the model with it); else exit 0,
+    saying nothing. SessionEnd: the session's waiter leaves.
+
+    Like the prompt hook it never fails the session: a problem is one line on
+    stderr and exit 0 (Claude Code shows it only in its debug output).
+    """
+    from rouse.agents import prompt_hook as prompt
+    from rouse.agents import stop_hook as stop
+
+    try:
+        memory = getattr(args, "memory", None)
+        if kind != "claude" or gives_way(kind, memory, session, os.environ):
+            return 0
+        root = find_tree(memory, os.environ)
+        if event == "SessionEnd":
+            stop.end_session(root, session.get("session_id"))
+            return 0
+        wait = stop.max_wait(os.environ.get("ROUSE_STOP_WAIT"))
+        watch = os.environ.get("ROUSE_STOP_WATCH", "").lower() != "poll"
+        found = stop.wait_for_wake(root, session, wait, watch)
+        if not found:
+            return 0
+        now = _now(getattr(args, "now", None))
+        text = cap(prompt.render(found, now, idle=True), HOOK_LIMIT, MEASURES[kind])
+    except Exception as exc:  # a Stop hook must never fail the session
+        detail = exc.render() if isinstance(exc, RouseError) else f"{type(exc).__name__}: {exc}"
+        sys.stderr.write(f"rouse: no wake for this idle session: {detail}\n")
+        return 0
+    sys.stderr.write(text)
+    return 2
 
 
 def _now(given: str | None) -> datetime:

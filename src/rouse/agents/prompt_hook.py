@@ -21,6 +21,7 @@ import json
 import os
 import re
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -32,6 +33,8 @@ DIR = "sessions"
 KEEP_SECONDS = 30 * 24 * 3600
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
+#: A nudge file younger than this that the ledger does not know yet is looked at again.
+SETTLE_SECONDS = 60
 
 
 def seen_file(root: Path, session_id: object) -> Path | None:
@@ -106,18 +109,66 @@ def new_wakes(root: Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
     A session without a seen-set (its SessionStart hook did not run) is shown
     every wake still standing, once. Each comes with its record's short id.
     """
+    return take_new(root, session_id)[0]
+
+
+def take_new(root: Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
+    """:func:`new_wakes`, and whether a nudge file just written is not vouched for yet.
+
+    The file sink links the nudge file into place a moment before the ledger
+    records the delivery; a file that new (:data:`SETTLE_SECONDS`) that the
+    ledger does not know yet is left unseen, to be looked at again. Taking is
+    serialised per tree (a lock on the sessions folder), so the Stop hook's
+    waiter and a prompt never both show one wake.
+    """
     path = seen_file(root, session_id)
     if path is None:
-        return []
+        return [], False
     names = nudge_names(root)
-    seen = _load_seen(path)
-    fresh = set(names) - (seen or set())
+    fresh = set(names) - (_load_seen(path) or set())
     if not fresh:
-        return []
-    if not _save_seen(path, (seen or set()) | fresh, names):
-        return []  # no place to remember what was shown (a link, a read-only tree):
-        # show nothing rather than the same wakes at every prompt
-    return _standing(root, _candidates(root, fresh))
+        return [], False
+    with _taking(path.parent):
+        seen = _load_seen(path)  # again, under the lock
+        fresh = set(names) - (seen or set())
+        candidates = _candidates(root, fresh)
+        kept, strays = nudges.vouched(root, candidates)
+        unsettled = _unsettled(strays)
+        if not fresh - unsettled:
+            return [], bool(unsettled)
+        if not _save_seen(path, (seen or set()) | (fresh - unsettled), names):
+            return [], False  # no place to remember what was shown (a link, a read-only
+            # tree): show nothing rather than the same wakes at every prompt
+    return _standing(root, kept), bool(unsettled)
+
+
+def _unsettled(strays: list[nudges.Nudge]) -> set[str]:
+    """Names of nudge files the ledger does not vouch for that were written just now."""
+    now = time.time()
+    found = set()
+    for nudge in strays:
+        with contextlib.suppress(OSError):
+            if now - nudge.path.stat(follow_symlinks=False).st_mtime < SETTLE_SECONDS:
+                found.add(nudge.path.name)
+    return found
+
+
+@contextlib.contextmanager
+def _taking(folder: Path) -> Iterator[None]:
+    """An advisory lock on the sessions folder (best effort: none where it cannot be had)."""
+    try:
+        import fcntl
+
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW)
+    except (ImportError, OSError):
+        yield
+        return
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
@@ -131,9 +182,9 @@ def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
     return found
 
 
-def _standing(root: Path, candidates: list[nudges.Nudge]) -> list[tuple[str, nudges.Nudge]]:
-    """Of these nudges, the ones the ledger vouches for whose record has not moved since."""
-    kept, _ = nudges.vouched(root, candidates)
+def _standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nudge]]:
+    """Of these nudges (the ledger vouches for them), the ones whose record has not moved
+    since."""
     if not kept:
         return []
     from rouse.core.cache import cached_walk
@@ -166,11 +217,13 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
     origins.flush()
 
 
-def render(found: list[tuple[str, nudges.Nudge]], now: datetime) -> str:
-    """What the prompt is given: the new wakes, and how to answer them."""
+def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:
+    """What the prompt is given: the new wakes, and how to answer them (``idle``: what
+    the Stop hook wakes an idle session with)."""
     from rouse.core.timefmt import human_age
 
-    lines = [f"rouse: {len(found)} record(s) woke you since your last prompt"]
+    since = "while the session was idle" if idle else "since your last prompt"
+    lines = [f"rouse: {len(found)} record(s) woke you {since}"]
     for record, nudge in found[:LIST_MOST]:
         lines.append(
             f"  {record} — woke you {human_age(nudge.at, now)} "
@@ -182,7 +235,9 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime) -> str:
     if len(found) > LIST_MOST:
         lines.append(f"  … and {len(found) - LIST_MOST} more — run `rouse pack`")
     lines.append(
-        "Act on each (then `rouse move` or `rouse close` its record), or say why not; "
+        "Act on each now (then `rouse move` or `rouse close` its record), or say why not."
+        if idle
+        else "Act on each (then `rouse move` or `rouse close` its record), or say why not; "
         "no need to answer them before the user's request."
     )
     return "\n".join(lines) + "\n"

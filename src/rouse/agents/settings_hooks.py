@@ -2,8 +2,9 @@
 
 The hook's command (it pins the tree and, when stable, the rouse that wired
 it: :func:`stable_executable`), and merging it into Claude Code's and Codex's
-settings JSON: exactly one rouse SessionStart and UserPromptSubmit hook, in
-one settings scope per tree, everything else in the file kept in order.
+settings JSON: exactly one rouse SessionStart and UserPromptSubmit hook (and
+for Claude Code one Stop and one SessionEnd hook), in one settings scope per
+tree, everything else in the file kept in order.
 """
 
 from __future__ import annotations
@@ -24,14 +25,20 @@ from rouse.agents.wiring import Wired, Wiring, update_file
 from rouse.core.errors import RouseError, UsageError
 
 #: The SessionStart sources each agent documents (Claude Code: startup, resume,
-#: clear, compact; Codex: startup, resume, clear): a fresh pack after each.
-MATCHERS = {"claude": "startup|resume|clear|compact", "codex": "startup|resume|clear"}
+#: clear, compact, and fork since 2.1.214; Codex: startup, resume, clear): a fresh pack after each.
+MATCHERS = {"claude": "startup|resume|clear|compact|fork", "codex": "startup|resume|clear"}
 MATCHER = MATCHERS["claude"]
 SESSION_START = "SessionStart"
 #: At each prompt the same command hands the open session the wakes it has not
 #: seen (it reads the event from its input); neither agent matches on this event.
 PROMPT = "UserPromptSubmit"
-EVENTS = (SESSION_START, PROMPT)
+#: Claude Code only: when a turn ends the same command waits, in the background
+#: (``asyncRewake``), for the next wake of the idle session; SessionEnd ends that wait.
+STOP = "Stop"
+SESSION_END = "SessionEnd"
+EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END)
+#: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
+STOP_TIMEOUT = 24 * 3600
 _OUR_HOOK_RE = re.compile(
     HOOK_COMMAND.format(kind="(?:claude|codex)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
 )
@@ -106,7 +113,11 @@ def hook_command(
         head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
     else:
         head = f"rouse {run}"
-    if event == PROMPT:
+    if event == STOP:
+        # exit 2 wakes the model with the wake on stderr; anything else (rouse missing
+        # included) must not, so it becomes 0
+        fallback = "exit $(( $? == 2 ? 2 : 0 ))"
+    elif event in (PROMPT, SESSION_END):
         fallback = "true"  # the session start said it once; not again at every prompt
     elif kind == "codex":
         payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
@@ -200,24 +211,31 @@ def merge_session_hook(
     where: str,
     matcher: str = MATCHER,
     prompt_command: str | None = None,
+    stop_command: str | None = None,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
-    with ``prompt_command``, exactly one rouse UserPromptSubmit hook too."""
-    wanted: list[tuple[str, dict[str, Any]]] = [(SESSION_START, {"matcher": matcher})]
+    with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
+    ``stop_command``, one Stop hook (in the background, waking the model) and one
+    SessionEnd hook (the prompt command: it ends the wait)."""
+    wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
+        (SESSION_START, {"matcher": matcher}, {"command": command})
+    ]
     if prompt_command is not None:
-        wanted.append((PROMPT, {}))
-    for event, head in wanted:
+        wanted.append((PROMPT, {}, {"command": prompt_command}))
+    if stop_command is not None and prompt_command is not None:
+        idle = {"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}
+        wanted += [(STOP, {}, idle), (SESSION_END, {}, {"command": prompt_command})]
+    for event, head, entry in wanted:
         kept, position = _without_ours(_session_groups(data, where, event))
-        run = command if event == SESSION_START else prompt_command
-        ours = {**head, "hooks": [{"type": "command", "command": run}]}
+        ours = {**head, "hooks": [{"type": "command", **entry}]}
         kept.insert(len(kept) if position is None else position, ours)
         data.setdefault("hooks", {})[event] = kept
     return data
 
 
 def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """``data`` without any rouse SessionStart or UserPromptSubmit hook (empty
-    containers left out)."""
+    """``data`` without any rouse hook (SessionStart, UserPromptSubmit, Stop,
+    SessionEnd; empty containers left out)."""
     for event in EVENTS:
         kept, _ = _without_ours(_session_groups(data, where, event))
         hooks = data.get("hooks")
@@ -242,6 +260,7 @@ def wire_hook_files(
     matcher: str,
     label: str,
     prompt_command: str | None = None,
+    stop_command: str | None = None,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
@@ -249,7 +268,9 @@ def wire_hook_files(
     stops the run with nothing changed.
     """
     loaded = {path: _load_json(path) for path in (target, *others)}
-    merged = merge_session_hook(loaded[target], command, str(target), matcher, prompt_command)
+    merged = merge_session_hook(
+        loaded[target], command, str(target), matcher, prompt_command, stop_command
+    )
     texts = {target: _dump(merged)}
     for path in others:
         if path.exists() and _has_our_hook(path, EVENTS):
@@ -281,8 +302,9 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         others,
         command,
         MATCHERS["claude"],
-        "Claude Code SessionStart, UserPromptSubmit",
+        "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd",
         prompt,
+        hook_command(w, "claude", executable, STOP),
     )
 
 
