@@ -147,9 +147,11 @@ def _unsettled(strays: list[nudges.Nudge]) -> set[str]:
     now = time.time()
     found = set()
     for nudge in strays:
+        if nudge.path is None:
+            continue
         with contextlib.suppress(OSError):
             if now - nudge.path.stat(follow_symlinks=False).st_mtime < SETTLE_SECONDS:
-                found.add(nudge.path.name)
+                found.add(nudge.name)
     return found
 
 
