@@ -98,6 +98,7 @@ READ_KEYS = (
     *("status", "opened", "last-moved", "stale-after", "review-every", "closes-when"),
     *("success-when", "outcome", "cancel", "due", "nag", "backoff", "max-fires", "expires"),
     "channel",
+    *("snoozed-until", "waiting-on", "falsifiers", "model", "reasoning", "repo", "category"),
     *("keywords", "probes", "updated"),
 )
 

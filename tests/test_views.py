@@ -242,7 +242,7 @@ def numbered(make_tree: MakeTree) -> Path:
 
 
 def test_tree_lists_numbers_in_natural_order(numbered: Path) -> None:
-    lines = views.tree_lines(walk(numbered))
+    lines = views.tree_lines(walk(numbered), NOW)
 
     def order(prefix: str) -> list[str]:
         return [line.strip() for line in lines if line.strip().startswith(prefix)]
@@ -258,7 +258,7 @@ def test_tree_lists_numbers_in_natural_order(numbered: Path) -> None:
 
 
 def test_tree_json_nests_records_in_natural_order(numbered: Path) -> None:
-    data = views.tree_json(walk(numbered))
+    data = views.tree_json(walk(numbered), NOW)
     assert [c["slug"] for c in data["context"]] == ["big-1", "big-2", "big-10"]
     assert data["context"][0] == {
         "kind": "belief",
