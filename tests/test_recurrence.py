@@ -5,7 +5,7 @@ the next occurrence, the occurrences missed, across DST both ways.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -222,10 +222,8 @@ def test_rules_keep_their_wall_clock_time_across_dst_both_ways(
         datetime(2026, 3, 8, 7, 0),
         datetime(2026, 11, 1, 6, 0),
     ):
-        from datetime import timezone
-
         now = (
-            (change.replace(tzinfo=timezone.utc) + timedelta(minutes=minutes))
+            (change.replace(tzinfo=UTC) + timedelta(minutes=minutes))
             .astimezone()
             .replace(tzinfo=None)
         )
