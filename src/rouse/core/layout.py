@@ -53,6 +53,7 @@ KNOWN_KEYS = frozenset(
         *("status", "opened", "last-moved", "stale-after", "review-every"),
         *("closes-when", "success-when", "outcome", "cancel"),
         *("due", "nag", "backoff", "max-fires", "expires"),
+        *("every", "until"),  # a repeating reminder's rule and its end
         *("keywords", "probes", "updated"),
         *MACHINE_FIELDS,
     }

@@ -153,7 +153,7 @@ def first_line(decision: Decision, now: datetime) -> str:
             line += f" — repeats every {decision.every.text}"
             if decision.missed:
                 plural = "" if decision.missed == 1 else "s"
-                line += f"; missed {decision.missed} occurrence{plural} (this one wake stands for them)"
+                line += f"; missed {decision.missed} occurrence{plural} (this one wake is for all)"
             following = rearmed(record, now) if decision.reason == "due" else None
             if following is not None:
                 line += f"; next {format_stamp(following)}"
