@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from conftest import NOW, REMINDERS, MakeTree
@@ -78,7 +78,11 @@ def test_missed_occurrences_collapse_into_one_wake_that_counts_them(make_tree: M
 def test_an_interval_series_counts_from_its_first_due(make_tree: MakeTree) -> None:
     root = make_tree({f"{R}/reminder.md": reminder(due="2026-01-31 09:00", every="1mo")})
     seen = []
-    for now in (datetime(2026, 1, 31, 9, 0), datetime(2026, 2, 28, 9, 5), datetime(2026, 3, 31, 9, 0)):
+    for now in (
+        datetime(2026, 1, 31, 9, 0),
+        datetime(2026, 2, 28, 9, 5),
+        datetime(2026, 3, 31, 9, 0),
+    ):
         seen.append(deliver(root, now)[1]["due"])
     assert seen == ["2026-02-28 09:00", "2026-03-31 09:00", "2026-04-30 09:00"]
     assert fields_of(root)["set"] == "2026-01-31 09:00"
@@ -96,7 +100,11 @@ def test_until_ends_the_series_with_its_last_occurrence(make_tree: MakeTree) -> 
 
 def test_expires_ends_the_series_with_a_last_wake(make_tree: MakeTree) -> None:
     root = make_tree(
-        {f"{R}/reminder.md": reminder(due="2026-03-20 09:00", every="1d", expires="2026-03-20 08:00")}
+        {
+            f"{R}/reminder.md": reminder(
+                due="2026-03-20 09:00", every="1d", expires="2026-03-20 08:00"
+            )
+        }
     )
     decision, updates = deliver(root, datetime(2026, 3, 20, 9, 0))
     assert decision.reason == "expire" and updates["status"] == "expired"
@@ -118,7 +126,11 @@ def test_an_every_that_does_not_parse_falls_back_to_one_shot_and_is_reported(
     decision, updates = deliver(root, NOW)
     assert updates == {"status": "fired", "fired": "2026-03-14 12:00"}
     (problem,) = decision.problems
-    assert problem.key == "every" and "one-shot" in problem.message and "fortnightly" in problem.message
+    assert (
+        problem.key == "every"
+        and "one-shot" in problem.message
+        and "fortnightly" in problem.message
+    )
 
 
 def test_the_next_occurrence_keeps_its_wall_clock_time_across_dst(
@@ -166,7 +178,16 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def laid(tmp_path: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path), "--no-examples", "--now", "2026-03-14 12:00"],
+        [
+            sys.executable,
+            "-m",
+            "rouse",
+            "init",
+            str(tmp_path),
+            "--no-examples",
+            "--now",
+            "2026-03-14 12:00",
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -215,7 +236,17 @@ def test_snooze_until_monday_and_now_in_human_words(tmp_path: Path) -> None:
 
 def test_done_re_arms_the_next_occurrence_and_series_ends_it(tmp_path: Path) -> None:
     home = laid(tmp_path)
-    made = run(home, "remind", "pills", "--every", "daily 08:00", "--nag", "30m", "--now", "2026-03-14 12:00")
+    made = run(
+        home,
+        "remind",
+        "pills",
+        "--every",
+        "daily 08:00",
+        "--nag",
+        "30m",
+        "--now",
+        "2026-03-14 12:00",
+    )
     assert made.returncode == 0, made.stderr
     file = home / REMINDERS / "pills/reminder.md"
     swept = run(home, "sweep", "--once", "--sink", "stdout", "--now", "2026-03-15 08:00")
@@ -239,19 +270,36 @@ def test_done_re_arms_the_next_occurrence_and_series_ends_it(tmp_path: Path) -> 
 
 def test_due_until_forecasts_each_occurrence(tmp_path: Path) -> None:
     home = laid(tmp_path)
-    assert run(home, "remind", "standup", "--every", "weekdays 09:00", "--now", "2026-03-14 12:00").returncode == 0
+    assert (
+        run(
+            home, "remind", "standup", "--every", "weekdays 09:00", "--now", "2026-03-14 12:00"
+        ).returncode
+        == 0
+    )
     done = run(home, "due", "--until", "fri 18:00", "--now", "2026-03-14 12:00")
     assert done.returncode == 0, done.stderr
     rows = done.stdout.splitlines()
     assert len(rows) == 5 and all("reminder/standup" in row for row in rows)
-    assert "5 record(s) due by 2026-03-20 18:00" in done.stderr or "due by 2026-03-20 18:00" in done.stderr
-    data = json.loads(run(home, "due", "--json", "--until", "2026-03-17 10:00", "--now", "2026-03-14 12:00").stdout)
+    assert (
+        "5 record(s) due by 2026-03-20 18:00" in done.stderr
+        or "due by 2026-03-20 18:00" in done.stderr
+    )
+    data = json.loads(
+        run(
+            home, "due", "--json", "--until", "2026-03-17 10:00", "--now", "2026-03-14 12:00"
+        ).stdout
+    )
     assert [item["due_at"][:16] for item in data] == ["2026-03-16T09:00", "2026-03-17T09:00"]
 
 
 def test_the_sweeper_missed_count_reaches_the_wake(tmp_path: Path) -> None:
     home = laid(tmp_path)
-    assert run(home, "remind", "standup", "--every", "daily 09:00", "--now", "2026-03-14 12:00").returncode == 0
+    assert (
+        run(
+            home, "remind", "standup", "--every", "daily 09:00", "--now", "2026-03-14 12:00"
+        ).returncode
+        == 0
+    )
     swept = run(home, "sweep", "--once", "--sink", "stdout", "--now", "2026-03-18 10:00")
     assert swept.returncode == 0, swept.stderr
     assert "missed 3 occurrences" in swept.stdout
@@ -259,3 +307,27 @@ def test_the_sweeper_missed_count_reaches_the_wake(tmp_path: Path) -> None:
     assert "due: 2026-03-19 09:00\n" in text and "status: pending\n" in text
     again = run(home, "sweep", "--once", "--sink", "stdout", "--now", "2026-03-18 10:01")
     assert "missed" not in again.stdout and "standup" not in again.stdout
+
+
+def test_the_sweepers_own_re_arm_does_not_answer_the_wake(tmp_path: Path) -> None:
+    home = laid(tmp_path)
+    made = run(
+        home,
+        "remind",
+        "standup",
+        "--every",
+        "daily 09:00",
+        "--body",
+        "Stand-up now.",
+        "--now",
+        "2026-03-14 12:00",
+    )
+    assert made.returncode == 0, made.stderr
+    assert run(home, "sweep", "--once", "--now", "2026-03-15 09:00").returncode == 0
+    assert "due: 2026-03-16 09:00\n" in (home / REMINDERS / "standup/reminder.md").read_text()
+    pack = run(home, "pack", "--now", "2026-03-15 09:05")
+    assert "Stand-up now." in pack.stdout  # still in front of the agent
+    assert run(home, "close", "standup", "--done", "--now", "2026-03-15 09:06").returncode == 0
+    after = run(home, "pack", "--now", "2026-03-15 09:07")
+    assert "Stand-up now." not in after.stdout
+    assert "due: 2026-03-16 09:00\n" in (home / REMINDERS / "standup/reminder.md").read_text()

@@ -190,7 +190,14 @@ def cmd_close(args: argparse.Namespace) -> int:
     else:
         ending, why = "abandoned", args.abandoned
     changed = lifecycle.close(
-        tree_root(args), args.ref, resolve_now(args), ending, why, args.outcome, force=args.force
+        tree_root(args),
+        args.ref,
+        resolve_now(args),
+        ending,
+        why,
+        args.outcome,
+        force=args.force,
+        series=args.series,
     )
     return _report(changed, args)
 
@@ -352,8 +359,13 @@ def args_close(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--outcome", metavar="O", help="an action's: as-expected surprising contradicts"
     )
+    sub.add_argument(
+        "--series",
+        action="store_true",
+        help="with --done on a repeating reminder: end the series (done alone arms the next)",
+    )
     _force_option(sub, "end a record that already ended, or at a time before its last-moved")
-    _json_option(sub, "record path file status ended_at reason outcome previous_status")
+    _json_option(sub, "record path file status ended_at reason outcome previous_status next_due")
 
 
 def args_promote(sub: argparse.ArgumentParser) -> None:

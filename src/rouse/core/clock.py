@@ -126,6 +126,12 @@ def is_nagging(record: Record) -> bool:
     return bool((record.get("nag") or "").strip())
 
 
+def is_repeating(record: Record) -> bool:
+    """Whether a reminder carries an ``every:`` (readable or not: the sweeper re-arms
+    only a readable one, but a hand-written series is never read as answered)."""
+    return bool((record.get("every") or "").strip())
+
+
 def is_open(record: Record) -> bool:
     """Open for the clock. An unknown status counts as open (err loud).
 

@@ -106,10 +106,15 @@ def acted_since(record: Record, when: datetime, done: acts.Acts) -> bool:
         return True
     if record.type == "action" and not clock.is_open(record) and clock.known_status(record):
         return True  # judged: a known outcome closes it for the clock
-    if record.type == "reminder" and status == "pending" and not clock.is_nagging(record):
+    if (
+        record.type == "reminder"
+        and status == "pending"
+        and not clock.is_nagging(record)
+        and not clock.is_repeating(record)
+    ):
         due = _stamp(record, "due")
         if due is not None and due > when:
-            return True  # re-armed (a nag's fresh due is rouse's own write, never this)
+            return True  # re-armed (a nag's or a series' fresh due is rouse's own write)
     act = done.get(record.dir)
     if act is not None and act >= when.replace(microsecond=0):
         return True
