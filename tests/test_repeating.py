@@ -331,3 +331,62 @@ def test_the_sweepers_own_re_arm_does_not_answer_the_wake(tmp_path: Path) -> Non
     after = run(home, "pack", "--now", "2026-03-15 09:07")
     assert "Stand-up now." not in after.stdout
     assert "due: 2026-03-16 09:00\n" in (home / REMINDERS / "standup/reminder.md").read_text()
+
+
+def test_check_reports_an_every_that_does_not_parse_and_a_short_one(make_tree: MakeTree) -> None:
+    from rouse.lint.check import check
+
+    root = make_tree(
+        {
+            f"{R}/reminder.md": reminder(
+                due="2026-03-16 09:00", every="fortnightly", opened="2026-03-14 09:00"
+            ),
+            f"{REMINDERS}/s/reminder.md": reminder(
+                due="2026-03-16 09:00", every="5m", until="soon"
+            ),
+            f"{REMINDERS}/ok/reminder.md": reminder(
+                due="2026-03-16 09:00", every="mon,thu 18:30", until="2026-06-01"
+            ),
+        }
+    )
+    findings = [f.render() for f in check(walk(root), NOW)]
+    bad = [f for f in findings if f"{R}/reminder.md" in f and "every" in f]
+    assert bad and "error" in bad[0] and "fortnightly" in bad[0]
+    short = [f for f in findings if f"{REMINDERS}/s/" in f]
+    assert any("'every: 5m' is floored to 15m" in f for f in short)
+    assert any("'until'" in f and "soon" in f for f in short)
+    assert not [f for f in findings if f"{REMINDERS}/ok/" in f]
+
+
+def test_new_set_accepts_every_and_refuses_a_bad_one(tmp_path: Path) -> None:
+    home = laid(tmp_path)
+    done = run(
+        home,
+        "new",
+        "reminder",
+        "gym",
+        "--set",
+        "due=tue 18:00",
+        "--set",
+        "every=tue 18:00",
+        "--body",
+        "Gym.",
+        "--now",
+        "2026-03-14 12:00",
+    )
+    assert done.returncode == 0, done.stderr
+    text = (home / REMINDERS / "gym/reminder.md").read_text()
+    assert "due: 2026-03-17 18:00\n" in text and "every: tue 18:00\n" in text
+    bad = run(
+        home,
+        "new",
+        "reminder",
+        "gym2",
+        "--set",
+        "due=+1h",
+        "--set",
+        "every=sometimes",
+        "--now",
+        "2026-03-14 12:00",
+    )
+    assert bad.returncode == 2 and "every" in bad.stderr

@@ -21,6 +21,7 @@ STAMP_FIELDS = frozenset(
     {
         *("opened", "last-moved", "swept", "reviewed", "due"),
         *("expires", "fired", "set", "updated", "promoted"),
+        "until",
     }
 )
 
@@ -31,7 +32,7 @@ INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
 COUNT_FIELDS = frozenset({"fires", "nudges", "max-fires"})
 
 
-FLOORED_FIELDS = ("stale-after", "review-every", "nag")
+FLOORED_FIELDS = ("stale-after", "review-every", "nag", "every")
 
 
 #: Clock and status fields: nothing reads them on a context file or a note.
@@ -40,6 +41,7 @@ CLOCK_FIELDS = frozenset(
         *("status", "opened", "last-moved", "stale-after", "swept", "nudges", "reviewed"),
         *("review-every", "due", "nag", "backoff", "max-fires", "expires", "fires", "set"),
         *("fired", "ended", "cancel"),
+        *("every", "until"),
     }
 )
 
@@ -64,7 +66,7 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
     "cancel": (frozenset({"task"}), "only a task's worker reads cancel"),
     **{
         key: (frozenset({"reminder"}), f"only a reminder's {key} is read")
-        for key in ("due", "nag", "backoff", "max-fires", "expires")
+        for key in ("due", "nag", "backoff", "max-fires", "expires", "every", "until")
     },
     **{
         key: (
@@ -155,6 +157,8 @@ def _value_problem(key: str, value: str) -> str | None:
         return clockfields.interval_problem(key, value)
     if key in COUNT_FIELDS:
         return clockfields.count_problem(key, value)
+    if key == "every":
+        return clockfields.every_problem(key, value)
     if key == "backoff" and value.lower() != "fixed":
         try:
             number = float(value)
