@@ -97,6 +97,7 @@ def test_the_one_validator_refuses_unknown_keys_for_every_writer() -> None:
 READ_KEYS = (
     *("status", "opened", "last-moved", "stale-after", "review-every", "closes-when"),
     *("success-when", "outcome", "cancel", "due", "nag", "backoff", "max-fires", "expires"),
+    *("every", "until"),
     *("keywords", "probes", "updated"),
 )
 

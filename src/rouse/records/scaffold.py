@@ -442,6 +442,18 @@ def _same_slug(tree: Tree, kind: str, slug: str, directory: str) -> list[str]:
     ]
 
 
+def first_due_of(every: str, now: datetime) -> str:
+    """A new series' first due (the rule's first occurrence after ``now``), as a stamp."""
+    try:
+        rule = parse_every(every)
+    except ValueError as exc:
+        raise UsageError(f"bad every: {exc}") from None
+    first = clock.first_due(rule, now)
+    if first is None:
+        raise UsageError(f"every {every!r} has no occurrence after now")
+    return format_stamp(first)
+
+
 def remind(
     root: Path,
     slug: str,
@@ -461,16 +473,8 @@ def remind(
     fields: dict[str, str] = {}
     if until and not every:
         raise UsageError("--until ends a series: give --every RULE too (or --due for a one-shot)")
-    if every:
-        try:
-            rule = parse_every(every)
-        except ValueError as exc:
-            raise UsageError(f"bad --every: {exc}") from None
-        if not due:
-            first = clock.first_due(rule, now)
-            if first is None:
-                raise UsageError(f"--every {every!r} has no occurrence after now")
-            due = format_stamp(first)
+    if every and not due:
+        due = first_due_of(every, now)
     if not due:
         raise UsageError("a reminder needs --due WHEN, or --every RULE to start a series")
     fields["due"] = due
