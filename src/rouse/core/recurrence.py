@@ -14,7 +14,6 @@ with these; this module only counts.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timedelta
 
 from rouse.core.humantime import WEEKDAYS, Unreadable, time_of_day
@@ -26,7 +25,6 @@ EVERY_FORMS = (
     "(daily 07:00, weekdays 09:00, weekends 10:00, mon,thu 18:30, monthly 1 09:00)"
 )
 MOST_MONTHS = 120
-_MONTHS_RE = re.compile(r"^(\d+)\s*mo$")
 #: 1900-01-01 was a Monday: whole weeks are counted from it.
 _EPOCH = datetime(1900, 1, 1)
 
@@ -75,9 +73,9 @@ def _parse(text: str) -> Every:
     words = lowered.replace(", ", ",").split()
     if not words:
         raise ValueError("not a repeat: empty")
-    months = _MONTHS_RE.match(lowered)
-    if months:
-        count = int(months.group(1))
+    digits = lowered[:-2].rstrip()
+    if lowered.endswith("mo") and digits.isascii() and digits.isdigit():
+        count = int(digits)
         if count == 0:
             raise ValueError(f"{text!r} must be longer than nothing")
         if count > MOST_MONTHS:
