@@ -99,6 +99,7 @@ READ_KEYS = (
     *("success-when", "outcome", "cancel", "due", "nag", "backoff", "max-fires", "expires"),
     "channel",
     *("snoozed-until", "waiting-on", "falsifiers", "model", "reasoning", "repo", "category"),
+    *("every", "until"),
     *("keywords", "probes", "updated"),
 )
 

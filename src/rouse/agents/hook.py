@@ -337,10 +337,13 @@ def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str
 
 def _now(given: str | None) -> datetime:
     """``--now``, else ``$ROUSE_NOW``, else the wall clock (a bad value: the wall clock)."""
-    from rouse.core.timefmt import parse_stamp
+    from rouse.core.timefmt import parse_stamp, parse_when
 
     given = given or os.environ.get("ROUSE_NOW")
+    wall = datetime.now().replace(microsecond=0)
     if given:
         with contextlib.suppress(ValueError):
             return parse_stamp(given)
-    return datetime.now().replace(microsecond=0)
+        with contextlib.suppress(ValueError):
+            return parse_when(given, wall)  # a human form: tomorrow 09:00, +2h
+    return wall

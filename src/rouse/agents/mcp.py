@@ -42,8 +42,9 @@ DESCRIPTIONS = {
     "recall": "Full-text search over notes, backlog, records and context files (keywords weigh "
     "most). Returns hits best first as JSON: path, kind, origin, age (the file's last change, "
     "ISO 8601), keywords, snippet, probes, updated.",
-    "due": "What the clock would wake you about now (or by `until`, a stamp or +2h): one line "
-    "per record saying when it is or was due (a forecast first says what it covers), then the "
+    "due": "What the clock would wake you about now (or by `until`, a stamp, +2h or 'fri 18:00'): "
+    "one line per record saying when it is or was due (a forecast first says what it covers, "
+    "and lists a repeating reminder once per occurrence), then the "
     "same items as JSON (times ISO 8601). With nothing due, one line saying so.",
     "probe": "Run one demand probe by name (or all, with no name) and return its live reading. "
     "<unknown> means go and check; a reading outranks any note.",
@@ -54,14 +55,16 @@ DESCRIPTIONS = {
     "will know it is done. under: a record to nest it under (optional).",
     "add": "Add a goal, action, task, reminder or backlog item (kind). Goals, actions and tasks go "
     "under a record (under = its slug or path). fields: e.g. {'success-when': ...} for a goal, "
-    "{'due': '2026-03-20 09:00' or '+2h', 'nag': '1h'} for a reminder.",
+    "{'due': '2026-03-20 09:00', '+2h' or 'mon 9am', 'nag': '1h'} for a reminder; "
+    "{'every': 'weekdays 09:00'} (or 1d, 2w, 1mo, 'mon,thu 18:30') makes it repeat.",
     "move": "Say a record moved: stamps last-moved now (note: a line appended to its body).",
-    "snooze": "Put a record off: not due for any reason before `until` (a stamp or +2h) or "
-    "`duration` from now (e.g. 3d); a move does not cancel it; clear: true removes it. A "
-    "reminder gets a new due instead. note: why.",
+    "snooze": "Put a record off: not due for any reason before `until` (a stamp, +2h, 'monday', "
+    "'tomorrow 09:00') or `duration` from now (e.g. 3d); a move does not cancel it; clear: "
+    "true removes it. A reminder gets a new due instead. note: why.",
     "close": "End a record out loud: ending done, dropped or abandoned (a goal is abandoned; "
     "a task ends done, failed or cancelled), with why (required unless done). An action may "
-    "carry outcome: as-expected, surprising or contradicts. Nothing is deleted.",
+    "carry outcome: as-expected, surprising or contradicts. Done on a repeating reminder "
+    "arms its next occurrence; series ends it. Nothing is deleted.",
     "promote": "Turn the backlog item `slug` into an open intention (moves its directory), with "
     "closes_when; under nests it under a record.",
     "tell": "Reach the owner (the human): a message about a record, written to the ledger at "
@@ -81,7 +84,7 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "limit": "at most this many hits (default 10)",
         "kind": "only files of this kind",
     },
-    "due": {"until": "forecast what comes due by then: a stamp '2026-03-14 09:00' or '+2h'"},
+    "due": {"until": "forecast what comes due by then: '2026-03-14 09:00', '+2h' or 'fri 18:00'"},
     "probe": {"name": "the probe to run; leave it out to run every probe"},
     "remember": {
         "slug": "the note's name: lowercase letters, digits and -, e.g. 'deploy-steps'",
@@ -101,7 +104,8 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "slug": "its name: lowercase letters, digits and -",
         "under": "the record (slug or path) it belongs under; goals, actions and tasks need one",
         "body": "what it is about (markdown)",
-        "fields": "header fields: 'success-when' for a goal, 'due' (and 'nag') for a reminder",
+        "fields": "header fields: 'success-when' for a goal; 'due', 'nag', 'every', 'until' "
+        "for a reminder",
     },
     "move": {
         "ref": "the record: a slug, type/slug or tree-relative path",
@@ -109,7 +113,7 @@ PARAMETERS: dict[str, dict[str, str]] = {
     },
     "snooze": {
         "ref": "the record: a slug, type/slug or tree-relative path",
-        "until": "when it should next come due: a stamp '2026-03-14 09:00' or '+2h'",
+        "until": "when it should next come due: '2026-03-14 09:00', '+2h' or 'monday'",
         "duration": "or how long from now, e.g. '3d' (give until, duration or clear)",
         "note": "why, appended to its body",
         "clear": "true: remove the record's snooze (it comes due as its clock says)",
@@ -119,6 +123,7 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "ending": "how it ended (a goal is abandoned, not dropped; a task failed or cancelled)",
         "why": "the reason, appended to its body (required unless done)",
         "outcome": "for an action: how the result compared with what you expected",
+        "series": "with done, on a repeating reminder: end the series for good",
     },
     "promote": {
         "slug": "the backlog item to turn into an open intention",

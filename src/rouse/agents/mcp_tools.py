@@ -100,7 +100,8 @@ class ReadTools:
             except ValueError as exc:
                 raise UsageError(f"bad until: {exc}") from None
         tree = walk(self.root)
-        found = due_order(clock.due(tree, at or now))
+        every = clock.decisions(tree, at or now)
+        found = due_order(clock.select_due(every) if at is None else clock.forecast(every, at))
         header = due_header(len(found), now, at)
         lines = [header] if header else []
         if not found:
@@ -180,12 +181,18 @@ class Tools(ReadTools):
         if kind not in ADD_TYPES:
             raise UsageError(f"kind must be one of {', '.join(ADD_TYPES)}, not {kind!r}")
         given = dict(fields or {})
-        if kind == "reminder" and not given.get("due"):
-            raise UsageError("a reminder needs fields.due: a stamp 'YYYY-MM-DD HH:MM' or '+2h'")
         now = self.now()
+        if kind == "reminder" and given.get("every") and not given.get("due"):
+            given["due"] = scaffold.first_due_of(given["every"], now)
+        if kind == "reminder" and not given.get("due"):
+            raise UsageError(
+                "a reminder needs fields.due: a stamp 'YYYY-MM-DD HH:MM', '+2h' or 'mon 9am' "
+                "(or fields.every, to start a series at its first occurrence)"
+            )
         clean = scaffold.validate_fields(given, now)
         created = scaffold.new(self.root, kind, slug, now, under=under, fields=clean, body=body)
-        return f"wrote {created.rel}" + _todo(created.todo)
+        due = f" (due {created.fields['due']})" if kind == "reminder" else ""
+        return f"wrote {created.rel}{due}" + _todo(created.todo)
 
     def move(self, ref: str, note: str | None = None) -> str:
         return lifecycle.move(self.root, ref, self.now(), _text(note, "note")).summary
@@ -211,12 +218,18 @@ class Tools(ReadTools):
         return changed.summary + nxt
 
     def close(
-        self, ref: str, ending: str, why: str | None = None, outcome: str | None = None
+        self,
+        ref: str,
+        ending: str,
+        why: str | None = None,
+        outcome: str | None = None,
+        series: bool = False,
     ) -> str:
         if ending not in ENDINGS:
             raise UsageError(f"ending must be one of {', '.join(ENDINGS)}, not {ending!r}")
         why = _text(why, "why")
-        return lifecycle.close(self.root, ref, self.now(), ending, why, outcome).summary
+        changed = lifecycle.close(self.root, ref, self.now(), ending, why, outcome, series=series)
+        return changed.summary
 
     def tell(self, ref: str, message: str) -> str:
         """Reach the owner: the message goes to the ledger now, the sweeper delivers it."""

@@ -34,7 +34,19 @@ def resolve_now(args: argparse.Namespace) -> datetime:
     except OutOfRange as exc:
         raise UsageError(f"bad --now {given!r}: it {exc.need}") from None
     except ValueError:
-        raise UsageError(f"bad --now {given!r}: use 'YYYY-MM-DD HH:MM'") from None
+        pass
+    # a human form (``tomorrow 09:00``, ``+2h``), from the wall clock; said back on
+    # stderr, so that what the verb evaluated is never a guess
+    from rouse.core.timefmt import format_stamp, parse_when
+
+    try:
+        when = parse_when(given, datetime.now().replace(microsecond=0))
+    except OutOfRange as exc:
+        raise UsageError(f"bad --now {given!r}: it {exc.need}") from None
+    except ValueError as exc:
+        raise UsageError(f"bad --now {given!r}: {exc}") from None
+    sys.stderr.write(f"rouse: --now {given!r} is {format_stamp(when)}\n")
+    return when
 
 
 def tree_root(args: argparse.Namespace) -> Path:

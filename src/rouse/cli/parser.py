@@ -73,7 +73,7 @@ def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
         "--now",
         metavar="WHEN",
         default=default,
-        help="evaluate the clock at this instant, 'YYYY-MM-DD HH:MM' (else $ROUSE_NOW)",
+        help="evaluate the clock at this instant: 'YYYY-MM-DD HH:MM', mon 9am (else $ROUSE_NOW)",
     )
 
 

@@ -157,7 +157,8 @@ def cmd_due(args: argparse.Namespace) -> int:
             raise UsageError(f"bad --until: {exc}") from None
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
     every = clock.decisions(tree, until or now)
-    found = due_order(clock.select_due(every))
+    # a forecast lists a repeating reminder once per occurrence in the window
+    found = due_order(clock.select_due(every) if until is None else clock.forecast(every, until))
     if args.json:
         ids = display_ids(tree)
         emit_json([due_item(d, ids[d.record.dir]) for d in found])

@@ -149,6 +149,8 @@ def cmd_remind(args: argparse.Namespace) -> int:
         resolve_now(args),
         nag=args.nag,
         body=read_body(args.body),
+        every=args.every,
+        until=args.until,
     )
     return _report_created(created, args)
 
@@ -199,7 +201,14 @@ def cmd_close(args: argparse.Namespace) -> int:
         if getattr(args, name) is not None:
             ending, why = name, getattr(args, name)
     changed = lifecycle.close(
-        tree_root(args), args.ref, resolve_now(args), ending, why, args.outcome, force=args.force
+        tree_root(args),
+        args.ref,
+        resolve_now(args),
+        ending,
+        why,
+        args.outcome,
+        force=args.force,
+        series=args.series,
     )
     return _report(changed, args)
 
@@ -375,8 +384,13 @@ def args_close(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--outcome", metavar="O", help="an action's: as-expected surprising contradicts"
     )
+    sub.add_argument(
+        "--series",
+        action="store_true",
+        help="with --done on a repeating reminder: end the series (done alone arms the next)",
+    )
     _force_option(sub, "end a record that already ended, or at a time before its last-moved")
-    _json_option(sub, "record path file status ended_at reason outcome previous_status")
+    _json_option(sub, "record path file status ended_at reason outcome previous_status next_due")
 
 
 def args_promote(sub: argparse.ArgumentParser) -> None:
@@ -388,8 +402,16 @@ def args_promote(sub: argparse.ArgumentParser) -> None:
 
 def args_remind(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("slug", metavar="SLUG", help="the reminder's slug")
-    sub.add_argument("--due", required=True, metavar="WHEN", help="a stamp or +2h")
+    sub.add_argument(
+        "--due", metavar="WHEN", help="a stamp, +2h or mon 9am (with --every: its first occurrence)"
+    )
     sub.add_argument("--nag", metavar="INTERVAL", help="re-fire until done, starting every I")
+    sub.add_argument(
+        "--every",
+        metavar="RULE",
+        help="repeat: 1d, 2w, 1mo, daily 07:00, weekdays 09:00, mon,thu 18:30, monthly 1 09:00",
+    )
+    sub.add_argument("--until", metavar="WHEN", help="with --every: no occurrence after WHEN")
     sub.add_argument("--body", metavar="TEXT", help="what to say when it fires, or - for stdin")
     _json_option(sub, "record type path file fields fill_in warnings")
 

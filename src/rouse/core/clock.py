@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
 from rouse.core.timefmt import FLOOR, LATEST, floored, format_stamp, parse_stamp
 from rouse.core.tree import Record, Tree
@@ -71,6 +72,8 @@ class Decision(Value):
         "snoozed_until",
         "problems",
         "notes",
+        "every",
+        "missed",
     )
     _fields = __slots__
 
@@ -92,6 +95,8 @@ class Decision(Value):
         self.snoozed_until: datetime | None = None
         self.problems: list[FieldProblem] = []
         self.notes: list[str] = []  # human explanations (floors, fallbacks)
+        self.every: recurrence.Every | None = None  # a repeating reminder's rule
+        self.missed = 0  # a repeating reminder's occurrences passed since its due
 
     def replace(self, **changes: object) -> Decision:
         """A copy with some fields changed."""
@@ -122,6 +127,12 @@ def known_status(record: Record) -> bool:
 
 def is_nagging(record: Record) -> bool:
     return bool((record.get("nag") or "").strip())
+
+
+def is_repeating(record: Record) -> bool:
+    """Whether a reminder carries an ``every:`` (readable or not: the sweeper re-arms
+    only a readable one, but a hand-written series is never read as answered)."""
+    return bool((record.get("every") or "").strip())
 
 
 def is_open(record: Record) -> bool:
@@ -279,6 +290,9 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
         fields.integer("max-fires", DEFAULT_MAX_FIRES)
         fields.backoff()
     expires = fields.stamp("expires")
+    decision.every = every = fields.every()
+    if every is not None:
+        fields.stamp("until")  # (read for its problem: the series ends only on re-arming)
     if not is_open(record):
         return
     due = fields.stamp("due")
@@ -299,6 +313,8 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
         decision.reason = "expire"
     else:
         decision.reason = "nag" if nagging else "due"
+        if every is not None and not nagging:
+            decision.missed = recurrence.count_between(every, _anchor(fields, due), due, now)
 
 
 def due(tree: Tree, now: datetime) -> list[Decision]:
@@ -350,15 +366,83 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
         expires = FieldReader(record, []).stamp("expires")
         ended = "expires" if expires is not None and now >= expires else "max-fires"
         return {"status": "expired", "fires": str(fires), "ended": ended}
-    if decision.reason == "due":
-        return {"status": "fired", "fired": stamp}
     fields = FieldReader(record, [])
+    if decision.reason == "due":
+        every = fields.every()
+        due_at = decision.due_at or now
+        following = None if every is None else next_occurrence(fields, every, due_at, now)
+        if following is None:
+            return {"status": "fired", "fired": stamp}
+        updates = {"status": "pending", "due": format_stamp(following), "fired": stamp}
+        if not record.get("set"):
+            updates["set"] = format_stamp(due_at)
+        return updates
     nag = fields.interval("nag") or FLOOR
     step = nag_step(nag, fields.backoff(), fires)
     updates = {"fires": str(fires), "due": format_stamp(_later(now, step)), "status": "pending"}
     if not record.get("set"):
         updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
     return updates
+
+
+# -- repeating reminders (the rules' counting is rouse.core.recurrence) ---------------
+
+
+def _anchor(fields: FieldReader, due: datetime) -> datetime:
+    """Where a series' interval occurrences count from: its first due (``set``), else ``due``."""
+    return fields.stamp("set") or due
+
+
+def next_occurrence(
+    fields: FieldReader, every: recurrence.Every, due: datetime, now: datetime
+) -> datetime | None:
+    """A series' first occurrence strictly after ``now``; None when the series is over
+    (past its ``until``, or past the last stamp year)."""
+    following = recurrence.next_after(every, _anchor(fields, due), now)
+    until = fields.stamp("until")
+    if following is None or (until is not None and following > until):
+        return None
+    return following
+
+
+def rearmed(record: Record, now: datetime) -> datetime | None:
+    """The ``due`` a repeating reminder set done at ``now`` re-arms to; None for a
+    reminder that does not repeat (or an unreadable ``every``), or a series that is over."""
+    fields = FieldReader(record, [])
+    every = fields.every()
+    if record.type != "reminder" or every is None:
+        return None
+    due = fields.stamp("due") or now
+    return next_occurrence(fields, every, due, now)
+
+
+def first_due(every: recurrence.Every, now: datetime) -> datetime | None:
+    """A new series' first due: its first occurrence after ``now`` (an interval: now + it)."""
+    return recurrence.next_after(every, now, now)
+
+
+#: The most rows one repeating reminder gives a forecast (``due --until``).
+MOST_FORECAST = 500
+
+
+def forecast(every: list[Decision], until: datetime) -> list[Decision]:
+    """The decisions due at ``until``, a repeating reminder once per occurrence up to
+    ``until`` (at most MOST_FORECAST): each as due at that occurrence, if nothing moves."""
+    rows: list[Decision] = []
+    for decision in select_due(every):
+        rule = decision.every
+        if rule is None or decision.reason != "due" or decision.due_at is None:
+            rows.append(decision)
+            continue
+        fields = FieldReader(decision.record, [])
+        at: datetime | None = decision.due_at
+        count = 0
+        while at is not None and at <= until and count < MOST_FORECAST:
+            rows.append(decision.replace(due_at=at, missed=0))
+            at = next_occurrence(fields, rule, decision.due_at, at)
+            count += 1
+    rows.sort(key=lambda d: (d.due_at or d.now, d.record.dir))
+    return rows
 
 
 def still_since(decision: Decision) -> datetime:

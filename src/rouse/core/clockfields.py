@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from rouse.core.recurrence import Every, parse_every
 from rouse.core.timefmt import OutOfRange, parse_interval, parse_stamp
 from rouse.core.value import Value
 
@@ -40,6 +41,8 @@ FALLBACKS = {
     "fires": "read as 0",
     "max-fires": "read as 10",
     "expires": "ignored: no expiry",
+    "every": "read as a one-shot reminder",
+    "until": "ignored: the series does not end",
 }
 
 
@@ -103,6 +106,15 @@ def interval_problem(key: str, value: str) -> str | None:
     return None
 
 
+def every_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as a repeating reminder's ``every``, or None."""
+    try:
+        parse_every(value)
+    except ValueError as exc:
+        return f"'{key}': {exc}"
+    return None
+
+
 def count_problem(key: str, value: str) -> str | None:
     """Why ``value`` cannot be read as the count ``key`` (fires, nudges, max-fires), or None."""
     try:
@@ -155,6 +167,17 @@ class FieldReader:
             return parse_interval(value)
         except ValueError as exc:
             self._bad(key, value, _problem(key, value, exc, "look like 45m, 2h or 1d"))
+            return None
+
+    def every(self) -> Every | None:
+        """A reminder's ``every:`` rule; None (a one-shot) when absent or unreadable."""
+        value = self.text("every")
+        if not value:
+            return None
+        try:
+            return parse_every(value)
+        except ValueError:
+            self._bad("every", value, every_problem("every", value) or "")
             return None
 
     def integer(self, key: str, default: int) -> int:

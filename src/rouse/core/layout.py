@@ -58,6 +58,7 @@ KNOWN_KEYS = frozenset(
         *("closes-when", "success-when", "outcome", "cancel", "snoozed-until"),
         *("waiting-on", "falsifiers", "model", "reasoning", "repo", "category"),
         *("due", "nag", "backoff", "max-fires", "expires", "channel"),
+        *("every", "until"),  # a repeating reminder's rule and its end
         *("keywords", "probes", "updated"),
         *MACHINE_FIELDS,
     }

@@ -123,7 +123,7 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
 def _rearms_itself(record: Record) -> bool:
     """A reminder whose fresh ``due`` after a wake is rouse's own write: a nag's next
     step, a repeating reminder's next occurrence (``every:``)."""
-    return clock.is_nagging(record) or bool((record.get("every") or "").strip())
+    return clock.is_nagging(record) or clock.is_repeating(record)
 
 
 def _stamp(record: Record, key: str) -> datetime | None:

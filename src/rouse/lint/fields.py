@@ -23,6 +23,7 @@ STAMP_FIELDS = frozenset(
     {
         *("opened", "last-moved", "swept", "reviewed", "due"),
         *("expires", "fired", "set", "updated", "promoted", "snoozed-until", "started"),
+        "until",
     }
 )
 
@@ -33,7 +34,7 @@ INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
 COUNT_FIELDS = frozenset({"fires", "nudges", "max-fires", "attempts"})
 
 
-FLOORED_FIELDS = ("stale-after", "review-every", "nag")
+FLOORED_FIELDS = ("stale-after", "review-every", "nag", "every")
 
 
 #: Clock and status fields: nothing reads them on a context file or a note.
@@ -42,6 +43,7 @@ CLOCK_FIELDS = frozenset(
         *("status", "opened", "last-moved", "stale-after", "swept", "nudges", "reviewed"),
         *("review-every", "due", "nag", "backoff", "max-fires", "expires", "fires", "set"),
         *("fired", "ended", "cancel", "snoozed-until"),
+        *("every", "until"),
     }
 )
 
@@ -79,7 +81,7 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
     "channel": (frozenset({"reminder"}), "only a reminder's channel is read (its outreach)"),
     **{
         key: (frozenset({"reminder"}), f"only a reminder's {key} is read")
-        for key in ("due", "nag", "backoff", "max-fires", "expires")
+        for key in ("due", "nag", "backoff", "max-fires", "expires", "every", "until")
     },
     **{
         key: (
@@ -170,6 +172,8 @@ def _value_problem(key: str, value: str) -> str | None:
         return clockfields.interval_problem(key, value)
     if key in COUNT_FIELDS:
         return clockfields.count_problem(key, value)
+    if key == "every":
+        return clockfields.every_problem(key, value)
     if key == "backoff" and value.lower() != "fixed":
         try:
             number = float(value)

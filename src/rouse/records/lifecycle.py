@@ -197,14 +197,23 @@ def close(
     outcome: str | None = None,
     *,
     force: bool = False,
+    series: bool = False,
 ) -> Changed:
     """End a record out loud: status, last-moved, and the reason in the body.
 
     A record that has already ended (done, dropped, failed, expired…) is not
     ended again, and ``now`` may not be earlier than its ``last-moved``,
-    unless ``force``: then the body line says what it was.
+    unless ``force``: then the body line says what it was. ``done`` on a
+    repeating reminder re-arms its next occurrence instead (:func:`_rearm`),
+    unless ``series``: then it ends for good.
     """
     _, record = _record(root, ref)
+    if series and (ending != "done" or record.type != "reminder"):
+        raise UsageError("--series goes with --done on a repeating reminder: it ends the series")
+    if ending == "done" and not series and record.type == "reminder":
+        rearmed = _rearm(root, record, now, force)
+        if rearmed is not None:
+            return rearmed
     states = clock.LEVELS[record.type].states
     if ending not in ENDINGS:
         raise UsageError(
@@ -255,6 +264,44 @@ def close(
             "reason": reason,
             "outcome": outcome,
             "previous_status": status,
+        },
+    )
+
+
+def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | None:
+    """``done`` on a repeating reminder: this occurrence is done, the next is armed
+    (status pending, its firing history cleared, ``set`` kept as the series' first
+    due). None when it does not repeat or the series is over: then it ends."""
+    following = clock.rearmed(record, now)
+    if following is None:
+        return None
+    status = clock.status_of(record)
+    if _has_ended(record, status) and not force:
+        raise UsageError(f"{record.id} is already {status}: nothing to change")
+    _not_back(record, now, force)
+    updates: dict[str, str | None] = {
+        "status": "pending",
+        "due": format_stamp(following),
+        "last-moved": format_stamp(now),
+    }
+    updates.update(dict.fromkeys(("fires", "fired", "ended")))
+    line = f"done; the series goes on: next {format_stamp(following)}"
+    store = Store(root)
+    with store.lock():
+        store.append_log(record.rel, updates, _dated(now, line))
+        acts.note(root, record.dir, now)
+    return Changed(
+        record.rel,
+        f"{record.id} is done for now; next occurrence {format_stamp(following)}",
+        record=record.id,
+        path=record.dir,
+        facts={
+            "status": "pending",
+            "ended_at": _minute(now),
+            "reason": None,
+            "outcome": None,
+            "previous_status": status,
+            "next_due": following,
         },
     )
 

@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import header, layout
+from rouse.core import clock, header, layout
 from rouse.core.clock import LEVELS
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.home import is_tree
 from rouse.core.identity import ensure_tree_id
+from rouse.core.recurrence import parse_every
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, parse_interval, parse_when
 from rouse.core.tree import Record, Tree, walk
@@ -29,7 +30,7 @@ AGENT_LINE = (
 )
 CONTEXT_TYPES = ("persona", "belief", "motivation")
 NEW_TYPES = (*layout.RECORD_TYPES, *CONTEXT_TYPES, "note")
-STAMP_KEYS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel"})
+STAMP_KEYS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel", "until"})
 INTERVAL_KEYS = frozenset({"stale-after", "review-every", "nag"})
 KNOWN_KEYS = layout.KNOWN_KEYS
 #: The keys a user or a model may give (``new --set``, MCP ``fields``).
@@ -284,6 +285,8 @@ def validate_fields(fields: Mapping[str, str], now: datetime) -> dict[str, str]:
                 value = format_stamp(parse_when(value, now))
             elif key in INTERVAL_KEYS and value:
                 parse_interval(value)
+            elif key == "every" and value:
+                parse_every(value)
         except ValueError as exc:
             raise UsageError(f"bad value for '{key}': {exc}") from None
         clean[key] = value
@@ -445,11 +448,53 @@ def _same_slug(tree: Tree, kind: str, slug: str, directory: str) -> list[str]:
     ]
 
 
+def first_due_of(every: str, now: datetime) -> str:
+    """A new series' first due (the rule's first occurrence after ``now``), as a stamp."""
+    try:
+        rule = parse_every(every)
+    except ValueError as exc:
+        raise UsageError(f"bad every: {exc}") from None
+    first = clock.first_due(rule, now)
+    if first is None:
+        raise UsageError(f"every {every!r} has no occurrence after now")
+    return format_stamp(first)
+
+
 def remind(
-    root: Path, slug: str, due: str, now: datetime, *, nag: str | None = None, body: str = ""
+    root: Path,
+    slug: str,
+    due: str | None,
+    now: datetime,
+    *,
+    nag: str | None = None,
+    body: str = "",
+    every: str | None = None,
+    until: str | None = None,
 ) -> Created:
-    """Shorthand for a reminder: ``due`` is a stamp or ``+2h``."""
-    fields = {"due": due}
+    """Shorthand for a reminder: ``due`` is any CLI time (a stamp, ``+2h``, ``mon 9am``).
+
+    With ``every`` it repeats (docs/clock.md "Repeating reminders"); without a
+    ``due``, its first due is the rule's first occurrence after ``now``.
+    """
+    fields: dict[str, str] = {}
+    if until and not every:
+        raise UsageError("--until ends a series: give --every RULE too (or --due for a one-shot)")
+    if every and not due:
+        due = first_due_of(every, now)
+    if not due:
+        raise UsageError("a reminder needs --due WHEN, or --every RULE to start a series")
+    fields["due"] = due
     if nag:
         fields["nag"] = nag
-    return new(root, "reminder", slug, now, fields=fields, body=body)
+    if every:
+        fields["every"] = every.strip()
+    if until:
+        fields["until"] = until
+    created = new(root, "reminder", slug, now, fields=fields, body=body)
+    line = f"due {created.fields.get('due', '')}"
+    if every:
+        line += f", then every {every.strip()}"
+        if until:
+            line += f" until {created.fields.get('until', '')}"
+    created.notes.insert(0, line)
+    return created

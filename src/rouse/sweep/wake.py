@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse.core.body import log_entries, split_log
-from rouse.core.clock import OUTCOMES, Decision
+from rouse.core.clock import OUTCOMES, Decision, rearmed
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.timefmt import format_stamp, human_age, parse_stamp
@@ -152,6 +152,14 @@ def first_line(decision: Decision, now: datetime) -> str:
             except ValueError:
                 first = format_stamp(due_at)
             line += f" — nudge {decision.nudge}, first set {first}"
+        if decision.every is not None:
+            line += f" — repeats every {decision.every.text}"
+            if decision.missed:
+                plural = "" if decision.missed == 1 else "s"
+                line += f"; missed {decision.missed} occurrence{plural} (this one wake is for all)"
+            following = rearmed(record, now) if decision.reason == "due" else None
+            if following is not None:
+                line += f"; next {format_stamp(following)}"
         return line
     assert decision.moved_at is not None
     return f"{record.id} — nudge {decision.nudge}, last moved {human_age(decision.moved_at, now)}"
