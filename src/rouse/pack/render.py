@@ -208,7 +208,7 @@ def render_text(
         out.append("")
     woken = data["woken"]
     if woken:
-        out.append(f"woken: {len(woken)} record(s) woke you and have not moved since")
+        out.append(f"woken: {len(woken)} record(s) woke you, not answered yet")
         for item in woken[:woken_cap]:
             out.append(f"  {item['wake']}")
             out += _message_lines(item.get("message"))
