@@ -50,6 +50,17 @@ def _record(root: Path, ref: str) -> tuple[Tree, Record]:
     return tree, tree.resolve(ref)
 
 
+def _logged(
+    root: Path, record: Record, now: datetime, updates: dict[str, str | None], line: str
+) -> None:
+    """Write ``updates`` and a dated line in the record's log under the writers' lock, and
+    note that a verb acted on the record (what answers its wake)."""
+    store = Store(root)
+    with store.lock():
+        store.append_log(record.rel, updates, _dated(now, line))
+        acts.note(root, record.dir, now)
+
+
 def _dated(now: datetime, text: str) -> str:
     return f"- {format_stamp(now)}: {text}"
 
@@ -171,10 +182,7 @@ def _snoozed(
     line: str,
     until: datetime | None,
 ) -> Changed:
-    store = Store(root)
-    with store.lock():
-        store.append_log(record.rel, updates, _dated(now, line))
-        acts.note(root, record.dir, now)
+    _logged(root, record, now, updates, line)
     fresh = walk(root)
     next_due = clock.evaluate(fresh, fresh.records[record.dir], now).due_at
     what = f"snoozed {record.id} until {format_stamp(until)}" if until else f"{record.id}: {line}"
@@ -249,10 +257,7 @@ def close(
     reason = _one_line(why) if why else None
     line = ending + (f" (was {status})" if ended and status != ending else "")
     line += f": {reason}" if reason else ""
-    store = Store(root)
-    with store.lock():
-        store.append_log(record.rel, updates, _dated(now, line))
-        acts.note(root, record.dir, now)
+    _logged(root, record, now, updates, line)
     return Changed(
         record.rel,
         f"{record.id} is {ending}",
@@ -286,10 +291,7 @@ def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | 
     }
     updates.update(dict.fromkeys(("fires", "fired", "ended")))
     line = f"done; the series goes on: next {format_stamp(following)}"
-    store = Store(root)
-    with store.lock():
-        store.append_log(record.rel, updates, _dated(now, line))
-        acts.note(root, record.dir, now)
+    _logged(root, record, now, updates, line)
     return Changed(
         record.rel,
         f"{record.id} is done for now; next occurrence {format_stamp(following)}",
