@@ -378,7 +378,7 @@ def _commands(
 
 def _runner(root: Path, kind: str, command: list[str], args: argparse.Namespace) -> Runner:
     """``--run claude|codex|exec`` with its budget and timeout."""
-    from rouse.sweep import presets
+    from rouse.runs import presets
     from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
 
     return Runner(
