@@ -146,6 +146,7 @@ class Worker:
         queue: deque[Record] = deque()
         scanned = False
         last_scan = 0.0
+        told = 0
         while True:
             free = self.options.jobs - len(self.slots)
             if not self.stopping and free > 0:
@@ -163,6 +164,9 @@ class Worker:
                     self.start(queue.popleft())
             self.reap(0.1 if self.slots else 0.0)
             self.deliver_notices()
+            if self.stopping != told:  # say that it heard: status and the tests read it
+                told = self.stopping
+                self.write_state()
             if not self.slots and (self.stopping or (self.options.once and not queue)):
                 break
             if not self.slots and not queue:
@@ -211,8 +215,10 @@ class Worker:
                 continue
             status = clock.status_of(record)
             if status == "running":
-                self.recover(record, now)
-            elif status == "pending":
+                if not self.recover(record, now):
+                    continue
+                status = "pending"  # handed back: it runs again in this round
+            if status == "pending":
                 if (record.get("cancel") or "").strip():
                     self._end(record, now, "cancelled", "cancelled before it ran")
                     continue
@@ -228,21 +234,22 @@ class Worker:
         self._tree = tree
         return sorted(pending, key=lambda r: (_opened(r), r.dir))
 
-    def recover(self, record: Record, now: datetime) -> None:
-        """A running task whose lock is free lost its worker: back to pending, or failed."""
+    def recover(self, record: Record, now: datetime) -> bool:
+        """A running task whose lock is free lost its worker: back to pending (True), or
+        failed at its third lost attempt."""
         path = state_path(self.root, lock_rel(record))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                return  # its run is live
+                return False  # its run is live
             try:
                 head = header.read_header(self.root / record.rel, record.rel)
             except (OSError, RouseError):
-                return
+                return False
             if (head.fields.get("status") or "").strip().lower() != "running":
-                return
+                return False
             attempts = _int(head.fields.get("attempts"))
             who = (head.fields.get("worker") or "?").strip()
             if attempts >= MAX_LOST:
@@ -259,11 +266,13 @@ class Worker:
                     "again (a new task) or close what it was for.\n"
                 )
                 notices.queue(self.root, record, shown, "lost", text, now)
-            else:
-                line = f"attempt {attempts} lost: its worker ({who}) is gone; back to pending"
-                if tasks.requeue(self.root, record, now, line):
-                    self.say(f"{record.id}: {line}")
-                    self.report.recovered.append(record.dir)
+                return False
+            line = f"attempt {attempts} lost: its worker ({who}) is gone; back to pending"
+            if tasks.requeue(self.root, record, now, line):
+                self.say(f"{record.id}: {line}")
+                self.report.recovered.append(record.dir)
+                return True
+            return False
         finally:
             os.close(fd)
 
@@ -401,7 +410,8 @@ class Worker:
         if ended.ok:
             self._end(record, now, "done", f"exit 0 {took}")
         elif ended.stopped == "deadline":
-            limit = format_interval(self.options.timeout)
+            seconds = self.options.timeout.total_seconds()
+            limit = f"{seconds:g}s" if seconds < 60 else format_interval(self.options.timeout)
             self._end(
                 record, now, "failed", f"killed at its deadline (--task-timeout {limit}) {took}"
             )
@@ -451,6 +461,7 @@ class Worker:
                 "running": sorted(self.slots),
                 "held": self.report.held,
                 "waiting": self.waiting_reason,
+                "stopping": self.stopping,
             },
         )
 
