@@ -323,3 +323,17 @@ def test_bad_work_options_are_refused_in_one_line(
     assert work(tree, *args) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1
+
+
+def test_sigterm_lets_the_run_in_flight_finish_and_claims_nothing_more(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "1.5")
+    worker = rouse(tree, "work", "--run", "exec", "--", "agent")  # the loop, not --once
+    wait_for(lambda: fields(tree).get("status") == "running" and calls(standin))
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    assert fields(tree)["status"] == "done"
+    state = work_state(tree)
+    assert state["running"] == [] and state["stopping"] == 1
