@@ -337,3 +337,26 @@ def test_sigterm_lets_the_run_in_flight_finish_and_claims_nothing_more(
     assert fields(tree)["status"] == "done"
     state = work_state(tree)
     assert state["running"] == [] and state["stopping"] == 1
+
+
+def test_status_reports_running_stuck_and_held_tasks_and_the_last_round(
+    tree: Path, standin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rel = f"{TASK_DIR}/task.md"
+    (tree / rel).write_text(
+        text(tree).replace("status: pending", "status: running\nattempts: 1\nworker: gone pid 1")
+    )
+    capsys.readouterr()
+    assert main(["--memory", str(tree), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "running: task/notes" in out and "STUCK: no live run holds it" in out
+    assert main(["--memory", str(tree), "status", "--check"]) == 1
+    assert "task/notes is stuck" in capsys.readouterr().err
+    assert work(tree, "--run", "exec", "--", "agent") == 0  # handed back, then run
+    capsys.readouterr()
+    assert main(["--memory", str(tree), "status", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["tasks"]
+    assert found["running"] == [] and found["pending"] == 0
+    assert found["worker"]["last_round"] and found["worker"]["pid"] == os.getpid()
+    assert main(["--memory", str(tree), "status"]) == 0
+    assert f"task worker: running pid {os.getpid()}, last round" in capsys.readouterr().out

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 import signal
 import socket
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, header
+from rouse.core import clock, header, sweepstate
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statedir import state_path
 from rouse.core.statefile import save_json
@@ -54,8 +53,6 @@ MAX_LOST = 3
 GRACE = 5.0
 #: Seconds between rounds when there is nothing to reap.
 IDLE = 2.0
-#: (under .rouse/) the worker's last round, for ``status`` and the pack.
-STATE = "work.json"
 
 
 @dataclass
@@ -93,8 +90,7 @@ class Report:
 
 def lock_rel(record: Record) -> str:
     """The task's claim under .rouse/: one lock file per task directory."""
-    digest = hashlib.sha1(record.dir.encode()).hexdigest()[:16]
-    return f"tasks/{record.slug[:40]}-{digest}.lock"
+    return sweepstate.task_lock(record.dir)
 
 
 class Worker:
@@ -452,7 +448,7 @@ class Worker:
 
     def write_state(self) -> None:
         save_json(
-            state_path(self.root, STATE),
+            state_path(self.root, sweepstate.WORK_STATE),
             {
                 "last_round": format_stamp(self.now()),
                 "wall": datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
