@@ -218,6 +218,18 @@ class Tools(ReadTools):
         why = _text(why, "why")
         return lifecycle.close(self.root, ref, self.now(), ending, why, outcome).summary
 
+    def cancel(self, ref: str) -> str:
+        """Call a task off: a pending one ends cancelled, a running one is stopped."""
+        from rouse.records import tasks
+
+        return tasks.cancel(self.root, ref, self.now()).summary
+
+    def checkpoint(self, ref: str, text: str) -> str:
+        """A running task's progress: a line in its log and a wake to whoever watches."""
+        from rouse.work import notices
+
+        return notices.checkpoint(self.root, ref, text, self.now()).summary
+
     def tell(self, ref: str, message: str) -> str:
         """Reach the owner: the message goes to the ledger now, the sweeper delivers it."""
         from rouse.sweep import telling
