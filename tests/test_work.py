@@ -360,3 +360,15 @@ def test_status_reports_running_stuck_and_held_tasks_and_the_last_round(
     assert found["worker"]["last_round"] and found["worker"]["pid"] == os.getpid()
     assert main(["--memory", str(tree), "status"]) == 0
     assert f"task worker: running pid {os.getpid()}, last round" in capsys.readouterr().out
+
+
+def test_without_a_key_check_warns_that_nothing_vouches_for_the_tasks_a_worker_runs(
+    make_tree: MakeTree, standin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_tree({**task_file("one"), **task_file("two")})
+    (root / ".rouse").mkdir(exist_ok=True)
+    (root / ".rouse/work.json").write_text("{}")  # a worker has run here
+    capsys.readouterr()
+    main(["--memory", str(root), "check"])
+    out = capsys.readouterr()
+    assert "2 pending task(s) and no stamp key" in out.out + out.err
