@@ -252,7 +252,11 @@ def test_a_checkpoint_is_logged_queued_and_delivered_by_the_next_tick_then_shown
     monkeypatch.setenv("STANDIN_MODE", "slow-checkpoint")
     worker = rouse(tree, "work", "--once", "--run", "exec", "--", "agent")
     try:
-        wait_for(lambda: "checkpoint: emailed the vendor" in text(tree))
+
+        def queued() -> list[object]:
+            return [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+
+        wait_for(lambda: "checkpoint: emailed the vendor" in text(tree) and queued())
         (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
         assert entry.state == "held"
         time.sleep(1.1)  # the tick's nudge file is named to the second, after the checkpoint
