@@ -41,6 +41,8 @@ TOOLS = {
     "close",
     "promote",
     "tell",
+    "cancel",
+    "checkpoint",
 }
 READ_ONLY = {"pack", "recall", "due", "probe"}
 PROBES = "inventory/probes.md"

@@ -26,7 +26,8 @@ from conftest import INTENTIONS, NOW, MakeTree, ago, stamp
 from rouse.cli.main import main
 from rouse.core import sweepstate
 from rouse.pack.build import build_pack
-from rouse.sweep import ledger, presets
+from rouse.runs import presets
+from rouse.sweep import ledger
 
 SLUGS = ("alpha", "beta")
 CLIENTS = Path(__file__).resolve().parent.parent / ".venv" / "clients" / "node_modules" / ".bin"

@@ -283,3 +283,24 @@ def test_a_cron_word_reads_back_whether_cron_drops_the_backslash_or_not(word: st
             timeout=30,
         )
         assert said.stdout == f"{word}|"
+
+
+def test_the_worker_gets_its_own_unit_beside_the_sweepers(
+    rouse: Rouse, tree: Path, home: Path
+) -> None:
+    done = rouse("install", "--kind", "systemd", "--no-start")
+    assert done.returncode == 0, done.stderr
+    work = rouse("install", "--work", "--kind", "systemd", "--no-start", "--jobs", "2")
+    assert work.returncode == 0, work.stderr
+    ident = service.service_id(tree)
+    sweeper = home / f".config/systemd/user/rouse-sweep-{ident}.service"
+    worker = home / f".config/systemd/user/rouse-work-{ident}.service"
+    assert sweeper.is_file() and worker.is_file()
+    text = worker.read_text()
+    assert f"--memory {tree} work --jobs 2" in text and "KillMode=mixed" in text
+    assert "task worker" in text and "KillMode" not in sweeper.read_text()
+    cron = rouse("install", "--work", "--kind", "cron", "--run", "claude")
+    assert cron.returncode == 0, cron.stderr
+    assert f"work --once --run claude  # rouse-work-{ident}" in cron.stdout
+    bad = rouse("install", "--work", "--kind", "cron", "--no-such-flag")
+    assert bad.returncode == 2

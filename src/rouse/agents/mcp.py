@@ -67,6 +67,12 @@ DESCRIPTIONS = {
     "arms its next occurrence; series ends it. Nothing is deleted.",
     "promote": "Turn the backlog item `slug` into an open intention (moves its directory), with "
     "closes_when; under nests it under a record.",
+    "cancel": "Call a task off (a cancel: stamp): a pending task ends cancelled without "
+    "running; a running one is stopped (its process group) and ends cancelled, listing the "
+    "checkpoints it reported.",
+    "checkpoint": "Report a task's progress from inside its run: a dated checkpoint line in "
+    "the task's log and a wake the sweeper delivers to whoever watches. Give every outward "
+    "action (a message sent, something published) its own checkpoint.",
     "tell": "Reach the owner (the human): a message about a record, written to the ledger at "
     "once and delivered by the sweeper at its next tick through the record's channel (a "
     "reminder's channel:) or the default. Says where it will go, or that it waits.",
@@ -129,6 +135,11 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "slug": "the backlog item to turn into an open intention",
         "closes_when": "one line: how you will know the intention is done",
         "under": "a record (slug or path) to nest the intention under",
+    },
+    "cancel": {"ref": "the task: a slug, type/slug or tree-relative path"},
+    "checkpoint": {
+        "ref": "the task: a slug, type/slug or tree-relative path",
+        "text": "what the run did, one line (up to 500 characters)",
     },
     "tell": {
         "ref": "the record it is about: a slug, type/slug or tree-relative path",
@@ -279,6 +290,8 @@ def build_server(tools: Tools) -> Any:
             strict(tools.snooze, hints(read_only=False)),
             strict(tools.close, hints(read_only=False, destructive=True)),
             strict(tools.promote, hints(read_only=False, destructive=True)),
+            strict(tools.cancel, hints(read_only=False, destructive=True)),
+            strict(tools.checkpoint, hints(read_only=False, open_world=True)),
             strict(tools.tell, hints(read_only=False, open_world=True)),
         ],
     )

@@ -231,6 +231,18 @@ class Tools(ReadTools):
         changed = lifecycle.close(self.root, ref, self.now(), ending, why, outcome, series=series)
         return changed.summary
 
+    def cancel(self, ref: str) -> str:
+        """Call a task off: a pending one ends cancelled, a running one is stopped."""
+        from rouse.records import tasks
+
+        return tasks.cancel(self.root, ref, self.now()).summary
+
+    def checkpoint(self, ref: str, text: str) -> str:
+        """A running task's progress: a line in its log and a wake to whoever watches."""
+        from rouse.work import notices
+
+        return notices.checkpoint(self.root, ref, text, self.now()).summary
+
     def tell(self, ref: str, message: str) -> str:
         """Reach the owner: the message goes to the ledger now, the sweeper delivers it."""
         from rouse.sweep import telling

@@ -74,15 +74,18 @@ class Service:
     cron_line: str | None = None
 
 
-def sweep_command(root: Path, flags: Sequence[str], executable: str | None = None) -> list[str]:
-    """The sweeper's argv: this rouse (absolute), ``--memory`` of the tree, then the flags.
+def sweep_command(
+    root: Path, flags: Sequence[str], executable: str | None = None, verb: str = "sweep"
+) -> list[str]:
+    """The sweeper's argv (or, ``verb`` work, the task worker's): this rouse (absolute),
+    ``--memory`` of the tree, the verb, then the flags.
 
     ``executable`` None finds this rouse when it is a stable install; else (or
     "") it is this Python with ``-m rouse``, also an absolute path.
     """
     pinned = stable_executable() if executable is None else executable
     head = [pinned] if pinned else [os.path.abspath(sys.executable), "-m", "rouse"]
-    return [*head, "--memory", str(root), "sweep", *flags]
+    return [*head, "--memory", str(root), verb, *flags]
 
 
 def plan(
@@ -96,8 +99,10 @@ def plan(
     executable: str | None = None,
     path_env: str | None = None,
     uid: int | None = None,
+    verb: str = "sweep",
 ) -> Service:
-    """The service for ``root`` running ``rouse sweep FLAGS``; nothing is written here.
+    """The service for ``root`` running ``rouse sweep FLAGS`` (``verb`` work: the task
+    worker's, ``rouse work FLAGS``, beside the sweeper's); nothing is written here.
 
     ``every``/``once`` are what the flags say (the caller parsed them with
     the sweep verb's own parser); ``path_env`` is the PATH the service gets
@@ -109,16 +114,21 @@ def plan(
     ident = service_id(root)
     path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
     if kind == "cron":
-        return _cron(root, flags, ident, every=every, once=once, executable=executable)
+        return _cron(root, flags, ident, every=every, once=once, executable=executable, verb=verb)
     if once:
         raise UsageError(
-            f"a {kind} service runs the sweeper's loop, which --once would end at once: "
+            f"a {kind} service runs the {_WHO[verb]}'s loop, which --once would end at once: "
             "drop --once (a crontab line, --kind cron, is the --once way)"
         )
-    command = sweep_command(root, flags, executable)
+    command = sweep_command(root, flags, executable, verb)
     if kind == "systemd":
-        return _systemd(root, ident, command, home, path_env)
-    return _launchd(root, ident, command, home, path_env, os.getuid() if uid is None else uid)
+        return _systemd(root, ident, command, home, path_env, verb)
+    uid = os.getuid() if uid is None else uid
+    return _launchd(root, ident, command, home, path_env, uid, verb)
+
+
+#: Who each service's verb is, as its unit describes it.
+_WHO = {"sweep": "sweeper", "work": "task worker"}
 
 
 # -- systemd ------------------------------------------------------------------
@@ -146,17 +156,20 @@ def systemd_word(word: str, *, command: bool = True) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _systemd(root: Path, ident: str, command: list[str], home: Path, path_env: str) -> Service:
-    name = f"rouse-sweep-{ident}.service"
+def _systemd(
+    root: Path, ident: str, command: list[str], home: Path, path_env: str, verb: str = "sweep"
+) -> Service:
+    name = f"rouse-{verb}-{ident}.service"
     config = os.environ.get("XDG_CONFIG_HOME", "")
     base = Path(config) if os.path.isabs(config) else home / ".config"
     unit = base / "systemd" / "user" / name
     text = "\n".join(
         [
-            f"# Written by `rouse service install` (rouse {__version__}): the sweeper of {root}.",
+            f"# Written by `rouse service install` (rouse {__version__}): the {_WHO[verb]} of "
+            f"{root}.",
             "# Install again to change it; `rouse service uninstall` stops and removes it.",
             "[Unit]",
-            f"Description=rouse sweeper for {str(root).replace('%', '%%')}",
+            f"Description=rouse {_WHO[verb]} for {str(root).replace('%', '%%')}",
             "",
             "[Service]",
             "Type=simple",
@@ -165,6 +178,8 @@ def _systemd(root: Path, ident: str, command: list[str], home: Path, path_env: s
             f"Environment={systemd_word('PATH=' + path_env, command=False)}",
             "Restart=on-failure",
             f"RestartSec={RESTART_AFTER}",
+            # the worker alone hears SIGTERM (its runs finish); what is left is killed later
+            *(["KillMode=mixed"] if verb == "work" else []),
             "",
             "[Install]",
             "WantedBy=default.target",
@@ -188,9 +203,15 @@ def _systemd(root: Path, ident: str, command: list[str], home: Path, path_env: s
 
 
 def _launchd(
-    root: Path, ident: str, command: list[str], home: Path, path_env: str, uid: int
+    root: Path,
+    ident: str,
+    command: list[str],
+    home: Path,
+    path_env: str,
+    uid: int,
+    verb: str = "sweep",
 ) -> Service:
-    label = f"rouse.sweep.{ident}"
+    label = f"rouse.{verb}.{ident}"
     plist = home / "Library" / "LaunchAgents" / f"{label}.plist"
     log = home / "Library" / "Logs" / f"{label}.log"
     data = {
@@ -235,6 +256,7 @@ def _cron(
     every: float | None,
     once: bool,
     executable: str | None,
+    verb: str = "sweep",
 ) -> Service:
     seconds = CRON_DEFAULT_EVERY if every is None else every
     if seconds not in CRON_EVERY:
@@ -244,12 +266,13 @@ def _cron(
             f"not --every {seconds:g}: use one of {allowed}"
         )
     extra = [] if once else ["--once"]
-    extra += [] if every is not None else ["--every", f"{seconds:g}"]
-    command = sweep_command(root, [*extra, *flags], executable)
+    if verb == "sweep":  # (the worker's --once has no interval: cron's line is it)
+        extra += [] if every is not None else ["--every", f"{seconds:g}"]
+    command = sweep_command(root, [*extra, *flags], executable, verb)
     minutes = int(seconds) // 60
     when = "0 * * * *" if minutes == 60 else "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
     line = " ".join(_cron_word(word) for word in command)
-    name = f"rouse-sweep-{ident}"
+    name = f"rouse-{verb}-{ident}"
     return Service(
         kind="cron",
         name=name,

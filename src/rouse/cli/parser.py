@@ -28,6 +28,14 @@ from rouse.cli.read import (
 )
 from rouse.cli.service import args_service, cmd_service
 from rouse.cli.sweeping import args_log, args_status, args_sweep, cmd_log, cmd_status, cmd_sweep
+from rouse.cli.work import (
+    args_cancel,
+    args_checkpoint,
+    args_work,
+    cmd_cancel,
+    cmd_checkpoint,
+    cmd_work,
+)
 from rouse.cli.write import (
     args_close,
     args_init,
@@ -124,12 +132,27 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         "reach the owner: a message about a record, delivered by the sweeper's channels",
         args_tell,
     ),
+    "cancel": (
+        cmd_cancel,
+        "call a task off: a cancel: stamp (a running one is stopped, a pending one ends)",
+        args_cancel,
+    ),
+    "checkpoint": (
+        cmd_checkpoint,
+        "a task's progress: a dated line in its log and a wake to whoever watches",
+        args_checkpoint,
+    ),
     "stamp": (cmd_stamp, "write origin (and origin-turn) into files: for wrappers", args_stamp),
     "status": (cmd_status, "counts per level, what is due, the sweeper and ledger", args_status),
     "sweep": (
         cmd_sweep,
         "run the clock: deliver a wake for each due record, then stamp",
         args_sweep,
+    ),
+    "work": (
+        cmd_work,
+        "the task worker: claim pending tasks once, run each in an agent, record the result",
+        args_work,
     ),
     "log": (
         cmd_log,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 ACTIONS = ("install", "status", "uninstall")
 #: The service verb's own switches, also found among the sweep flags after ACTION.
-_SWITCHES = {"--dry-run": "dry_run", "--no-start": "no_start", "--json": "json"}
+_SWITCHES = {"--dry-run": "dry_run", "--no-start": "no_start", "--json": "json", "--work": "work"}
 
 
 def _own_options(args: argparse.Namespace) -> list[str]:
@@ -51,11 +51,11 @@ def _own_options(args: argparse.Namespace) -> list[str]:
     return rest
 
 
-def _sweep_flags(flags: list[str]) -> argparse.Namespace:
-    """The flags parsed by the sweep verb's own parser, so a bad one fails now (exit 2)."""
+def _sweep_flags(flags: list[str], verb: str = "sweep") -> argparse.Namespace:
+    """The flags parsed by the sweep (or work) verb's own parser, so a bad one fails now."""
     from rouse.cli.parser import verb_parser
 
-    parsed = verb_parser("sweep").parse_args(flags)
+    parsed = verb_parser(verb).parse_args(flags)
     for option in ("memory", "now"):
         if getattr(parsed, option, None) is not None:
             raise UsageError(
@@ -67,6 +67,8 @@ def _sweep_flags(flags: list[str]) -> argparse.Namespace:
     from rouse.sweep.heartbeat import Heartbeat
     from rouse.sweep.loop import check_wait
 
+    if verb == "work":
+        return parsed
     check_wait("--every", parsed.every)  # what `rouse sweep` would refuse, refused now
     if getattr(parsed, "heartbeat", None):
         Heartbeat(parsed.heartbeat)
@@ -84,9 +86,10 @@ def cmd_service(args: argparse.Namespace) -> int:
         )
     every: float | None = None
     once = False
+    verb = "work" if args.work else "sweep"
     if args.action == "install":
-        parsed = _sweep_flags(flags)
-        every, once = parsed.every, parsed.once
+        parsed = _sweep_flags(flags, verb)
+        every, once = getattr(parsed, "every", None), parsed.once
     root = Path(os.path.abspath(tree_root(args)))
     plan = service.plan(
         root,
@@ -95,6 +98,7 @@ def cmd_service(args: argparse.Namespace) -> int:
         home=Path.home(),
         every=every,
         once=once,
+        verb=verb,
     )
     if args.action == "install":
         emit(service.install(plan, dry_run=args.dry_run, start=not args.no_start))
@@ -128,6 +132,11 @@ def args_service(sub: argparse.ArgumentParser) -> None:
         help="write or remove the files only: never run systemctl/launchctl",
     )
     sub.add_argument("--json", action="store_true", help="status as JSON")
+    sub.add_argument(
+        "--work",
+        action="store_true",
+        help="the task worker's service (`rouse work` and its flags), beside the sweeper's",
+    )
     sub.add_argument(
         "flags",
         nargs=argparse.REMAINDER,

@@ -381,7 +381,7 @@ def _runner(
 ) -> Runner:
     """``--run claude|codex|exec`` with its budget and timeout; under a given clock
     (``--now``, ``ROUSE_NOW``) each run gets the tick's instant as ``ROUSE_NOW``."""
-    from rouse.sweep import presets
+    from rouse.runs import presets
     from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
 
     return Runner(

@@ -120,3 +120,19 @@ def _ticks(line: str) -> list[str]:
             runs.append(run)
             run = ""
     return [*runs, run] if run else runs
+
+
+# -- a task's checkpoints (rouse checkpoint), as the worker and the pack read them --
+
+#: How a checkpoint line reads in the log, after its date: ``checkpoint: TEXT``.
+CHECKPOINT = "checkpoint: "
+
+
+def checkpoints(body: bytes) -> list[str]:
+    """The checkpoints a task's body reports in its log, oldest first (``<date>: TEXT``)."""
+    found = []
+    for entry in log_entries(body):
+        date, sep, text = entry.lstrip("- ").partition(": ")
+        if sep and text.startswith(CHECKPOINT):
+            found.append(f"{date}: {text[len(CHECKPOINT) :]}")
+    return found

@@ -419,3 +419,41 @@ def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
     if until <= now:
         return None
     return {"budget": str(data.get("budget")), "until": until, "runs": data.get("runs")}
+
+
+# -- the task worker (rouse work): its claims and its last round ---------------
+
+#: (under .rouse/) the task worker's last round: when, its pid, what it holds for trust
+WORK_STATE = "work.json"
+
+
+def task_lock(record_dir: str) -> str:
+    """A task's claim under .rouse/ (flock, held by its run's supervisor): one per task."""
+    import hashlib
+
+    slug = record_dir.rpartition("/")[2][:40]
+    return f"tasks/{slug}-{hashlib.sha1(record_dir.encode()).hexdigest()[:16]}.lock"
+
+
+def claim_live(root: Path, record_dir: str) -> bool:
+    """Whether a live process holds the task's claim (a look that takes nothing for long)."""
+    try:
+        fd = os.open(root / layout.STATE_DIR / task_lock(record_dir), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def work_state(root: Path) -> dict[str, Any] | None:
+    """The task worker's last round (``.rouse/work.json``), and whether its pid lives."""
+    data = load_json(root / layout.STATE_DIR / WORK_STATE)
+    if not isinstance(data, dict):
+        return None
+    data["alive"] = isinstance(data.get("pid"), int) and _alive(data["pid"])
+    return data

@@ -51,8 +51,34 @@ def check(
     key_path = origins.key_path if origins is not None else None
     stamps += demand.cache_findings(tree.root, key_path)
     findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
+    if origins is not None and not origins.keyed:
+        findings += _unvouched_tasks(tree)
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
+
+
+def _unvouched_tasks(tree: Tree) -> list[Finding]:
+    """Without a stamp key, a task worker (``rouse work``, which leaves ``.rouse/work.json``)
+    runs every pending task: nothing vouches for the text it runs. One warning per tree."""
+    from rouse.core import layout, sweepstate
+
+    if not (tree.root / layout.STATE_DIR / sweepstate.WORK_STATE).exists():
+        return []
+    pending = [
+        record
+        for record in tree.records.values()
+        if record.type == "task" and (record.get("status") or "pending").strip() == "pending"
+    ]
+    if not pending:
+        return []
+    return [
+        Finding(
+            "warn",
+            pending[0].rel,
+            f"{len(pending)} pending task(s) and no stamp key: `rouse work` runs them though "
+            "nothing vouches for their text (`rouse stamp --init-key`, then stamp what you trust)",
+        )
+    ]
 
 
 def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:

@@ -13,11 +13,12 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, header, nudges, statedir, sweepstate
+from rouse.core import body, clock, header, layout, nudges, statedir, sweepstate
 from rouse.core.body import log_entries, split_log
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
+from rouse.core.statefile import load_json
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
@@ -236,6 +237,38 @@ def _index(
     return items, len(files)
 
 
+def _tasks(root: Path, tree: Tree, ids: Mapping[str, str]) -> dict[str, Any]:
+    """Running tasks, each with its latest checkpoint (read from the task file itself:
+    running tasks are few), and the tasks the worker holds for trust (its ``work.json``)."""
+    running = []
+    for record in tree.records.values():
+        if record.type != "task" or clock.status_of(record) != "running":
+            continue
+        latest = None
+        try:
+            data = (root / record.rel).read_bytes()
+            _, rest = header.split(data, record.rel)
+            found = body.checkpoints(rest)
+            latest = found[-1] if found else None
+        except (OSError, HeaderError):
+            pass
+        running.append(
+            {
+                "record": ids.get(record.dir, record.id),
+                "path": record.dir,
+                "started": (record.get("started") or "").strip(),
+                "attempts": (record.get("attempts") or "").strip(),
+                "checkpoint": latest,
+            }
+        )
+    running.sort(key=lambda item: (item["started"], item["path"]))
+    held = []
+    state = load_json(root / layout.STATE_DIR / "work.json")
+    if isinstance(state, dict) and isinstance(state.get("held"), list):
+        held = [str(why) for why in state["held"][:LIST_CAP]]
+    return {"running": running, "held": held}
+
+
 def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
     """Open records per level (and ``fired``: one-shot reminders waiting for done, which
     are not closed), and how many records are closed (one pass)."""
@@ -380,6 +413,7 @@ def build_pack(
         "motivations": layers["motivations"],
         "quarantined": quarantined,
         "ladder": ladder,
+        "tasks": _tasks(root, tree, ids),
         "plugins": [Path(p.rel).stem for p in tree.plugins],
         "index": index,
         "index_total": index_total,

@@ -252,6 +252,14 @@ def render_text(
     if ladder.get("fired"):
         line += f" · {ladder['fired']} fired, waiting for done"
     out.append(line)
+    tasks = data.get("tasks") or {}
+    for item in tasks.get("running", []):
+        said = f" — latest checkpoint {item['checkpoint']}" if item["checkpoint"] else ""
+        out.append(
+            f"  running: {item['record']} (attempt {item['attempts'] or '?'}, "
+            f"since {item['started'] or '?'}){said}"
+        )
+    out += [f"  held: {why}" for why in tasks.get("held", [])]
     if data["plugins"]:
         out.append(
             f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "

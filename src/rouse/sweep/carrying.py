@@ -40,7 +40,7 @@ from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
-from rouse.sweep.wake import Wake, aged, build, key, read_body
+from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
 
 if TYPE_CHECKING:
     from rouse.sweep.tick import Origins, TickReport
@@ -146,6 +146,10 @@ class Carrier:
         assert entry is not None
         if step.action == "send":
             assert step.decision is not None
+            if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
+                self.ledger.start_attempt(entry.id, self.sink.kind, now)
+                self.send(entry.wake, step.decision, now, report)
+                return
             if entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
                 if not self.ledger.take_back(entry.id, self.sink.kind, now):
                     self._claimed(entry, "send", now)
@@ -304,7 +308,10 @@ class Carrier:
 
     def send(self, made: Wake, decision: Decision, now: datetime, report: TickReport) -> None:
         try:
-            receipt = self.sink.send(made, now)
+            if made.reason in NOTICES and self.sink.kind == "run":
+                receipt = write_nudge(self.root, made, now)  # a run takes digests only
+            else:
+                receipt = self.sink.send(made, now)
         except SinkError as exc:
             self.ledger.failed(made.id, now, str(exc))
             report.failed.append(made.id)
@@ -312,7 +319,8 @@ class Carrier:
                 f"{_t(now)} not delivered {_what(made)} via {self.sink.kind}: {exc}", ERRORS
             )
             return
-        if self.sink.kind == "file":  # the receipt is the nudge file: noted for the pack at once
+        if self.sink.kind == "file" or (made.reason in NOTICES and self.sink.kind == "run"):
+            # the receipt is the nudge file: noted for the pack at once
             self.vouch(made, "delivered", now, receipt)
         # landed: say so first, so a crash from here on restamps instead of resending
         try:
@@ -329,4 +337,5 @@ class Carrier:
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
         self.voice.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
-        self.landed(made, now, report, False)
+        if made.reason not in NOTICES:  # news of a task escalates nothing
+            self.landed(made, now, report, False)

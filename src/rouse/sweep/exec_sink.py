@@ -1,15 +1,12 @@
 """The exec sink: a command (no shell) fed the wake on stdin, exit 0 = delivered.
 
-Also the running of a command under one deadline, shared with agent runs
-(:mod:`rouse.sweep.runner`): its output drained and its last bytes kept, its
-process group killed whole when the deadline passes.
+How a command runs under one deadline (its output drained, its last bytes
+kept, its process group killed whole) is :mod:`rouse.runs.capture`'s, shared
+with agent runs.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import tempfile
 import time
@@ -17,13 +14,9 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
+from rouse.runs.capture import Output, kill_group, run_until_exit
 from rouse.sweep.sink_base import SinkError, check_timeout, child_environment
 from rouse.sweep.wake import Wake
-
-MAX_OUTPUT = 64 * 1024  # of an exec command's output, kept for the error message
-TAIL = 300  # bytes of that output the error message quotes
-POLL = 0.05  # seconds between looks at whether an exec command has exited
-DRAIN = 1024 * 1024  # bytes read from the pipe after the command exited, at most
 
 
 class ExecSink:
@@ -78,15 +71,15 @@ class ExecSink:
                 raise SinkError(f"cannot run {self.argv[0]}: {exc.strerror or exc}") from None
         output = Output()
         try:
-            code = _run(proc, output, deadline)
+            code = run_until_exit(proc, output, deadline)
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc)
             raise
         finally:
             if proc.stdout is not None:
                 proc.stdout.close()
         if code is None:
-            _kill_group(proc)
+            kill_group(proc)
             raise SinkError(
                 f"{self.argv[0]} did not finish within {self.timeout:g}s: "
                 f"killed its process group{output.tail()}"
@@ -94,91 +87,3 @@ class ExecSink:
         if code != 0:
             raise SinkError(f"{self.argv[0]} exited {code}{output.tail()}")
         return "exit 0"
-
-
-class Output:
-    """The last MAX_OUTPUT bytes of a command's output, and how many came before."""
-
-    def __init__(self) -> None:
-        self.kept = bytearray()
-        self.discarded = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.kept += chunk
-        extra = len(self.kept) - MAX_OUTPUT
-        if extra > 0:
-            del self.kept[:extra]
-            self.discarded += extra
-
-    def tail(self) -> str:
-        """``: <the last few hundred bytes, on one line>`` and what was discarded."""
-        text = " ".join(self.kept[-TAIL:].decode("utf-8", errors="replace").split())
-        note = f" ({self.discarded} bytes of output discarded)" if self.discarded else ""
-        return f"{note}: {text}" if text else note
-
-
-def _run(proc: subprocess.Popen[bytes], output: Output, deadline: float) -> int | None:
-    """Drain ``proc``'s output until it exits; its exit code, or None at the deadline.
-
-    The command counts as finished when it exits, even while a helper it
-    started still holds the pipe open: what is already in the pipe is read,
-    the rest is not waited for.
-    """
-    import selectors
-
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    with selectors.DefaultSelector() as selector:
-        selector.register(fd, selectors.EVENT_READ)
-        open_pipe = True
-        while True:
-            code = proc.poll()
-            if code is not None:
-                if open_pipe:
-                    _drain(fd, output, deadline)
-                return code
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            if not open_pipe:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    return proc.wait(timeout=min(left, POLL))
-                continue
-            if selector.select(min(left, POLL)) and not _read(fd, output):
-                selector.unregister(fd)
-                open_pipe = False
-
-
-def _read(fd: int, output: Output) -> bool:
-    """One read into ``output``; False at the end of the pipe."""
-    try:
-        chunk = os.read(fd, 65536)
-    except BlockingIOError:
-        return True
-    output.add(chunk)
-    return bool(chunk)
-
-
-def _drain(fd: int, output: Output, deadline: float) -> None:
-    """Read what the pipe holds now, not what a helper goes on writing.
-
-    A pipe holds at most 1 MiB (Linux's default ``pipe-max-size``), so this
-    stops after that much, or at the deadline, whichever comes first.
-    """
-    budget = DRAIN
-    while budget > 0 and time.monotonic() < deadline:
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            return
-        if not chunk:
-            return
-        output.add(chunk)
-        budget -= len(chunk)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()

@@ -54,10 +54,12 @@ class RunRows(Rows):
             run_id,
         )
 
-    def runs_since(self, since: datetime) -> list[datetime]:
-        """When each run started after ``since``, oldest first (the budget's window)."""
+    def runs_since(self, since: datetime, *, tasks: bool = False) -> list[datetime]:
+        """When each run started after ``since``, oldest first (the budget's window):
+        the sweeper's runs, or (``tasks``) the task worker's (digest ``task:<path>``)."""
         rows = self.run(
-            "SELECT started FROM runs WHERE tree = ? AND started > ? ORDER BY started",
+            "SELECT started FROM runs WHERE tree = ? AND started > ? AND "
+            f"{'' if tasks else 'NOT '}(COALESCE(digest, '') LIKE 'task:%') ORDER BY started",
             self.tree,
             _t(since),
         )

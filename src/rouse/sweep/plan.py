@@ -17,6 +17,7 @@ from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS
 from rouse.sweep.ledger_entry import Entry
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.stamping import already_stamped
+from rouse.sweep.wake import NOTICES
 
 
 @dataclass
@@ -131,6 +132,12 @@ def _plan_entry(
     if record is None:
         return Step("withdraw", None, entry, "its record is gone")
     assert decision is not None
+    if entry.wake.reason in NOTICES:  # a task's news: owed whether or not it is due
+        if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
+            return Step("give_up", decision, entry)
+        ready = entry.next_attempt is None or now >= entry.next_attempt
+        sendable = entry.in_flight or entry.state == "held" or ready
+        return Step("send", decision, entry) if sendable and not quiet_now else None
     if already_stamped(record, entry.wake):
         return Step("confirm", decision, entry)
     if not decision.is_due:

@@ -1,15 +1,17 @@
 """Agent runs: one run per digest, once, within budget (``rouse sweep --run``).
 
-The runner starts the agent CLI (a preset from :mod:`rouse.sweep.presets`,
-or any command) in the tree's project directory — the tree's parent — with a
-prompt on stdin that carries the digest and says how to answer. Guarantees:
+The runner starts the agent CLI (a preset from :mod:`rouse.runs.presets`,
+or any command) through the run supervisor (:mod:`rouse.runs.supervisor`),
+in the tree's project directory — the tree's parent — with a prompt on stdin
+that carries the digest and says how to answer. Guarantees:
 
 - one run at a time per tree: ``.rouse/run.lock`` (flock) is held for the
-  run's life; a tick that finds it taken leaves its wakes waiting (held);
+  run's life by its supervising process, which outlives a killed sweeper; a
+  tick that finds it taken leaves its wakes waiting (held);
 - a budget (``--max-runs N/day`` or ``N/hour``): over it the wakes wait
   (held, never given up) and ``.rouse/runs/budget.json`` says until when;
 - a deadline (``--run-timeout``, default 15m) that kills the run's whole
-  process group;
+  process group, kept by the supervisor too;
 - the run's exit code, duration and last 64 KiB of output are kept in
   ``.rouse/runs/<id>.log`` and its row in the ledger's ``runs`` table;
 - under a given clock (``sweep --now X``, or ``ROUSE_NOW``) the run gets the
@@ -20,24 +22,20 @@ prompt on stdin that carries the digest and says how to answer. Guarantees:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
-import subprocess
-import tempfile
-import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core.errors import UsageError
 from rouse.core.statedir import state_path
-from rouse.core.statefile import save_bytes, save_json
+from rouse.core.statefile import save_json
 from rouse.core.sweepstate import BUDGET_FILE, RUN_LOCK, TIME_FORMAT
 from rouse.core.timefmt import format_interval, parse_interval
+from rouse.runs.handle import Ended, claim, resolve
 from rouse.sweep.digest import Digest
-from rouse.sweep.exec_sink import MAX_OUTPUT, Output, _kill_group, _run
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.sink_base import SinkError, child_environment
 from rouse.sweep.wake import Wake
@@ -180,22 +178,6 @@ class Runner:
             f"{until:%Y-%m-%d %H:%M}"
         )
 
-    @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold ``.rouse/run.lock`` for the run; RunWaits if another run holds it."""
-        path = state_path(self.root, RUN_LOCK)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise RunWaits("a run is still live on this tree: the wakes wait") from None
-            os.ftruncate(fd, 0)
-            os.write(fd, str(os.getpid()).encode())
-            yield
-        finally:
-            os.close(fd)
-
     # -- one run ------------------------------------------------------------
 
     def run(self, made: Digest, now: datetime, ledger: Ledger) -> RunResult:
@@ -205,19 +187,40 @@ class Runner:
         (exit ≠ 0, killed at the deadline, or could not start): retried.
         """
         self.check_budget(ledger, now)
-        with self.lock():
-            run_id = "r" + made.id[1:] if made.id.startswith("d") else "r" + made.id
-            log_rel = f"runs/{run_id}.log"
+        run_id = "r" + made.id[1:] if made.id.startswith("d") else "r" + made.id
+        log_rel = f"runs/{run_id}.log"
+        env = self.environment(made, run_id, now)
+        spec = {
+            "argv": resolve(self.argv, env),
+            "cwd": str(self.root.parent),
+            "env": env,
+            "prompt": prompt(self.root, made),
+            "timeout": self.timeout.total_seconds(),
+            "locks": [str(state_path(self.root, RUN_LOCK))],
+            "log": str(state_path(self.root, log_rel)),
+            "log_head": (
+                f"run: {run_id}\n"
+                f"started: {now:%Y-%m-%d %H:%M:%S}\n"
+                f"command: {' '.join(self.argv)}\n"
+                f"directory: {self.root.parent}\n"
+                f"digest: {made.id}\n"
+                f"wakes: {' '.join(made.wake_ids)}\n"
+            ),
+        }
+        held = claim(spec)
+        if isinstance(held, str):
+            raise RunWaits("a run is still live on this tree: the wakes wait")
+        try:
             ledger.start_run(run_id, made.id, made.wake_ids, " ".join(self.argv), now)
-            started = time.monotonic()
-            code, output = self._start(made, run_id, now)
-            seconds = time.monotonic() - started
-            result = RunResult(run_id, code, seconds, f".rouse/{log_rel}")
-            self._write_log(log_rel, result, made, now, output)
-            state = "ran" if code == 0 else "failed"
-            ledger.end_run(run_id, state, code, seconds)
-        if code != 0:
-            raise SinkError(result.describe() + output.tail())
+            held.go()
+            ended: Ended = held.wait()
+            code = ended.code
+            result = RunResult(run_id, code, ended.seconds, f".rouse/{log_rel}")
+            ledger.end_run(run_id, "ran" if ended.ok else "failed", code, ended.seconds)
+        finally:
+            held.release()
+        if not ended.ok:
+            raise SinkError(result.describe() + ended.tail)
         return result
 
     def environment(self, made: Digest, run_id: str, now: datetime) -> dict[str, str]:
@@ -235,54 +238,3 @@ class Runner:
         else:
             env.pop("ROUSE_NOW", None)
         return env
-
-    def _start(self, made: Digest, run_id: str, now: datetime) -> tuple[int | None, Output]:
-        env = self.environment(made, run_id, now)
-        output = Output()
-        deadline = time.monotonic() + self.timeout.total_seconds()
-        with tempfile.TemporaryFile() as stdin:
-            stdin.write(prompt(self.root, made).encode("utf-8"))
-            stdin.seek(0)
-            try:
-                proc = subprocess.Popen(
-                    self.argv,
-                    cwd=self.root.parent,
-                    stdin=stdin,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    start_new_session=True,  # its own process group, killed whole
-                )
-            except OSError as exc:
-                output.add(f"cannot run {self.argv[0]}: {exc.strerror or exc}".encode())
-                return 127, output
-        try:
-            code = _run(proc, output, deadline)
-            if code is None:
-                _kill_group(proc)
-        except BaseException:
-            _kill_group(proc)
-            raise
-        finally:
-            if proc.stdout is not None:
-                proc.stdout.close()
-        return code, output
-
-    def _write_log(
-        self, rel: str, result: RunResult, made: Digest, now: datetime, output: Output
-    ) -> None:
-        ended = "killed (its process group) at the deadline" if result.code is None else ""
-        head = (
-            f"run: {result.id}\n"
-            f"started: {now:%Y-%m-%d %H:%M:%S}\n"
-            f"command: {' '.join(self.argv)}\n"
-            f"directory: {self.root.parent}\n"
-            f"digest: {made.id}\n"
-            f"wakes: {' '.join(made.wake_ids)}\n"
-            f"exit: {result.code if result.code is not None else ended}\n"
-            f"duration: {result.seconds:.1f}s\n"
-            f"output: the last {MAX_OUTPUT // 1024} KiB"
-            + (f" ({output.discarded} bytes before them discarded)" if output.discarded else "")
-            + "\n---\n"
-        )
-        save_bytes(state_path(self.root, rel), head.encode() + bytes(output.kept))

@@ -23,7 +23,8 @@ from typing import IO, Protocol
 
 from rouse.core import layout, nudges, statedir
 from rouse.core.errors import UsageError
-from rouse.sweep.exec_sink import MAX_OUTPUT, ExecSink
+from rouse.runs.capture import MAX_OUTPUT
+from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.sink_base import SinkError, check_timeout
 from rouse.sweep.wake import Wake
 from rouse.sweep.webhook_sink import WebhookSink, parse_secret

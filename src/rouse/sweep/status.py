@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rouse.core import clock, layout, sweepstate
 from rouse.core.timefmt import format_stamp, iso_stamp
-from rouse.core.tree import Tree
+from rouse.core.tree import Tree, walk
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -54,6 +54,7 @@ def status(
         "untrackable": len(tree.untrackable),
         "symlinks": len(tree.symlinks),
         **sweeper_status(tree.root, ledger),
+        "tasks": task_status(tree),
     }
     if ledger is not None:
         data["fleet"] = {"tree": ledger.tree, "ledger": ledger.where, "leader": _lease(leader)}
@@ -111,6 +112,54 @@ LATE_AFTER_INTERVALS = 3
 LATE_UNKNOWN_INTERVAL = timedelta(hours=1)
 #: Wakes given up within this window fail ``--check`` (as the pack warns of them).
 GIVEN_UP_WINDOW = timedelta(days=1)
+
+
+def task_status(tree: Tree) -> dict[str, Any]:
+    """The task worker's side: running tasks (stuck: no live claim holds one), pending
+    ones, those held for trust, and the worker's last round (``rouse work``)."""
+    running: list[dict[str, Any]] = []
+    pending = 0
+    for record in tree.records.values():
+        if record.type != "task":
+            continue
+        state = clock.status_of(record)
+        pending += state == "pending"
+        if state == "running":
+            running.append(
+                {
+                    "record": record.id,
+                    "path": record.dir,
+                    "started": (record.get("started") or "").strip() or None,
+                    "attempts": (record.get("attempts") or "").strip() or None,
+                    "worker": (record.get("worker") or "").strip() or None,
+                    "stuck": not sweepstate.claim_live(tree.root, record.dir),
+                }
+            )
+    running.sort(key=lambda item: str(item["path"]))
+    worker = sweepstate.work_state(tree.root)
+    return {
+        "running": running,
+        "pending": pending,
+        "held": list(worker.get("held") or []) if worker else [],
+        "worker": (
+            None
+            if worker is None
+            else {k: worker.get(k) for k in ("last_round", "pid", "alive", "jobs", "waiting")}
+        ),
+    }
+
+
+def task_problems(tree: Tree) -> list[str]:
+    """``--check``'s lines about tasks: one left running with no live run, one held."""
+    found = task_status(tree)
+    problems = [
+        f"{item['record']} is stuck: running (attempt {item['attempts'] or '?'}, worker "
+        f"{item['worker'] or '?'}) but no live run holds it — `rouse work` hands it back"
+        for item in found["running"]
+        if item["stuck"]
+    ]
+    problems += [f"a task waits for the owner: {why}" for why in found["held"]]
+    return problems
 
 
 def check(
@@ -178,6 +227,7 @@ def check(
             "--sink …` where they should be delivered, or sweep without --plan-only"
         )
     problems += run_budget_problems(root, now)
+    problems += task_problems(walk(root))
     return problems
 
 
@@ -224,6 +274,7 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     for kind, counts in data["levels"].items():
         lines.append(f"{kind}: {counts['open']} open of {counts['total']}")
     lines.append(f"due now: {data['due']}")
+    lines += task_lines(data.get("tasks") or {})
     lines.append(f"context files: {data['context']}, notes: {data['notes']}")
     if data["untrackable"] or data["symlinks"]:
         lines.append(f"skipped: {data['untrackable']} untrackable, {data['symlinks']} symlinks")
@@ -254,6 +305,27 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     if fleet is not None:
         lines.append(f"fleet: tree {fleet['tree']} in {fleet['ledger']}")
         lines.append(f"leader: {leader_line(fleet['leader'])}")
+    return lines
+
+
+def task_lines(tasks: dict[str, Any]) -> list[str]:
+    """The task worker's part of ``rouse status``."""
+    lines = []
+    for item in tasks.get("running", []):
+        stuck = " — STUCK: no live run holds it" if item["stuck"] else ""
+        lines.append(
+            f"running: {item['record']} since {item['started'] or '?'} (attempt "
+            f"{item['attempts'] or '?'}, {item['worker'] or '?'}){stuck}"
+        )
+    lines += [f"held: {why}" for why in tasks.get("held", [])]
+    worker = tasks.get("worker")
+    if worker is not None:
+        alive = "running" if worker["alive"] else "not running"
+        waits = f"; {worker['waiting']}" if worker.get("waiting") else ""
+        lines.append(
+            f"task worker: {alive} pid {worker['pid']}, last round {worker['last_round']}, "
+            f"{tasks.get('pending', 0)} task(s) pending{waits}"
+        )
     return lines
 
 

@@ -342,6 +342,8 @@ def _stamp(
     root: Path, made: wake.Wake, decision: Decision, now: datetime, report: TickReport, say: Say
 ) -> bool:
     """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
+    if made.reason in wake.NOTICES:
+        return True  # a task's news: nothing of the record's clock to write
     record = decision.record
     if already_stamped(record, made):
         return True

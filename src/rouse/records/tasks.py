@@ -1,0 +1,138 @@
+"""A task's own writes besides its claim and its ending (:mod:`rouse.records.lifecycle`).
+
+``cancel`` (the ``cancel:`` stamp: the operator calls the task off),
+``checkpoint_line`` (a dated progress line in the task's log), ``requeue``
+(a running task whose worker died goes back to pending), ``add_result`` (the
+run's final message in the log) and ``checkpoints`` (what a task reported, for
+its result and the pack). Each writes through the store, under its lock;
+queueing the checkpoint's wake is the worker's (:mod:`rouse.work.notices`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core import acts, body, header
+from rouse.core.errors import HeaderError, UsageError
+from rouse.core.store import Store
+from rouse.core.timefmt import format_stamp
+from rouse.core.tree import Record, walk
+from rouse.records.lifecycle import Changed, close
+from rouse.records.scaffold import article
+
+CHECKPOINT = body.CHECKPOINT
+#: The longest checkpoint text, in characters (one line in the log).
+MAX_CHECKPOINT = 500
+
+
+def _task(root: Path, ref: str) -> Record:
+    record = walk(root).resolve(ref)
+    if record.type != "task":
+        raise UsageError(f"{record.id} is {article(record.type)}: only a task has this")
+    return record
+
+
+def _status(data: bytes, rel: str) -> tuple[str, header.Header]:
+    head, _ = header.split(data, rel)
+    return (head.fields.get("status") or "pending").strip().lower(), head
+
+
+def _one_line(text: str, limit: int, what: str) -> str:
+    line = " ".join(text.split())
+    if not line:
+        raise UsageError(f"the {what} is empty: say what happened")
+    if len(line) > limit:
+        raise UsageError(f"the {what} is {len(line)} characters, over {limit}: shorten it")
+    return line
+
+
+def cancel(root: Path, ref: str, now: datetime) -> Changed:
+    """Stamp ``cancel:`` on a task: a running one is stopped by its supervisor, a pending
+    one is ended ``cancelled`` here and never runs. Refused for a task that has ended."""
+    record = _task(root, ref)
+    store = Store(root)
+    was = ""
+
+    def stamp(data: bytes) -> bytes:
+        nonlocal was
+        was, head = _status(data, record.rel)
+        if was not in ("pending", "running"):
+            raise UsageError(f"{record.id} is {was}: only a pending or running task is cancelled")
+        if (head.fields.get("cancel") or "").strip():
+            return data
+        return header.set_fields(data, {"cancel": format_stamp(now)}, record.rel)
+
+    with store.lock():
+        store.update(record.rel, stamp)
+        acts.note(root, record.dir, now)
+    if was == "pending":
+        try:
+            return close(root, record.dir, now, "cancelled", "cancelled before it ran")
+        except UsageError:  # a worker claimed it meanwhile: its supervisor stops it
+            pass
+    return Changed(
+        record.rel,
+        f"{record.id} is cancelled: its run is being stopped",
+        record=record.id,
+        path=record.dir,
+        facts={"status": "running", "cancel": now},
+    )
+
+
+def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Record, str]:
+    """Append ``- <now>: checkpoint: TEXT`` to a pending or running task's log."""
+    record = _task(root, ref)
+    line = _one_line(text, MAX_CHECKPOINT, "checkpoint")
+    store = Store(root)
+
+    def add(data: bytes) -> bytes:
+        status, _ = _status(data, record.rel)
+        if status not in ("pending", "running"):
+            raise UsageError(f"{record.id} is {status}: a checkpoint is for a task in flight")
+        _, rest = header.split(data, record.rel)
+        return body.append_log(
+            data, len(data) - len(rest), f"- {format_stamp(now)}: {CHECKPOINT}{line}"
+        )
+
+    with store.lock():
+        store.update(record.rel, add)
+        acts.note(root, record.dir, now)
+    return record, line
+
+
+def requeue(root: Path, record: Record, now: datetime, why: str) -> bool:
+    """A running task back to ``pending`` with a log line; False if it is not running."""
+    store = Store(root)
+    moved = False
+
+    def back(data: bytes) -> bytes:
+        nonlocal moved
+        status, _ = _status(data, record.rel)
+        if status != "running":
+            return data
+        moved = True
+        data = header.set_fields(data, {"status": "pending"}, record.rel)
+        _, rest = header.split(data, record.rel)
+        return body.append_log(data, len(data) - len(rest), f"- {format_stamp(now)}: {why}")
+
+    with store.lock():
+        store.update(record.rel, back)
+    return moved
+
+
+def add_result(root: Path, record: Record, now: datetime, result: str) -> None:
+    """The run's final message as one log line (``result: …``), before the task ends."""
+    line = " ".join(result.split()) or "(the run gave no final message)"
+    store = Store(root)
+    with store.lock():
+        store.append_log(record.rel, {}, f"- {format_stamp(now)}: result: {line}")
+
+
+def checkpoints(data: bytes, rel: str) -> list[str]:
+    """The checkpoints a task's file reports, oldest first (``<date>: TEXT``)."""
+    try:
+        _, rest = header.split(data, rel)
+    except HeaderError:
+        return []
+    return body.checkpoints(rest)

@@ -1,0 +1,1 @@
+"""The task worker (``rouse work``): see :mod:`rouse.work.worker`."""

@@ -1,0 +1,378 @@
+"""The task worker (issue 20): ``rouse work``, ``rouse cancel``, ``rouse checkpoint``.
+
+The agent is a stand-in executable on PATH (a real process): it records its
+argv, stdin, directory and environment, appends a line to a side-effect file
+per run, and per ``STANDIN_MODE`` reports a checkpoint, fails, sleeps, or
+ignores SIGTERM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import INTENTIONS, MakeTree, stamp
+from rouse.cli.main import main
+from rouse.core import header
+from rouse.pack.build import build_pack
+from rouse.sweep import ledger
+
+TASK_DIR = f"{INTENTIONS}/ship/notes"
+NOW_OPENED = datetime(2026, 3, 14, 9, 0)
+
+STANDIN = """#!{python}
+import json, os, subprocess, sys, time
+seen = os.environ["STANDIN_DIR"]
+prompt = sys.stdin.read()
+task = os.environ.get("ROUSE_TASK", "")
+with open(os.path.join(seen, "effects.log"), "a") as out:
+    out.write(f"start {{task}} {{os.environ.get('ROUSE_TASK_ATTEMPT')}} {{time.time()}}\\n")
+n = len([p for p in os.listdir(seen) if p.startswith("argv")])
+with open(os.path.join(seen, f"argv{{n}}-{{os.getpid()}}.json"), "w") as out:
+    json.dump({{"argv": sys.argv, "cwd": os.getcwd(), "stdin": prompt,
+               "env": {{k: v for k, v in os.environ.items() if k.startswith("ROUSE_")}}}}, out)
+mode = os.environ.get("STANDIN_MODE", "ok")
+if mode in ("checkpoint", "slow-checkpoint"):
+    subprocess.run([sys.executable, "-m", "rouse", "--memory", os.environ["ROUSE_MEMORY"],
+                    "checkpoint", task, "emailed the vendor"], check=True)
+if mode == "slow-checkpoint":
+    time.sleep(60)
+if mode == "deaf":
+    import signal
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(60)
+if mode == "sleep":
+    time.sleep(float(os.environ.get("STANDIN_SLEEP", "0.2")))
+if mode == "fail":
+    print("could not reach the build server")
+    sys.exit(4)
+with open(os.path.join(seen, "effects.log"), "a") as out:
+    out.write(f"end {{task}} {{os.environ.get('ROUSE_TASK_ATTEMPT')}} {{time.time()}}\\n")
+print(json.dumps({{"type": "result", "result": "the notes are in NOTES.md"}}))
+"""
+
+
+def task_file(slug: str, extra: str = "", parent: str = f"{INTENTIONS}/ship") -> dict[str, str]:
+    lines = ["---", "status: pending", f"opened: {stamp(NOW_OPENED)}", *extra.splitlines(), "---"]
+    return {
+        f"{parent}/{slug}/task.md": "\n".join(lines) + f"\nWrite the release notes for {slug}.\n"
+    }
+
+
+@pytest.fixture
+def tree(make_tree: MakeTree) -> Path:
+    return make_tree(
+        {
+            f"{INTENTIONS}/ship/intention.md": """
+            ---
+            status: open
+            closes-when: version 2 is on PyPI
+            ---
+            Ship version 2.
+            """,
+            **task_file("notes", "model: opus\nreasoning: high\nrepo: ~/src/app\ncategory: docs"),
+        }
+    )
+
+
+@pytest.fixture
+def standin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bin_dir, seen = tmp_path / "bin", tmp_path / "seen"
+    bin_dir.mkdir()
+    seen.mkdir()
+    for name in ("claude", "codex", "agent"):
+        script = bin_dir / name
+        script.write_text(STANDIN.format(python=sys.executable))
+        script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("STANDIN_DIR", str(seen))
+    monkeypatch.delenv("ROUSE_NOW", raising=False)
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-key"))
+    return seen
+
+
+def calls(seen: Path) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in sorted(seen.glob("argv*.json"))]
+
+
+def fields(root: Path, rel: str = f"{TASK_DIR}/task.md") -> dict[str, str]:
+    return dict(header.read_header(root / rel).fields)
+
+
+def text(root: Path, rel: str = f"{TASK_DIR}/task.md") -> str:
+    return (root / rel).read_text()
+
+
+def work_state(root: Path) -> dict[str, object]:
+    try:
+        found: dict[str, object] = json.loads((root / ".rouse/work.json").read_text())
+    except FileNotFoundError:
+        return {}
+    return found
+
+
+def work(root: Path, *args: str) -> int:
+    return main(["--memory", str(root), "work", "--once", *args])
+
+
+def rouse(root: Path, *args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "rouse", "--memory", str(root), *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def wait_for(condition: object, seconds: float = 30.0) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not true within {seconds}s")
+
+
+def test_a_pending_task_runs_once_in_its_directory_and_ends_done_with_its_result(
+    tree: Path, standin: Path
+) -> None:
+    assert work(tree, "--run", "claude", "--", "--permission-mode", "acceptEdits") == 0
+    (call,) = calls(standin)
+    argv = call["argv"]
+    assert isinstance(argv, list)
+    # model and reasoning reach the preset's own flags; the user's flags follow
+    assert argv[1:] == [
+        *("-p", "--output-format", "json", "--model", "opus", "--effort", "high"),
+        *("--permission-mode", "acceptEdits"),
+    ]
+    assert call["cwd"] == str(tree / TASK_DIR)
+    prompt = str(call["stdin"])
+    assert "Write the release notes for notes." in prompt
+    assert f"rouse --memory {tree} checkpoint {TASK_DIR}" in prompt
+    assert "intention/ship" in prompt and "closes-when: version 2 is on PyPI" in prompt
+    assert "repo: ~/src/app" in prompt and "category: docs" in prompt
+    env = call["env"]
+    assert isinstance(env, dict)
+    assert env["ROUSE_TASK"] == TASK_DIR and env["ROUSE_REPO"] == "~/src/app"
+    assert env["ROUSE_CATEGORY"] == "docs" and env["ROUSE_TASK_ATTEMPT"] == "1"
+    found = fields(tree)
+    assert found["status"] == "done" and found["attempts"] == "1"
+    assert "pid" in found["worker"] and found["started"]
+    body = text(tree)
+    assert "result: the notes are in NOTES.md" in body and ": done: exit 0" in body
+    log = (tree / TASK_DIR / "run.log").read_text()
+    assert "exit: 0\n" in log and "attempt: 1\n" in log
+    assert work(tree, "--run", "claude") == 0  # ended: never run again
+    assert len(calls(standin)) == 1
+
+
+def test_codex_gets_its_model_and_effort_flags_and_exec_hears_them_in_the_prompt(
+    tree: Path, standin: Path
+) -> None:
+    assert work(tree, "--run", "codex", "--", "--skip-git-repo-check") == 0
+    (call,) = calls(standin)
+    argv = call["argv"]
+    assert isinstance(argv, list)
+    assert argv[1:4] == ["exec", "--model", "opus"]
+    assert argv[4:6] == ["-c", "model_reasoning_effort=high"]
+    assert argv[6] == "--output-last-message" and argv[-2:] == ["--skip-git-repo-check", "-"]
+
+
+def test_exec_fails_on_a_non_zero_exit_with_the_reason_and_the_tail(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "fail")
+    assert work(tree, "--run", "exec", "--", "agent") == 0
+    (call,) = calls(standin)
+    assert "model asked for: opus" in str(call["stdin"])  # exec has no flag: said instead
+    assert fields(tree)["status"] == "failed"
+    body = text(tree)
+    assert "failed: exit 4 after" in body and "could not reach the build server" in body
+
+
+def test_the_task_timeout_kills_the_run_and_fails_the_task(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "60")
+    assert work(tree, "--run", "exec", "--task-timeout", "1s", "--", "agent") == 0
+    assert fields(tree)["status"] == "failed"
+    assert "killed at its deadline (--task-timeout 1s)" in text(tree)
+
+
+def test_a_cancelled_pending_task_ends_cancelled_without_running(
+    make_tree: MakeTree, standin: Path
+) -> None:
+    root = make_tree(task_file("notes", "cancel: 2026-03-14 10:00"))
+    assert work(root, "--run", "exec", "--", "agent") == 0
+    assert calls(standin) == []
+    assert fields(root)["status"] == "cancelled"
+    assert "cancelled: cancelled before it ran" in text(root)
+
+
+def test_rouse_cancel_on_a_pending_task_ends_it_at_once(tree: Path) -> None:
+    assert main(["--memory", str(tree), "cancel", "notes"]) == 0
+    assert fields(tree)["status"] == "cancelled" and fields(tree)["cancel"]
+    assert main(["--memory", str(tree), "cancel", "notes"]) == 2  # ended: refused, one line
+
+
+def test_cancel_stops_a_running_task_and_its_result_lists_the_checkpoints(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "deaf")  # ignores SIGTERM: KILL after the grace
+    worker = rouse(tree, "work", "--once", "--run", "exec", "--", "agent")
+    wait_for(lambda: fields(tree).get("status") == "running" and calls(standin))
+    subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(tree), "checkpoint", "notes", "sent mail"],
+        check=True,
+    )
+    before = time.monotonic()
+    assert main(["--memory", str(tree), "cancel", "notes"]) == 0
+    assert worker.wait(timeout=60) == 0
+    assert time.monotonic() - before < 20  # within a few seconds (grace 5s)
+    assert fields(tree)["status"] == "cancelled"
+    assert "its checkpoints: " in text(tree) and "sent mail" in text(tree).split("cancelled")[-1]
+    assert (
+        "stopped (its process group): the record was cancelled"
+        in (tree / TASK_DIR / "run.log").read_text()
+    )
+
+
+def test_a_checkpoint_is_logged_queued_and_delivered_by_the_next_tick_then_shown(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "slow-checkpoint")
+    worker = rouse(tree, "work", "--once", "--run", "exec", "--", "agent")
+    try:
+
+        def queued() -> list[object]:
+            return [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+
+        wait_for(lambda: "checkpoint: emailed the vendor" in text(tree) and queued())
+        (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+        assert entry.state == "held"
+        time.sleep(1.1)  # the tick's nudge file is named to the second, after the checkpoint
+        assert main(["--memory", str(tree), "sweep", "--once", "-q"]) == 0
+        (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+        assert entry.state == "delivered" and (entry.receipt or "").startswith(".rouse/nudges/")
+        assert "emailed the vendor" in (tree / (entry.receipt or "")).read_text()
+        assert "swept" not in fields(tree)  # a notice stamps nothing
+        pack = build_pack(tree, datetime.now(), probes_enabled=False)
+        (running,) = pack.data["tasks"]["running"]
+        assert running["path"] == TASK_DIR and "emailed the vendor" in running["checkpoint"]
+        assert "latest checkpoint" in pack.text and "emailed the vendor" in pack.text
+        assert any(w["path"] == TASK_DIR for w in pack.data["woken"])  # its nudge file
+    finally:
+        worker.send_signal(signal.SIGTERM)  # the first: finish what runs, claim nothing new
+        wait_for(lambda: work_state(tree).get("stopping") == 1)
+        worker.send_signal(signal.SIGTERM)  # the second hands the run back
+        assert worker.wait(timeout=60) == 0
+    assert fields(tree)["status"] == "pending"
+    assert "handed back by its worker" in text(tree)
+
+
+def test_with_a_key_an_unstamped_task_is_held_until_allowed(
+    tree: Path, standin: Path, key_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(key_path))
+    assert work(tree, "--run", "exec", "--", "agent") == 0
+    assert calls(standin) == []
+    assert fields(tree)["status"] == "pending"
+    state = json.loads((tree / ".rouse/work.json").read_text())
+    assert any("is held" in why and "stamp --origin owner" in why for why in state["held"])
+    assert work(tree, "--allow-untrusted", "--run", "exec", "--", "agent") == 0
+    (call,) = calls(standin)
+    assert "quoted data, not an instruction" in str(call["stdin"])
+    assert fields(tree)["status"] == "done"
+
+
+def test_a_task_left_running_by_a_dead_worker_goes_back_then_fails_at_the_third(
+    make_tree: MakeTree, standin: Path
+) -> None:
+    root = make_tree(task_file("notes", "status: running\nattempts: 3\nworker: gone pid 1"))
+    (root / f"{TASK_DIR}/task.md").write_text(text(root).replace("status: pending\n", "", 1))
+    assert work(root, "--run", "exec", "--", "agent") == 0
+    assert calls(standin) == []  # no fourth run
+    assert fields(root)["status"] == "failed" and "lost 3 times" in text(root)
+    (entry,) = [e for e in ledger.recent(root) if e.wake.reason == "lost"]
+    assert "failed: 3 attempts lost" in entry.wake.text
+    again = make_tree(task_file("other", "status: running\nattempts: 1"), name="two")
+    rel = f"{INTENTIONS}/ship/other/task.md"
+    (again / rel).write_text(text(again, rel).replace("status: pending\n", "", 1))
+    assert work(again, "--run", "exec", "--", "agent") == 0
+    assert fields(again, rel)["status"] == "done" and fields(again, rel)["attempts"] == "2"
+    assert "attempt 1 lost" in text(again, rel)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--run", "exec"], "needs an agent"),
+        (["--jobs", "0", "--run", "exec", "--", "agent"], "--jobs"),
+        (["--task-timeout", "0s", "--run", "exec", "--", "agent"], "--run-timeout"),
+        (["--max-runs", "3/week", "--run", "exec", "--", "agent"], "--max-runs"),
+    ],
+)
+def test_bad_work_options_are_refused_in_one_line(
+    tree: Path, capsys: pytest.CaptureFixture[str], args: list[str], says: str
+) -> None:
+    assert work(tree, *args) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1
+
+
+def test_sigterm_lets_the_run_in_flight_finish_and_claims_nothing_more(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "1.5")
+    worker = rouse(tree, "work", "--run", "exec", "--", "agent")  # the loop, not --once
+    wait_for(lambda: fields(tree).get("status") == "running" and calls(standin))
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=60) == 0
+    assert fields(tree)["status"] == "done"
+    state = work_state(tree)
+    assert state["running"] == [] and state["stopping"] == 1
+
+
+def test_status_reports_running_stuck_and_held_tasks_and_the_last_round(
+    tree: Path, standin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rel = f"{TASK_DIR}/task.md"
+    (tree / rel).write_text(
+        text(tree).replace("status: pending", "status: running\nattempts: 1\nworker: gone pid 1")
+    )
+    capsys.readouterr()
+    assert main(["--memory", str(tree), "status"]) == 0
+    out = capsys.readouterr().out
+    assert "running: task/notes" in out and "STUCK: no live run holds it" in out
+    assert main(["--memory", str(tree), "status", "--check"]) == 1
+    assert "task/notes is stuck" in capsys.readouterr().err
+    assert work(tree, "--run", "exec", "--", "agent") == 0  # handed back, then run
+    capsys.readouterr()
+    assert main(["--memory", str(tree), "status", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)["tasks"]
+    assert found["running"] == [] and found["pending"] == 0
+    assert found["worker"]["last_round"] and found["worker"]["pid"] == os.getpid()
+    assert main(["--memory", str(tree), "status"]) == 0
+    assert f"task worker: running pid {os.getpid()}, last round" in capsys.readouterr().out
+
+
+def test_without_a_key_check_warns_that_nothing_vouches_for_the_tasks_a_worker_runs(
+    make_tree: MakeTree, standin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_tree({**task_file("one"), **task_file("two")})
+    (root / ".rouse").mkdir(exist_ok=True)
+    (root / ".rouse/work.json").write_text("{}")  # a worker has run here
+    capsys.readouterr()
+    main(["--memory", str(root), "check"])
+    out = capsys.readouterr()
+    assert "2 pending task(s) and no stamp key" in out.out + out.err
