@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from rouse.core import clock, nudges, statedir
+from rouse.core import clock, nudges, statedir, stateshapes
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.tree import Context, File, Note, Record, Tree
@@ -62,6 +62,13 @@ def machine_state_findings(tree: Tree) -> Iterator[Finding]:
     for problem in statedir.problems(tree.root):
         where, _, what = problem.partition(" ")
         yield Finding("error", where, what)
+    for where, why in stateshapes.problems(tree.root):
+        yield Finding(
+            "warn",
+            where,
+            f"damaged state ({why}): rouse does not trust it (a cache is rebuilt, other "
+            "state reads as missing) — delete it if this persists",
+        )
 
 
 def nudge_findings(tree: Tree) -> Iterator[Finding]:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from rouse.core import header, home, layout
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import load_json, save_json
+from rouse.core.statefile import save_json
+from rouse.core.stateshapes import ORIGINS as ORIGINS_FILE
 from rouse.core.tree import File, Tree
 from rouse.core.value import Frozen, Value
 from rouse.trust.stampkey import (
@@ -115,7 +116,7 @@ class _Cache:
         self.entries: dict[str, list[Any]] = {}
         self.seen: set[str] = set()
         self.dirty = False
-        raw = load_json(self.path)
+        raw = ORIGINS_FILE.read(self.path)
         if isinstance(raw, dict) and raw.get("version") == CACHE_VERSION:
             entries = raw.get("entries")
             self.entries = entries if isinstance(entries, dict) else {}

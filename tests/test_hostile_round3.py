@@ -1,0 +1,125 @@
+"""Hold under attack, round three (issue 22): state that cannot crash rouse, names
+that cannot speak, fences that cannot be lifted.
+
+Each test is an attack from the hostile run, against real processes and real
+files: rouse must answer (never ``internal error``), never trust what it
+refused, and ``check`` must name it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+OVERDUE = "2099-01-02 09:00"  # the example tree's intention and reminder are due then
+
+
+def rouse(
+    memory: Path, *args: str, key: Path | None = None, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ROUSE_STAMP_KEY": str(key or memory.parent / "no-key")}
+    env.pop("ROUSE_LEDGER", None)
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(memory), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        input=stdin,
+        timeout=60,
+    )
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Path:
+    done = subprocess.run(
+        [sys.executable, "-m", "rouse", "init", str(tmp_path / "project")],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "project" / "memory"
+
+
+def answered(done: subprocess.CompletedProcess[str]) -> None:
+    assert "internal error" not in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+
+
+# -- item 1: one bounded reader for every state file ----------------------------
+
+NESTED = "[" * 1000 + "\n"
+STATE_FILES = {
+    "cache/walk.json": "rouse-walk-cache 6 -\n" + NESTED,
+    "cache/origins.json": NESTED,
+    "sweep.json": NESTED,
+    "sweep.lock": NESTED,
+    "probes.json": NESTED,
+    "runs/budget.json": NESTED,
+    "sessions/s1.json": NESTED,
+    "acts.json": NESTED,
+    "fleet.json": NESTED,
+}
+
+
+@pytest.mark.parametrize("rel", sorted(STATE_FILES))
+def test_a_deeply_nested_state_file_is_a_miss_that_check_names(memory: Path, rel: str) -> None:
+    answered(rouse(memory, "sweep", "--once", "--now", OVERDUE))
+    path = memory / ".rouse" / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(STATE_FILES[rel])
+    checked = rouse(memory, "check")
+    answered(checked)
+    assert f".rouse/{rel}: damaged state (nested deeper than" in checked.stdout
+    for verb in (
+        ["pack", "--now", OVERDUE],
+        ["due", "--now", OVERDUE],
+        ["recall", "bisect"],
+        ["status"],
+        ["pack", "--hook", "claude", "--now", OVERDUE],
+        ["sweep", "--once", "--now", OVERDUE],
+    ):
+        done = rouse(memory, *verb, stdin=json.dumps({"session_id": "s1", "hook_event_name": "x"}))
+        answered(done)
+        assert done.returncode in (0, 1), (verb, done.stderr)
+    pack = rouse(memory, "pack", "--now", OVERDUE)
+    assert pack.returncode == 0 and pack.stdout.startswith("now: ")
+
+
+def test_the_walk_cache_is_rewritten_after_it_was_refused(memory: Path) -> None:
+    cache = memory / ".rouse/cache/walk.json"
+    answered(rouse(memory, "pack"))
+    cache.write_text(STATE_FILES["cache/walk.json"])
+    answered(rouse(memory, "pack"))
+    assert cache.read_bytes().startswith(b"rouse-walk-cache 6 ")
+    assert b"[[[[" not in cache.read_bytes()
+
+
+@pytest.mark.parametrize("interval", ["1e300", "NaN", "Infinity", "-Infinity", "1e10"])
+def test_an_absurd_sweep_interval_is_refused_and_the_late_check_still_fails(
+    memory: Path, interval: str
+) -> None:
+    state = memory / ".rouse/sweep.json"
+    state.parent.mkdir(exist_ok=True)
+    state.write_text(f'{{"last_tick": "2020-01-01 00:00:00", "interval": {interval}}}')
+    pack = rouse(memory, "pack")
+    answered(pack)
+    assert pack.returncode == 0
+    status = rouse(memory, "status", "--check")
+    answered(status)
+    assert status.returncode == 1  # never silenced: the tick it names is years old
+    checked = rouse(memory, "check")
+    assert ".rouse/sweep.json: damaged state" in checked.stdout
+
+
+def test_a_state_file_over_its_size_bound_is_a_miss(memory: Path) -> None:
+    acts = memory / ".rouse/acts.json"
+    acts.parent.mkdir(exist_ok=True)
+    acts.write_text('{"version": 1, "acts": {"x": "' + "a" * (9 << 20) + '"}}')
+    answered(rouse(memory, "pack"))
+    checked = rouse(memory, "check")
+    assert ".rouse/acts.json: damaged state (larger than" in checked.stdout
