@@ -90,7 +90,9 @@ WALK_CACHE = StateFile(
     magic=True,
 )
 ORIGINS = StateFile(
-    "cache/origins.json", {"version": WHOLE, "entries": {str: list}}, max_bytes=CACHES
+    "cache/origins.json",
+    {"version": WHOLE, "entries": {str: list}, "untrusted?": {str: str}},
+    max_bytes=CACHES,
 )
 SWEEP = StateFile(
     "sweep.json",

@@ -145,6 +145,7 @@ def _due(
 ) -> tuple[list[dict[str, Any]], int]:
     """The first LIST_CAP due records, oldest first, and how many are due in all."""
     wanted = [d for d in found if d.record.dir not in skip]
+    fenced = quoted_origins(origin_of)
     items = []
     # (the same as sorting them all and taking the first LIST_CAP, in one pass)
     for decision in heapq.nsmallest(LIST_CAP, wanted, key=lambda d: (still_since(d), d.record.dir)):
@@ -165,6 +166,8 @@ def _due(
                 "moved_at": iso_stamp(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
+                # its line is the record's words: fenced as quoted data when untrusted
+                "quoted": origin_of(record) in fenced,
                 "message": _message(root, record, origin_of),
             }
         )
