@@ -268,3 +268,67 @@ def test_with_a_key_tampering_never_lifts_the_fence(
     assert done.returncode == 0, done.stderr
     later = rouse(memory, "pack", "--now", OVERDUE, key=key_path)
     assert not _fenced(later.stdout, INJECTED), later.stdout
+
+
+# -- items 5-7: services that start, secrets that stay ---------------------------
+
+
+def _service_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("ROUSE_") and k not in ("XDG_CONFIG_HOME", "HOME")
+    }
+    env.update(HOME=str(home), PATH="/nonexistent", **extra)
+    return env
+
+
+def _service(
+    memory: Path, home: Path, *args: str, **extra: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(memory), "service", *args],
+        env=_service_env(home, **extra),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=home,
+    )
+
+
+def _odd_tree(tmp_path: Path, folder: str) -> Path:
+    base = tmp_path / folder
+    done = subprocess.run(
+        [sys.executable, "-m", "rouse", "init", str(base), "--no-examples"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    return base / "memory"
+
+
+def _units(home: Path) -> list[Path]:
+    return sorted((home / ".config/systemd/user").glob("*.service"))
+
+
+@pytest.mark.skipif(
+    not __import__("shutil").which("systemd-analyze"),
+    reason="systemd-analyze is not installed (Debian package systemd): .ci/run installs it",
+)
+@pytest.mark.parametrize(
+    "folder", ["with space", "naïve-é", "per%cent", "dollar$HOME", 'quote"d', "apo'strophe"]
+)
+def test_units_for_odd_tree_paths_pass_systemd_analyze_verify(tmp_path: Path, folder: str) -> None:
+    memory = _odd_tree(tmp_path, folder)
+    home = tmp_path / "home"
+    home.mkdir()
+    done = _service(memory, home, "install", "--no-start", "--kind", "systemd")
+    assert done.returncode == 0, done.stderr
+    [unit] = _units(home)
+    checked = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert unit.name not in checked.stderr, checked.stderr
+    text = unit.read_text()
+    assert f"WorkingDirectory={str(memory).replace('%', '%%')}\n" in text

@@ -146,6 +146,24 @@ def systemd_word(word: str, *, command: bool = True) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def systemd_path(path: str) -> str:
+    """A path for a directive that takes one path as is (``WorkingDirectory=``): systemd
+    unquotes nothing there, so the path is written raw with ``%`` doubled (a specifier);
+    what a unit line cannot carry — a control character, a trailing backslash (a line
+    continuation), space at either end (trimmed) — is refused."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        raise UsageError(
+            f"the tree's path {path!r} holds a control character, which a unit file cannot "
+            "carry: move the tree to a plainer path"
+        )
+    if path != path.strip() or path.endswith("\\"):
+        raise UsageError(
+            f"the tree's path {path!r} ends in a space or a backslash, which a unit file "
+            "cannot carry: move the tree to a plainer path"
+        )
+    return path.replace("%", "%%")
+
+
 def _systemd(root: Path, ident: str, command: list[str], home: Path, path_env: str) -> Service:
     name = f"rouse-sweep-{ident}.service"
     config = os.environ.get("XDG_CONFIG_HOME", "")
@@ -161,7 +179,7 @@ def _systemd(root: Path, ident: str, command: list[str], home: Path, path_env: s
             "[Service]",
             "Type=simple",
             "ExecStart=" + " ".join(systemd_word(word) for word in command),
-            f"WorkingDirectory={systemd_word(str(root), command=False)}",
+            f"WorkingDirectory={systemd_path(str(root))}",
             f"Environment={systemd_word('PATH=' + path_env, command=False)}",
             "Restart=on-failure",
             f"RestartSec={RESTART_AFTER}",
