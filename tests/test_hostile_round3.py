@@ -332,3 +332,51 @@ def test_units_for_odd_tree_paths_pass_systemd_analyze_verify(tmp_path: Path, fo
     assert unit.name not in checked.stderr, checked.stderr
     text = unit.read_text()
     assert f"WorkingDirectory={str(memory).replace('%', '%%')}\n" in text
+
+
+PASSWORD = "50%off-S3cr3t"
+DSN = f"postgresql://rouse:{PASSWORD}@db.example:5432/rouse"
+
+
+@pytest.mark.parametrize("given", ["flag", "environment"])
+def test_the_fleets_dsn_reaches_the_unit_through_a_private_file_and_is_never_printed(
+    tmp_path: Path, given: str
+) -> None:
+    memory = _odd_tree(tmp_path, "fleet")
+    home = tmp_path / "home"
+    home.mkdir()
+    args = ["install", "--no-start", "--kind", "systemd"]
+    extra = {"ROUSE_LEDGER": DSN} if given == "environment" else {}
+    if given == "flag":
+        args += ["--ledger", DSN]
+    dry = _service(memory, home, *args, "--dry-run", **extra)
+    assert dry.returncode == 0, dry.stderr
+    assert PASSWORD not in dry.stdout + dry.stderr
+    assert "EnvironmentFile=" in dry.stdout
+    done = _service(memory, home, *args, **extra)
+    assert done.returncode == 0, done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
+    [unit] = _units(home)
+    text = unit.read_text()
+    assert PASSWORD not in text and "--ledger" not in text
+    env_line = next(ln for ln in text.splitlines() if ln.startswith("EnvironmentFile="))
+    env_file = Path(env_line.partition("=")[2])
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    assert env_file.read_text() == f"ROUSE_LEDGER='{DSN}'\n"
+    if __import__("shutil").which("systemd-analyze"):
+        checked = subprocess.run(
+            ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
+        )
+        assert checked.returncode == 0, checked.stderr
+    gone = _service(memory, home, "uninstall", "--no-start", "--kind", "systemd")
+    assert gone.returncode == 0, gone.stderr
+    assert not env_file.exists() and not unit.exists()
+
+
+def test_a_crontab_line_refuses_the_fleets_dsn_without_printing_it(tmp_path: Path) -> None:
+    memory = _odd_tree(tmp_path, "fleet")
+    home = tmp_path / "home"
+    home.mkdir()
+    done = _service(memory, home, "install", "--kind", "cron", ROUSE_LEDGER=DSN)
+    assert done.returncode == 2
+    assert "ROUSE_LEDGER" in done.stderr and PASSWORD not in done.stdout + done.stderr

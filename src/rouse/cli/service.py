@@ -95,6 +95,7 @@ def cmd_service(args: argparse.Namespace) -> int:
         home=Path.home(),
         every=every,
         once=once,
+        ledger=os.environ.get("ROUSE_LEDGER") if args.action == "install" else None,
     )
     if args.action == "install":
         emit(service.install(plan, dry_run=args.dry_run, start=not args.no_start))
