@@ -380,3 +380,21 @@ def test_a_crontab_line_refuses_the_fleets_dsn_without_printing_it(tmp_path: Pat
     done = _service(memory, home, "install", "--kind", "cron", ROUSE_LEDGER=DSN)
     assert done.returncode == 2
     assert "ROUSE_LEDGER" in done.stderr and PASSWORD not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("kind", ["cron", "launchd", "systemd"])
+@pytest.mark.parametrize("where", ["flag", "path"])
+def test_a_control_character_in_a_service_is_refused_with_a_message(
+    tmp_path: Path, kind: str, where: str
+) -> None:
+    memory = _odd_tree(tmp_path, "line\nbreak" if where == "path" else "plain")
+    home = tmp_path / "home"
+    home.mkdir()
+    flags = ["--heartbeat", "http://h/\n* * * * * evil"] if where == "flag" else []
+    if where == "path":
+        flags = ["--every", "60"]
+    done = _service(memory, home, "install", "--dry-run", "--kind", kind, *flags)
+    answered(done)
+    assert done.returncode == 2, done.stdout
+    assert "control character" in done.stderr or "line break" in done.stderr
+    assert "evil" not in done.stdout

@@ -156,6 +156,13 @@ def plan(
     path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
     flags, given = take_ledger(flags)
     dsn = given or ledger or None
+    for word in (str(root), *flags):
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in word):
+            what = "the tree's path" if word == str(root) else "a sweep flag"
+            raise UsageError(
+                f"{what} {word!r} holds a line break or another control character, which "
+                f"a {kind} service cannot carry (a crontab line would become two): remove it"
+            )
     if kind == "cron" and dsn:
         source = "--ledger" if given else "ROUSE_LEDGER"
         raise UsageError(
