@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, layout, nudges, statedir, statefile
+from rouse.core import acts, layout, nudges, statedir, statefile, stateshapes
 from rouse.core.tree import Tree
 
 DIR = "sessions"
@@ -61,7 +61,7 @@ def nudge_names(root: Path) -> list[str]:
 
 
 def _load_seen(path: Path) -> set[str] | None:
-    data = statefile.load_json(path)
+    data = stateshapes.SEEN.read(path)
     if not isinstance(data, dict) or not isinstance(data.get("seen"), list):
         return None
     return {name for name in data["seen"] if isinstance(name, str)}

@@ -17,6 +17,7 @@ per tree: its name carries the tree's folder name and a hash of its path.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import plistlib
@@ -72,6 +73,47 @@ class Service:
     query: list[str] | None = None  # the command that says whether it runs
     optional: list[list[str]] = field(default_factory=list)  # of those, may fail
     cron_line: str | None = None
+    #: files that hold a secret (the fleet's DSN): written mode 0600, never printed
+    secrets: dict[Path, str] = field(default_factory=dict)
+    #: where a secret of this service may have been written (uninstall removes it)
+    private: list[Path] = field(default_factory=list)
+
+
+REDACTED = "(redacted)"
+
+
+def take_ledger(flags: Sequence[str]) -> tuple[list[str], str | None]:
+    """The sweep flags without ``--ledger DSN``, and the DSN: a secret that never goes
+    into a command line (a unit is 0644 and ``ps`` shows argv)."""
+    rest: list[str] = []
+    dsn: str | None = None
+    words = list(flags)
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            rest += words[index:]
+            break
+        if word == "--ledger" and index + 1 < len(words):
+            dsn = words[index + 1]
+            index += 2
+            continue
+        if word.startswith("--ledger="):
+            dsn = word.partition("=")[2]
+        else:
+            rest.append(word)
+        index += 1
+    return rest, dsn
+
+
+def _env_value(value: str) -> str:
+    """``value`` quoted for a systemd EnvironmentFile (read back unchanged)."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise UsageError("the ledger's DSN holds a control character: a service cannot carry it")
+    if "'" not in value:
+        return f"'{value}'"
+    escaped = "".join("\\" + ch if ch in '\\"$`' else ch for ch in value)
+    return f'"{escaped}"'
 
 
 def sweep_command(
@@ -100,6 +142,7 @@ def plan(
     path_env: str | None = None,
     uid: int | None = None,
     verb: str = "sweep",
+    ledger: str | None = None,
 ) -> Service:
     """The service for ``root`` running ``rouse sweep FLAGS`` (``verb`` work: the task
     worker's, ``rouse work FLAGS``, beside the sweeper's); nothing is written here.
@@ -107,12 +150,31 @@ def plan(
     ``every``/``once`` are what the flags say (the caller parsed them with
     the sweep verb's own parser); ``path_env`` is the PATH the service gets
     (the installer's, so exec sinks find what they found at install time).
+    ``ledger``: ``ROUSE_LEDGER`` of the installer; like ``--ledger DSN`` among the
+    flags, it reaches the service through a file only its owner can read (systemd's
+    ``EnvironmentFile=``, a 0600 launchd plist), never its command line or output.
     """
     if kind not in KINDS:
         raise UsageError(f"no service kind {kind!r}: use one of {', '.join(KINDS)}")
     root = Path(os.path.abspath(root))
     ident = service_id(root)
     path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
+    flags, given = take_ledger(flags)
+    dsn = given or ledger or None
+    for word in (str(root), *flags):
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in word):
+            what = "the tree's path" if word == str(root) else "a sweep flag"
+            raise UsageError(
+                f"{what} {word!r} holds a line break or another control character, which "
+                f"a {kind} service cannot carry (a crontab line would become two): remove it"
+            )
+    if kind == "cron" and dsn:
+        source = "--ledger" if given else "ROUSE_LEDGER"
+        raise UsageError(
+            f"a crontab line cannot keep the fleet's DSN ({source}) secret: use --kind systemd "
+            "or launchd, or set ROUSE_LEDGER at the top of your crontab yourself (crontab -e) "
+            "and install without it"
+        )
     if kind == "cron":
         return _cron(root, flags, ident, every=every, once=once, executable=executable, verb=verb)
     if once:
@@ -122,9 +184,15 @@ def plan(
         )
     command = sweep_command(root, flags, executable, verb)
     if kind == "systemd":
-        return _systemd(root, ident, command, home, path_env, verb)
+        return _systemd(root, ident, command, home, path_env, dsn, verb)
     uid = os.getuid() if uid is None else uid
-    return _launchd(root, ident, command, home, path_env, uid, verb)
+    made = _launchd(root, ident, command, home, path_env, uid, verb)
+    if dsn:  # the plist itself becomes the secret: 0600, the DSN in its environment
+        [(plist, _)] = made.files.items()
+        data = plistlib.loads(made.files.pop(plist).encode("utf-8"))
+        data["EnvironmentVariables"]["ROUSE_LEDGER"] = dsn
+        made.secrets[plist] = plistlib.dumps(data, sort_keys=False).decode("utf-8")
+    return made
 
 
 #: Who each service's verb is, as its unit describes it.
@@ -156,13 +224,39 @@ def systemd_word(word: str, *, command: bool = True) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def systemd_path(path: str) -> str:
+    """A path for a directive that takes one path as is (``WorkingDirectory=``): systemd
+    unquotes nothing there, so the path is written raw with ``%`` doubled (a specifier);
+    what a unit line cannot carry — a control character, a trailing backslash (a line
+    continuation), space at either end (trimmed) — is refused."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        raise UsageError(
+            f"the tree's path {path!r} holds a control character, which a unit file cannot "
+            "carry: move the tree to a plainer path"
+        )
+    if path != path.strip() or path.endswith("\\"):
+        raise UsageError(
+            f"the tree's path {path!r} ends in a space or a backslash, which a unit file "
+            "cannot carry: move the tree to a plainer path"
+        )
+    return path.replace("%", "%%")
+
+
 def _systemd(
-    root: Path, ident: str, command: list[str], home: Path, path_env: str, verb: str = "sweep"
+    root: Path,
+    ident: str,
+    command: list[str],
+    home: Path,
+    path_env: str,
+    dsn: str | None,
+    verb: str = "sweep",
 ) -> Service:
     name = f"rouse-{verb}-{ident}.service"
     config = os.environ.get("XDG_CONFIG_HOME", "")
     base = Path(config) if os.path.isabs(config) else home / ".config"
     unit = base / "systemd" / "user" / name
+    env_file = base / "rouse" / "service" / f"rouse-{verb}-{ident}.env"
+    secrets = {env_file: f"ROUSE_LEDGER={_env_value(dsn)}\n"} if dsn else {}
     text = "\n".join(
         [
             f"# Written by `rouse service install` (rouse {__version__}): the {_WHO[verb]} of "
@@ -174,8 +268,9 @@ def _systemd(
             "[Service]",
             "Type=simple",
             "ExecStart=" + " ".join(systemd_word(word) for word in command),
-            f"WorkingDirectory={systemd_word(str(root), command=False)}",
+            f"WorkingDirectory={systemd_path(str(root))}",
             f"Environment={systemd_word('PATH=' + path_env, command=False)}",
+            *([f"EnvironmentFile={systemd_path(str(env_file))}"] if dsn else []),
             "Restart=on-failure",
             f"RestartSec={RESTART_AFTER}",
             # the worker alone hears SIGTERM (its runs finish); what is left is killed later
@@ -193,6 +288,8 @@ def _systemd(
         root=root,
         command=command,
         files={unit: text},
+        secrets=secrets,
+        private=[env_file],
         start=[[*ctl, "daemon-reload"], [*ctl, "enable", name], [*ctl, "restart", name]],
         stop=[[*ctl, "disable", "--now", name]],
         query=[*ctl, "is-active", name],
@@ -336,6 +433,12 @@ def install(service: Service, *, dry_run: bool, start: bool) -> list[str]:
                 f"cannot write {path} ({exc.strerror}): check its permissions"
             ) from None
         lines.append(f"wrote {path}")
+    for path, text in service.secrets.items():
+        if dry_run:
+            lines += [f"would write {path} (mode 0600, it holds the ledger's DSN: {REDACTED})", ""]
+            continue
+        _write_private(path, text)
+        lines.append(f"wrote {path} (mode 0600: the ledger's DSN)")
     if os.environ.get("ROUSE_WEBHOOK_SECRET"):
         where = (
             f"`systemctl --user edit {service.name}` (Environment=ROUSE_WEBHOOK_SECRET=…)"
@@ -356,6 +459,22 @@ def install(service: Service, *, dry_run: bool, start: bool) -> list[str]:
     if failed:
         return [*lines, *failed, "the unit is written but may not be running: see above"]
     return [*lines, f"started {service.name} ({service.kind}): `rouse service status` to check"]
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only (0600 from the first byte)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path} ({exc.strerror}): check its permissions") from None
 
 
 def status(service: Service) -> dict[str, object]:
@@ -421,7 +540,7 @@ def uninstall(service: Service, *, dry_run: bool, start: bool) -> list[str]:
             f"rouse does not edit your crontab: remove the line ending '# {service.name}' "
             "with `crontab -e`"
         ]
-    present = [path for path in service.files if path.exists()]
+    present = [path for path in (*service.files, *service.private) if path.exists()]
     if not present:
         return [f"{service.kind} service {service.name} is not installed: nothing to remove"]
     commands = [shlex.join(argv) for argv in service.stop]

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from rouse.agents import prompt_hook
-from rouse.core import layout, nudges, statedir, statefile
+from rouse.core import layout, nudges, statedir, statefile, stateshapes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +101,7 @@ def wait_for_wake(
             return []
         finally:
             signal.signal(signal.SIGTERM, previous)
-            if statefile.load_json(me) == mark:
+            if stateshapes.WAITER.read(me) == mark:
                 with contextlib.suppress(OSError):
                     me.unlink()
     finally:
@@ -137,7 +137,7 @@ def _wait(
         poller.register(watcher.fd, select.POLLIN)
     gone = agent.register(poller)
     while True:
-        if statefile.load_json(me) != mark or agent.gone():
+        if stateshapes.WAITER.read(me) != mark or agent.gone():
             return []  # superseded, or the session has ended
         if had_log and log is not None and not log.exists():
             return []

@@ -99,6 +99,7 @@ def cmd_service(args: argparse.Namespace) -> int:
         every=every,
         once=once,
         verb=verb,
+        ledger=os.environ.get("ROUSE_LEDGER") if args.action == "install" else None,
     )
     if args.action == "install":
         emit(service.install(plan, dry_run=args.dry_run, start=not args.no_start))

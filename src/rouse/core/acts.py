@@ -20,7 +20,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import layout, statefile
+from rouse.core import layout, statefile, stateshapes
 
 FILE = "acts.json"
 VERSION = 1
@@ -40,7 +40,7 @@ def path_of(root: Path) -> Path:
 
 def load(root: Path) -> Acts:
     """record directory → the instant a verb last acted on it (damaged state: nothing)."""
-    data = statefile.load_json(path_of(root))
+    data = stateshapes.ACTS.read(path_of(root))
     found: Acts = {}
     if not isinstance(data, dict) or data.get("version") != VERSION:
         return found

@@ -110,6 +110,20 @@ def message_block(
     return out
 
 
+def quoted_block(shown: list[str], indent: str = "    ") -> list[str]:
+    """Lines quoted from a record whose origin is not to be trusted: one fence around
+    them, under a line saying they are quoted data (SPEC §5, 0.3)."""
+    longest = max((len(run) for line in shown for run in _ticks(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    inner = indent + "  "
+    return [
+        f"{indent}its fields: {UNTRUSTED_MESSAGE}",
+        f"{inner}{fence}text",
+        *(f"{inner}{line}" for line in shown),
+        f"{inner}{fence}",
+    ]
+
+
 def _ticks(line: str) -> list[str]:
     runs: list[str] = []
     run = ""

@@ -30,7 +30,8 @@ from pathlib import Path
 
 from rouse.core import layout
 from rouse.core.header import Entry, Header, read_header
-from rouse.core.statefile import load_bytes, save_bytes
+from rouse.core.statefile import Damaged, load_bytes, save_bytes
+from rouse.core.stateshapes import WALK_CACHE
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -138,7 +139,7 @@ def _mac(secret: bytes, body: bytes) -> bytes:
 
 def _read_cache(path: Path, secret: bytes | None) -> Any:
     """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
-    data = load_bytes(path)
+    data = load_bytes(path, WALK_CACHE.max_bytes)
     if data is None:
         return None
     first, _, body = data.partition(b"\n")
@@ -151,8 +152,8 @@ def _read_cache(path: Path, secret: bytes | None) -> Any:
         if not hmac.compare_digest(parts[2], _mac(secret, body)):
             return None
     try:
-        return json.loads(body)
-    except ValueError:
+        return WALK_CACHE.decode(body)
+    except Damaged:  # too deep, not JSON, NaN, the wrong shape: no cache, rewritten
         return None
 
 

@@ -95,6 +95,57 @@ def validate_slug(slug: str) -> str:
     )
 
 
+#: the longest directory name a record (or anything under one) may have
+MAX_NAME = 80
+#: characters no name may hold besides C0/C1 controls: line breaks and bidi controls
+_INVISIBLE = frozenset(
+    "\u2028\u2029\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\ufeff"
+)
+
+
+def _bad_char(char: str) -> bool:
+    code = ord(char)
+    return code < 32 or 127 <= code < 160 or 0xD800 <= code < 0xE000 or char in _INVISIBLE
+
+
+def name_problem(name: str, directory: bool = True) -> str | None:
+    """Why a directory (or, ``directory=False``, a ``.md`` file) with this name cannot be
+    tracked: its name is not UTF-8 (the walk decodes with surrogate escapes), holds a
+    control character, or (a directory) is over :data:`MAX_NAME` characters. Such a name
+    never reaches text output raw (see :func:`shown`)."""
+    if name.isascii() and name.isprintable() and (not directory or len(name) <= MAX_NAME):
+        return None  # (the fast path: every name rouse itself would write)
+    if any(0xDC80 <= ord(c) <= 0xDCFF for c in name):
+        return "its name is not valid UTF-8"
+    if any(_bad_char(c) for c in name):
+        return "its name holds a control character"
+    if directory and len(name) > MAX_NAME:
+        return f"its name is over {MAX_NAME} characters"
+    return None
+
+
+def shown(text: str) -> str:
+    """``text`` safe to print: control characters, line breaks, bidi controls and bytes
+    that were not UTF-8 become escapes (``\\n``, ``\\x1b``, ``\\xff``, ``\\u202e``);
+    a backslash is doubled only when something else was escaped."""
+    if text.isascii() and text.isprintable():
+        return text
+    if not any(_bad_char(c) for c in text):
+        return text
+    out = []
+    for char in text.replace("\\", "\\\\"):
+        code = ord(char)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")  # a byte that was not UTF-8
+        elif _bad_char(char):
+            out.append(
+                char.encode("unicode_escape").decode("ascii") if code < 0xD800 else f"\\u{code:04x}"
+            )
+        else:
+            out.append(char)
+    return "".join(out)
+
+
 def record_type_of(filename: str) -> str | None:
     """``intention.md`` → ``intention``; anything else → None."""
     stem, dot, ext = filename.rpartition(".")

@@ -61,6 +61,13 @@ def nudge_dir(root: Path) -> Path:
 def file_name(now: datetime, kind: str, slug: str, number: int = 1) -> str:
     """``<YYYYmmdd-HHMMSS>-<type>-<slug>[-N].md``: the one place the name is made."""
     suffix = "" if number <= 1 else f"-{number}"
+    if kind not in layout.RECORD_TYPES:
+        kind = "wake"
+    if not layout.SLUG_RE.match(slug):  # bounded: never too long, never a path or a voice
+        import hashlib
+
+        digest = hashlib.sha256(slug.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+        slug = f"{layout.suggest_slug(slug)[:60]}-{digest}"
     return f"{now.strftime(NAME_STAMP)}-{kind}-{slug}{suffix}.md"
 
 

@@ -25,7 +25,9 @@ from pathlib import Path
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.statedir import StateError, path_problem, state_path
-from rouse.core.statefile import load_json, save_json
+from rouse.core.statefile import save_json
+from rouse.core.stateshapes import BUDGET, FLEET, SWEEP, WORK
+from rouse.core.stateshapes import SWEEP_LOCK as LOCK_SHAPE
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -85,11 +87,8 @@ def sweeper_lock(root: Path) -> Iterator[None]:
 
 def holder(root: Path) -> dict[str, Any] | None:
     """Who took the sweeper lock last, and whether that process is still alive."""
-    try:
-        data = json.loads((root / SWEEP_LOCK).read_text() or "{}")
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or not isinstance(data.get("pid"), int):
+    data = LOCK_SHAPE.read(root / SWEEP_LOCK)
+    if not isinstance(data, dict):
         return None
     data["running"] = _alive(data["pid"])
     return data
@@ -132,7 +131,7 @@ def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | N
     """The sweeper's channels (name → sink) and its default (``--notify``), as its last
     tick recorded them; None when no sweeper runs on this tree, or (``sweep --once``
     from cron) none has ticked within max(1h, 3 intervals) of ``now``."""
-    data = load_json(root / STATE_FILE)
+    data = SWEEP.read(root / STATE_FILE) or {}
     found = holder(root)
     running = bool(found and found.get("running"))
     if running and data.get("pid") != (found or {}).get("pid"):
@@ -151,7 +150,7 @@ def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | N
 def last_tick(root: Path) -> tuple[datetime | None, float | None]:
     """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown)."""
     try:
-        data = load_json(root / STATE_FILE)
+        data = SWEEP.read(root / STATE_FILE)
         when = datetime.strptime(data["last_tick"], TIME_FORMAT)
     except (ValueError, KeyError, TypeError):  # missing, damaged or foreign: unknown
         return None, None
@@ -203,7 +202,7 @@ def fleet_queue(root: Path) -> dict[str, Any] | None:
     last: a later tick without the fleet (or one that could not reach it) makes it moot.
     A damaged or foreign file reads as None.
     """
-    data = load_json(root / FLEET_FILE)
+    data = FLEET.read(root / FLEET_FILE)
     if not isinstance(data, dict):
         return None
     tick = _stamp_or_none(data.get("tick"))
@@ -411,7 +410,7 @@ def tell_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
 def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
     """The run budget (``sweep --max-runs``) when it is spent at ``now``: ``budget``
     (e.g. ``6/day``), ``until`` (when the next run may start) and ``runs``; else None."""
-    data = load_json(root / layout.STATE_DIR / BUDGET_FILE)
+    data = BUDGET.read(root / layout.STATE_DIR / BUDGET_FILE)
     try:
         until = datetime.strptime(data["until"], TIME_FORMAT)
     except (ValueError, KeyError, TypeError):
@@ -452,7 +451,7 @@ def claim_live(root: Path, record_dir: str) -> bool:
 
 def work_state(root: Path) -> dict[str, Any] | None:
     """The task worker's last round (``.rouse/work.json``), and whether its pid lives."""
-    data = load_json(root / layout.STATE_DIR / WORK_STATE)
+    data = WORK.read(root / layout.STATE_DIR / WORK_STATE)
     if not isinstance(data, dict):
         return None
     data["alive"] = isinstance(data.get("pid"), int) and _alive(data["pid"])

@@ -203,9 +203,11 @@ class _Walker:
             return
         prefix = f"{rel}/" if rel else ""
         if links:
-            self.tree.symlinks.extend(prefix + name for name in links)
+            self.tree.symlinks.extend(layout.shown(prefix + name) for name in links)
         files: list[tuple[str, os.stat_result]] = []
         record_files: list[tuple[str, os.stat_result]] = []
+        if not _plain(dirs, names):
+            dirs, names = self.untrackable_names(rel, prefix, dirs, names)
         for name in names:
             try:
                 info = os.lstat(f"{path}/{name}")
@@ -230,6 +232,20 @@ class _Walker:
             self.add_file(path, rel, name, info, record_dir or parent is not None)
         for name in dirs:
             self.walk(f"{path}/{name}", prefix + name, parent)
+
+    def untrackable_names(
+        self, rel: str, prefix: str, dirs: list[str], names: list[str]
+    ) -> tuple[list[str], list[str]]:
+        """Leave out (and report, escaped) the names that cannot be tracked (SPEC §1)."""
+        kept: tuple[list[str], list[str]] = ([], [])
+        for directory, group, into in ((True, dirs, kept[0]), (False, names, kept[1])):
+            for name in group:
+                why = layout.name_problem(name, directory)
+                if why is None:
+                    into.append(name)
+                    continue
+                self.tree.untrackable.append(Problem(layout.shown(prefix + name), why))
+        return kept
 
     def add_record(
         self,
@@ -335,6 +351,14 @@ def scan_dir(path: str, rel: str) -> Listing:
     return dirs, files, links
 
 
+def _plain(dirs: list[str], names: list[str]) -> bool:
+    """Is every name printable ASCII, and every directory's short (checked at C speed)?"""
+    joined = "".join(dirs) + "".join(names)
+    if not (joined.isascii() and joined.isprintable()):
+        return False
+    return all(len(name) <= layout.MAX_NAME for name in dirs)
+
+
 def walk(root: Path, read: HeaderReader | None = None, list_dir: Lister | None = None) -> Tree:
     """Walk ``root`` once and build the Tree (header-only reads)."""
     walker = _Walker(root, read or _plain_reader, list_dir or scan_dir)
@@ -357,7 +381,7 @@ def _check_layer(tree: Tree, directory: str) -> None:
         if entry.is_dir(follow_symlinks=False) and entry.name != allowed:
             tree.strays.append(
                 Problem(
-                    f"{directory}/{entry.name}",
+                    layout.shown(f"{directory}/{entry.name}"),
                     f"only {allowed}/ belongs in {directory}/: move this directory out",
                 )
             )

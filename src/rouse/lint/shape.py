@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from rouse.core import clock, nudges, statedir
+from rouse.core import clock, layout, nudges, statedir, stateshapes
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.tree import Context, File, Note, Record, Tree
@@ -32,6 +32,8 @@ _PROBE_SPLIT_RE = re.compile(r"[,\s]+")
 
 
 def _untrackable_fix(message: str) -> str:
+    if message.startswith("its name "):
+        return "rename it (rouse skips it, and everything under it, until then)"
     if "UTF-8" in message or "binary" in message:
         return "rouse skips it until it is a UTF-8 text file"
     if "unterminated" in message:
@@ -62,6 +64,13 @@ def machine_state_findings(tree: Tree) -> Iterator[Finding]:
     for problem in statedir.problems(tree.root):
         where, _, what = problem.partition(" ")
         yield Finding("error", where, what)
+    for where, why in stateshapes.problems(tree.root):
+        yield Finding(
+            "warn",
+            layout.shown(where),
+            f"damaged state ({why}): rouse does not trust it (a cache is rebuilt, other "
+            "state reads as missing) — delete it if this persists",
+        )
 
 
 def nudge_findings(tree: Tree) -> Iterator[Finding]:
@@ -69,7 +78,7 @@ def nudge_findings(tree: Tree) -> Iterator[Finding]:
     for nudge in nudges.vouched(tree.root, nudges.read_nudges(tree.root))[1]:
         yield Finding(
             "warn",
-            nudges.rel_of(nudge),
+            layout.shown(nudges.rel_of(nudge)),
             "not in the ledger: rouse did not write this nudge file (or its ledger was "
             "lost), so the pack does not show it — delete it",
         )

@@ -18,7 +18,7 @@ from rouse.core.body import log_entries, split_log
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import load_json
+from rouse.core.stateshapes import WORK
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
@@ -146,6 +146,7 @@ def _due(
 ) -> tuple[list[dict[str, Any]], int]:
     """The first LIST_CAP due records, oldest first, and how many are due in all."""
     wanted = [d for d in found if d.record.dir not in skip]
+    fenced = quoted_origins(origin_of)
     items = []
     # (the same as sorting them all and taking the first LIST_CAP, in one pass)
     for decision in heapq.nsmallest(LIST_CAP, wanted, key=lambda d: (still_since(d), d.record.dir)):
@@ -166,6 +167,8 @@ def _due(
                 "moved_at": iso_stamp(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
+                # its line is the record's words: fenced as quoted data when untrusted
+                "quoted": origin_of(record) in fenced,
                 "message": _message(root, record, origin_of),
             }
         )
@@ -263,7 +266,7 @@ def _tasks(root: Path, tree: Tree, ids: Mapping[str, str]) -> dict[str, Any]:
         )
     running.sort(key=lambda item: (item["started"], item["path"]))
     held = []
-    state = load_json(root / layout.STATE_DIR / "work.json")
+    state = WORK.read(root / layout.STATE_DIR / sweepstate.WORK_STATE)
     if isinstance(state, dict) and isinstance(state.get("held"), list):
         held = [str(why) for why in state["held"][:LIST_CAP]]
     return {"running": running, "held": held}

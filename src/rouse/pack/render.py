@@ -225,7 +225,9 @@ def render_text(
             out.append(f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}")
             out += _message_lines(item.get("message"))
             out.append(f"    at: {item['path']}")
-            if item["line"]:
+            if item["line"] and item.get("quoted"):
+                out += body.quoted_block([item["line"]])
+            elif item["line"]:
                 out.append(f"    {item['line']}")
         if due_total > due_cap:
             out.append(f"  … and {due_total - due_cap} more — rouse due")

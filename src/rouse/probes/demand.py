@@ -15,7 +15,8 @@ import time
 from pathlib import Path
 
 from rouse.core import home, layout
-from rouse.core.statefile import load_json, save_json
+from rouse.core.statefile import save_json
+from rouse.core.stateshapes import PROBES
 from rouse.probes.definitions import Probe
 from rouse.probes.readings import MAX_READING, run_all
 from rouse.trust.origins import StampFinding
@@ -57,7 +58,7 @@ class DemandCache:
         self.root = root
         self.path = _cache_path(root)
         self.key_path = key_path
-        self.raw = load_json(self.path)
+        self.raw = PROBES.read(self.path)
         entries = self.raw.get("entries") if self._current(self.raw) else None
         self.entries: dict[str, object] = entries if isinstance(entries, dict) else {}
         self._key: tuple[bool, bytes | None] | None = None  # (keyed, secret), read when needed

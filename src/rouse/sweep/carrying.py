@@ -41,6 +41,7 @@ from rouse.sweep.sink_base import SinkError
 from rouse.sweep.sinks import Sink, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
+from rouse.trust.origins import quoted_origins
 
 if TYPE_CHECKING:
     from rouse.sweep.tick import Origins, TickReport
@@ -116,13 +117,15 @@ class Carrier:
         if step.action == "new":
             assert step.decision is not None
             record = step.decision.record
+            origin = self.origins(record)
             made = build(
                 step.decision,
                 ids[record.dir],
                 now,
                 read_body(self.root, record.rel),
-                self.origins(record),
+                origin,
                 wake_id=key(self.ledger.tree, step.decision),
+                quoted=origin in quoted_origins(self.origins),
             )
             held = self.sink.holdable and self.quiet is not None and self.quiet.holds(now)
             known = self.ledger.add(made, self.sink.kind, now, held=held, queued=self.queue)

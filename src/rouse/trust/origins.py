@@ -19,7 +19,8 @@ from pathlib import Path
 
 from rouse.core import header, home, layout
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import load_json, save_json
+from rouse.core.statefile import save_json
+from rouse.core.stateshapes import ORIGINS as ORIGINS_FILE
 from rouse.core.tree import File, Tree
 from rouse.core.value import Frozen, Value
 from rouse.trust.stampkey import (
@@ -60,6 +61,10 @@ STATES = {
         "file, or signed with another key)"
     ),
     "bad-key": "the stamp key cannot be used",
+    "once-untrusted": (
+        "it was stamped untrusted, and stays untrusted until the owner re-stamps it "
+        "(`rouse stamp --origin owner`), whatever its header says now"
+    ),
     "unreadable": "the file cannot be read",
 }
 
@@ -113,12 +118,37 @@ class _Cache:
         self.secret = secret
         self.root = root
         self.entries: dict[str, list[Any]] = {}
+        #: rel → MAC: files once stamped untrusted (they stay so until the owner stamps)
+        self.untrusted: dict[str, Any] = {}
         self.seen: set[str] = set()
         self.dirty = False
-        raw = load_json(self.path)
+        raw = ORIGINS_FILE.read(self.path)
         if isinstance(raw, dict) and raw.get("version") == CACHE_VERSION:
             entries = raw.get("entries")
             self.entries = entries if isinstance(entries, dict) else {}
+            untrusted = raw.get("untrusted")
+            self.untrusted = untrusted if isinstance(untrusted, dict) else {}
+
+    def _sticky_mac(self, rel: str) -> str:
+        import hashlib
+        import hmac
+
+        message = json.dumps(["rouse-origin-once-untrusted", CACHE_VERSION, rel])
+        return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def once_untrusted(self, rel: str) -> bool:
+        import hmac
+
+        mac = self.untrusted.get(rel)
+        return isinstance(mac, str) and hmac.compare_digest(mac, self._sticky_mac(rel))
+
+    def remember(self, rel: str, untrusted: bool) -> None:
+        """Note that ``rel`` was (``untrusted``) stamped untrusted, or vouched by the owner."""
+        if untrusted and not self.once_untrusted(rel):
+            self.untrusted[rel] = self._sticky_mac(rel)
+            self.dirty = True
+        elif not untrusted and self.untrusted.pop(rel, None) is not None:
+            self.dirty = True
 
     def _mac(self, rel: str, fields: list[Any]) -> str:
         import hashlib
@@ -160,7 +190,8 @@ class _Cache:
         for rel in [r for r in self.entries if r not in self.seen]:
             if not os.path.lexists(self.root / rel):
                 del self.entries[rel]
-        save_json(self.path, {"version": CACHE_VERSION, "entries": self.entries})
+        body = {"version": CACHE_VERSION, "entries": self.entries, "untrusted": self.untrusted}
+        save_json(self.path, body)
 
 
 class OriginReader:
@@ -222,14 +253,35 @@ class OriginReader:
         key = [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
         cached = self._cache.get(rel, key)
         if cached is not None:
-            return cached
+            return self._once_untrusted(rel, cached)
         verdict = self._read(path, rel, info)
         racy = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) < RACY_NS
         if racy:
             self._cache.drop(rel)
         else:
             self._cache.put(rel, key, verdict)
+        return self._once_untrusted(rel, verdict)
+
+    def _once_untrusted(self, rel: str, verdict: Verdict) -> Verdict:
+        """Tampering never lifts a fence (SPEC §5, 0.3): a file seen verified as
+        ``untrusted`` is remembered (MACed, in the verdict cache) and stays untrusted —
+        edited, re-stamped by the agent, its ``origin:`` lines deleted — until it
+        verifies as the owner's."""
+        assert self._cache is not None
+        if verdict.origin == "untrusted":
+            self._cache.remember(rel, True)
+        elif self._cache.once_untrusted(rel):
+            if verdict.origin == "owner":
+                self._cache.remember(rel, False)
+            else:
+                return Verdict("untrusted", verdict.written, "once-untrusted")
         return verdict
+
+    def stamped(self, rel: str, origin: str) -> None:
+        """``rouse stamp`` just signed ``rel`` as ``origin``: remember an untrusted one,
+        forget it once the owner vouches (saved at :meth:`flush`)."""
+        if self._cache is not None and origin in ("untrusted", "owner"):
+            self._cache.remember(rel, origin == "untrusted")
 
     def _read(self, path: Path, rel: str, info: os.stat_result) -> Verdict:
         assert self.key is not None and self.key.secret is not None
@@ -328,6 +380,16 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
                     "not the header's fields (a forged closes-when or probes line would keep "
                     "it) — re-sign it from outside the agent: rouse stamp --upgrade",
                     file.header.line_of("origin-sig"),
+                )
+            )
+        elif verdict.state == "once-untrusted":
+            findings.append(
+                StampFinding(
+                    "warn",
+                    file.rel,
+                    f"{verdict.why} — review it; if you vouch for it: rouse stamp --origin "
+                    f"owner {file.rel}",
+                    file.header.line_of("origin"),
                 )
             )
         elif verdict.state in ("mismatch", "unsigned", "unreadable"):

@@ -14,7 +14,7 @@ from pathlib import Path
 from rouse.core import header
 from rouse.core.errors import HeaderError, RouseError, UsageError
 from rouse.core.value import Value
-from rouse.trust.origins import ORIGINS, VERIFIED
+from rouse.trust.origins import ORIGINS, VERIFIED, OriginReader
 from rouse.trust.stampkey import StampKey, sign, verify
 
 
@@ -112,6 +112,11 @@ def stamp(
                 continue
             store.update(rel, _stamper(rel, origin, turn, secret))
             result.written.append(rel)
+    if secret is not None and key is not None and result.written:
+        reader = OriginReader(root, key)
+        for rel in result.written:
+            reader.stamped(rel, origin)
+        reader.flush()
     if result.missing:
         raise RouseError(
             f"not stamped (missing, not a regular file, or not in the tree {root}): "
