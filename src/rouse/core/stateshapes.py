@@ -132,7 +132,7 @@ WORK = StateFile(
         "running?": [str],
         "held?": [str],
         "waiting?": _STAMP_OR_NONE,
-        "stopping?": bool,
+        "stopping?": WHOLE,  # how many SIGTERMs the worker has had
     },
 )
 
