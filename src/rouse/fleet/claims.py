@@ -35,7 +35,7 @@ from datetime import datetime
 from rouse.fleet.pg import PgDatabase
 from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
 from rouse.sweep.ledger_entry import _dt, _t
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Wake, safe_id
 
 _CLAIM = """
 WITH owed AS (
@@ -153,19 +153,24 @@ class Claims:
             parameters.append(self.trees)
         parameters += [limit, self.holder, lease, _t(now)]
         rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
-        claims = [
-            Claim(
-                tree=row["tree"],
-                wake=Wake.from_dict(json.loads(row["wake"])),
-                attempts=int(row["attempts"]),
-                first_failure=_dt(row["first_failure"]),
-                error=row["error"],
-                previous_attempt=row["last_attempt"],
-                attempt_at=now,
-                deadline=deadline,
-            )
-            for row in rows
-        ]
+        claims = []
+        for row in rows:  # a damaged row is skipped: it never stops a round for every tree
+            try:
+                wake = Wake.from_dict(json.loads(row["wake"]))
+                claim = Claim(
+                    tree=row["tree"],
+                    wake=wake,
+                    attempts=int(row["attempts"]),
+                    first_failure=_dt(row["first_failure"]),
+                    error=row["error"],
+                    previous_attempt=row["last_attempt"],
+                    attempt_at=now,
+                    deadline=deadline,
+                )
+            except (ValueError, KeyError, TypeError):
+                continue
+            if safe_id(wake.id):
+                claims.append(claim)
         claims.sort(key=lambda claim: (claim.wake.at, claim.id))
         return claims
 

@@ -44,10 +44,29 @@ def header(digest_id: str, wakes: list[Wake], now: datetime) -> str:
     )
 
 
-def render(digest_id: str, wakes: list[Wake], now: datetime) -> str:
+#: The most wakes named one by one after a capped render's last whole wake.
+MOST_NAMED = 200
+
+
+def render(digest_id: str, wakes: list[Wake], now: datetime, limit: int | None = None) -> str:
+    """The digest's text; with ``limit`` (characters), whole wakes while they fit, then
+    the rest named by record and path and counted (an agent's prompt has a size)."""
     parts = [header(digest_id, wakes, now)]
+    size = len(parts[0])
     for number, made in enumerate(wakes, 1):
-        parts.append(f"\n=== wake {number} of {len(wakes)}: id {made.id}\n{made.text}")
+        part = f"\n=== wake {number} of {len(wakes)}: id {made.id}\n{made.text}"
+        if limit is not None and size + len(part) > limit and number > 1:
+            rest = wakes[number - 1 :]
+            parts.append(
+                f"\n=== {len(rest)} more wake(s) not shown here (the size cap of "
+                f"{limit:,} characters); each is in the memory, due now:\n"
+            )
+            parts += [f"- {w.record} at: {w.path} (id {w.id})\n" for w in rest[:MOST_NAMED]]
+            if len(rest) > MOST_NAMED:
+                parts.append(f"- … and {len(rest) - MOST_NAMED} more: `rouse due` lists them\n")
+            break
+        parts.append(part)
+        size += len(part)
     return "".join(parts)
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from rouse.core.statedir import StateError, state_path
 from rouse.core.sweepstate import LEDGER, TIME_FORMAT, counts, undelivered_counts
 from rouse.sweep.ledger_digests import DigestRows
-from rouse.sweep.ledger_entry import _COLUMNS, Entry, _dt, _entry, _t
+from rouse.sweep.ledger_entry import _COLUMNS, Entry, _dt, _t, entries
 from rouse.sweep.ledger_escalations import EscalationRows
 from rouse.sweep.ledger_runs import RunRows
 from rouse.sweep.ledger_schema import SCHEMA_VERSION, migrate
@@ -132,14 +132,15 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "OR (state IN ('delivered', 'given_up') AND stamped = 0)) ORDER BY made_at, id",
             self.tree,
         )
-        return [_entry(row) for row in rows]
+        return entries(rows, self.damaged)
 
     def get(self, wake_id: str) -> Entry | None:
         row = self.run(
             f"SELECT {_COLUMNS} FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id
         )
-        found = row.fetchone()
-        return _entry(found) if found else None
+        first = row.fetchone()
+        found = entries([first] if first is not None else [], self.damaged)
+        return found[0] if found else None
 
     def recent(self, limit: int = 20) -> list[Entry]:
         """The most recent wakes, newest first, with their escalations (``rouse log``)."""
@@ -148,7 +149,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             self.tree,
             limit,
         ).fetchall()
-        entries = [_entry(row) for row in rows]
+        listed = entries(rows, self.damaged)
         found: dict[str, list[str]] = {}
         for row in self.run(
             "SELECT wake_id, level, sink, state FROM escalations WHERE tree = ? "
@@ -157,9 +158,9 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
         ):
             line = f"level {row['level']} via {row['sink']}: {row['state']}"
             found.setdefault(row["wake_id"], []).append(line)
-        for entry in entries:
+        for entry in listed:
             entry.escalations = tuple(found.get(entry.id, ()))
-        return entries
+        return listed
 
     def counts(self) -> dict[str, int]:
         """How many of this tree's wakes are in each state."""

@@ -45,6 +45,15 @@ class Rows:
     tree: str = ""
     db: Database
 
+    @property
+    def damaged(self) -> list[str]:
+        """The wake rows this ledger skipped as damaged since it was opened (their ids,
+        escaped): one bad row never stops a tick, and the sweeper says so once."""
+        found: list[str] | None = self.__dict__.get("_damaged")
+        if found is None:
+            found = self.__dict__["_damaged"] = []
+        return found
+
     def run(self, sql: str, *parameters: object) -> Cursor:
         """Run ``sql`` (``?`` placeholders) with ``parameters``."""
         return self.db.execute(sql, parameters)

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from rouse.sweep.ledger_db import Rows
 from rouse.sweep.ledger_entry import _t
+from rouse.sweep.wake import safe_id
 
 
 class DigestRows(Rows):
@@ -27,7 +28,10 @@ class DigestRows(Rows):
                 f"SELECT digest FROM wakes WHERE tree = ? AND id IN ({marks})", self.tree, *wake_ids
             )
         }
-        return found.pop() if len(found) == 1 and None not in found else None
+        if len(found) != 1:
+            return None
+        digest_id = found.pop()
+        return digest_id if safe_id(digest_id) else None  # a forged id names no run log
 
     def start_digest(self, digest_id: str, wake_ids: list[str], sink: str, now: datetime) -> None:
         """Record an attempt at sending ``digest_id`` carrying ``wake_ids`` (new or a retry)."""

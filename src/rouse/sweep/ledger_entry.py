@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
 from rouse.core.sweepstate import TIME_FORMAT
 from rouse.core.timefmt import iso_stamp
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Wake, safe_id
 
 
 def _t(value: datetime | None) -> str | None:
@@ -76,12 +77,47 @@ class Entry:
 
 
 _COLUMNS = (
-    "wake, sink, state, attempts, in_flight, first_failure, last_attempt, "
+    "id, wake, sink, state, attempts, in_flight, first_failure, last_attempt, "
     "next_attempt, finished, stamped, receipt, error, digest"
 )
 
 
+class DamagedRow(ValueError):
+    """A ``wakes`` row rouse cannot have written (its wake unreadable, an id unsafe)."""
+
+
+def entries(rows: Iterable[sqlite3.Row], damaged: list[str] | None = None) -> list[Entry]:
+    """The rows as entries; a damaged one is skipped (its id, escaped, noted in
+    ``damaged``): one bad row never stops a tick, a worker's round or ``rouse log``."""
+    found = []
+    for row in rows:
+        try:
+            found.append(_entry(row))
+        except DamagedRow as exc:
+            if damaged is not None:
+                damaged.append(str(exc))
+    return found
+
+
 def _entry(row: sqlite3.Row) -> Entry:
+    """One row as an entry; DamagedRow when it cannot be one rouse wrote."""
+    try:
+        entry = _read(row)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        raise DamagedRow(f"{_row_id(row)} (unreadable: {type(exc).__name__})") from None
+    if not safe_id(entry.wake.id) or (entry.digest is not None and not safe_id(entry.digest)):
+        raise DamagedRow(f"{_row_id(row)} (an id rouse never makes)")
+    return entry
+
+
+def _row_id(row: sqlite3.Row) -> str:
+    try:
+        return ascii(row["id"])
+    except (IndexError, KeyError):
+        return "(a row without an id)"
+
+
+def _read(row: sqlite3.Row) -> Entry:
     return Entry(
         wake=Wake.from_dict(json.loads(row["wake"])),
         sink=row["sink"],

@@ -11,7 +11,8 @@ import sqlite3
 from pathlib import Path
 
 from rouse.core.sweepstate import _reader
-from rouse.sweep.ledger_entry import _COLUMNS, Entry, _entry, _t
+from rouse.sweep.ledger_entry import _COLUMNS, Entry, _t
+from rouse.sweep.ledger_entry import entries as read_entries
 
 
 def recent(root: Path, limit: int = 20) -> list[Entry]:
@@ -26,7 +27,7 @@ def recent(root: Path, limit: int = 20) -> list[Entry]:
             ).fetchall()
         except sqlite3.Error:
             return []
-        entries = [_entry(row) for row in rows]
+        entries = read_entries(rows)  # (a damaged row is skipped: `rouse log` still answers)
         try:
             found: dict[str, list[str]] = {}
             for row in db.execute(

@@ -35,12 +35,15 @@ from rouse.core.statefile import save_json
 from rouse.core.sweepstate import BUDGET_FILE, RUN_LOCK, TIME_FORMAT
 from rouse.core.timefmt import format_interval, parse_interval
 from rouse.runs.handle import Ended, claim, resolve
+from rouse.sweep import digest
 from rouse.sweep.digest import Digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.sink_base import SinkError, child_environment
 from rouse.sweep.wake import Wake
 
 DEFAULT_TIMEOUT = timedelta(minutes=15)
+#: The most characters of wakes one run's prompt carries (the rest are named and counted).
+PROMPT_CHARS = 200_000
 LONGEST_TIMEOUT = timedelta(days=1)
 _PERIODS = {"day": timedelta(days=1), "hour": timedelta(hours=1)}
 
@@ -108,7 +111,7 @@ def prompt(root: Path, made: Digest) -> str:
         f"only through: rouse --memory {memory} tell <at: path> 'the message' — then close "
         "or move the record as usual.\n"
         "Only a record you move or close counts as answered. Do not edit .rouse/.\n\n"
-        f"{made.text}"
+        f"{digest.render(made.id, list(made.wakes), made.made_at, PROMPT_CHARS)}"
     )
 
 

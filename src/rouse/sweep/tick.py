@@ -247,6 +247,8 @@ class Sweeper(Leading):
     def _lead_tick(self, tree: Tree, now: datetime, report: TickReport) -> None:
         """Plan the tick and carry the plan out (alone, or leading the tree's clones)."""
         entries = self.ledger.open_entries()
+        for row in self.ledger.damaged:
+            self.tell_once(f"skipped the damaged ledger row {row}: no wake rouse wrote")
         the_plan = plan(
             tree,
             now,

@@ -28,7 +28,15 @@ from rouse.core.tree import Record
 
 #: How much of a record file is read for its body; the rest is cut with a note.
 MAX_BODY_BYTES = 64 * 1024
-ID_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+ID_RE = re.compile(r"^[A-Za-z0-9_-]+\Z")  # (\Z: no newline may end it)
+
+
+def safe_id(value: object) -> bool:
+    """Is ``value`` an id rouse would have made (``[A-Za-z0-9_-]+``, at most 200 long)?
+    Every id read back from a ledger is asked before it names anything (a file, a run)."""
+    return isinstance(value, str) and len(value) <= 200 and ID_RE.match(value) is not None
+
+
 #: How many of the log's latest notes a wake shows.
 MAX_NOTES = 10
 #: The header lines a wake quotes from its record, in this order.

@@ -1,0 +1,110 @@
+"""Hold under attack, round three (issue 22, items 4, 10 and 12): what the ledger and a
+run's prompt hand back can never name a path, stop a tick, or swell without bound.
+
+- 4: an id read back from a ledger names nothing unless it is one rouse makes
+  (``[A-Za-z0-9_-]+``): a forged ``wakes.digest`` of ``../../x`` never makes a run
+  log outside the tree.
+- 10: one damaged ``wakes`` row is skipped (and said once): the tick delivers the
+  rest, ``rouse log`` answers.
+- 12: an agent run's prompt is capped; the wakes past the cap are named and counted.
+
+Real ``rouse`` processes; the ledger is forged with the standard sqlite3 module.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+from conftest import INTENTIONS, NOW, MakeTree, stamp
+from rouse.sweep.runner import PROMPT_CHARS
+
+
+def rouse(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    env["ROUSE_STAMP_KEY"] = str(tree.parent / "no-key")
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(tree), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def stale(make_tree: MakeTree, count: int, body: str = "") -> Path:
+    files = {
+        f"{INTENTIONS}/job-{n}/intention.md": (
+            f"---\nstatus: open\nlast-moved: {stamp(NOW - timedelta(hours=3))}\n"
+            f"closes-when: job {n} ships\n---\n{body}\n"
+        )
+        for n in range(count)
+    }
+    return make_tree(files)
+
+
+def agent(tmp_path: Path, name: str, code: int = 0, keep: Path | None = None) -> Path:
+    script = tmp_path / name
+    saving = f"cat > {keep}\n" if keep is not None else "cat > /dev/null\n"
+    script.write_text(f"#!/bin/sh\n{saving}exit {code}\n")
+    script.chmod(0o755)
+    return script
+
+
+def ledger(tree: Path) -> sqlite3.Connection:
+    return sqlite3.connect(tree / ".rouse" / "ledger.sqlite3")
+
+
+def test_a_forged_digest_id_never_names_a_path(make_tree: MakeTree, tmp_path: Path) -> None:
+    tree = stale(make_tree, 2)
+    failing = agent(tmp_path, "fails", code=3)
+    done = rouse(tree, "sweep", "--once", "--now", stamp(NOW), "--run", "exec", "--", str(failing))
+    assert done.returncode == 1  # the run failed: its wakes are owed, with their digest
+    with ledger(tree) as db:
+        db.execute("UPDATE wakes SET digest = '../../../escaped'")
+    ok = agent(tmp_path, "answers")
+    later = stamp(NOW + timedelta(minutes=5))
+    done = rouse(tree, "sweep", "--once", "--now", later, "--run", "exec", "--", str(ok))
+    assert done.returncode == 0, done.stderr
+    assert not list(tmp_path.rglob("*escaped*"))  # no run log outside the tree (nor in it)
+    logs = sorted(p.name for p in (tree / ".rouse" / "runs").glob("*.log"))
+    assert len(logs) == 2 and all(name.startswith("r") for name in logs)
+
+
+def test_one_damaged_row_never_stops_a_tick_nor_the_log(
+    make_tree: MakeTree, tmp_path: Path
+) -> None:
+    tree = stale(make_tree, 2)
+    failing = agent(tmp_path, "fails", code=1)
+    sink = ("--sink", "exec", "--sink-cmd", str(failing))
+    assert rouse(tree, "sweep", "--once", "--now", stamp(NOW), *sink).returncode == 1
+    with ledger(tree) as db:
+        (first,) = db.execute("SELECT id FROM wakes ORDER BY id LIMIT 1").fetchone()
+        db.execute("UPDATE wakes SET wake = 'not json at all' WHERE id = ?", (first,))
+    ok = agent(tmp_path, "delivers")
+    later = stamp(NOW + timedelta(minutes=5))
+    done = rouse(tree, "sweep", "--once", "--now", later, "--sink", "exec", "--sink-cmd", str(ok))
+    assert "skipped the damaged ledger row" in done.stderr and "Traceback" not in done.stderr
+    with ledger(tree) as db:
+        states = dict(db.execute("SELECT id, state FROM wakes").fetchall())
+    assert [state for wake, state in states.items() if wake != first] == ["delivered"]
+    log = rouse(tree, "log")
+    assert log.returncode in (0, 1) and "internal error" not in log.stderr, log.stderr
+
+
+def test_a_runs_prompt_is_capped_and_names_the_rest(make_tree: MakeTree, tmp_path: Path) -> None:
+    tree = stale(make_tree, 150, body="x" * 4000)  # ~600 KB of wakes
+    prompt = tmp_path / "prompt.txt"
+    keeper = agent(tmp_path, "keeps", keep=prompt)
+    done = rouse(tree, "sweep", "--once", "--now", stamp(NOW), "--run", "exec", "--", str(keeper))
+    assert done.returncode == 0, done.stderr
+    text = prompt.read_text()
+    assert len(text) < PROMPT_CHARS + 20_000  # the cap, the named rest and the preamble
+    assert "more wake(s) not shown here" in text
+    shown = text.count("=== wake ")
+    named = [line for line in text.splitlines() if line.startswith("- intention/job-")]
+    assert shown + len(named) == 150 and shown >= 1
