@@ -396,7 +396,11 @@ class Index:
             assert self.model is not None, "a search by meaning needs a model"
             wanted = self.model.embed([query or " ".join(words)])[0]
             near = search.by_meaning(self.conn, self.model.cosines, wanted, kind=kind)
-            found = near[:limit] if mode == "meaning" else search.fuse(found, near, limit)
+            found = (
+                near[:limit]
+                if mode == "meaning"
+                else search.fuse(found, near, limit, len(search.content_words(words)))
+            )
         best = found[:limit]
         if self.fts:
             search.snippets(self.conn, words, best)

@@ -241,7 +241,9 @@ def render(hits: list[Hit]) -> list[str]:
         keywords = f" — {hit.keywords}" if hit.keywords else ""
         lines.append(f"{hit.path} [{hit.origin}] ({hit.age}{keywords})")
         if hit.snippet:
-            lines.append(f"  {'only its log matched: ' if hit.only_log else ''}{hit.snippet}")
+            said = "only its log matched: " if hit.only_log else ""
+            said = "near in meaning: " if hit.matched == "meaning" else said
+            lines.append(f"  {said}{hit.snippet}")
         if hit.updated:
             lines.append(f"  updated: {hit.updated}")
         if hit.probes:

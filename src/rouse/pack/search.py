@@ -34,7 +34,7 @@ RRF_K = 10
 WORDS_WEIGHT = 1.0
 MEANING_WEIGHT = 1.0
 #: A file is a match by meaning when its cosine with the query reaches this.
-MEANING_FLOOR = 0.35
+MEANING_FLOOR = 0.15
 #: How deep each list goes into the fusion.
 FUSED_DEPTH = 50
 
@@ -130,14 +130,20 @@ def by_meaning(
     return found
 
 
-def fuse(words: list[Match], meaning: list[Match], limit: int) -> list[Match]:
+COVERAGE_POWER = 2.0
+
+
+def fuse(words: list[Match], meaning: list[Match], limit: int, total: int = 1) -> list[Match]:
     """Both lists as one, by reciprocal rank fusion (see the module's docstring)."""
     fused: dict[int, Match] = {}
     score: dict[int, float] = {}
     by_words_rank: dict[int, int] = {}
     for weight, ranked in ((WORDS_WEIGHT, words), (MEANING_WEIGHT, meaning)):
         for rank, match in enumerate(ranked[:FUSED_DEPTH], start=1):
-            score[match.doc_id] = score.get(match.doc_id, 0.0) + weight / (RRF_K + rank)
+            share = (match.words / total) ** COVERAGE_POWER if match.by_words and total else 1.0
+            if match.meaning is not None and not match.by_words:
+                share = 1.0
+            score[match.doc_id] = score.get(match.doc_id, 0.0) + share * weight / (RRF_K + rank)
             kept = fused.setdefault(match.doc_id, match)
             if match.meaning is not None:
                 kept.meaning = match.meaning

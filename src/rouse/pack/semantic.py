@@ -21,10 +21,12 @@ anywhere. Recall and the MCP server use it; the pack and the hooks never do.
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 from typing import Any
 
 from rouse.core.errors import UsageError
+from rouse.pack.search import STOPWORDS
 
 DISTRIBUTION = "wordllama"
 WEIGHTS = "weights/l2_supercat_256.safetensors"
@@ -77,10 +79,14 @@ class Model:
         self.id = f"{DISTRIBUTION}-{_version()}/{Path(WEIGHTS).stem}"
 
     def embed(self, texts: list[str]) -> list[bytes]:
-        """Each text's vector: float32, unit length (all zeros for a text with no tokens)."""
+        """Each text's vector: float32, unit length (all zeros for a text with no tokens).
+
+        Stopwords are left out (unless a text has nothing else): a mean over
+        every token is pulled towards what all English shares."""
         np = self._np
         vectors: list[bytes] = []
-        for encoding in self.tokenizer.encode_batch(texts, add_special_tokens=False):
+        kept = [_content(text) for text in texts]
+        for encoding in self.tokenizer.encode_batch(kept, add_special_tokens=False):
             ids = np.asarray(encoding.ids[:MAX_TOKENS], dtype=np.int64)
             ids = ids[(ids >= 0) & (ids < self.table.shape[0])]
             if ids.size == 0:
@@ -102,6 +108,16 @@ class Model:
         matrix = np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), width)
         scores: Any = matrix @ wanted
         return [float(s) for s in scores]
+
+
+_TOKEN = re.compile(r"\S+")
+_EDGES = ".,;:!?()[]{}\"'"
+
+
+def _content(text: str) -> str:
+    """``text`` without its stopwords (all of it when it is nothing but stopwords)."""
+    kept = [t for t in _TOKEN.findall(text) if t.strip(_EDGES).lower() not in STOPWORDS]
+    return " ".join(kept) if kept else text
 
 
 def _version() -> str:
