@@ -76,7 +76,9 @@ class Model:
         with safe_open(str(folder / WEIGHTS), framework="np") as weights:
             table = weights.get_tensor(TENSOR)
         self.table = numpy.ascontiguousarray(table, dtype=numpy.float32)
-        self.id = f"{DISTRIBUTION}-{_version()}/{Path(WEIGHTS).stem}"
+        # the weights file's name and size name the model (importlib.metadata costs ~70 ms)
+        size = (folder / WEIGHTS).stat().st_size
+        self.id = f"{DISTRIBUTION}/{Path(WEIGHTS).stem}/{size}"
 
     def embed(self, texts: list[str]) -> list[bytes]:
         """Each text's vector: float32, unit length (all zeros for a text with no tokens).
@@ -118,15 +120,6 @@ def _content(text: str) -> str:
     """``text`` without its stopwords (all of it when it is nothing but stopwords)."""
     kept = [t for t in _TOKEN.findall(text) if t.strip(_EDGES).lower() not in STOPWORDS]
     return " ".join(kept) if kept else text
-
-
-def _version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        return "unknown"
 
 
 _loaded: dict[str, Model] = {}
