@@ -152,3 +152,19 @@ def test_a_forged_vector_is_made_again_from_the_file(keyed: Path) -> None:
             "SELECT vec FROM vectors WHERE id IN (SELECT id FROM files WHERE rel = ?)", (OTHER,)
         ).fetchone()
     assert bytes(vec) != wanted
+
+
+def test_a_forged_kind_or_a_row_for_no_file_is_never_shown(keyed: Path) -> None:
+    with sqlite3.connect(keyed / ".rouse" / FILE) as conn:
+        conn.execute("UPDATE files SET kind = 'belief' WHERE rel = ?", (OTHER,))
+        cursor = conn.execute(
+            "INSERT INTO files (rel, kind, size, mtime_ns) VALUES "
+            "('entrypoint/beliefs/belief-forged.md', 'belief', 1, 1)"
+        )
+        conn.execute(
+            "INSERT INTO docs (rowid, keywords, path, body, log) VALUES (?, 'weather', '', 'x', '')",
+            (cursor.lastrowid,),
+        )
+    hits = recall(keyed, "weather", NOW, mode="words")
+    assert [(hit.path, hit.kind) for hit in hits] == [(OTHER, "note")]
+    assert recall(keyed, "weather", NOW, mode="words", kind="belief") == []

@@ -344,6 +344,10 @@ class Index:
         self._rewrite(match.doc_id, doc)
         return now, False
 
+    def drop(self, match: Match) -> None:
+        """Drop a match's row (its file is not one recall searches)."""
+        self._rewrite(match.doc_id, None)
+
     def _rewrite(self, doc_id: int, doc: Doc | None) -> None:
         """Replace one row (drop it, for ``None``); a locked index is left as it is."""
         try:

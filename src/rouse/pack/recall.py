@@ -25,7 +25,7 @@ from rouse.core.header import Header
 from rouse.core.timefmt import human_age, iso_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.pack import semantic
-from rouse.pack.index import KINDS, Current, Index
+from rouse.pack.index import KINDS, Current, Index, indexed_files
 from rouse.pack.search import Match, query_words
 from rouse.probes import definitions as probes
 from rouse.probes import demand, gate, readings
@@ -117,7 +117,7 @@ def recall(
     tree = cached_walk(root, reader.cache_secret)
     with Index(root, model=model) as index:
         index.refresh(tree)
-        shown = _checked(index, words, query, mode, kind, limit)
+        shown = _checked(index, tree, words, query, mode, kind, limit)
     measure = _probe_reader(tree, reader, run_probes)
     hits = []
     for match, now_is in shown:
@@ -143,25 +143,28 @@ def recall(
     return hits
 
 
-class _Seen:
-    """A hit's file as read for showing it: its bytes, header and mtime."""
-
-    def __init__(self, current: Current, mtime_ns: int):
-        self.data = current.data
-        self.header: Header = current.header
-        self.mtime_ns = mtime_ns
-
-
 def _checked(
-    index: Index, words: list[str], query: str, mode: str, kind: str | None, limit: int
-) -> list[tuple[Match, _Seen]]:
+    index: Index,
+    tree: Tree,
+    words: list[str],
+    query: str,
+    mode: str,
+    kind: str | None,
+    limit: int,
+) -> list[tuple[Match, Current]]:
     """The search's hits, each checked against its file as it is now (see the module)."""
-    shown: list[tuple[Match, _Seen]] = []
+    kinds = {rel: file_kind for rel, (_, file_kind) in indexed_files(tree).items()}
+    shown: list[tuple[Match, Current]] = []
     for round_number in range(ROUNDS):
         matches = index.search(words, query=query, mode=mode, kind=kind, limit=limit)
         shown = []
         clean = True
         for match in matches:
+            if match.rel not in kinds:  # a row for no file the walk found (or under a link)
+                index.drop(match)
+                clean = False
+                continue
+            match.kind = kinds[match.rel]  # what the file is, not what its row says
             current, same = index.current(match)
             if current is None:
                 clean = False
@@ -171,7 +174,7 @@ def _checked(
                 if round_number < ROUNDS - 1:
                     continue
                 match.snippet = _fallback_snippet(current)  # never the row's text
-            shown.append((match, _Seen(current, current.mtime_ns)))
+            shown.append((match, current))
         if clean:
             break
     return shown
