@@ -122,6 +122,7 @@ def test_snippets_never_show_markup(make_tree: MakeTree) -> None:
 
 
 def test_plain_keeps_words_and_drops_markup() -> None:
+    assert written.plain("Edit `__init__.py` and **my_var**") == "Edit __init__.py and my_var"
     text = written.plain(BODY)
     assert "Restoring the database" in text
     assert "Some bold words, inline code and a runbook link (https://example.org/run)." in text

@@ -33,8 +33,8 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)[^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]*)[^)]*\)")
 _AUTOLINK = re.compile(r"<((?:https?|mailto):[^>\s]+)>")
 _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(\s[^<>]*)?/?>")
-_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3}|~~|`+)")
-_LONE_UNDERSCORE = re.compile(r"(?<![\w])_(?=\w)|(?<=\w)_(?![\w])")
+# underscores stay: in `__init__` or snake_case they are the text, not emphasis
+_EMPHASIS = re.compile(r"(\*{1,3}|~~|`+)")
 
 #: The start of a log line rouse's verbs write: ``- 2026-03-14 12:00: ``.
 _DATED = re.compile(r"^\s*[-*]?\s*\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?\s*:\s*")
@@ -67,7 +67,6 @@ def plain(markdown: str) -> str:
         line = _AUTOLINK.sub(r"\1", line)
         line = _TAG.sub(" ", line)
         line = _EMPHASIS.sub("", line)
-        line = _LONE_UNDERSCORE.sub("", line)
         line = line.replace("|", " ").replace("\\", "")
         lines.append(" ".join(line.split()))
     return "\n".join(lines).strip("\n")
