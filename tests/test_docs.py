@@ -251,9 +251,10 @@ def test_the_readme_installs_from_a_clone_until_it_is_published() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     lines = _readme_block("Install")
     targets = [shlex.split(line, comments=True)[2] for line in lines]
-    assert targets == [".", ".[mcp]", ".[pg]"]  # the clone itself: pipx builds it from pyproject
+    # the clone itself: pipx builds it from pyproject
+    assert targets == [".", ".[mcp]", ".[pg]", ".[semantic]"]
     extras = project["optional-dependencies"]
-    assert "mcp" in extras and "pg" in extras and "rouse" in project["scripts"]
+    assert {"mcp", "pg", "semantic"} <= set(extras) and "rouse" in project["scripts"]
     text = (ROOT / "README.md").read_text()
     published = text.index(f"pipx install {project['name']}`")
     assert "Once it is published" in text[published - 200 : published]

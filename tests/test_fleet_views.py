@@ -345,3 +345,68 @@ def test_rouse_ledger_names_the_database(
     monkeypatch.setenv("ROUSE_LEDGER", fleet)
     code, out, _ = rouse(capsys, "--now", AT, "fleet", "due")
     assert code == 0 and "intention/stale-0" in out
+
+
+# -- recall: stopwords, cut snippets, modes (issue 23, item 5) ---------------------------
+
+
+def test_fleet_recall_of_stopwords_alone_falls_back_to_the_simple_configuration(
+    make_tree: MakeTree, fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_tree(
+        {
+            f"{NOTES}/who.md": "---\nkeywords: team\n---\nWho we are and what we do.\n",
+            f"{NOTES}/other.md": "---\n---\nTomatoes need water.\n",
+        }
+    )
+    tree = mirror_tree(root, fleet)
+    local, _, _ = rouse(capsys, "--memory", str(root), "recall", "who", "we", "--mode", "words")
+    assert local == 0  # local FTS5 finds it
+    code, out, err = rouse(capsys, "fleet", "recall", "who", "we", "--ledger", fleet, "--json")
+    assert code == 0, err
+    assert [(h["tree"], h["path"]) for h in json.loads(out)] == [(tree, f"{NOTES}/who.md")]
+    # a query with a word of substance still ignores its stopwords
+    code, out, _ = rouse(capsys, "fleet", "recall", "we", "tomatoes", "--ledger", fleet, "--json")
+    assert [h["path"] for h in json.loads(out)] == [f"{NOTES}/other.md"]
+
+
+def test_fleet_recall_marks_a_cut_snippet_with_an_ellipsis(
+    make_tree: MakeTree, fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lead = " ".join(f"filler{i}" for i in range(60))
+    body = f"{lead} the zebra crossed the road at noon. {lead}"
+    root = make_tree(
+        {f"{NOTES}/long.md": f"---\n---\n{body}\n", f"{NOTES}/short.md": "---\n---\nA zebra.\n"}
+    )
+    mirror_tree(root, fleet)
+    code, out, _ = rouse(capsys, "fleet", "recall", "zebra", "--ledger", fleet, "--json")
+    assert code == 0
+    snippets = {h["path"]: h["snippet"] for h in json.loads(out)}
+    cut = snippets[f"{NOTES}/long.md"]
+    assert cut.startswith("…") and cut.endswith("…") and "zebra" in cut
+    assert snippets[f"{NOTES}/short.md"] == "A zebra."  # whole: no ellipsis
+
+
+def test_fleet_recall_snippets_show_no_log_markup(
+    make_tree: MakeTree, fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = "Ship it.\n\n## Log <!-- rouse:log -->\n- 2026-03-14 12:00: okapi sighted\n"
+    root = make_tree({f"{INTENTIONS}/ship/intention.md": f"---\nstatus: open\n---\n{body}"})
+    mirror_tree(root, fleet)
+    code, out, _ = rouse(capsys, "fleet", "recall", "okapi", "--ledger", fleet, "--json")
+    assert code == 0
+    (hit,) = json.loads(out)
+    assert "okapi sighted" in hit["snippet"]
+    assert not [m for m in ("##", "<!--", "-->") if m in hit["snippet"]]
+
+
+@pytest.mark.parametrize("mode", ["meaning", "both"])
+def test_fleet_recall_says_its_mirror_holds_no_vectors(
+    make_tree: MakeTree, fleet: str, capsys: pytest.CaptureFixture[str], mode: str
+) -> None:
+    mirror_tree(make_tree({f"{NOTES}/n.md": "---\n---\nA zebra.\n"}), fleet)
+    code, _, err = rouse(capsys, "fleet", "recall", "zebra", "--ledger", fleet, "--mode", mode)
+    assert code == 2
+    assert "holds no vectors" in err and "--mode words" in err
+    code, out, _ = rouse(capsys, "fleet", "recall", "zebra", "--ledger", fleet, "--mode", "words")
+    assert code == 0 and f"{NOTES}/n.md" in out

@@ -67,6 +67,8 @@ NOT_AT_START = {
     "rouse.agents.wire",
     "rouse.lint",
     "rouse.sweep",
+    # the semantic extra (issue 23): recall and the MCP server only
+    *("numpy", "tokenizers", "safetensors", "wordllama", "rouse.pack.semantic"),
 }
 
 START = """
@@ -87,3 +89,27 @@ def test_session_start_loads_nothing_heavy(tmp_path: Path, extra: list[str]) -> 
     assert done.returncode == 0, done.stderr
     assert "not listed: every body" in done.stdout  # the whole pack was printed
     assert sorted(NOT_AT_START & set(json.loads(done.stderr))) == []
+
+
+#: The semantic extra's libraries: loaded by recall when it searches by meaning.
+SEMANTIC = {"numpy", "tokenizers", "safetensors"}
+
+
+@pytest.mark.parametrize("mode", ["words", "default"])
+def test_recall_loads_the_model_only_to_search_by_meaning(tmp_path: Path, mode: str) -> None:
+    from rouse.pack import semantic
+
+    subprocess.run([sys.executable, "-m", "rouse", "init", str(tmp_path)], check=True)
+    argv = ["--memory", str(tmp_path / "memory"), "recall", "nightly", "build"]
+    argv += ["--mode", "words"] if mode == "words" else []
+    done = subprocess.run(
+        [sys.executable, "-c", START.format(argv=argv)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "example-how-the-nightly-build-runs" in done.stdout
+    loaded = set(json.loads(done.stderr))
+    assert "wordllama" not in loaded  # its files are read, its module never imported
+    if mode == "words" or not semantic.available():
+        assert sorted(SEMANTIC & loaded) == []
+    else:
+        assert loaded >= SEMANTIC  # the default with the extra: both, so the model loaded

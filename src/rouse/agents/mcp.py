@@ -39,9 +39,10 @@ DESCRIPTIONS = {
     "pack": "The memory pack: now, probe readings, what woke you, what is due, your persona, "
     "beliefs and motivations, and an index of notes. Call it at session start if it is not "
     "already in your context. query thins motivations that share no keyword with it.",
-    "recall": "Full-text search over notes, backlog, records and context files (keywords weigh "
-    "most). Returns hits best first as JSON: path, kind, origin, age (the file's last change, "
-    "ISO 8601), keywords, snippet, probes, updated.",
+    "recall": "Search notes, backlog, records and context files by words (keywords weigh "
+    "most) and, with the semantic extra, by meaning. Returns hits best first as JSON: path, "
+    "kind, origin, age (the file's last change, ISO 8601), keywords, snippet, probes, updated, "
+    "matched (words, meaning or both), only_log (only the log of rouse's verbs matched).",
     "due": "What the clock would wake you about now (or by `until`, a stamp, +2h or 'fri 18:00'): "
     "one line per record saying when it is or was due (a forecast first says what it covers, "
     "and lists a repeating reminder once per occurrence), then the "
@@ -89,6 +90,8 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "query": "words to look for (any of them; keywords weigh most)",
         "limit": "at most this many hits (default 10)",
         "kind": "only files of this kind",
+        "mode": "words (full-text), meaning (needs the semantic extra) or both; default: both "
+        "when the extra is installed, else words",
     },
     "due": {"until": "forecast what comes due by then: '2026-03-14 09:00', '+2h' or 'fri 18:00'"},
     "probe": {"name": "the probe to run; leave it out to run every probe"},
@@ -206,7 +209,7 @@ def build_server(tools: Tools) -> Any:
 
     takes: dict[str, list[str]] = {}
     enums: dict[str, dict[str, tuple[str, ...]]] = {
-        "recall": {"kind": KINDS},
+        "recall": {"kind": KINDS, "mode": ("words", "meaning", "both")},
         "add": {"kind": ADD_TYPES},
         "close": {"ending": ENDINGS, "outcome": clock.OUTCOMES},
     }

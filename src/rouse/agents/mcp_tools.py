@@ -82,10 +82,12 @@ class ReadTools:
         )
         return built.text
 
-    def recall(self, query: str, limit: int = 10, kind: str | None = None) -> str:
+    def recall(
+        self, query: str, limit: int = 10, kind: str | None = None, mode: str | None = None
+    ) -> str:
         from rouse.pack import recall
 
-        hits = recall.recall(self.root, query, self.now(), limit=limit, kind=kind)
+        hits = recall.recall(self.root, query, self.now(), limit=limit, kind=kind, mode=mode)
         if not hits:
             return f"nothing recalled for {query!r}"
         return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)

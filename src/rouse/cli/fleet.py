@@ -63,7 +63,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                 emit(views.due_lines(due, now))
             return 0
         query = " ".join(words)
-        hits = views.recall(db, query, trees, RECALL_LIMIT if limit is None else limit)
+        limit = RECALL_LIMIT if limit is None else limit
+        hits = views.recall(db, query, trees, limit, getattr(args, "mode", None))
         if args.json:
             emit_json([hit.to_json() for hit in hits])
         else:
@@ -148,4 +149,11 @@ def args_fleet(sub: argparse.ArgumentParser) -> None:
                 nargs="+",
                 metavar="QUERY",
                 help="words to look for (any of them; -- before a word starting with -)",
+            )
+            view.add_argument(
+                "--mode",
+                choices=("words", "meaning", "both"),
+                metavar="MODE",
+                help="words (the default, and all the mirror can do: it holds no vectors; "
+                "meaning or both is refused, saying so)",
             )

@@ -116,6 +116,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
         limit=args.limit,
         kind=args.kind,
         run_probes=probes_enabled(),
+        mode=args.mode,
     )
     if args.json:
         emit_json([hit.to_json() for hit in hits])
@@ -272,6 +273,13 @@ def args_recall(sub: argparse.ArgumentParser) -> None:
         metavar="K",
         help="only this kind: note backlog intention goal action task reminder persona "
         "belief motivation",
+    )
+    sub.add_argument(
+        "--mode",
+        choices=("words", "meaning", "both"),
+        metavar="MODE",
+        help="words (full-text), meaning (the semantic extra's model) or both (default: "
+        "both when rouse-memory[semantic] is installed, words otherwise)",
     )
     sub.add_argument("--json", action="store_true", help="a JSON array of hits, best first")
 

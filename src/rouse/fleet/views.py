@@ -28,6 +28,7 @@ from rouse.fleet.mirror import TEXT_CONFIG
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
+from rouse.pack import written
 from rouse.pack.index import KINDS
 from rouse.pack.search import SNIPPET_TOKENS, one_line, query_words
 from rouse.pack.views import clock_time, natural_key, when_due
@@ -490,13 +491,51 @@ class FleetHit:
         }
 
 
+#: The configuration a query made only of stopwords is searched with: ``english``
+#: drops them all, as local FTS5 does not. The mirror's tsvector is ``english``,
+#: so then each file's vector is made on the fly (a scan: such queries are rare).
+SIMPLE_CONFIG = "simple"
+SIMPLE_VECTOR = (
+    "(setweight(to_tsvector('simple', coalesce(m.keywords, '')), 'A') || "
+    "setweight(to_tsvector('simple', m.path), 'B') || "
+    "setweight(to_tsvector('simple', m.body), 'C'))"
+)
+#: What ``fleet recall --mode`` can do: the mirror holds words, not vectors.
+MIRROR_MODES = ("words",)
+
+
+def search_config(db: PgDatabase, words: list[str]) -> str:
+    """``english``, or ``simple`` when ``english`` would leave nothing of the query."""
+    row = db.execute(
+        f"SELECT numnode(plainto_tsquery('{TEXT_CONFIG}', ?)) AS n", (" ".join(words),)
+    ).fetchone()
+    return TEXT_CONFIG if int(row["n"]) else SIMPLE_CONFIG
+
+
+def check_mode(mode: str | None) -> None:
+    """``fleet recall --mode``: words only; the mirror holds no vectors, and says so."""
+    if mode is None or mode in MIRROR_MODES:
+        return
+    raise UsageError(
+        f"the fleet's mirror holds no vectors, so fleet recall cannot search by {mode}: "
+        "give --mode words (or run rouse recall on a tree itself, which can)"
+    )
+
+
 def recall(
-    db: PgDatabase, query: str, trees: list[str] | None = None, limit: int = 10
+    db: PgDatabase,
+    query: str,
+    trees: list[str] | None = None,
+    limit: int = 10,
+    mode: str | None = None,
 ) -> list[FleetHit]:
     """The best ``limit`` mirrored files for ``query`` across trees, best first."""
+    check_mode(mode)
     words = query_words(query)
-    one = f"plainto_tsquery('{TEXT_CONFIG}', ?)"
-    matched = " + ".join(f"(m.search @@ {one})::int" for _ in words)
+    config = search_config(db, words)
+    vector = "m.search" if config == TEXT_CONFIG else SIMPLE_VECTOR
+    one = f"plainto_tsquery('{config}', ?)"
+    matched = " + ".join(f"({vector} @@ {one})::int" for _ in words)
     either = " || ".join(one for _ in words)
     where, params = _only(trees, "m.tree")
     rows = db.execute(
@@ -505,14 +544,14 @@ def recall(
         "SELECT m.tree, m.path, m.kind, m.origin, m.verified, m.keywords, m.mtime_ns, "
         "m.header->>'updated' AS updated, m.body, m.log, q.q, "
         "coalesce(t.root, s.root, '') AS root, coalesce(t.host, s.host, '') AS host, "
-        f"{matched} AS words, ts_rank(?::float4[], m.search, q.q) AS rank "
-        f"FROM (SELECT {either} AS q) q JOIN mirror_files m ON m.search @@ q.q "
+        f"{matched} AS words, ts_rank(?::float4[], {vector}, q.q) AS rank "
+        f"FROM (SELECT {either} AS q) q JOIN mirror_files m ON {vector} @@ q.q "
         "LEFT JOIN mirror_state s ON s.tree = m.tree LEFT JOIN trees t ON t.tree = m.tree "
         f"WHERE m.kind = ANY(?){where} "
         "ORDER BY words DESC, rank DESC, m.path, m.tree LIMIT ?) best "
         "ORDER BY best.words DESC, best.rank DESC, best.path, best.tree",
         (
-            TEXT_CONFIG,
+            config,
             SNIPPET_SOURCE,
             f'StartSel="",StopSel="",MaxWords={SNIPPET_TOKENS},MinWords=8',
             *words,
@@ -533,7 +572,7 @@ def recall(
             origin=row["origin"],
             verified=row["verified"],
             keywords=row["keywords"],
-            snippet=one_line(row["snippet"] or ""),
+            snippet=marked_snippet(row["snippet"] or "", f"{row['body']}\n{row['log']}"),
             mtime=datetime.fromtimestamp(int(row["mtime_ns"]) / 1e9),
             updated=(row["updated"] or "").strip() or None,
             words=int(row["words"]),
@@ -541,6 +580,18 @@ def recall(
         )
         for row in rows
     ]
+
+
+def marked_snippet(fragment: str, source: str) -> str:
+    """A headline fragment as one line of plain words, with ``…`` where it cuts ``source``."""
+    flat = " ".join(fragment.split())
+    whole = " ".join(source[:SNIPPET_SOURCE].split())
+    if not flat:
+        return ""
+    lead = "" if whole.startswith(flat) else "…"
+    tail = "" if whole.endswith(flat) else "…"
+    words = " ".join(written.plain(flat).split())
+    return one_line(f"{lead}{words}{tail}") if words else ""
 
 
 def recall_lines(hits: list[FleetHit], now: datetime) -> list[str]:

@@ -7,6 +7,12 @@ files) and dropping rows for files that are gone. It is rebuilt when missing,
 corrupt, or of another schema; when ``.rouse/`` cannot be written the index
 lives in memory for the one query, so recall always works.
 
+Each row holds what the file says in words (:mod:`rouse.pack.written`: no
+markup, the log apart, rouse's own log prefixes left out) and, when a model
+is handed in (the semantic extra), its vector, made and dropped with the row.
+What a hit shows is checked against the file as it is now (:meth:`Index.current`):
+a row that does not say what the file says is indexed again from the file.
+
 The schema lives in :mod:`rouse.pack.schema`, the queries in
 :mod:`rouse.pack.search`, and ``rouse recall`` itself in :mod:`rouse.pack.recall`.
 """
@@ -14,21 +20,31 @@ The schema lives in :mod:`rouse.pack.schema`, the queries in
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from rouse.core import header, layout, statedir
 from rouse.core.errors import HeaderError
+from rouse.core.header import Header
 from rouse.core.tree import File, Tree
+from rouse.pack import search, written
 from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
-from rouse.pack.search import Match, search
+from rouse.pack.search import Match
+
+# the model (rouse.pack.semantic) is only ever handed in: this module never loads it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rouse.pack.semantic import Model
 
 FILE = "index.sqlite3"
 KINDS = (*layout.RECORD_TYPES[:5], "backlog", "note", *layout.CONTEXT_TYPES)
 RACY_NS = 2_000_000_000  # a file this fresh may change again within its mtime tick
 MAX_BODY_BYTES = 1024 * 1024
+MAX_FILE_BYTES = 8 * 1024 * 1024 + 1  # read for a hit: enough to check its signature
 #: Header lines that describe a record in words: searched with the body.
 DESCRIBED_BY = ("closes-when", "success-when", "outcome")
 
@@ -52,28 +68,79 @@ class Stats:
     read: int = 0  # files whose body was (re)read
     removed: int = 0  # rows dropped for files that are gone
     unchanged: int = 0  # files skipped: same size and mtime as indexed
+    embedded: int = 0  # vectors made
     rebuilt: bool = False  # built from nothing (missing, corrupt, old schema, in memory)
     in_memory: bool = False  # .rouse/ could not hold the index
 
 
 @dataclass
-class _Doc:
+class Doc:
+    """One file as the index holds it: its words (and, with a model, its vector)."""
+
     rel: str
     kind: str
     size: int
     mtime_ns: int
     keywords: str
-    body: str
+    body: str  # the authored part and the record's described-by values, as plain words
+    log: str  # the agent's notes below the log marker, rouse's prefixes left out
+
+    @property
+    def path(self) -> str:
+        return self.rel.removesuffix(".md")
+
+    def columns(self) -> tuple[str, str, str, str]:
+        return (self.keywords, self.path, self.body, self.log)
+
+    def meaning_text(self) -> str:
+        """What the vector is made of: keywords, the path's words, the authored body."""
+        path_words = " ".join(search._WORD_RE.findall(self.path.replace("_", " ")))
+        return "\n".join(part for part in (self.keywords, path_words, self.body) if part)
+
+
+@dataclass
+class Current:
+    """A file as it is now, read for a hit: its bytes, header and indexed form."""
+
+    data: bytes
+    header: Header
+    doc: Doc
+    mtime_ns: int  # as the file is now (the row's may be -1: written too recently to trust)
+
+
+def _document(rel: str, kind: str, size: int, mtime_ns: int, head: Header, raw: bytes) -> Doc:
+    authored, log = written.split(raw)
+    described = [(head.get(key) or "").strip() for key in DESCRIBED_BY]
+    body = "\n\n".join(part for part in (authored, *described) if part)
+    keywords = " ".join((head.get("keywords") or "").replace(",", " ").split())
+    return Doc(rel, kind, size, mtime_ns, keywords, body, log)
+
+
+def _open_flags() -> int:
+    return os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class Index:
-    """The recall index of one tree. ``Index(root)``, then :meth:`refresh`, then :meth:`search`."""
+    """The recall index of one tree. ``Index(root)``, then :meth:`refresh`, then :meth:`search`.
 
-    def __init__(self, root: Path, *, in_memory: bool = False, fts: bool | None = None):
+    ``model`` (a :class:`rouse.pack.semantic.Model`) adds vectors: rows get one
+    as they are written, rows without one (or made by another model) get one
+    at the next refresh, and :meth:`search` can rank by meaning.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        in_memory: bool = False,
+        fts: bool | None = None,
+        model: Model | None = None,
+    ):
         self.root = root
         self.path = root / layout.STATE_DIR / FILE
+        self.model = model
         # Without FTS5 in this SQLite build, a plain table and a LIKE scan stand in
-        # (same ranking order: words matched, then keywords > path > body).
+        # (same ranking order: words matched, then keywords > path > body > log).
         self.fts = fts5_available() if fts is None else fts
         self.engine = "fts5" if self.fts else "like"
         self.stats = Stats()
@@ -140,31 +207,75 @@ class Index:
         files = indexed_files(tree)
         gone, replaced, changed = self._diff(files)
         if gone or changed:
-            conn = self.conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
+            with self._writing():
                 gone, replaced, changed = self._diff(files)  # again, holding the write lock
                 fresh = [self._read(file, kind) for file, kind in changed.values()]
                 for doc_id in gone + replaced:
-                    conn.execute("DELETE FROM docs WHERE rowid = ?", (doc_id,))
-                    conn.execute("DELETE FROM files WHERE id = ?", (doc_id,))
-                for doc in fresh:
-                    cursor = conn.execute(
-                        "INSERT INTO files (rel, kind, size, mtime_ns) VALUES (?, ?, ?, ?)",
-                        (doc.rel, doc.kind, doc.size, doc.mtime_ns),
-                    )
-                    conn.execute(
-                        "INSERT INTO docs (rowid, keywords, path, body) VALUES (?, ?, ?, ?)",
-                        (cursor.lastrowid, doc.keywords, doc.rel.removesuffix(".md"), doc.body),
-                    )
-                conn.execute("COMMIT")
-            except sqlite3.Error:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                    self._delete(doc_id)
+                self._insert(fresh)
         self.stats.read = len(changed)
         self.stats.removed = len(gone)
         self.stats.unchanged = len(files) - len(changed)
+        if self.model is not None:
+            self._fill_vectors()
+
+    def _writing(self) -> _Transaction:
+        return _Transaction(self.conn)
+
+    def _delete(self, doc_id: int) -> None:
+        self.conn.execute("DELETE FROM docs WHERE rowid = ?", (doc_id,))
+        self.conn.execute("DELETE FROM files WHERE id = ?", (doc_id,))
+        self.conn.execute("DELETE FROM vectors WHERE id = ?", (doc_id,))
+
+    def _insert(self, docs: list[Doc]) -> None:
+        vectors = self._embed(docs) if self.model is not None and self._model_current() else None
+        for at, doc in enumerate(docs):
+            cursor = self.conn.execute(
+                "INSERT INTO files (rel, kind, size, mtime_ns) VALUES (?, ?, ?, ?)",
+                (doc.rel, doc.kind, doc.size, doc.mtime_ns),
+            )
+            self.conn.execute(
+                "INSERT INTO docs (rowid, keywords, path, body, log) VALUES (?, ?, ?, ?, ?)",
+                (cursor.lastrowid, *doc.columns()),
+            )
+            if vectors is not None:
+                self.conn.execute(
+                    "INSERT INTO vectors (id, vec) VALUES (?, ?)", (cursor.lastrowid, vectors[at])
+                )
+
+    def _embed(self, docs: list[Doc]) -> list[bytes]:
+        assert self.model is not None
+        self.stats.embedded += len(docs)
+        return self.model.embed([doc.meaning_text() for doc in docs])
+
+    def _model_current(self) -> bool:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
+        return bool(self.model is not None and row is not None and row[0] == self.model.id)
+
+    def _fill_vectors(self) -> None:
+        """Vectors for rows that have none, or were made by another model."""
+        assert self.model is not None
+        missing = "SELECT count(*) FROM files WHERE id NOT IN (SELECT id FROM vectors)"
+        if self._model_current() and not self.conn.execute(missing).fetchone()[0]:
+            return
+        with self._writing():
+            if not self._model_current():
+                self.conn.execute("DELETE FROM vectors")
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('model', ?)", (self.model.id,)
+                )
+            rows = self.conn.execute(
+                "SELECT f.id, f.rel, f.kind, d.keywords, d.body FROM files f "
+                "JOIN docs d ON d.rowid = f.id WHERE f.id NOT IN (SELECT id FROM vectors)"
+            ).fetchall()
+            docs = [
+                Doc(rel, kind, 0, 0, kw or "", body or "", "") for _, rel, kind, kw, body in rows
+            ]
+            vectors = self._embed(docs)
+            self.conn.executemany(
+                "INSERT INTO vectors (id, vec) VALUES (?, ?)",
+                [(row[0], vec) for row, vec in zip(rows, vectors, strict=True)],
+            )
 
     def _diff(
         self, files: dict[str, tuple[File, str]]
@@ -187,27 +298,155 @@ class Index:
         changed.update((rel, entry) for rel, entry in files.items() if rel not in seen)
         return gone, replaced, changed
 
-    def _read(self, file: File, kind: str) -> _Doc:
+    def _read(self, file: File, kind: str) -> Doc:
         """Read one file's body (and its header afresh) for indexing."""
         mtime_ns = file.mtime_ns
         if time.time_ns() - mtime_ns < RACY_NS:
             mtime_ns = -1  # written just now: it could change again unseen, so re-read next time
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            fd = os.open(self.root / file.rel, flags)
+            fd = os.open(self.root / file.rel, _open_flags())
             with os.fdopen(fd, "rb") as handle:
                 data = handle.read(MAX_BODY_BYTES)
             head, raw = header.split(data, file.rel)
         except (OSError, HeaderError):
             head, raw, mtime_ns = file.header, b"", -1
-        described = [f"{key}: {head.get(key)}" for key in DESCRIBED_BY if head.get(key)]
-        body = "\n\n".join([raw.decode("utf-8", "replace").strip(), *described])
-        keywords = (head.get("keywords") or "").replace(",", " ")
-        return _Doc(file.rel, kind, file.size, mtime_ns, keywords, body)
+        return _document(file.rel, kind, file.size, mtime_ns, head, raw)
 
-    def search(self, words: list[str], *, kind: str | None = None, limit: int = 10) -> list[Match]:
-        """The best ``limit`` matches for ``words`` (see :func:`query_words`), best first."""
-        return search(self.conn, words, fts=self.fts, kind=kind, limit=limit)
+    # -- what a hit may show ----------------------------------------------------
+
+    def current(self, match: Match) -> tuple[Current | None, bool]:
+        """The hit's file as it is now, and whether its row says what the file says.
+
+        A row that does not (the file changed since, or the index was edited) is
+        indexed again from the bytes just read, vector and all. ``None``: the
+        file cannot be read now (gone, not a regular file, no header): its row
+        is dropped.
+        """
+        rel = match.rel
+        try:
+            fd = os.open(self.root / rel, _open_flags())
+            with os.fdopen(fd, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                data = handle.read(MAX_FILE_BYTES) if stat.S_ISREG(info.st_mode) else b""
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(f"{rel} is not a regular file")
+            head, raw = header.split(data[:MAX_BODY_BYTES], rel)
+        except (OSError, HeaderError):
+            self._rewrite(match.doc_id, None)
+            return None, False
+        mtime_ns = info.st_mtime_ns
+        if time.time_ns() - mtime_ns < RACY_NS:
+            mtime_ns = -1
+        doc = _document(rel, match.kind, info.st_size, mtime_ns, head, raw)
+        now = Current(data, head, doc, info.st_mtime_ns)
+        if self._says(match.doc_id, doc):
+            return now, True
+        self._rewrite(match.doc_id, doc)
+        return now, False
+
+    def drop(self, match: Match) -> None:
+        """Drop a match's row (its file is not one recall searches)."""
+        self._rewrite(match.doc_id, None)
+
+    def _rewrite(self, doc_id: int, doc: Doc | None) -> None:
+        """Replace one row (drop it, for ``None``); a locked index is left as it is."""
+        try:
+            with self._writing():
+                self._delete(doc_id)
+                if doc is not None:
+                    self._insert([doc])
+        except sqlite3.Error:
+            pass  # the caller shows the file as it is now all the same
+
+    def _says(self, doc_id: int, doc: Doc) -> bool:
+        row = self.conn.execute(
+            "SELECT f.rel, f.kind, f.size, f.mtime_ns, d.keywords, d.path, d.body, d.log "
+            "FROM files f JOIN docs d ON d.rowid = f.id WHERE f.id = ?",
+            (doc_id,),
+        ).fetchone()
+        if row is None or tuple(row[:2]) != (doc.rel, doc.kind):
+            return False
+        if row[3] != -1 and (row[2], row[3]) != (doc.size, doc.mtime_ns):
+            return False  # stale: the file changed since its row was written
+        if tuple(row[4:]) != doc.columns():
+            return False  # the row says something the file does not
+        if self.model is None:
+            return True
+        vec = self.conn.execute("SELECT vec FROM vectors WHERE id = ?", (doc_id,)).fetchone()
+        if vec is None:
+            return True  # no vector: nothing by meaning to check
+        fresh = self.model.embed([doc.meaning_text()])[0]
+        return self.model.cosines(fresh, [bytes(vec[0])])[0] >= 0.999
+
+    # -- searching --------------------------------------------------------------
+
+    def search(
+        self,
+        words: list[str],
+        *,
+        query: str = "",
+        mode: str = "words",
+        kind: str | None = None,
+        limit: int = 10,
+    ) -> list[Match]:
+        """The best ``limit`` matches, best first: by ``words`` (see
+        :func:`~rouse.pack.search.query_words`), by the meaning of ``query``
+        (needs a model), or ``both`` fused."""
+        found: list[Match] = []
+        wanted = b""
+        if mode in ("words", "both"):
+            found = search.by_words(self.conn, words, fts=self.fts, kind=kind)
+        if mode in ("meaning", "both"):
+            assert self.model is not None, "a search by meaning needs a model"
+            wanted = self.model.embed([query or " ".join(words)])[0]
+            near = search.by_meaning(self.conn, self.model.cosines, wanted, kind=kind)
+            found = (
+                near[:limit]
+                if mode == "meaning"
+                else search.fuse(found, near, limit, len(search.content_words(words)))
+            )
+        best = found[:limit]
+        if self.fts:
+            search.snippets(self.conn, words, best)
+        self._meaning_snippets(wanted, best)
+        return best
+
+    def _meaning_snippets(self, wanted: bytes, best: list[Match]) -> None:
+        """A match by meaning alone quotes the sentence of its body nearest the query."""
+        for match in best:
+            if match.snippet or match.by_words:
+                continue
+            row = self.conn.execute("SELECT body FROM docs WHERE rowid = ?", (match.doc_id,))
+            body = str((row.fetchone() or [""])[0] or "")
+            match.snippet = _nearest_sentence(body, wanted, self.model)
 
 
-# -- recall -----------------------------------------------------------------------
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _nearest_sentence(body: str, wanted: bytes, model: Model | None) -> str:
+    sentences = [s.strip() for s in _SENTENCE.split(body) if s.strip()][:200]
+    if not sentences:
+        return ""
+    at = 0
+    if model is not None and wanted and len(sentences) > 1:
+        scores = model.cosines(wanted, model.embed(sentences))
+        at = max(range(len(sentences)), key=lambda i: scores[i])
+    text = ("…" if at else "") + " ".join(sentences[at:])
+    return search.one_line(text)
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def __enter__(self) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *exc: object) -> None:
+        if kind is None:
+            self.conn.execute("COMMIT")
+        elif self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")

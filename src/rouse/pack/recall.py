@@ -1,4 +1,15 @@
-"""``rouse recall``: search the tree, then show each hit with its origin, age and probes."""
+"""``rouse recall``: search the tree, then show each hit with its origin, age and probes.
+
+Modes (issue 23): ``words`` (the FTS5 index), ``meaning`` (vectors from the
+semantic extra's model) and ``both`` fused — the default when the extra is
+installed, ``words`` otherwise.
+
+A hit shows only what its file says now: before it is shown, each hit's file
+is read again, its row in the index compared with it (a row that differs is
+indexed again and the search run again), and its origin, keywords, snippet
+and probes taken from those very bytes — with a stamp key, the origin is
+the verdict of the signature over them.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +20,22 @@ from pathlib import Path
 from typing import Any
 
 from rouse.core.cache import cached_walk
-from rouse.core.errors import UsageError
+from rouse.core.errors import HeaderError, UsageError
+from rouse.core.header import Header
 from rouse.core.timefmt import human_age, iso_stamp, parse_stamp
 from rouse.core.tree import Tree
-from rouse.pack.index import KINDS, Index, indexed_files
-from rouse.pack.search import query_words
+from rouse.pack import semantic
+from rouse.pack.index import KINDS, Current, Index, indexed_files
+from rouse.pack.search import Match, query_words
 from rouse.probes import definitions as probes
 from rouse.probes import demand, gate, readings
 from rouse.trust import origins
+from rouse.trust.stampkey import verify
+
+MODES = ("words", "meaning", "both")
+#: Searches run at most this often for one recall: a hit whose row was stale or
+#: forged is indexed again and the search run again.
+ROUNDS = 3
 
 
 @dataclass
@@ -32,6 +51,8 @@ class Hit:
     probes: dict[str, str] = field(default_factory=dict)  # name → reading
     updated: str | None = None  # a note's own `updated:` line, as written
     mtime: datetime | None = None  # the file's mtime (local time)
+    matched: str = "words"  # how it was found: words, meaning, or both
+    only_log: bool = False  # by words, only the log below the marker matched
 
     def to_json(self) -> dict[str, Any]:
         """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset."""
@@ -44,6 +65,8 @@ class Hit:
             "snippet": self.snippet,
             "probes": dict(self.probes),
             "updated": _updated(self.updated),
+            "matched": self.matched,
+            "only_log": self.only_log,
         }
 
 
@@ -57,6 +80,11 @@ def _updated(text: str | None) -> str | None:
         return text
 
 
+def default_mode() -> str:
+    """``both`` when the semantic extra is installed, else ``words``."""
+    return "both" if semantic.available() else "words"
+
+
 def recall(
     root: Path,
     query: str,
@@ -65,45 +93,125 @@ def recall(
     limit: int = 10,
     kind: str | None = None,
     run_probes: bool = True,
+    mode: str | None = None,
 ) -> list[Hit]:
     """Search the tree at ``root`` for ``query``; the best ``limit`` hits, best first.
 
-    Raises UsageError for a query with no words, an unknown ``kind`` or a
-    ``limit`` below 1. Demand probes named by the returned hits run (reusing
-    readings within their ttl) unless ``run_probes`` is False or the probes
-    file is not trusted; then they read ``<unknown>``.
+    ``mode`` is ``words``, ``meaning`` or ``both`` (default: :func:`default_mode`).
+    Raises UsageError for a query with no words, an unknown ``kind`` or
+    ``mode``, a ``limit`` below 1, or a mode by meaning without the semantic
+    extra. Demand probes named by the returned hits run (reusing readings
+    within their ttl) unless ``run_probes`` is False or the probes file is not
+    trusted; then they read ``<unknown>``.
     """
     words = query_words(query)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
+    mode = mode or default_mode()
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    model = semantic.load() if mode != "words" else None
     reader = origins.origin_reader(root)
     tree = cached_walk(root, reader.cache_secret)
-    with Index(root) as index:
+    with Index(root, model=model) as index:
         index.refresh(tree)
-        matches = index.search(words, kind=kind, limit=limit)
-    files = indexed_files(tree)
+        shown = _checked(index, tree, words, query, mode, kind, limit)
     measure = _probe_reader(tree, reader, run_probes)
     hits = []
-    for match in matches:
-        file = files[match.rel][0]
-        names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
+    for match, now_is in shown:
+        head = now_is.header
+        names = [n.strip() for n in (head.get("probes") or "").split(",") if n.strip()]
+        mtime = datetime.fromtimestamp(now_is.mtime_ns / 1e9)
         hits.append(
             Hit(
                 path=match.rel,
                 kind=match.kind,
-                origin=reader(file),
-                age=human_age(file.mtime, now),
-                keywords=(file.get("keywords") or "").strip(),
+                origin=_origin(reader, match.rel, now_is.data, head),
+                age=human_age(mtime, now),
+                keywords=(head.get("keywords") or "").strip(),
                 snippet=match.snippet,
                 probes={name: measure(name) for name in names},
-                updated=(file.get("updated") or "").strip() or None,
-                mtime=file.mtime,
+                updated=(head.get("updated") or "").strip() or None,
+                mtime=mtime,
+                matched=_how(match),
+                only_log=match.only_log,
             )
         )
     reader.flush()
     return hits
+
+
+def _checked(
+    index: Index,
+    tree: Tree,
+    words: list[str],
+    query: str,
+    mode: str,
+    kind: str | None,
+    limit: int,
+) -> list[tuple[Match, Current]]:
+    """The search's hits, each checked against its file as it is now (see the module)."""
+    kinds = {rel: file_kind for rel, (_, file_kind) in indexed_files(tree).items()}
+    shown: list[tuple[Match, Current]] = []
+    for round_number in range(ROUNDS):
+        matches = index.search(words, query=query, mode=mode, kind=kind, limit=limit)
+        shown = []
+        clean = True
+        for match in matches:
+            if match.rel not in kinds:  # a row for no file the walk found (or under a link)
+                index.drop(match)
+                clean = False
+                continue
+            match.kind = kinds[match.rel]  # what the file is, not what its row says
+            current, same = index.current(match)
+            if current is None:
+                clean = False
+                continue
+            if not same:
+                clean = False
+                if round_number < ROUNDS - 1:
+                    continue
+                match.snippet = _fallback_snippet(current)  # never the row's text
+            shown.append((match, current))
+        if clean:
+            break
+    return shown
+
+
+def _fallback_snippet(current: Current) -> str:
+    from rouse.pack.search import one_line
+
+    return one_line(current.doc.body or current.doc.log)
+
+
+def _how(match: Match) -> str:
+    if match.by_words and match.meaning is not None:
+        return "both"
+    return "meaning" if match.meaning is not None else "words"
+
+
+def _origin(reader: origins.OriginReader, rel: str, data: bytes, head: Header) -> str:
+    """The effective origin of these bytes: with a key, only what their signature says."""
+    if reader.key is None:
+        return _as_written(head)
+    if reader.key.secret is None:
+        return "unknown"
+    try:
+        written, state = verify(reader.key.secret, rel, data)
+    except (ValueError, HeaderError):
+        return "unknown"
+    return _as_written_value(written) if state in origins.VERIFIED else "unknown"
+
+
+def _as_written(head: Header) -> str:
+    return _as_written_value(head.get("origin"))
+
+
+def _as_written_value(value: str | None) -> str:
+    value = (value or "").strip().lower()
+    return value if value in origins.ORIGINS else "unknown"
 
 
 def _probe_reader(
@@ -136,7 +244,9 @@ def render(hits: list[Hit]) -> list[str]:
         keywords = f" — {hit.keywords}" if hit.keywords else ""
         lines.append(f"{hit.path} [{hit.origin}] ({hit.age}{keywords})")
         if hit.snippet:
-            lines.append(f"  {hit.snippet}")
+            said = "only its log matched: " if hit.only_log else ""
+            said = "near in meaning: " if hit.matched == "meaning" else said
+            lines.append(f"  {said}{hit.snippet}")
         if hit.updated:
             lines.append(f"  updated: {hit.updated}")
         if hit.probes:

@@ -2,7 +2,10 @@
 
 ``PRAGMA user_version`` holds :data:`SCHEMA`; a file of any other version, or
 built for the other engine (FTS5 or the LIKE fallback), is discarded and
-rebuilt: the index is derived and disposable (SPEC §10).
+rebuilt: the index is derived and disposable (SPEC §10). The ``vectors``
+table holds each file's meaning when the semantic extra is installed; its
+``meta`` row ``model`` names the model that made them (another model's
+vectors are dropped and made again, the words are kept).
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA = 1  # bump when the tables, columns or tokenizer change: old files are rebuilt
-COLUMNS = "keywords, path, body"
+SCHEMA = 2  # bump when the tables, columns or tokenizer change: old files are rebuilt
+#: ``body`` is the authored part, ``log`` the agent's notes below the log marker,
+#: both as plain words (:mod:`rouse.pack.written`).
+COLUMNS = "keywords, path, body, log"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
@@ -43,6 +48,7 @@ def usable(conn: sqlite3.Connection, engine: str) -> bool:
         return False
     conn.execute("SELECT count(*) FROM files").fetchone()
     conn.execute("SELECT rowid FROM docs LIMIT 1").fetchall()
+    conn.execute("SELECT id FROM vectors LIMIT 1").fetchall()
     return True
 
 
@@ -67,6 +73,8 @@ def create(conn: sqlite3.Connection, engine: str) -> None:
             "kind TEXT NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL)"
         )
         conn.execute(docs)
+        # a file's meaning as a vector (the semantic extra); meta 'model' names the model
+        conn.execute(f"{create} vectors (id INTEGER PRIMARY KEY, vec BLOB NOT NULL)")
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('engine', ?)", (engine,))
         conn.execute(f"PRAGMA user_version = {SCHEMA}")
         conn.execute("COMMIT")

@@ -3,8 +3,16 @@
 A user's query never reaches FTS5 syntax raw: it is cut into words and each
 word is quoted, so quotes, ``-``, ``:``, ``*``, ``NEAR(`` or ``AND`` are plain
 text. Documents match any word; those matching more of the words rank first,
-then by bm25 (keywords > path > body). Without FTS5, a LIKE scan ranks the
-same way.
+then by bm25 (keywords > path > body > log). Without FTS5, a LIKE scan ranks
+the same way.
+
+Stopwords (``the``, ``how``, ``we`` …) count only in a query made of nothing
+else: a file that matched a query's stopwords alone is no match at all.
+
+By meaning (the semantic extra), files rank by the cosine of their vector
+with the query's, above :data:`MEANING_FLOOR`. Both ways together are fused
+by reciprocal rank: each file scores ``1 / (RRF_K + rank)`` in each list it
+is in, and the sums rank.
 """
 
 from __future__ import annotations
@@ -17,19 +25,32 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 
-WEIGHTS = (10.0, 4.0, 1.0)  # bm25 weights of those columns
-
-
+WEIGHTS = (10.0, 4.0, 1.0, 0.5)  # bm25 weights of keywords, path, body, log
 MAX_WORDS = 32
-
-
 SNIPPET_TOKENS = 24
-
-
 SNIPPET_CHARS = 160
-
+#: Reciprocal rank fusion: the constant, and how much each list weighs.
+RRF_K = 10
+WORDS_WEIGHT = 1.0
+MEANING_WEIGHT = 1.0
+#: A file is a match by meaning when its cosine with the query reaches this.
+MEANING_FLOOR = 0.15
+#: How deep each list goes into the fusion.
+FUSED_DEPTH = 50
 
 _WORD_RE = re.compile(r"[^\W_]+")
+
+#: English words that say little on their own (our own list). A query made of
+#: nothing else is searched for them; otherwise they are left out.
+_STOPWORDS = """a about after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few
+    for from further had has have having he her here hers herself him himself his how
+    i if in into is it its itself just me more most my myself no nor not now of off
+    on once only or other our ours ourselves out over own same she should so some
+    such than that the their theirs them themselves then there these they this those
+    through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves"""
+STOPWORDS = frozenset(_STOPWORDS.split())
 
 
 def query_words(query: str) -> list[str]:
@@ -45,14 +66,23 @@ def query_words(query: str) -> list[str]:
     return words
 
 
+def content_words(words: list[str]) -> list[str]:
+    """The words that carry the query: all but stopwords (all of them if that is all)."""
+    content = [w for w in words if w not in STOPWORDS]
+    return content or words
+
+
 @dataclass
 class Match:
     rel: str
     kind: str
     words: int  # how many of the query's words it matches
-    score: float  # bm25 (lower is better)
+    score: float  # bm25 (lower is better); by meaning, minus the cosine
     snippet: str = ""
     doc_id: int = 0
+    only_log: bool = False  # by words: only the log below the marker matched
+    by_words: bool = False
+    meaning: float | None = None  # the cosine, when it is a match by meaning
 
 
 def _quoted(words: list[str]) -> str:
@@ -70,21 +100,81 @@ def one_line(text: str, limit: int = SNIPPET_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def search(
-    conn: sqlite3.Connection,
-    words: list[str],
-    *,
-    fts: bool,
-    kind: str | None = None,
-    limit: int = 10,
+def by_words(
+    conn: sqlite3.Connection, words: list[str], *, fts: bool, kind: str | None = None
 ) -> list[Match]:
-    """The best ``limit`` matches for ``words`` (see :func:`query_words`), best first."""
+    """Every match for ``words`` (see :func:`query_words`), best first."""
+    words = content_words(words)
     found = _fts(conn, words, kind) if fts else _like(conn, words, kind)
     found.sort(key=lambda m: (-m.words, m.score, m.rel))
-    best = found[:limit]
-    if fts and best:
-        _snippets(conn, words, best)
-    return best
+    return found
+
+
+def by_meaning(
+    conn: sqlite3.Connection,
+    cosines: Any,
+    query: bytes,
+    *,
+    kind: str | None = None,
+) -> list[Match]:
+    """Files whose vector is near ``query`` (``cosines(query, vectors)``), best first."""
+    sql = "SELECT f.id, f.rel, f.kind, v.vec FROM vectors v JOIN files f ON f.id = v.id WHERE 1"
+    rows = _rows(conn, sql, [], kind)
+    scores = cosines(query, [bytes(row[3]) for row in rows])
+    found = [
+        Match(str(rel), str(doc_kind), 0, -score, doc_id=int(doc_id), meaning=score)
+        for (doc_id, rel, doc_kind, _), score in zip(rows, scores, strict=True)
+        if score >= MEANING_FLOOR
+    ]
+    found.sort(key=lambda m: (m.score, m.rel))
+    return found
+
+
+COVERAGE_POWER = 2.0
+
+
+def fuse(words: list[Match], meaning: list[Match], limit: int, total: int = 1) -> list[Match]:
+    """Both lists as one, by reciprocal rank fusion (see the module's docstring)."""
+    fused: dict[int, Match] = {}
+    score: dict[int, float] = {}
+    by_words_rank: dict[int, int] = {}
+    for weight, ranked in ((WORDS_WEIGHT, words), (MEANING_WEIGHT, meaning)):
+        for rank, match in enumerate(ranked[:FUSED_DEPTH], start=1):
+            share = (match.words / total) ** COVERAGE_POWER if match.by_words and total else 1.0
+            if match.meaning is not None and not match.by_words:
+                share = 1.0
+            score[match.doc_id] = score.get(match.doc_id, 0.0) + share * weight / (RRF_K + rank)
+            kept = fused.setdefault(match.doc_id, match)
+            if match.meaning is not None:
+                kept.meaning = match.meaning
+            if match.by_words:
+                by_words_rank.setdefault(match.doc_id, rank)
+    last = FUSED_DEPTH + 1  # a tie goes to the better match by words
+    order = sorted(
+        fused.values(),
+        key=lambda m: (-round(score[m.doc_id], 12), by_words_rank.get(m.doc_id, last), m.rel),
+    )
+    return order[:limit]
+
+
+def snippets(conn: sqlite3.Connection, words: list[str], best: list[Match]) -> None:
+    """The FTS5 snippet of each match by words: from its body, or from its log when
+    only the log matched."""
+    words = content_words(words)
+    for column, only_log in ((2, False), (3, True)):
+        ids = [m.doc_id for m in best if m.by_words and m.only_log is only_log and not m.snippet]
+        if not ids:
+            continue
+        marks = ", ".join("?" for _ in ids)
+        rows = conn.execute(
+            f"SELECT rowid, snippet(docs, {column}, '', '', '…', {SNIPPET_TOKENS}) FROM docs "
+            f"WHERE docs MATCH ? AND rowid IN ({marks})",
+            (_quoted(words), *ids),
+        )
+        found = dict(rows)
+        for match in best:
+            if match.doc_id in found:
+                match.snippet = one_line(found[match.doc_id])
 
 
 def _rows(conn: sqlite3.Connection, sql: str, params: list[Any], kind: str | None) -> list[Any]:
@@ -101,49 +191,60 @@ def _fts(conn: sqlite3.Connection, words: list[str], kind: str | None) -> list[M
             row[0]
             for row in conn.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (_quoted([word]),))
         )
+    written = {
+        row[0]
+        for row in conn.execute(
+            "SELECT rowid FROM docs WHERE docs MATCH ?",
+            ("{keywords path body} : (" + _quoted(words) + ")",),
+        )
+    }
     sql = (
-        "SELECT f.id, f.rel, f.kind, bm25(docs, ?, ?, ?) FROM docs "
+        "SELECT f.id, f.rel, f.kind, bm25(docs, ?, ?, ?, ?) FROM docs "
         "JOIN files f ON f.id = docs.rowid WHERE docs MATCH ?"
     )
     return [
-        Match(rel, doc_kind, matched[doc_id], float(score), doc_id=doc_id)
+        Match(
+            rel,
+            doc_kind,
+            matched[doc_id],
+            float(score),
+            doc_id=doc_id,
+            only_log=doc_id not in written,
+            by_words=True,
+        )
         for doc_id, rel, doc_kind, score in _rows(conn, sql, [*WEIGHTS, _quoted(words)], kind)
     ]
 
 
-def _snippets(conn: sqlite3.Connection, words: list[str], best: list[Match]) -> None:
-    ids = [m.doc_id for m in best]
-    marks = ", ".join("?" for _ in ids)
-    rows = conn.execute(
-        f"SELECT rowid, snippet(docs, 2, '', '', '…', {SNIPPET_TOKENS}) FROM docs "
-        f"WHERE docs MATCH ? AND rowid IN ({marks})",
-        (_quoted(words), *ids),
-    )
-    snippets = dict(rows)
-    for match in best:
-        match.snippet = one_line(snippets.get(match.doc_id, ""))
-
-
 def _like(conn: sqlite3.Connection, words: list[str], kind: str | None) -> list[Match]:
-    clauses = " OR ".join(
-        f"d.{column} LIKE ? ESCAPE '\\'" for _ in words for column in ("keywords", "path", "body")
-    )
-    params = [f"%{_escape_like(w)}%" for w in words for _ in range(3)]
+    columns = ("keywords", "path", "body", "log")
+    clauses = " OR ".join(f"d.{column} LIKE ? ESCAPE '\\'" for _ in words for column in columns)
+    params = [f"%{_escape_like(w)}%" for w in words for _ in columns]
     sql = (
-        "SELECT f.rel, f.kind, d.keywords, d.path, d.body FROM docs d "
+        "SELECT f.id, f.rel, f.kind, d.keywords, d.path, d.body, d.log FROM docs d "
         f"JOIN files f ON f.id = d.rowid WHERE ({clauses})"
     )
     found = []
-    for rel, doc_kind, *columns in _rows(conn, sql, params, kind):
-        texts = [str(c).lower() for c in columns]
-        hits = [[w in text for text in texts] for w in words]
+    for doc_id, rel, doc_kind, *texts in _rows(conn, sql, params, kind):
+        lowered = [str(c).lower() for c in texts]
+        hits = [[w in text for text in lowered] for w in words]
         score = -sum(
             weight for row in hits for weight, hit in zip(WEIGHTS, row, strict=True) if hit
         )
-        body = str(columns[2])
-        at = min((i for i in (body.lower().find(w) for w in words) if i >= 0), default=0)
-        snippet = ("…" if at > 40 else "") + body[max(at - 40, 0) : at + SNIPPET_CHARS]
+        only_log = not any(any(row[:3]) for row in hits)
+        text = str(texts[3] if only_log else texts[2])
+        at = min((i for i in (text.lower().find(w) for w in words) if i >= 0), default=0)
+        snippet = ("…" if at > 40 else "") + text[max(at - 40, 0) : at + SNIPPET_CHARS]
         found.append(
-            Match(str(rel), str(doc_kind), sum(any(r) for r in hits), score, one_line(snippet))
+            Match(
+                str(rel),
+                str(doc_kind),
+                sum(any(r) for r in hits),
+                score,
+                one_line(snippet),
+                doc_id=int(doc_id),
+                only_log=only_log,
+                by_words=True,
+            )
         )
     return found
