@@ -181,6 +181,23 @@ def test_a_hung_monitor_never_holds_the_sweeper() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("url", "fail"),
+    [
+        ("http://h/ping", "http://h/ping/fail"),
+        ("http://h/ping/", "http://h/ping/fail"),
+        ("http://h/ping?rid=1", "http://h/ping/fail?rid=1"),
+        ("http://h/ping#frag", "http://h/ping/fail#frag"),
+        ("http://h/ping?a=1&b=2#x", "http://h/ping/fail?a=1&b=2#x"),
+        ("http://h", "http://h/fail"),
+    ],
+)
+def test_the_fail_url_is_built_on_the_path(url: str, fail: str) -> None:
+    """Issue 22, item 9: a query or a fragment never swallows /fail."""
+    beat = Heartbeat(url)
+    assert beat.target(True) == url and beat.target(False) == fail
+
+
 def test_what_counts_as_a_failed_tick() -> None:
     at = datetime(2026, 3, 14, 12, 0)
     assert failed(None)  # the tick raised

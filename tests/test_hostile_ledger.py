@@ -20,7 +20,10 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from conftest import INTENTIONS, NOW, MakeTree, stamp
+from rouse.records.scaffold import init
 from rouse.sweep.runner import PROMPT_CHARS
 
 
@@ -108,3 +111,19 @@ def test_a_runs_prompt_is_capped_and_names_the_rest(make_tree: MakeTree, tmp_pat
     shown = text.count("=== wake ")
     named = [line for line in text.splitlines() if line.startswith("- intention/job-")]
     assert shown + len(named) == 150 and shown >= 1
+
+
+@pytest.mark.parametrize(
+    "password", ["50%off-S3cr3t", "pass word-S3cr3t", "a%2Fb-S3cr3t"], ids=["raw%", "space", "%2F"]
+)
+def test_a_dsn_password_never_reaches_a_message(tmp_path: Path, password: str) -> None:
+    """Issue 22, item 8: libpq's own error text quotes pieces of the DSN (``invalid
+    percent-encoded token: "50%off-S3cr3t"``); every path out scrubs each spelling."""
+    tree = tmp_path / "memory"
+    init(tree, NOW, examples=False)
+    dsn = f"postgresql://rouse:{password}@127.0.0.1:1/db?connect_timeout=1"
+    for verb in (["status"], ["log"], ["fleet", "status"], ["sweep", "--once"]):
+        done = rouse(tree, *verb, "--ledger", dsn)
+        said = done.stdout + done.stderr
+        assert done.returncode != 0 and "ledger" in said, said
+        assert "S3cr3t" not in said and password not in said, said

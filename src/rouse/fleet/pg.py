@@ -78,7 +78,34 @@ _PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)", re.IGNO
 
 def redact(dsn: str) -> str:
     """``dsn`` (or any text quoting one) without its password, for messages."""
-    return _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1:***@", dsn))
+    text = _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1:***@", dsn))
+    for word in sorted(passwords(dsn), key=len, reverse=True):  # (spaces, raw %)
+        text = text.replace(word, "***")
+    return text
+
+
+def passwords(dsn: str) -> set[str]:
+    """Every spelling of the passwords ``dsn`` carries (as written, and percent-decoded),
+    so that a driver's message quoting a piece of one (libpq: ``invalid percent-encoded
+    token: "50%off-S3cr3t"``) can be scrubbed too."""
+    from urllib.parse import unquote, urlsplit
+
+    found: set[str] = set()
+    userinfo = urlsplit(dsn).netloc.rpartition("@")[0] if "://" in dsn else ""
+    if ":" in userinfo:
+        found.add(userinfo.partition(":")[2])
+    for match in _PASSWORD.finditer(dsn):
+        found.add(match.group(2).strip("'"))
+    found |= {unquote(word) for word in found}
+    return {word for word in found if len(word) >= 3}
+
+
+def scrub(text: str, dsn: str) -> str:
+    """``text`` (a driver's message) without ``dsn``'s password in any spelling."""
+    text = redact(text.replace(dsn, redact(dsn)))
+    for word in sorted(passwords(dsn), key=len, reverse=True):  # what the text quotes
+        text = text.replace(word, "***")
+    return text
 
 
 def _psycopg() -> Any:
@@ -175,7 +202,7 @@ class PgDatabase:
 
     def _said(self, exc: BaseException) -> str:
         """The driver's first line about ``exc``, with the DSN (and any password) scrubbed."""
-        return redact(_first_line(exc).replace(self.dsn, self.where))
+        return scrub(_first_line(exc), self.dsn)
 
     def _drop(self) -> None:
         if self._conn is not None:

@@ -18,6 +18,7 @@ import threading
 import urllib.request
 from collections.abc import Callable
 from datetime import datetime
+from urllib.parse import urlsplit, urlunsplit
 
 from rouse import __version__
 from rouse.core.errors import UsageError
@@ -54,7 +55,12 @@ class Heartbeat:
         self.log = log or _stderr
 
     def target(self, ok: bool) -> str:
-        return self.url if ok else self.url.rstrip("/") + "/fail"
+        """The URL to ping: ``/fail`` goes on the path, before any query or fragment
+        (``http://h/ping?rid=1`` fails to ``http://h/ping/fail?rid=1``)."""
+        if ok:
+            return self.url
+        parts = urlsplit(self.url)
+        return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/fail"))
 
     def __call__(self, at: datetime, report: TickReport | None) -> None:
         """The callback ``rouse.sweep.loop.run`` calls after every tick."""
