@@ -17,6 +17,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -127,3 +128,47 @@ def test_a_dsn_password_never_reaches_a_message(tmp_path: Path, password: str) -
         said = done.stdout + done.stderr
         assert done.returncode != 0 and "ledger" in said, said
         assert "S3cr3t" not in said and password not in said, said
+
+
+# -- item 11: the hook's input and settings files, bounded ------------------------
+
+
+def test_a_hook_fed_nesting_or_a_trickle_still_prints_the_pack(tmp_path: Path) -> None:
+    tree = tmp_path / "memory"
+    init(tree, NOW, examples=False)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    command = [sys.executable, "-m", "rouse", "--memory", str(tree), "pack", "--hook", "claude"]
+    nested = subprocess.run(
+        command, input="[" * 100_000, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert nested.returncode == 0 and nested.stdout.startswith("now: "), nested.stderr
+    trickle = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time\nfor _ in range(200):\n"
+         "    sys.stdout.write('{'); sys.stdout.flush(); time.sleep(0.2)"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    assert trickle.stdout is not None
+    started = time.monotonic()
+    try:
+        fed = subprocess.run(
+            command, stdin=trickle.stdout, env=env, capture_output=True, text=True, timeout=60
+        )
+    finally:
+        trickle.kill()
+        trickle.wait()
+        trickle.stdout.close()
+    assert fed.returncode == 0 and fed.stdout.startswith("now: "), fed.stderr
+    assert time.monotonic() - started < 20  # not the trickle's 40 s
+
+
+def test_wire_refuses_a_settings_file_nested_too_deep(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    init(project / "memory", NOW, examples=False)
+    settings = project / ".claude" / "settings.local.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text('{"a": ' * 5000 + "1" + "}" * 5000)
+    before = settings.read_bytes()
+    done = rouse(project / "memory", "wire", "--claude-hooks")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "settings.local.json" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert settings.read_bytes() == before

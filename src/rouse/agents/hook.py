@@ -32,12 +32,14 @@ import os
 import re
 import select
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
 from rouse.core.errors import RouseError
 from rouse.core.home import find_tree, global_tree
+from rouse.core.statefile import decode
 from rouse.pack.render import HardWall
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -52,6 +54,12 @@ HOOK_LIMIT = 10_000  # Claude Code's cap on hook output; Codex's is ~10,000 byte
 HOOK_MAX_CHARS = 9_000  # what the pack is asked to fit, leaving room to spare
 HOOK_WALL = HOOK_LIMIT - 100  # what it may never pass (whole context files give way)
 STDIN_WAIT = 0.25  # seconds to wait for more of the hook's input before giving up
+#: seconds the whole input may take: a writer that trickles it is not waited for longer
+STDIN_DEADLINE = 2.0
+#: how deep the hook's input may nest (the agents' inputs are a few levels deep)
+STDIN_DEPTH = 32
+#: how deep a settings file may nest before it is read as unreadable (never a crash)
+SETTINGS_DEPTH = 64
 STDIN_MOST = 1 << 20
 
 #: A settings entry that runs ``rouse pack … --hook KIND``, however rouse is named
@@ -114,8 +122,12 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
             return {}
         fd = stream.fileno()
         size = 0
+        end = time.monotonic() + STDIN_DEADLINE
         while size < STDIN_MOST:
-            ready, _, _ = select.select([fd], [], [], STDIN_WAIT)
+            left = min(STDIN_WAIT, end - time.monotonic())
+            if left <= 0:
+                return {}  # trickled past the deadline: no session, but still the pack
+            ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 break
             chunk = os.read(fd, 65536)
@@ -123,7 +135,8 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        data = json.loads(b"".join(chunks) or b"{}")
+        # bounded: nesting that would exhaust the parser is refused before it is parsed
+        data = decode(b"".join(chunks) or b"{}", max_depth=STDIN_DEPTH)
     except (OSError, ValueError, AttributeError):
         return {}
     return data if isinstance(data, dict) else {}
@@ -135,7 +148,7 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
 def _commands(path: Path) -> list[str]:
     """The SessionStart hook commands in one settings or hooks file (none if unreadable)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = decode(path.read_bytes(), max_depth=SETTINGS_DEPTH)
         groups = data["hooks"]["SessionStart"]
     except (OSError, ValueError, KeyError, TypeError):
         return []

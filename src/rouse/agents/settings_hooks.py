@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import HOOK_COMMAND
+from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH
 from rouse.agents.wiring import Wired, Wiring, update_file
 from rouse.core.errors import RouseError, UsageError
+from rouse.core.statefile import decode
 
 #: The SessionStart sources each agent documents (Claude Code: startup, resume,
 #: clear, compact, and fork since 2.1.214; Codex: startup, resume, clear): a fresh pack after each.
@@ -145,7 +146,7 @@ def _load_json(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = decode(path.read_bytes(), max_depth=SETTINGS_DEPTH)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = " ".join(str(exc).split())
         raise UsageError(
