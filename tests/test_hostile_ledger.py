@@ -172,3 +172,40 @@ def test_wire_refuses_a_settings_file_nested_too_deep(tmp_path: Path) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     assert "settings.local.json" in done.stderr and len(done.stderr.splitlines()) == 1
     assert settings.read_bytes() == before
+
+
+# -- item 13: making a key never quarantines what you wrote, silently -----------------
+
+
+def test_init_key_lists_what_it_quarantines_and_vouches_when_asked(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+
+    def run(key: Path, tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rouse", "--memory", str(tree), *args],
+            env={**env, "ROUSE_STAMP_KEY": str(key)},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    for name, vouch in (("listed", False), ("vouched", True)):
+        tree = tmp_path / name / "memory"
+        init(tree, NOW, examples=False)
+        key = tmp_path / name / "key" / "stamp.key"
+        assert run(key, tree, "new", "belief", "mine", "--body", "I wrote this.").returncode == 0
+        flags = ("--vouch-existing",) if vouch else ()
+        made = run(key, tree, "stamp", "--init-key", *flags)
+        assert made.returncode == 0, made.stderr
+        assert "quarantined from now on" in made.stdout
+        assert "entrypoint/beliefs/belief-mine.md" in made.stdout
+        pack = run(key, tree, "pack")
+        checked = run(key, tree, "check")
+        if vouch:
+            assert "I wrote this." in pack.stdout  # the owner's, signed: injected
+            assert "quarantined" not in checked.stdout
+        else:
+            assert "rouse stamp --origin owner" in made.stdout
+            assert "I wrote this." not in pack.stdout  # held back, and check says so:
+            assert "quarantined: the pack leaves this belief out" in checked.stdout
+            assert "rouse stamp --origin owner entrypoint/beliefs/belief-mine.md" in checked.stdout

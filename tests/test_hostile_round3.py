@@ -157,7 +157,7 @@ def test_a_record_directory_with_a_bad_name_is_untrackable_and_never_printed_raw
     due = rouse(memory, "due", "--json", "--now", OVERDUE)
     answered(due)
     assert all(item["slug"].startswith("example-") for item in json.loads(due.stdout))
-    recall = rouse(memory, "recall", "words")
+    recall = rouse(memory, "recall", "words", "--mode", "words")  # (by meaning, others are near)
     answered(recall)
     assert recall.returncode == 1  # nothing recalled: the record is skipped, nothing crashed
     swept = rouse(memory, "sweep", "--once", "--now", OVERDUE)

@@ -239,7 +239,11 @@ def cmd_stamp(args: argparse.Namespace) -> int:
                 "keep it out of the agent's reach: see docs/provenance.md",
             ]
         )
+        if trees:
+            _vouch_existing(trees[-1], args.vouch_existing)
         return 0
+    if args.vouch_existing:
+        raise UsageError("--vouch-existing goes with --init-key")
     if args.upgrade or args.changed:
         return _resign(args)
     if not args.origin:
@@ -256,6 +260,33 @@ def cmd_stamp(args: argparse.Namespace) -> int:
         + [f"kept {rel}: its stamp still verifies" for rel in done.skipped]
     )
     return 0
+
+
+def _vouch_existing(root: Path, vouch: bool) -> None:
+    """After ``--init-key``: the context files the new key quarantines (nothing signed
+    vouches for them yet), vouched for as the owner's with ``--vouch-existing`` or a yes
+    on a terminal; else listed with the command that vouches for them."""
+    from rouse.core.tree import walk
+    from rouse.trust import stamp as stamping
+    from rouse.trust import stampkey
+    from rouse.trust.origins import origin_reader, quarantined
+
+    held = sorted(c.rel for c in quarantined(walk(root), origin_reader(root, stamp_key_path())))
+    if not held:
+        return
+    emit([f"{len(held)} context file(s) in {root} are quarantined from now on (nothing signed "
+          "vouches for them):", *(f"  {rel}" for rel in held)])  # fmt: skip
+    if not vouch and sys.stdin.isatty() and sys.stdout.isatty():
+        answer = input("vouch for them as the owner now? [y/N] ").strip().lower()
+        vouch = answer in ("y", "yes")
+    if not vouch:
+        emit(["vouch for the ones that are yours (from outside the agent): rouse stamp "
+              "--origin owner FILE…  (or run --init-key's step again: rouse stamp --origin "
+              "owner " + " ".join(held) + ")"])  # fmt: skip
+        return
+    key = stampkey.load_key(stamp_key_path())
+    done = stamping.stamp(root, [str(root / rel) for rel in held], "owner", None, key=key)
+    emit([f"stamped {rel} origin=owner (signed)" for rel in done.written])
 
 
 def _resign(args: argparse.Namespace) -> int:
@@ -429,6 +460,11 @@ def args_stamp(sub: argparse.ArgumentParser) -> None:
         "--init-key",
         action="store_true",
         help="make the stamp key ($ROUSE_STAMP_KEY, else ~/.config/rouse/stamp.key)",
+    )
+    sub.add_argument(
+        "--vouch-existing",
+        action="store_true",
+        help="with --init-key: stamp the tree's context files as the owner's, signed",
     )
     sub.add_argument(
         "--upgrade",

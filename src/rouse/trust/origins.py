@@ -403,5 +403,25 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
                     file.header.line_of("origin"),
                 )
             )
+    flagged = {finding.path for finding in findings}
+    for context in sorted(tree.context, key=lambda c: c.rel):
+        if context.rel in flagged or reader.verdict(context).origin not in quoted_origins(reader):
+            continue
+        findings.append(
+            StampFinding(
+                "warn",
+                context.rel,
+                f"quarantined: the pack leaves this {context.kind} out (nothing you trust "
+                "vouches for it under the stamp key) — review it; if it is yours, vouch for it "
+                f"from outside the agent: rouse stamp --origin owner {context.rel}",
+                context.header.line_of("origin"),
+            )
+        )
     reader.flush()
     return findings
+
+
+def quarantined(tree: Tree, reader: OriginReader) -> list[File]:
+    """The context files the pack holds back under this reader (their origin is one to
+    quote, never to inject): what a new stamp key would quarantine."""
+    return [c for c in tree.context if reader.verdict(c).origin in quoted_origins(reader)]
