@@ -161,6 +161,12 @@ class Machine:
             subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
         self.model = model
         self.rouse = self.installed_rouse(tmp)
+        # a folder holding only `rouse`, for the hooks in files the repository carries,
+        # which call rouse by name (on the user's PATH, as an install puts it)
+        self.rouse_bin = tmp / "rouse-bin"
+        self.rouse_bin.mkdir()
+        (self.rouse_bin / "rouse").symlink_to(self.rouse)
+        self.rouse_on_path = False
         self.global_tree = self.tree(self.home / ".rouse", "GLOBAL-MARK")
         self.tree(self.project / "memory", "PROJECT-MARK")
         codex = self.home / ".codex"
@@ -194,14 +200,14 @@ class Machine:
         pinned = self.rouse if executable is None else executable
         wire.wire(tree, home=self.home, executable=pinned, **flags)
 
-    @staticmethod
-    def path() -> str:
-        """/usr/bin:/bin (and node's folder, for Codex's launcher): no rouse on it."""
+    def path(self) -> str:
+        """/usr/bin:/bin (and node's folder, for Codex's launcher): no rouse on it,
+        unless ``rouse_on_path`` (then its own folder first, and nothing else of rouse's)."""
         node = os.path.dirname(shutil.which("node") or "/usr/bin/node")
         folders = ["/usr/bin", "/bin"] + ([node] if node not in ("/usr/bin", "/bin") else [])
         path = os.pathsep.join(folders)
         assert not shutil.which("rouse", path=path), f"a rouse on {path} would hide the test"
-        return path
+        return os.pathsep.join([str(self.rouse_bin), path]) if self.rouse_on_path else path
 
     def env(self) -> dict[str, str]:
         return {
@@ -255,6 +261,7 @@ def session_start_outputs(events: list[dict[str, Any]]) -> list[str]:
 
 
 def test_claude_gets_one_pack_per_session_and_a_fresh_one_on_resume(machine: Machine) -> None:
+    machine.rouse_on_path = True  # the team's .claude/settings.json calls rouse by name
     machine.wire(machine.global_tree, claude_hooks=True)  # ~/.claude/settings.json
     machine.wire(claude_hooks=True)  # .claude/settings.local.json …
     machine.wire(claude_hooks=True, shared=True)  # … moved to .claude/settings.json
@@ -505,6 +512,7 @@ def trust_hooks(machine: Machine, cwd: Path) -> list[str]:
 
 
 def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Machine) -> None:
+    machine.rouse_on_path = True  # the repository's .codex/hooks.json calls rouse by name
     machine.wire(codex_hooks=True)  # .codex/hooks.json
     # a new hook does not run until the user trusts it (and .codex/ loads only in a
     # trusted project): the session starts without a pack, and Codex says nothing
@@ -527,6 +535,7 @@ def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Mac
 
 
 def test_codex_gets_one_pack_with_a_user_and_a_project_hook(machine: Machine) -> None:
+    machine.rouse_on_path = True
     machine.wire(machine.global_tree, codex_hooks=True)  # ~/.codex/hooks.json
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project
@@ -598,6 +607,7 @@ class AppServer:
 
 
 def test_codex_gets_a_wake_between_two_turns_at_the_second_only(machine: Machine) -> None:
+    machine.rouse_on_path = True
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project, then its hooks
     assert len(trust_hooks(machine, machine.project)) == 2
@@ -615,3 +625,19 @@ def test_codex_gets_a_wake_between_two_turns_at_the_second_only(machine: Machine
         assert machine.model.last().count(WOKE) == 1  # the second turn's, in the history
     finally:
         server.close()
+
+
+def test_codex_gets_a_non_latin_pack_whole(machine: Machine) -> None:
+    """~9,000 characters at two bytes each: past Codex's default 2,500 tokens (bytes / 4),
+    within the hook's own additionalContextLimit, so no preview and no spill file."""
+    machine.rouse_on_path = True
+    words = " ".join(f"слово{i:04}" for i in range(800))  # 8,799 characters, 16,000+ bytes
+    belief = machine.project / "memory" / "entrypoint" / "beliefs" / "belief-long.md"
+    belief.write_text(words + "\n")
+    machine.wire(codex_hooks=True)
+    codex(machine, machine.project, "--trust", "hi")
+    trust_hooks(machine, machine.project)
+    codex(machine, machine.project, "hi")
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1 and words in sent
+    assert not list((machine.home / ".codex").rglob("hook_outputs/*"))

@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -208,7 +209,7 @@ def test_codex_hook_file_and_what_codex_needs_before_it_runs_it(project: Path, h
     assert data["hooks"]["Stop"] == [{"hooks": [{"command": "x"}]}]
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
     (command,) = [h["command"] for h in session_hooks(hooks)]
-    assert command.startswith(f"rouse pack --memory {project / 'memory'} --hook codex || printf")
+    assert command.startswith("rouse pack --memory memory --hook codex || printf")  # the repo's
     printed = "\n".join(result.printed)
     assert "open /hooks and trust" in printed and "codex exec --trust" in printed
     assert "codex_hooks" not in printed  # the deprecated name of [features].hooks
@@ -235,7 +236,7 @@ def test_mcp_instructions_parse_as_toml_and_json(project: Path, home: Path) -> N
     assert toml["mcp_servers"]["rouse"] == {"command": "rouse", "args": ["mcp", "--memory", tree]}
     brace = next(i for i, line in enumerate(lines) if line == "  {")
     cursor = json.loads("\n".join(lines[brace:]))
-    assert cursor["mcpServers"]["rouse"]["args"] == ["mcp", "--memory", tree]
+    assert cursor["mcpServers"]["rouse"]["args"] == ["mcp"]  # .cursor/mcp.json is the team's
 
 
 # -- the hook commands, run the way the agents run them -----------------------
@@ -251,13 +252,16 @@ def _bin_dir(tmp_path: Path) -> Path:
     return bin_dir
 
 
-def run_hook(command: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def run_hook(
+    command: str, tmp_path: Path, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run a hook's command as an agent does: in the session's directory (``cwd``)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
     full.update(env)
     full["PATH"] = f"{_bin_dir(tmp_path)}{os.pathsep}{full.get('PATH', '')}"
     full["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
     return subprocess.run(
-        ["sh", "-c", command], env=full, capture_output=True, text=True, timeout=60
+        ["sh", "-c", command], cwd=cwd, env=full, capture_output=True, text=True, timeout=60
     )
 
 
@@ -302,9 +306,9 @@ def test_the_hook_exits_0_with_a_note_when_the_tree_is_broken(
         timeout=60,
     )
     assert missing.returncode == 0
-    if kind == "codex":
+    if kind == "codex":  # the repository's hook calls rouse by name, and says so
         payload = json.loads(missing.stdout)
-        assert payload["hookSpecificOutput"]["additionalContext"] == wire.CANNOT_RUN
+        assert payload["hookSpecificOutput"]["additionalContext"] == wire.CANNOT_RUN_SHARED
     else:
         assert missing.stdout == wire.CANNOT_RUN + "\n"
 
@@ -314,7 +318,7 @@ def test_the_codex_hook_prints_strict_json_with_only_allowed_keys(
 ) -> None:
     run_wire(project, home, codex_hooks=True)
     (command,) = [h["command"] for h in session_hooks(project / ".codex/hooks.json")]
-    done = run_hook(command, tmp_path)
+    done = run_hook(command, tmp_path, cwd=project)
     assert done.returncode == 0
     payload = json.loads(done.stdout)
     allowed = {"continue", "hookSpecificOutput", "stopReason", "suppressOutput", "systemMessage"}
@@ -475,8 +479,12 @@ def test_the_hook_runs_the_pinned_rouse_then_the_name_then_says_why_not(
     project: Path, home: Path, tmp_path: Path, kind: str
 ) -> None:
     pinned = _pinned_rouse(tmp_path / "opt" / "bin")
-    run_wire(project, home, str(pinned), claude_hooks=True, codex_hooks=True)
-    path = project / (".claude/settings.local.json" if kind == "claude" else ".codex/hooks.json")
+    if kind == "claude":  # the personal settings file
+        run_wire(project, home, str(pinned), claude_hooks=True)
+        path = project / ".claude/settings.local.json"
+    else:  # Codex's project file is the repository's: only the user's own file pins a path
+        wire.wire(_init_global(home), home=home, executable=str(pinned), codex_hooks=True)
+        path = home / ".codex/hooks.json"
     (command,) = [h["command"] for h in session_hooks(path)]
     assert command.startswith(f"R={pinned}; ")
 
@@ -827,3 +835,71 @@ def test_stamp_init_key_refuses_inside_the_tree_and_needs_no_origin(
     assert both.returncode == 2 and "--init-key takes no --origin" in both.stderr
     neither = cli("stamp", "memory/persona.md", cwd=project, home=home)
     assert neither.returncode == 2 and "needs --origin" in neither.stderr
+
+
+# -- wiring that travels with the repository (issue 21, item 2) ----------------
+
+
+def _all_text(folder: Path) -> str:
+    return "\n".join(
+        p.read_text() for p in sorted(folder.rglob("*")) if p.is_file() and ".git" not in p.parts
+    )
+
+
+def test_shared_files_carry_no_path_of_this_machine(project: Path, home: Path) -> None:
+    pinned = "/opt/tools/bin/rouse"
+    run_wire(project, home, executable=pinned, claude_hooks=True, shared=True, codex_hooks=True)
+    shared = [project / ".claude/settings.json", project / ".codex/hooks.json"]
+    for path in shared:
+        text = path.read_text()
+        assert str(project) not in text and pinned not in text and str(home) not in text
+        for entry in [h for g in json.loads(text)["hooks"].values() for x in g for h in x["hooks"]]:
+            assert entry["command"].startswith("rouse pack --memory "), entry
+    claude = session_hooks(shared[0])[0]["command"]
+    assert '--memory "$CLAUDE_PROJECT_DIR/memory"' in claude
+    assert claude.endswith("echo " + shlex.quote(wire.CANNOT_RUN_SHARED))
+    assert "--memory memory --hook codex" in session_hooks(shared[1])[0]["command"]
+    # the personal file may pin this machine's rouse, as before
+    run_wire(project, home, executable=pinned, claude_hooks=True)
+    local = session_hooks(project / ".claude/settings.local.json")[0]["command"]
+    assert local.startswith(f"R={pinned}; ")
+
+
+def test_the_codex_hook_sets_its_own_context_limit(project: Path, home: Path) -> None:
+    run_wire(project, home, codex_hooks=True)
+    data = json.loads((project / ".codex/hooks.json").read_text())
+    for event in ("SessionStart", "UserPromptSubmit"):
+        (group,) = data["hooks"][event]
+        (entry,) = group["hooks"]
+        assert entry["additionalContextLimit"] == wire.CODEX_CONTEXT_LIMIT == 10_000
+
+
+def test_a_teammates_clone_finds_its_own_tree_from_a_subdirectory(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    (project / "memory" / "entrypoint" / "beliefs" / "belief-mark.md").write_text("MINE\n")
+    run_wire(project, home, executable="/opt/tools/bin/rouse", codex_hooks=True)
+    clone = tmp_path / "teammate" / "proj"
+    shutil.copytree(project, clone, symlinks=True)
+    (clone / "memory" / "entrypoint" / "beliefs" / "belief-mark.md").write_text("THEIRS\n")
+    src = clone / "src"
+    (src / "memory").mkdir(parents=True)  # a source package called memory/: not a tree
+    (src / "memory" / "__init__.py").write_text("")
+    (command,) = [h["command"] for h in session_hooks(clone / ".codex/hooks.json")]
+    session = json.dumps({"hook_event_name": "SessionStart", "cwd": str(src)})
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    full.update(PATH=f"{_bin_dir(tmp_path)}{os.pathsep}{full['PATH']}", HOME=str(home))
+    done = subprocess.run(
+        ["sh", "-c", command], cwd=src, input=session, env=full, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("now: ") and "THEIRS" in context and "MINE" not in context
+    assert list((src / "memory").iterdir()) == [src / "memory" / "__init__.py"]
+
+
+def test_the_teams_mcp_registration_names_no_path(project: Path, home: Path) -> None:
+    text = "\n".join(run_wire(project, home, mcp=True).printed)
+    assert "  claude mcp add --scope project rouse -- rouse mcp\n" in text + "\n"
+    cursor = json.loads(text[text.index("  {") :])
+    assert cursor["mcpServers"]["rouse"] == {"command": "rouse", "args": ["mcp"]}

@@ -37,7 +37,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core.errors import RouseError
-from rouse.core.home import find_tree, global_tree
+from rouse.core.home import find_tree, global_tree, is_tree
 from rouse.pack.render import HardWall
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, BinaryIO, TextIO
 
-HOOK_LIMIT = 10_000  # Claude Code's cap on hook output; Codex's is ~10,000 bytes
+HOOK_LIMIT = 10_000  # Claude Code's cap on hook output (Codex's is the hook's own: 10,000 tokens)
 HOOK_MAX_CHARS = 9_000  # what the pack is asked to fit, leaving room to spare
 HOOK_WALL = HOOK_LIMIT - 100  # what it may never pass (whole context files give way)
 STDIN_WAIT = 0.25  # seconds to wait for more of the hook's input before giving up
@@ -64,11 +64,10 @@ def utf16_units(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def utf8_bytes(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
-MEASURES: dict[str, Callable[[str], int]] = {"claude": utf16_units, "codex": utf8_bytes}
+#: How each agent counts the hook's text against its limit. Codex counts bytes / 4 as
+#: tokens against the hook's ``additionalContextLimit``, which rouse sets to 10,000 when it
+#: wires the hook: 10,000 characters fit at any width, so the pack is fitted in characters.
+MEASURES: dict[str, Callable[[str], int]] = {"claude": utf16_units, "codex": len}
 
 
 def cap(text: str, limit: int = HOOK_LIMIT, measure: Callable[[str], int] = len) -> str:
@@ -127,6 +126,34 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
     except (OSError, ValueError, AttributeError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def hook_memory(memory: str | None, session: Mapping[str, Any]) -> str | None:
+    """The tree a hook's ``--memory`` names; a relative one is the project's.
+
+    A hook in a file committed with the project names its tree by its path
+    from the project (``--memory memory``), never by this machine's. The
+    agent starts the hook in the session's directory and says which that is
+    (``cwd``; Cursor: ``workspace_roots``), which may be below the project's
+    root: the tree is the nearest such path that is a rouse tree, from there
+    up, as git finds ``.git``. Absolute paths are taken as given.
+    """
+    if not memory or os.path.isabs(os.path.expanduser(memory)):
+        return memory
+    starts: list[str] = []
+    cwd = session.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd):
+        starts.append(cwd)
+    roots = session.get("workspace_roots")
+    if isinstance(roots, list):
+        starts += [r for r in roots if isinstance(r, str) and os.path.isabs(r)]
+    with contextlib.suppress(OSError):
+        starts.append(os.getcwd())
+    for start in starts:
+        for folder in (Path(start), *Path(start).parents):
+            if is_tree(folder / memory):
+                return str(folder / memory)
+    return memory  # the lookup then says, from here, that it is missing
 
 
 # -- one pack per session -----------------------------------------------------
@@ -236,6 +263,7 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
     out = io.StringIO()
     session = read_session()
+    args.memory = hook_memory(getattr(args, "memory", None), session)
     event = session.get("hook_event_name")
     if event == "UserPromptSubmit":
         return prompt_hook(kind, args, session)

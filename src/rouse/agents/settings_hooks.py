@@ -16,7 +16,7 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
 _OUR_HOOK_RE = re.compile(
-    HOOK_COMMAND.format(kind="(?:claude|codex)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
+    HOOK_COMMAND.format(kind="(?:claude|codex|gemini|cursor)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
 )
 
 #: What a hook prints when it cannot start rouse at all (the pinned path is
@@ -49,6 +49,15 @@ CANNOT_RUN = (
     "rouse: no memory pack this session: this hook could not start rouse (it is neither "
     "where `rouse wire` found it nor on PATH): reinstall rouse, then run `rouse wire` again"
 )
+#: The same line for a hook in a file meant to be committed, which calls rouse by name only.
+CANNOT_RUN_SHARED = (
+    "rouse: no memory pack this session: this project's hook runs `rouse`, which is not on "
+    "PATH here: install it (pipx install rouse-memory) where the agent can find it"
+)
+#: Codex previews a hook's ``additionalContext`` past a per-hook limit in tokens (2,500 by
+#: default, counted as bytes / 4); the hook sets its own, so that a pack of 10,000
+#: characters at up to 4 bytes each arrives whole.
+CODEX_CONTEXT_LIMIT = 10_000
 
 CLAUDE_LOCAL = ".claude/settings.local.json"
 CLAUDE_SHARED = ".claude/settings.json"
@@ -92,27 +101,50 @@ def stable_executable(
     return None
 
 
+#: The variable each agent sets to the project's directory in a hook's environment.
+PROJECT_DIR = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
+
+
+def tree_arg(w: Wiring, kind: str) -> str:
+    """How a hook's command names the tree, as a shell word.
+
+    The global tree by its absolute path (it lives in personal files only). A
+    project's tree by its path from the project, never this machine's: under
+    the agent's project variable where it has one (``$CLAUDE_PROJECT_DIR``,
+    ``$GEMINI_PROJECT_DIR``), else as it stands (Codex, Cursor), which the hook
+    resolves from the session's directory up (:func:`rouse.agents.hook.hook_memory`).
+    """
+    if w.project is None:
+        return shlex.quote(str(w.tree))
+    variable = PROJECT_DIR.get(kind)
+    if variable is None:
+        return shlex.quote(w.tree_ref)
+    ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    ref = ref.replace("`", "\\`")
+    return f'"${variable}/{ref}"'
+
+
 def hook_command(
-    w: Wiring, kind: str, executable: str | None = None, event: str = SESSION_START
+    w: Wiring,
+    kind: str,
+    executable: str | None = None,
+    event: str = SESSION_START,
+    shared: bool = False,
 ) -> str:
-    """The hook's command: it pins this tree (and, when given, this rouse).
+    """The hook's command: it pins this tree (and, when given and personal, this rouse).
 
     ``R=/path/to/rouse; [ -x "$R" ] || R=rouse; "$R" pack …``: the install that
     wired it, else whatever ``rouse`` is on PATH, else (at session start) one
-    line saying why there is no pack; at a prompt, nothing. It exits 0 on
-    every path.
+    line saying why there is no pack; at a prompt, nothing. A ``shared``
+    command (a file meant to be committed) carries no path of this machine:
+    it calls ``rouse`` by name. It exits 0 on every path.
     """
-    if kind == "claude" and w.project is not None:
-        ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-        ref = ref.replace("`", "\\`")
-        memory = f'"$CLAUDE_PROJECT_DIR/{ref}"'
-    else:
-        memory = shlex.quote(str(w.tree))
-    run = f"pack --memory {memory} --hook {kind}"
-    if executable:
+    run = f"pack --memory {tree_arg(w, kind)} --hook {kind}"
+    if executable and not shared:
         head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
     else:
         head = f"rouse {run}"
+    cannot = CANNOT_RUN_SHARED if shared else CANNOT_RUN
     if event == STOP:
         # exit 2 wakes the model with the wake on stderr; anything else (rouse missing
         # included) must not, so it becomes 0
@@ -121,10 +153,10 @@ def hook_command(
         fallback = "true"  # the session start said it once; not again at every prompt
     elif kind == "codex":
         payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
-        payload["hookSpecificOutput"]["additionalContext"] = CANNOT_RUN
+        payload["hookSpecificOutput"]["additionalContext"] = cannot
         fallback = "printf '%s\\n' " + shlex.quote(json.dumps(payload))
     else:
-        fallback = "echo " + shlex.quote(CANNOT_RUN)
+        fallback = "echo " + shlex.quote(cannot)
     return f"{head} || {fallback}"
 
 
@@ -212,16 +244,19 @@ def merge_session_hook(
     matcher: str = MATCHER,
     prompt_command: str | None = None,
     stop_command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
     with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
     ``stop_command``, one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait)."""
+    SessionEnd hook (the prompt command: it ends the wait). ``extra`` goes into the
+    SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
+    more = dict(extra or {})
     wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-        (SESSION_START, {"matcher": matcher}, {"command": command})
+        (SESSION_START, {"matcher": matcher}, {"command": command, **more})
     ]
     if prompt_command is not None:
-        wanted.append((PROMPT, {}, {"command": prompt_command}))
+        wanted.append((PROMPT, {}, {"command": prompt_command, **more}))
     if stop_command is not None and prompt_command is not None:
         idle = {"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}
         wanted += [(STOP, {}, idle), (SESSION_END, {}, {"command": prompt_command})]
@@ -261,6 +296,7 @@ def wire_hook_files(
     label: str,
     prompt_command: str | None = None,
     stop_command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
@@ -269,7 +305,7 @@ def wire_hook_files(
     """
     loaded = {path: _load_json(path) for path in (target, *others)}
     merged = merge_session_hook(
-        loaded[target], command, str(target), matcher, prompt_command, stop_command
+        loaded[target], command, str(target), matcher, prompt_command, stop_command, extra
     )
     texts = {target: _dump(merged)}
     for path in others:
@@ -284,9 +320,14 @@ def wire_hook_files(
 
 
 def wire_hook_file(
-    path: Path, command: str, label: str, matcher: str = MATCHER, prompt_command: str | None = None
+    path: Path,
+    command: str,
+    label: str,
+    matcher: str = MATCHER,
+    prompt_command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
-    return wire_hook_files(path, (), command, matcher, label, prompt_command)[0]
+    return wire_hook_files(path, (), command, matcher, label, prompt_command, None, extra)[0]
 
 
 def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
@@ -295,8 +336,9 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
     )
     others = [p for p in paths if p != target]
-    command = hook_command(w, "claude", executable)
-    prompt = hook_command(w, "claude", executable, PROMPT)
+    shared = shared and w.project is not None  # the team's file: no path of this machine
+    command = hook_command(w, "claude", executable, shared=shared)
+    prompt = hook_command(w, "claude", executable, PROMPT, shared)
     result.done += wire_hook_files(
         target,
         others,
@@ -304,7 +346,7 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         MATCHERS["claude"],
         "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd",
         prompt,
-        hook_command(w, "claude", executable, STOP),
+        hook_command(w, "claude", executable, STOP, shared),
     )
 
 
@@ -325,11 +367,13 @@ def codex_notes(w: Wiring) -> list[str]:
 
 
 def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
-    command = hook_command(w, "codex", executable)
-    prompt = hook_command(w, "codex", executable, PROMPT)
+    shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
+    command = hook_command(w, "codex", executable, shared=shared)
+    prompt = hook_command(w, "codex", executable, PROMPT, shared)
     path = _codex_path(w)
     label = "Codex SessionStart, UserPromptSubmit"
-    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt))
+    limit = {"additionalContextLimit": CODEX_CONTEXT_LIMIT}
+    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt, limit))
     result.printed += codex_notes(w)
 
 

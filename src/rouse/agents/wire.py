@@ -23,6 +23,8 @@ from pathlib import Path
 from rouse.agents.instructions import BEGIN, END, wire_blocks, wire_cursor
 from rouse.agents.settings_hooks import (
     CANNOT_RUN,
+    CANNOT_RUN_SHARED,
+    CODEX_CONTEXT_LIMIT,
     MATCHERS,
     PROMPT,
     SESSION_END,
@@ -39,6 +41,8 @@ from rouse.core.errors import UsageError
 __all__ = [
     "BEGIN",
     "CANNOT_RUN",
+    "CANNOT_RUN_SHARED",
+    "CODEX_CONTEXT_LIMIT",
     "END",
     "MATCHERS",
     "PROMPT",
@@ -54,15 +58,33 @@ __all__ = [
 
 
 def mcp_instructions(w: Wiring) -> list[str]:
-    """How to register ``rouse mcp`` with Claude Code, Codex and Cursor (printed)."""
+    """How to register ``rouse mcp`` with Claude Code, Codex and Cursor (printed).
+
+    Personal registrations pin the tree's absolute path. The team's (Claude
+    Code's ``.mcp.json``, a project's ``.cursor/mcp.json``) are committed, so
+    they name no path of this machine: ``rouse mcp`` finds the tree from the
+    directory the client starts it in, as every verb does.
+    """
     tree = str(w.tree)
     args = ["mcp", "--memory", tree]
-    cursor = {"mcpServers": {"rouse": {"command": "rouse", "args": args}}}
-    return [
+    lines = [
         "Register the rouse MCP server (needs `pipx install 'rouse-memory[mcp]'`):",
         "",
-        "Claude Code (add `--scope project` to share it through .mcp.json):",
+        "Claude Code, for you:",
         f"  claude mcp add rouse -- rouse mcp --memory {shlex.quote(tree)}",
+    ]
+    shared = ["mcp"] if w.tree_ref == "memory" else ["mcp", "--memory", w.tree_ref]
+    if w.project is not None:
+        lines += [
+            "or for the team, in .mcp.json (no path of this machine: it finds the tree from "
+            "where the session starts):",
+            f"  claude mcp add --scope project rouse -- rouse {shlex.join(shared)}",
+        ]
+    cursor_args = args if w.project is None else shared
+    cursor = {"mcpServers": {"rouse": {"command": "rouse", "args": cursor_args}}}
+    where = "~/.cursor/mcp.json" if w.project is None else ".cursor/mcp.json (this project)"
+    return [
+        *lines,
         "",
         "Codex, with its CLI:",
         f"  codex mcp add rouse -- rouse mcp --memory {shlex.quote(tree)}",
@@ -71,7 +93,7 @@ def mcp_instructions(w: Wiring) -> list[str]:
         '  command = "rouse"',
         f"  args = {json.dumps(args)}",
         "",
-        "Cursor, in .cursor/mcp.json (project) or ~/.cursor/mcp.json (everywhere):",
+        f"Cursor, in {where}:",
         *("  " + line for line in json.dumps(cursor, indent=2).splitlines()),
     ]
 
