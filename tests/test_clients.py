@@ -641,3 +641,22 @@ def test_codex_gets_a_non_latin_pack_whole(machine: Machine) -> None:
     sent = machine.model.last()
     assert sent.count(PACK_HEADER) == 1 and words in sent
     assert not list((machine.home / ".codex").rglob("hook_outputs/*"))
+
+
+SKILL = "Read and keep the agent's rouse memory"  # the skill's description, as listed
+
+
+def test_claude_and_codex_list_the_rouse_skill_and_forget_it_when_removed(
+    machine: Machine,
+) -> None:
+    machine.wire()  # the block and the skills, no hooks
+    claude(machine, machine.project)
+    assert machine.model.last().count(SKILL) == 1  # Claude Code: .claude/skills/rouse
+    codex(machine, machine.project, "--trust", "hi")
+    assert machine.model.last().count(SKILL) == 1  # Codex: .agents/skills/rouse
+
+    wire.wire(machine.project / "memory", home=machine.home, remove=True)
+    claude(machine, machine.project)
+    assert SKILL not in machine.model.last()
+    codex(machine, machine.project, "hi")
+    assert SKILL not in machine.model.last()

@@ -126,7 +126,12 @@ def test_the_global_tree_has_no_project_root(tmp_path: Path, home: Path) -> None
     init(tree, NOW)
     (home / "CLAUDE.md").write_text("not touched\n")
     result = wire.wire(tree, home=home)
-    assert result.done == []
+    skills = [home / ".claude/skills/rouse/SKILL.md", home / ".agents/skills/rouse/SKILL.md"]
+    assert result.done == [  # only the personal skills, in the user's own folders
+        f"wrote {skills[0]} (Claude Code skill)",
+        f"wrote {skills[1]} (Codex skill)",
+    ]
+    assert f"--memory {tree}" in skills[0].read_text()
     text = "\n".join(result.printed)
     assert "has no project root" in text and f"run `rouse pack --memory {tree}`" in text
     assert (home / "CLAUDE.md").read_text() == "not touched\n"
@@ -903,3 +908,56 @@ def test_the_teams_mcp_registration_names_no_path(project: Path, home: Path) -> 
     assert "  claude mcp add --scope project rouse -- rouse mcp\n" in text + "\n"
     cursor = json.loads(text[text.index("  {") :])
     assert cursor["mcpServers"]["rouse"] == {"command": "rouse", "args": ["mcp"]}
+
+
+# -- skills and --remove (issue 21, item 6) ------------------------------------
+
+VERBS = ("move", "snooze", "close", "remind", "tell", "checkpoint", "recall")
+
+
+def test_wire_lays_one_skill_for_claude_code_and_codex(project: Path, home: Path) -> None:
+    run_wire(project, home)
+    paths = [project / ".claude/skills/rouse/SKILL.md", project / ".agents/skills/rouse/SKILL.md"]
+    for path in paths:
+        text = path.read_text()
+        head, body = text.split("---\n")[1:3]
+        fields = dict(line.split(": ", 1) for line in head.splitlines())
+        assert fields["name"] == "rouse" and "memory" in fields["description"]
+        assert all(f"`rouse {verb} " in body for verb in VERBS), body
+        assert "memory/entrypoint/rouse.md" in body and str(project) not in text
+    assert paths[0].read_text() == paths[1].read_text()
+    again = run_wire(project, home)
+    assert [line for line in again.done if "skill" in line] == [
+        f"unchanged: {paths[0]} (Claude Code skill)",
+        f"unchanged: {paths[1]} (Codex skill)",
+    ]
+
+
+def test_wire_remove_takes_every_piece_back_out(project: Path, home: Path) -> None:
+    (project / "CLAUDE.md").write_text("# My project\n\nUse tabs.\n")
+    (project / "AGENTS.md").write_text("Agents: be brief.\n")
+    settings = project / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(PRE_EXISTING, indent=2) + "\n")
+    (project / ".agents/skills/other").mkdir(parents=True)  # the user's own skill stays
+    before = {p: p.read_text() for p in (project / "CLAUDE.md", project / "AGENTS.md")}
+    run_wire(project, home, claude_hooks=True, codex_hooks=True, cursor=True)
+    run_wire(project, home, claude_hooks=True, shared=True)
+    assert (project / ".cursor/rules/rouse.mdc").exists()
+
+    done = run_wire(project, home, remove=True).done
+    for path, text in before.items():
+        assert path.read_text() == text
+    assert json.loads(settings.read_text()) == PRE_EXISTING
+    for name in (".claude/settings.local.json", ".codex/hooks.json"):
+        path = project / name
+        assert not path.exists() or "rouse" not in path.read_text()
+    gone = [".cursor/rules/rouse.mdc", ".claude/skills/rouse", ".agents/skills/rouse"]
+    assert not any((project / name).exists() for name in gone)
+    assert (project / ".agents/skills/other").is_dir()
+    assert any(line.startswith("removed the rouse hooks from") for line in done)
+    assert run_wire(project, home, remove=True).done == [
+        f"nothing of rouse's is wired for {project / 'memory'}"
+    ]
+    with pytest.raises(UsageError, match="--remove"):
+        run_wire(project, home, remove=True, codex_hooks=True)

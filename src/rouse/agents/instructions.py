@@ -93,6 +93,34 @@ def splice_block(text: str, block: str, where: str, newline: str = "\n") -> str:
     return text[: begins[0].start()] + block + text[end:]
 
 
+def cut_block(text: str, where: str, newline: str = "\n") -> str:
+    """``text`` without our marked block (and the blank line it was set apart by)."""
+    if not _BEGIN_RE.search(text) and not _END_RE.search(text):
+        return text
+    kept = splice_block(text, "\x00", where, newline)
+    head, _, tail = kept.partition("\x00")
+    if head.endswith(newline * 2) and (not tail or tail.startswith(newline)):
+        head = head[: -len(newline)]
+    if not tail:
+        head = head.rstrip("\r\n") + newline if head.strip() else ""
+    return head + tail
+
+
+def remove_blocks(w: Wiring, result: Wired) -> None:
+    """Take our block out of the instruction files that have one; everything else kept."""
+    if w.project is None:
+        return
+    for name in INSTRUCTION_FILES:
+        path = w.project / name
+        if not path.is_file():
+            continue
+        old = read_text(path)
+        newline = "\r\n" if "\r\n" in old else "\n"
+        text = cut_block(old, str(path), newline)
+        if text != old:
+            result.done.append(update_file(path, text, "rouse block removed"))
+
+
 def wire_blocks(w: Wiring, result: Wired) -> None:
     """Put the block in CLAUDE.md / AGENTS.md where they exist; never create them."""
     if w.project is None:

@@ -160,19 +160,19 @@ def hook_command(
     return f"{head} || {fallback}"
 
 
-def _claude_paths(w: Wiring) -> list[Path]:
+def claude_paths(w: Wiring) -> list[Path]:
     """Every Claude Code settings file this tree's hook may sit in: rouse keeps it in one."""
     if w.project is None:
         return [w.home / ".claude" / "settings.json"]
     return [w.project / CLAUDE_LOCAL, w.project / CLAUDE_SHARED]
 
 
-def _codex_path(w: Wiring) -> Path:
+def codex_path(w: Wiring) -> Path:
     base = w.home if w.project is None else w.project
     return base / CODEX_HOOKS
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> dict[str, Any]:
     """A settings file as a dict ({} when missing); a broken one is a usage error (exit 2)."""
     if not path.exists():
         return {}
@@ -195,9 +195,9 @@ def _is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and bool(_OUR_HOOK_RE.search(str(hook.get("command", ""))))
 
 
-def _has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
+def has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
     try:
-        hooks = _load_json(path).get("hooks", {})
+        hooks = load_json(path).get("hooks", {})
         lists = [hooks.get(event, []) for event in events]
     except (RouseError, AttributeError):
         return False
@@ -284,7 +284,7 @@ def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
     return data
 
 
-def _dump(data: dict[str, Any]) -> str:
+def dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -303,14 +303,14 @@ def wire_hook_files(
     Every file is read and checked before any is written, so a broken one
     stops the run with nothing changed.
     """
-    loaded = {path: _load_json(path) for path in (target, *others)}
+    loaded = {path: load_json(path) for path in (target, *others)}
     merged = merge_session_hook(
         loaded[target], command, str(target), matcher, prompt_command, stop_command, extra
     )
-    texts = {target: _dump(merged)}
+    texts = {target: dump(merged)}
     for path in others:
-        if path.exists() and _has_our_hook(path, EVENTS):
-            texts[path] = _dump(remove_session_hook(loaded[path], str(path)))
+        if path.exists() and has_our_hook(path, EVENTS):
+            texts[path] = dump(remove_session_hook(loaded[path], str(path)))
     done = [update_file(target, texts[target], label)]
     for path in others:
         if path in texts:
@@ -331,7 +331,7 @@ def wire_hook_file(
 
 
 def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
-    paths = _claude_paths(w)
+    paths = claude_paths(w)
     target = (
         paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
     )
@@ -370,7 +370,7 @@ def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
     shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
     command = hook_command(w, "codex", executable, shared=shared)
     prompt = hook_command(w, "codex", executable, PROMPT, shared)
-    path = _codex_path(w)
+    path = codex_path(w)
     label = "Codex SessionStart, UserPromptSubmit"
     limit = {"additionalContextLimit": CODEX_CONTEXT_LIMIT}
     result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt, limit))
@@ -379,8 +379,8 @@ def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
 
 def hooked_agent(w: Wiring, filename: str) -> str | None:
     """The agent whose hook delivers the pack to readers of ``filename``, if any."""
-    if filename == "CLAUDE.md" and any(_has_our_hook(p) for p in _claude_paths(w)):
+    if filename == "CLAUDE.md" and any(has_our_hook(p) for p in claude_paths(w)):
         return "Claude Code"
-    if filename == "AGENTS.md" and _has_our_hook(_codex_path(w)):
+    if filename == "AGENTS.md" and has_our_hook(codex_path(w)):
         return "Codex"
     return None

@@ -34,6 +34,7 @@ from rouse.agents.settings_hooks import (
     wire_claude_hooks,
     wire_codex_hooks,
 )
+from rouse.agents.skills import wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
 
@@ -108,15 +109,23 @@ def wire(
     cursor: bool = False,
     mcp: bool = False,
     executable: str | None = None,
+    remove: bool = False,
 ) -> Wired:
     """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself.
 
     ``executable`` is the rouse the hooks pin: None finds this one when it is a
     stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
+    ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
     """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
+    if remove:
+        if claude_hooks or codex_hooks or cursor or mcp or shared:
+            raise UsageError("--remove takes every piece out: give it alone")
+        from rouse.agents.unwire import unwire
+
+        return unwire(w)
     result = Wired()
     if claude_hooks or codex_hooks:
         pinned = stable_executable() if executable is None else executable
@@ -125,6 +134,7 @@ def wire(
         if codex_hooks:
             wire_codex_hooks(w, result, pinned)
     wire_blocks(w, result)
+    wire_skills(w, result)
     if cursor:
         wire_cursor(w, result)
     if mcp:

@@ -30,6 +30,7 @@ def cmd_wire(args: argparse.Namespace) -> int:
         codex_hooks=args.codex_hooks,
         cursor=args.cursor,
         mcp=args.mcp,
+        remove=args.remove,
     )
     emit([*wired.done, *wired.printed])
     return 0
@@ -61,3 +62,6 @@ def args_wire(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--codex-hooks", action="store_true", help="SessionStart hook in .codex/")
     sub.add_argument("--cursor", action="store_true", help="an always-applied .cursor rule")
     sub.add_argument("--mcp", action="store_true", help="print how to register `rouse mcp`")
+    sub.add_argument(
+        "--remove", action="store_true", help="take every piece `rouse wire` laid back out"
+    )
