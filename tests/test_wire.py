@@ -961,3 +961,85 @@ def test_wire_remove_takes_every_piece_back_out(project: Path, home: Path) -> No
     ]
     with pytest.raises(UsageError, match="--remove"):
         run_wire(project, home, remove=True, codex_hooks=True)
+
+
+# -- Cursor's sessionStart hook (issue 21, item 3) -----------------------------
+
+CURSOR_OTHER = {
+    "version": 1,
+    "hooks": {
+        "afterFileEdit": [{"command": "./scripts/format.sh"}],
+        "sessionStart": [{"command": "echo hello"}],
+    },
+}
+
+
+def check_cursor_hooks_schema(data: object) -> None:
+    """Cursor's documented hooks.json: version 1, event name → list of {command, …}."""
+    assert isinstance(data, dict) and set(data) <= {"version", "hooks"}
+    assert data["version"] == 1
+    assert isinstance(data["hooks"], dict)
+    for event, entries in data["hooks"].items():
+        assert event[0].islower() and isinstance(entries, list), event
+        for entry in entries:
+            assert (
+                isinstance(entry, dict) and isinstance(entry["command"], str) and entry["command"]
+            )
+            assert set(entry) <= {"command", "timeout", "matcher", "type", "loop_limit"}
+
+
+def test_cursor_hook_is_merged_once_beside_the_rule(project: Path, home: Path) -> None:
+    path = project / ".cursor/hooks.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(CURSOR_OTHER))
+    done = run_wire(project, home, executable="/opt/tools/bin/rouse", cursor=True).done
+    assert f"wrote {project / '.cursor/rules/rouse.mdc'} (Cursor rule, always applied)" in done
+    assert f"updated {path} (Cursor sessionStart hook)" in done
+    data = json.loads(path.read_text())
+    check_cursor_hooks_schema(data)
+    assert data["hooks"]["afterFileEdit"] == CURSOR_OTHER["hooks"]["afterFileEdit"]
+    first, ours = data["hooks"]["sessionStart"]
+    assert first == {"command": "echo hello"}
+    assert ours["command"].startswith("rouse pack --memory memory --hook cursor || printf ")
+    assert str(project) not in path.read_text() and "/opt/tools" not in path.read_text()
+    again = run_wire(project, home, executable="/opt/tools/bin/rouse", cursor=True).done
+    assert f"unchanged: {path} (Cursor sessionStart hook)" in again
+    run_wire(project, home, remove=True)
+    assert json.loads(path.read_text()) == CURSOR_OTHER
+
+
+def test_the_cursor_hook_returns_the_pack_as_additional_context(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    run_wire(project, home, cursor=True)
+    (entry,) = json.loads((project / ".cursor/hooks.json").read_text())["hooks"]["sessionStart"]
+    session = {"hook_event_name": "sessionStart", "conversation_id": "c-1"}
+    session["workspace_roots"] = [str(project)]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    full.update(PATH=f"{_bin_dir(tmp_path)}{os.pathsep}{full['PATH']}", HOME=str(home))
+    full["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    elsewhere = tmp_path / "elsewhere"  # wherever Cursor starts it: the input says the project
+    elsewhere.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", entry["command"]],
+        cwd=elsewhere,
+        input=json.dumps(session),
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)  # Cursor reads stdout as one JSON object
+    assert set(payload) == {"additional_context"}
+    context = payload["additional_context"]
+    assert context.startswith("now: ") and len(context) <= hook.HOOK_LIMIT
+    missing = subprocess.run(
+        ["/bin/sh", "-c", entry["command"]],
+        env={"PATH": str(tmp_path / "empty")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 0
+    assert json.loads(missing.stdout) == {"additional_context": wire.CANNOT_RUN_SHARED}

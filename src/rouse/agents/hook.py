@@ -86,14 +86,28 @@ def cap(text: str, limit: int = HOOK_LIMIT, measure: Callable[[str], int] = len)
     return "".join(kept) + tail
 
 
+def context_json(kind: str, text: str, event: str = "SessionStart") -> str | None:
+    """``text`` as the JSON an agent reads context from, or None for plain stdout (Claude).
+
+    Codex and Gemini CLI: ``hookSpecificOutput.additionalContext`` with the event's
+    name; Cursor's ``sessionStart``: ``additional_context``.
+    """
+    payload: dict[str, Any]
+    if kind in ("codex", "gemini"):
+        payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    elif kind == "cursor":
+        payload = {"additional_context": text}
+    else:
+        return None
+    return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
 def hook_output(kind: str, text: str) -> str:
-    """What a SessionStart hook prints: plain text for Claude, strict JSON for Codex."""
+    """What a SessionStart hook prints: plain text for Claude, JSON for the others."""
     text = cap(text, HOOK_LIMIT, MEASURES.get(kind, len))
-    if kind == "codex":
-        payload = {
-            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
-        }
-        return json.dumps(payload, ensure_ascii=False) + "\n"
+    wrapped = context_json(kind, text)
+    if wrapped is not None:
+        return wrapped
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -163,12 +177,15 @@ def _commands(path: Path) -> list[str]:
     """The SessionStart hook commands in one settings or hooks file (none if unreadable)."""
     try:
         data = json.loads(path.read_text("utf-8"))
-        groups = data["hooks"]["SessionStart"]
-    except (OSError, ValueError, KeyError, TypeError):
+        table = data["hooks"]
+        groups = table.get("SessionStart") or table.get("sessionStart")  # Cursor: camelCase
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
     found: list[str] = []
     for group in groups if isinstance(groups, list) else []:
         hooks = group.get("hooks") if isinstance(group, dict) else None
+        if hooks is None:
+            hooks = [group]  # Cursor's entries are flat: {"command": ...}
         for entry in hooks if isinstance(hooks, list) else []:
             if isinstance(entry, dict) and isinstance(entry.get("command"), str):
                 found.append(entry["command"])
@@ -183,6 +200,13 @@ def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, 
             return []
         base = Path(where) / ".claude"
         return [base / "settings.local.json", base / "settings.json"]
+    if kind == "gemini":
+        where = env.get("GEMINI_PROJECT_DIR") or session.get("cwd")
+        return [Path(where) / ".gemini" / "settings.json"] if isinstance(where, str) else []
+    if kind == "cursor":
+        roots = session.get("workspace_roots")
+        roots = roots if isinstance(roots, list) else []
+        return [Path(r) / ".cursor" / "hooks.json" for r in roots if isinstance(r, str) and r]
     cwd = session.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return []

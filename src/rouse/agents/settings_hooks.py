@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import HOOK_COMMAND
+from rouse.agents.hook import HOOK_COMMAND, context_json
 from rouse.agents.wiring import Wired, Wiring, update_file
 from rouse.core.errors import RouseError, UsageError
 
@@ -151,10 +151,9 @@ def hook_command(
         fallback = "exit $(( $? == 2 ? 2 : 0 ))"
     elif event in (PROMPT, SESSION_END):
         fallback = "true"  # the session start said it once; not again at every prompt
-    elif kind == "codex":
-        payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
-        payload["hookSpecificOutput"]["additionalContext"] = cannot
-        fallback = "printf '%s\\n' " + shlex.quote(json.dumps(payload))
+    elif kind != "claude":  # the agents that read JSON: the line, in their JSON
+        payload = context_json(kind, cannot) or ""
+        fallback = "printf '%s\\n' " + shlex.quote(payload.rstrip("\n"))
     else:
         fallback = "echo " + shlex.quote(cannot)
     return f"{head} || {fallback}"
@@ -191,7 +190,7 @@ def load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _is_ours(hook: Any) -> bool:
+def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and bool(_OUR_HOOK_RE.search(str(hook.get("command", ""))))
 
 
@@ -203,9 +202,7 @@ def has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
         return False
     return any(
         isinstance(groups, list)
-        and any(
-            _is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or []
-        )
+        and any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [])
         for groups in lists
     )
 
@@ -226,10 +223,10 @@ def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
     position: int | None = None
     for group in groups:
         inner = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(inner, list) or not any(_is_ours(h) for h in inner):
+        if not isinstance(inner, list) or not any(is_ours(h) for h in inner):
             kept.append(group)
             continue
-        rest = [h for h in inner if not _is_ours(h)]
+        rest = [h for h in inner if not is_ours(h)]
         if position is None:
             position = len(kept)
         if rest:

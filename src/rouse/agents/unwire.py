@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rouse.agents import settings_hooks
+from rouse.agents.cursor import unwire_cursor_hooks
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
 from rouse.agents.skills import remove_skills
 from rouse.agents.wiring import Wired, Wiring, read_text, update_file
@@ -51,6 +52,7 @@ def remove_rule(w: Wiring, result: Wired) -> None:
 def unwire(w: Wiring) -> Wired:
     result = Wired()
     remove_hooks(w, result)
+    unwire_cursor_hooks(w, result)
     remove_blocks(w, result)
     remove_rule(w, result)
     remove_skills(w, result)

@@ -20,6 +20,7 @@ import json
 import shlex
 from pathlib import Path
 
+from rouse.agents.cursor import wire_cursor_hooks
 from rouse.agents.instructions import BEGIN, END, wire_blocks, wire_cursor
 from rouse.agents.settings_hooks import (
     CANNOT_RUN,
@@ -127,7 +128,8 @@ def wire(
 
         return unwire(w)
     result = Wired()
-    if claude_hooks or codex_hooks:
+    pinned: str | None = None
+    if claude_hooks or codex_hooks or cursor:
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
             wire_claude_hooks(w, shared, result, pinned)
@@ -137,6 +139,7 @@ def wire(
     wire_skills(w, result)
     if cursor:
         wire_cursor(w, result)
+        wire_cursor_hooks(w, result, pinned)
     if mcp:
         result.printed += ["", *mcp_instructions(w)] if result.printed else mcp_instructions(w)
     return result
