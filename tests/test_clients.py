@@ -67,6 +67,12 @@ class Model:
                 size = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(size) or b"{}")
                 model.requests.append({"path": self.path, "body": body})
+                if ":countTokens" in self.path:  # Gemini CLI
+                    return self.reply("application/json", '{"totalTokens": 1}')
+                if ":streamGenerateContent" in self.path:
+                    return self.reply("text/event-stream", f"data: {model.gemini()}\r\n\r\n")
+                if ":generateContent" in self.path:
+                    return self.reply("application/json", model.gemini())
                 if self.path.startswith("/v1/responses"):
                     events = model.responses()
                 elif body.get("stream"):
@@ -132,6 +138,13 @@ class Model:
         ]
         return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
+    @staticmethod
+    def gemini() -> str:
+        """A Gemini API generateContent answer (one streamed chunk reads the same)."""
+        part = {"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}
+        usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
+        return json.dumps({"candidates": [{**part, "index": 0}], "usageMetadata": usage})
+
     def last(self) -> str:
         """What the model was sent in the last conversation request, as one string."""
         return json.dumps(self.requests[-1]["body"], ensure_ascii=False)
@@ -169,6 +182,10 @@ class Machine:
         self.rouse_on_path = False
         self.global_tree = self.tree(self.home / ".rouse", "GLOBAL-MARK")
         self.tree(self.project / "memory", "PROJECT-MARK")
+        gemini = self.home / ".gemini"  # the API key's auth, chosen once as `gemini` asks
+        gemini.mkdir()
+        auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+        (gemini / "settings.json").write_text(json.dumps(auth))
         codex = self.home / ".codex"
         codex.mkdir()
         (codex / "config.toml").write_text(
@@ -219,6 +236,9 @@ class Machine:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "OPENAI_API_KEY": "sk-dummy",
+            "GEMINI_API_KEY": "dummy",
+            "GOOGLE_GEMINI_BASE_URL": self.model.url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",  # as trusting the folder does
         }
 
     def run(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -237,7 +257,7 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path, model: Model) -> Machine:
-    if not (BIN / "claude").exists() or not (BIN / "codex").exists():
+    if not all((BIN / name).exists() for name in ("claude", "codex", "gemini")):
         pytest.fail(f"the agents' CLIs are not installed in {CLIENTS}: run `make clients`")
     return Machine(tmp_path, model)
 
@@ -660,3 +680,37 @@ def test_claude_and_codex_list_the_rouse_skill_and_forget_it_when_removed(
     assert SKILL not in machine.model.last()
     codex(machine, machine.project, "hi")
     assert SKILL not in machine.model.last()
+
+
+# -- Gemini CLI (issue 21, item 4) ---------------------------------------------
+
+
+def gemini(machine: Machine, cwd: Path, *extra: str) -> str:
+    """One `gemini -p` session; what the model was sent in its last request that carries
+    the prompt (Gemini CLI also asks a small model to route the request first)."""
+    before = len(machine.model.requests)
+    machine.run([str(BIN / "gemini"), "-p", "hi", "--output-format", "json", *extra], cwd)
+    asked = [
+        json.dumps(r["body"], ensure_ascii=False)
+        for r in machine.model.requests[before:]
+        if "generatecontent" in r["path"].lower()
+    ]
+    assert asked, "Gemini CLI sent the model nothing"
+    return asked[-1]
+
+
+def test_gemini_gets_one_pack_per_session_and_a_wake_once(machine: Machine) -> None:
+    """`gemini -p` is one turn per process: a resumed session runs SessionStart again (a
+    fresh pack, which lists the wake as woken); BeforeAgent then adds nothing, since that
+    session has been shown it. (A wake between two prompts of one open session would
+    need Gemini's interactive or ACP mode, not driven here.)"""
+    machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
+    machine.wire(gemini=True)
+    sent = gemini(machine, machine.project)
+    assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent and WOKE not in sent
+
+    deliver_a_wake(machine)
+    for _ in range(2):  # the wake, once per session, in its pack, never again at a prompt
+        sent = gemini(machine, machine.project, "--resume", "latest")
+        assert sent.count(PACK_HEADER) == 1 and sent.count("reminder/call-bank") == 1
+        assert WOKE not in sent

@@ -64,7 +64,7 @@ def test_never_creates_instruction_files_and_prints_the_block(project: Path, hom
     result = run_wire(project, home)
     assert not (project / "CLAUDE.md").exists() and not (project / "AGENTS.md").exists()
     text = "\n".join(result.printed)
-    assert "Neither CLAUDE.md nor AGENTS.md exists" in text
+    assert "None of CLAUDE.md, AGENTS.md, GEMINI.md exists" in text
     assert wire.BEGIN in text and "run `rouse pack` and treat its output" in text
     assert "memory/entrypoint/rouse.md" in text
 
@@ -1043,3 +1043,27 @@ def test_the_cursor_hook_returns_the_pack_as_additional_context(
     )
     assert missing.returncode == 0
     assert json.loads(missing.stdout) == {"additional_context": wire.CANNOT_RUN_SHARED}
+
+
+# -- Gemini CLI (issue 21, item 4) ---------------------------------------------
+
+
+def test_gemini_hooks_merge_into_the_projects_settings(project: Path, home: Path) -> None:
+    settings = project / ".gemini/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": {"name": "x"}}))
+    (project / "GEMINI.md").write_text("# Gemini\n")
+    done = run_wire(project, home, executable="/opt/tools/bin/rouse", gemini=True).done
+    assert f"updated {settings} (Gemini CLI SessionStart, BeforeAgent)" in done
+    data = json.loads(settings.read_text())
+    assert data["model"] == {"name": "x"}
+    ((start,), (prompt,)) = data["hooks"]["SessionStart"], data["hooks"]["BeforeAgent"]
+    assert "matcher" not in start  # lifecycle matchers are exact strings: none runs for all
+    (entry,) = start["hooks"]
+    assert entry["command"].startswith('rouse pack --memory "$GEMINI_PROJECT_DIR/memory" ')
+    assert prompt["hooks"][0]["command"].endswith("--hook gemini || true")
+    assert str(project) not in settings.read_text() and "/opt/tools" not in settings.read_text()
+    assert "arrives at the start of every session by itself" in (project / "GEMINI.md").read_text()
+    run_wire(project, home, remove=True)
+    assert json.loads(settings.read_text()) == {"model": {"name": "x"}}
+    assert (project / "GEMINI.md").read_text() == "# Gemini\n"

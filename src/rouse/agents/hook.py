@@ -289,7 +289,7 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     session = read_session()
     args.memory = hook_memory(getattr(args, "memory", None), session)
     event = session.get("hook_event_name")
-    if event == "UserPromptSubmit":
+    if event in ("UserPromptSubmit", "BeforeAgent"):  # BeforeAgent: Gemini CLI's
         return prompt_hook(kind, args, session)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)

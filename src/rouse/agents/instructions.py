@@ -21,7 +21,7 @@ BEGIN = "<!-- rouse:begin (written by `rouse wire`; edits inside are replaced) -
 END = "<!-- rouse:end -->"
 _BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
 _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
-INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
+INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md")
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
 
 
@@ -45,7 +45,7 @@ def instruction_line(w: Wiring) -> str:
 def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
     """The guidance between the markers. ``hooked`` names the agent whose hook delivers the pack."""
     instructions = f"`{os.path.join(w.tree_ref, layout.INSTRUCTIONS)}`"
-    if hooked == "Claude Code":
+    if hooked in ("Claude Code", "Gemini CLI"):
         first = (
             "- The memory pack arrives at the start of every session by itself (a SessionStart "
             f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
@@ -144,7 +144,7 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
         result.done.append(update_file(path, text, "rouse block"))
     if not found:
         result.printed += [
-            f"Neither CLAUDE.md nor AGENTS.md exists in {w.project}; rouse does not create "
+            f"None of CLAUDE.md, AGENTS.md, GEMINI.md exists in {w.project}; rouse does not create "
             "them. Put this block in your agent's instruction file:",
             "",
             render_block(w).rstrip("\n"),

@@ -36,7 +36,9 @@ PROMPT = "UserPromptSubmit"
 #: (``asyncRewake``), for the next wake of the idle session; SessionEnd ends that wait.
 STOP = "Stop"
 SESSION_END = "SessionEnd"
-EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END)
+#: Gemini CLI's name for the moment after a prompt is submitted, before the model plans.
+BEFORE_AGENT = "BeforeAgent"
+EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
 _OUR_HOOK_RE = re.compile(
@@ -238,10 +240,11 @@ def merge_session_hook(
     data: dict[str, Any],
     command: str,
     where: str,
-    matcher: str = MATCHER,
+    matcher: str | None = MATCHER,
     prompt_command: str | None = None,
     stop_command: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    prompt_event: str = PROMPT,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
     with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
@@ -249,11 +252,12 @@ def merge_session_hook(
     SessionEnd hook (the prompt command: it ends the wait). ``extra`` goes into the
     SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
     more = dict(extra or {})
+    head = {} if matcher is None else {"matcher": matcher}  # None: every source
     wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-        (SESSION_START, {"matcher": matcher}, {"command": command, **more})
+        (SESSION_START, head, {"command": command, **more})
     ]
     if prompt_command is not None:
-        wanted.append((PROMPT, {}, {"command": prompt_command, **more}))
+        wanted.append((prompt_event, {}, {"command": prompt_command, **more}))
     if stop_command is not None and prompt_command is not None:
         idle = {"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}
         wanted += [(STOP, {}, idle), (SESSION_END, {}, {"command": prompt_command})]
@@ -289,11 +293,12 @@ def wire_hook_files(
     target: Path,
     others: Sequence[Path],
     command: str,
-    matcher: str,
+    matcher: str | None,
     label: str,
     prompt_command: str | None = None,
     stop_command: str | None = None,
     extra: Mapping[str, Any] | None = None,
+    prompt_event: str = PROMPT,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
@@ -302,7 +307,14 @@ def wire_hook_files(
     """
     loaded = {path: load_json(path) for path in (target, *others)}
     merged = merge_session_hook(
-        loaded[target], command, str(target), matcher, prompt_command, stop_command, extra
+        loaded[target],
+        command,
+        str(target),
+        matcher,
+        prompt_command,
+        stop_command,
+        extra,
+        prompt_event,
     )
     texts = {target: dump(merged)}
     for path in others:
@@ -380,4 +392,7 @@ def hooked_agent(w: Wiring, filename: str) -> str | None:
         return "Claude Code"
     if filename == "AGENTS.md" and has_our_hook(codex_path(w)):
         return "Codex"
+    base = w.home if w.project is None else w.project
+    if filename == "GEMINI.md" and has_our_hook(base / ".gemini" / "settings.json"):
+        return "Gemini CLI"
     return None

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rouse.agents import settings_hooks
 from rouse.agents.cursor import unwire_cursor_hooks
+from rouse.agents.gemini import gemini_path
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
 from rouse.agents.skills import remove_skills
 from rouse.agents.wiring import Wired, Wiring, read_text, update_file
@@ -23,7 +24,7 @@ CURSOR_RULE_HEAD = "---\ndescription: rouse memory"
 
 def hook_files(w: Wiring) -> list[Path]:
     """Every settings file this tree's hooks may sit in."""
-    return [*settings_hooks.claude_paths(w), settings_hooks.codex_path(w)]
+    return [*settings_hooks.claude_paths(w), settings_hooks.codex_path(w), gemini_path(w)]
 
 
 def remove_hooks(w: Wiring, result: Wired) -> None:

@@ -21,6 +21,7 @@ import shlex
 from pathlib import Path
 
 from rouse.agents.cursor import wire_cursor_hooks
+from rouse.agents.gemini import wire_gemini_hooks
 from rouse.agents.instructions import BEGIN, END, wire_blocks, wire_cursor
 from rouse.agents.settings_hooks import (
     CANNOT_RUN,
@@ -108,6 +109,7 @@ def wire(
     shared: bool = False,
     codex_hooks: bool = False,
     cursor: bool = False,
+    gemini: bool = False,
     mcp: bool = False,
     executable: str | None = None,
     remove: bool = False,
@@ -122,19 +124,21 @@ def wire(
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
     if remove:
-        if claude_hooks or codex_hooks or cursor or mcp or shared:
+        if claude_hooks or codex_hooks or cursor or gemini or mcp or shared:
             raise UsageError("--remove takes every piece out: give it alone")
         from rouse.agents.unwire import unwire
 
         return unwire(w)
     result = Wired()
     pinned: str | None = None
-    if claude_hooks or codex_hooks or cursor:
+    if claude_hooks or codex_hooks or cursor or gemini:
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
             wire_claude_hooks(w, shared, result, pinned)
         if codex_hooks:
             wire_codex_hooks(w, result, pinned)
+        if gemini:
+            wire_gemini_hooks(w, result, pinned)
     wire_blocks(w, result)
     wire_skills(w, result)
     if cursor:
