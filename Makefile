@@ -10,7 +10,7 @@ DEMO   := /tmp/rouse-demo
 # Without node/npm on the machine those tests are skipped, saying why.
 CLIENTS         := $(VENV)/clients
 CLIENTS_STAMP   := $(CLIENTS)/.installed
-CLIENT_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0
+CLIENT_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0
 
 .PHONY: demo test lint typecheck pytest clients bench clean
 

@@ -725,7 +725,7 @@ ARGPARSE_FORMS = [
     ["pack", "--max-chars", "-5"],  # argparse takes this one: left to it all the same
     ["pack", "--query"],
     ["pack", "--max-chars", "many"],
-    ["pack", "--hook", "cursor"],
+    ["pack", "--hook", "vim"],
     ["pack", "extra"],
     ["pack", "pack"],
     ["--version"],
@@ -754,8 +754,8 @@ def test_quick_pack_leaves_everything_else_to_argparse(argv: list[str]) -> None:
 def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:
     done = rouse(home, "pack", "--max-chars", "many")
     assert done.returncode == 2 and "invalid int value: 'many'" in done.stderr
-    done = rouse(home, "pack", "--hook", "cursor")
-    assert done.returncode == 2 and "invalid choice: 'cursor'" in done.stderr
+    done = rouse(home, "pack", "--hook", "vim")  # not an agent rouse knows
+    assert done.returncode == 2 and "invalid choice: 'vim'" in done.stderr
 
 
 # -- help and mistyped verbs (issue 12, item 8) ---------------------------------

@@ -67,6 +67,12 @@ class Model:
                 size = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(size) or b"{}")
                 model.requests.append({"path": self.path, "body": body})
+                if ":countTokens" in self.path:  # Gemini CLI
+                    return self.reply("application/json", '{"totalTokens": 1}')
+                if ":streamGenerateContent" in self.path:
+                    return self.reply("text/event-stream", f"data: {model.gemini()}\r\n\r\n")
+                if ":generateContent" in self.path:
+                    return self.reply("application/json", model.gemini())
                 if self.path.startswith("/v1/responses"):
                     events = model.responses()
                 elif body.get("stream"):
@@ -132,6 +138,13 @@ class Model:
         ]
         return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
+    @staticmethod
+    def gemini() -> str:
+        """A Gemini API generateContent answer (one streamed chunk reads the same)."""
+        part = {"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}
+        usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
+        return json.dumps({"candidates": [{**part, "index": 0}], "usageMetadata": usage})
+
     def last(self) -> str:
         """What the model was sent in the last conversation request, as one string."""
         return json.dumps(self.requests[-1]["body"], ensure_ascii=False)
@@ -161,8 +174,18 @@ class Machine:
             subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
         self.model = model
         self.rouse = self.installed_rouse(tmp)
+        # a folder holding only `rouse`, for the hooks in files the repository carries,
+        # which call rouse by name (on the user's PATH, as an install puts it)
+        self.rouse_bin = tmp / "rouse-bin"
+        self.rouse_bin.mkdir()
+        (self.rouse_bin / "rouse").symlink_to(self.rouse)
+        self.rouse_on_path = False
         self.global_tree = self.tree(self.home / ".rouse", "GLOBAL-MARK")
         self.tree(self.project / "memory", "PROJECT-MARK")
+        gemini = self.home / ".gemini"  # the API key's auth, chosen once as `gemini` asks
+        gemini.mkdir()
+        auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
+        (gemini / "settings.json").write_text(json.dumps(auth))
         codex = self.home / ".codex"
         codex.mkdir()
         (codex / "config.toml").write_text(
@@ -194,14 +217,14 @@ class Machine:
         pinned = self.rouse if executable is None else executable
         wire.wire(tree, home=self.home, executable=pinned, **flags)
 
-    @staticmethod
-    def path() -> str:
-        """/usr/bin:/bin (and node's folder, for Codex's launcher): no rouse on it."""
+    def path(self) -> str:
+        """/usr/bin:/bin (and node's folder, for Codex's launcher): no rouse on it,
+        unless ``rouse_on_path`` (then its own folder first, and nothing else of rouse's)."""
         node = os.path.dirname(shutil.which("node") or "/usr/bin/node")
         folders = ["/usr/bin", "/bin"] + ([node] if node not in ("/usr/bin", "/bin") else [])
         path = os.pathsep.join(folders)
         assert not shutil.which("rouse", path=path), f"a rouse on {path} would hide the test"
-        return path
+        return os.pathsep.join([str(self.rouse_bin), path]) if self.rouse_on_path else path
 
     def env(self) -> dict[str, str]:
         return {
@@ -213,6 +236,9 @@ class Machine:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "OPENAI_API_KEY": "sk-dummy",
+            "GEMINI_API_KEY": "dummy",
+            "GOOGLE_GEMINI_BASE_URL": self.model.url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true",  # as trusting the folder does
         }
 
     def run(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -231,7 +257,7 @@ class Machine:
 
 @pytest.fixture
 def machine(tmp_path: Path, model: Model) -> Machine:
-    if not (BIN / "claude").exists() or not (BIN / "codex").exists():
+    if not all((BIN / name).exists() for name in ("claude", "codex", "gemini")):
         pytest.fail(f"the agents' CLIs are not installed in {CLIENTS}: run `make clients`")
     return Machine(tmp_path, model)
 
@@ -255,6 +281,7 @@ def session_start_outputs(events: list[dict[str, Any]]) -> list[str]:
 
 
 def test_claude_gets_one_pack_per_session_and_a_fresh_one_on_resume(machine: Machine) -> None:
+    machine.rouse_on_path = True  # the team's .claude/settings.json calls rouse by name
     machine.wire(machine.global_tree, claude_hooks=True)  # ~/.claude/settings.json
     machine.wire(claude_hooks=True)  # .claude/settings.local.json …
     machine.wire(claude_hooks=True, shared=True)  # … moved to .claude/settings.json
@@ -505,6 +532,7 @@ def trust_hooks(machine: Machine, cwd: Path) -> list[str]:
 
 
 def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Machine) -> None:
+    machine.rouse_on_path = True  # the repository's .codex/hooks.json calls rouse by name
     machine.wire(codex_hooks=True)  # .codex/hooks.json
     # a new hook does not run until the user trusts it (and .codex/ loads only in a
     # trusted project): the session starts without a pack, and Codex says nothing
@@ -527,6 +555,7 @@ def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Mac
 
 
 def test_codex_gets_one_pack_with_a_user_and_a_project_hook(machine: Machine) -> None:
+    machine.rouse_on_path = True
     machine.wire(machine.global_tree, codex_hooks=True)  # ~/.codex/hooks.json
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project
@@ -598,6 +627,7 @@ class AppServer:
 
 
 def test_codex_gets_a_wake_between_two_turns_at_the_second_only(machine: Machine) -> None:
+    machine.rouse_on_path = True
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project, then its hooks
     assert len(trust_hooks(machine, machine.project)) == 2
@@ -615,3 +645,72 @@ def test_codex_gets_a_wake_between_two_turns_at_the_second_only(machine: Machine
         assert machine.model.last().count(WOKE) == 1  # the second turn's, in the history
     finally:
         server.close()
+
+
+def test_codex_gets_a_non_latin_pack_whole(machine: Machine) -> None:
+    """~9,000 characters at two bytes each: past Codex's default 2,500 tokens (bytes / 4),
+    within the hook's own additionalContextLimit, so no preview and no spill file."""
+    machine.rouse_on_path = True
+    words = " ".join(f"слово{i:04}" for i in range(800))  # 8,799 characters, 16,000+ bytes
+    belief = machine.project / "memory" / "entrypoint" / "beliefs" / "belief-long.md"
+    belief.write_text(words + "\n")
+    machine.wire(codex_hooks=True)
+    codex(machine, machine.project, "--trust", "hi")
+    trust_hooks(machine, machine.project)
+    codex(machine, machine.project, "hi")
+    sent = machine.model.last()
+    assert sent.count(PACK_HEADER) == 1 and words in sent
+    assert not list((machine.home / ".codex").rglob("hook_outputs/*"))
+
+
+SKILL = "Read and keep the agent's rouse memory"  # the skill's description, as listed
+
+
+def test_claude_and_codex_list_the_rouse_skill_and_forget_it_when_removed(
+    machine: Machine,
+) -> None:
+    machine.wire()  # the block and the skills, no hooks
+    claude(machine, machine.project)
+    assert machine.model.last().count(SKILL) == 1  # Claude Code: .claude/skills/rouse
+    codex(machine, machine.project, "--trust", "hi")
+    assert machine.model.last().count(SKILL) == 1  # Codex: .agents/skills/rouse
+
+    wire.wire(machine.project / "memory", home=machine.home, remove=True)
+    claude(machine, machine.project)
+    assert SKILL not in machine.model.last()
+    codex(machine, machine.project, "hi")
+    assert SKILL not in machine.model.last()
+
+
+# -- Gemini CLI (issue 21, item 4) ---------------------------------------------
+
+
+def gemini(machine: Machine, cwd: Path, *extra: str) -> str:
+    """One `gemini -p` session; what the model was sent in its last request that carries
+    the prompt (Gemini CLI also asks a small model to route the request first)."""
+    before = len(machine.model.requests)
+    machine.run([str(BIN / "gemini"), "-p", "hi", "--output-format", "json", *extra], cwd)
+    asked = [
+        json.dumps(r["body"], ensure_ascii=False)
+        for r in machine.model.requests[before:]
+        if "generatecontent" in r["path"].lower()
+    ]
+    assert asked, "Gemini CLI sent the model nothing"
+    return asked[-1]
+
+
+def test_gemini_gets_one_pack_per_session_and_a_wake_once(machine: Machine) -> None:
+    """`gemini -p` is one turn per process: a resumed session runs SessionStart again (a
+    fresh pack, which lists the wake as woken); BeforeAgent then adds nothing, since that
+    session has been shown it. (A wake between two prompts of one open session would
+    need Gemini's interactive or ACP mode, not driven here.)"""
+    machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
+    machine.wire(gemini=True)
+    sent = gemini(machine, machine.project)
+    assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent and WOKE not in sent
+
+    deliver_a_wake(machine)
+    for _ in range(2):  # the wake, once per session, in its pack, never again at a prompt
+        sent = gemini(machine, machine.project, "--resume", "latest")
+        assert sent.count(PACK_HEADER) == 1 and sent.count("reminder/call-bank") == 1
+        assert WOKE not in sent

@@ -1,8 +1,9 @@
 """The hook never cuts what it promises whole (issue 12, item 5).
 
 ``rouse pack --hook claude|codex`` must fit the agent's hard limit on hook
-output (Claude Code: 10,000 characters; Codex: about 10,000 bytes of
-``additionalContext``, past which each tool swaps the text for a preview).
+output (Claude Code: 10,000 characters; Codex: the hook's own ``additionalContextLimit``
+of 10,000 tokens counted as bytes / 4, which ``rouse wire`` sets, so 10,000
+characters of any script; past them each tool swaps the text for a preview).
 When the context layers alone are over it, whole context files are kept in
 order and the rest are named by path under a loud first line; the due
 section keeps its first entries; no line is ever cut.
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 from conftest import BELIEFS, INTENTIONS, NOW, MakeTree, stamp
-from rouse.agents import hook
+from rouse.agents import hook, wire
 from rouse.pack.build import build_pack
 
 WHEN = stamp(NOW)
@@ -92,16 +93,17 @@ def test_claude_hook_keeps_context_files_whole_and_names_the_rest(make_tree: Mak
     assert warning in out and out.index("warnings:") > out.index("not listed:")
 
 
-def test_codex_hook_fits_its_byte_limit_with_multibyte_text(make_tree: MakeTree) -> None:
-    root = big_tree(make_tree, filler="é")  # two bytes a character
+def test_codex_hook_fits_characters_within_the_limit_it_sets(make_tree: MakeTree) -> None:
+    root = big_tree(make_tree, filler="я")  # two bytes a character (three for CJK)
     full = rouse(root, "pack", "--max-chars", "10000000")
     payload = json.loads(rouse(root, "pack", "--hook", "codex"))
     context = payload["hookSpecificOutput"]["additionalContext"]
-    assert len(context.encode("utf-8")) <= hook.HOOK_LIMIT
-    in_codex = assert_whole(context, full, "é")
-    claude = rouse(root, "pack", "--hook", "claude")  # Claude counts characters, not bytes
-    assert len(claude) <= hook.HOOK_LIMIT < len(claude.encode("utf-8"))
-    assert len(assert_whole(claude, full, "é")) > len(in_codex) >= 1
+    # the hook's additionalContextLimit (tokens, counted as bytes / 4) holds it whole
+    assert len(context) <= hook.HOOK_LIMIT < len(context.encode("utf-8"))
+    assert len(context.encode("utf-8")) / 4 <= wire.CODEX_CONTEXT_LIMIT
+    in_codex = assert_whole(context, full, "я")
+    claude = rouse(root, "pack", "--hook", "claude")  # the same characters as Claude Code's
+    assert len(assert_whole(claude, full, "я")) == len(in_codex) >= 2
 
 
 def test_a_plain_pack_keeps_the_first_due_entries_and_every_belief(make_tree: MakeTree) -> None:

@@ -478,3 +478,27 @@ def test_rouse_mcp_without_the_extra_says_how_to_install_it(memory: Path) -> Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
     assert "pipx install 'rouse-memory[mcp]'" in done.stderr
+
+
+def test_client_reads_the_pack_and_the_due_list_as_resources(memory: Path, no_key: Path) -> None:
+    """Issue 21, item 7: the pack and the due list are read-only resources beside the tools."""
+    seen: dict[str, Any] = {}
+    before = files_under(memory)
+
+    async def body(session: Any) -> None:
+        listed = await session.list_resources()
+        seen["listed"] = {str(r.uri): r for r in listed.resources}
+        for uri in seen["listed"]:
+            read = await session.read_resource(uri)
+            seen[uri] = "".join(part.text for part in read.contents)
+        seen["pack tool"] = text_of(await session.call_tool("pack", {}))
+        seen["due tool"] = text_of(await session.call_tool("due", {}))
+
+    with_client(memory, no_key, body)
+    assert set(seen["listed"]) == {"rouse://pack", "rouse://due"}
+    for uri, resource in seen["listed"].items():
+        assert resource.mime_type == "text/plain" and len(resource.description) > 40, uri
+    assert seen["rouse://pack"].startswith("now: ") and "standing truth" in seen["rouse://pack"]
+    assert seen["rouse://pack"] == seen["pack tool"]  # the same pack, at the same --now
+    assert seen["rouse://due"] == seen["due tool"]
+    assert files_under(memory) == before  # read-only: no memory file written

@@ -196,8 +196,9 @@ def test_cron_prints_a_line_and_writes_nothing(rouse: Rouse, tree: Path, home: P
     assert done.returncode == 0, done.stderr
     line = done.stdout.splitlines()[-1]
     python = os.path.abspath(sys.executable)
+    path = str(home.parent / "bin")  # the installer's PATH (the fixture's empty folder)
     assert line == (
-        f"*/5 * * * * {python} -m rouse --memory {tree} sweep --once --every 300 "
+        f"*/5 * * * * PATH={path} {python} -m rouse --memory {tree} sweep --once --every 300 "
         f"--heartbeat http://h/a\\%b  # rouse-sweep-{service.service_id(tree)}"
     )
     assert files_under(home) == []
@@ -304,3 +305,53 @@ def test_the_worker_gets_its_own_unit_beside_the_sweepers(
     assert f"work --once --run claude  # rouse-work-{ident}" in cron.stdout
     bad = rouse("install", "--work", "--kind", "cron", "--no-such-flag")
     assert bad.returncode == 2
+
+
+# -- units that run (issue 21, item 8) -------------------------------------------
+
+
+def test_units_are_named_after_the_project(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    mine = service.service_id(tmp_path / "My Project" / "memory", home)
+    theirs = service.service_id(tmp_path / "other" / "My Project" / "memory", home)
+    assert mine.startswith("my-project-") and theirs.startswith("my-project-")
+    assert mine != theirs  # the hash of the tree's path tells them apart
+    assert service.service_id(home / ".rouse", home).startswith("global-")
+
+
+def _agent_install(tmp_path: Path) -> tuple[Path, Path]:
+    """An npm-style install: bin/claude links into the package, node beside it."""
+    prefix = tmp_path / "npm"
+    package = prefix / "lib" / "node_modules" / "claude-code"
+    package.mkdir(parents=True)
+    script = package / "cli.js"
+    script.write_text("#!/usr/bin/env node\n")
+    script.chmod(0o755)
+    (prefix / "bin").mkdir()
+    (prefix / "bin" / "claude").symlink_to(script)
+    node = prefix / "bin" / "node"
+    node.write_text("#!/bin/sh\n")
+    node.chmod(0o755)
+    return prefix / "bin", node
+
+
+def test_the_unit_records_the_path_that_finds_the_agent_and_node(
+    rouse: Rouse, tmp_path: Path, home: Path
+) -> None:
+    bin_dir, _ = _agent_install(tmp_path)
+    installer = os.pathsep.join(["relative/bin", str(bin_dir), "", "/usr/bin", "/bin"])
+    done = rouse("install", "--kind", "cron", "--run", "claude", path=installer)
+    assert done.returncode == 0, done.stderr
+    line = done.stdout.splitlines()[-1]
+    recorded = f"{bin_dir}:/usr/bin:/bin"  # resolved at install time, the relative entry dropped
+    assert line.startswith(f"* * * * * PATH={recorded} ")
+    assert shutil.which("claude", path=recorded) and shutil.which("node", path=recorded)
+    installed = rouse(
+        "install", "--kind", "systemd", "--no-start", "--run", "claude", path=installer
+    )
+    assert installed.returncode == 0, installed.stderr
+    shown = rouse("status", "--kind", "systemd", path=installer)
+    assert f"PATH: {bin_dir}:/usr/bin:/bin" in shown.stdout.splitlines()
+    assert any(x.startswith("command: ") and " sweep" in x for x in shown.stdout.splitlines())
+    unit = unit_path(home, tree=home.parent / "memory").read_text()
+    assert f"Environment=PATH={recorded}" in unit

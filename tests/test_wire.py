@@ -8,6 +8,7 @@ import io
 import json
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -63,7 +64,7 @@ def test_never_creates_instruction_files_and_prints_the_block(project: Path, hom
     result = run_wire(project, home)
     assert not (project / "CLAUDE.md").exists() and not (project / "AGENTS.md").exists()
     text = "\n".join(result.printed)
-    assert "Neither CLAUDE.md nor AGENTS.md exists" in text
+    assert "None of CLAUDE.md, AGENTS.md, GEMINI.md exists" in text
     assert wire.BEGIN in text and "run `rouse pack` and treat its output" in text
     assert "memory/entrypoint/rouse.md" in text
 
@@ -125,7 +126,12 @@ def test_the_global_tree_has_no_project_root(tmp_path: Path, home: Path) -> None
     init(tree, NOW)
     (home / "CLAUDE.md").write_text("not touched\n")
     result = wire.wire(tree, home=home)
-    assert result.done == []
+    skills = [home / ".claude/skills/rouse/SKILL.md", home / ".agents/skills/rouse/SKILL.md"]
+    assert result.done == [  # only the personal skills, in the user's own folders
+        f"wrote {skills[0]} (Claude Code skill)",
+        f"wrote {skills[1]} (Codex skill)",
+    ]
+    assert f"--memory {tree}" in skills[0].read_text()
     text = "\n".join(result.printed)
     assert "has no project root" in text and f"run `rouse pack --memory {tree}`" in text
     assert (home / "CLAUDE.md").read_text() == "not touched\n"
@@ -208,7 +214,7 @@ def test_codex_hook_file_and_what_codex_needs_before_it_runs_it(project: Path, h
     assert data["hooks"]["Stop"] == [{"hooks": [{"command": "x"}]}]
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
     (command,) = [h["command"] for h in session_hooks(hooks)]
-    assert command.startswith(f"rouse pack --memory {project / 'memory'} --hook codex || printf")
+    assert command.startswith("rouse pack --memory memory --hook codex || printf")  # the repo's
     printed = "\n".join(result.printed)
     assert "open /hooks and trust" in printed and "codex exec --trust" in printed
     assert "codex_hooks" not in printed  # the deprecated name of [features].hooks
@@ -235,7 +241,7 @@ def test_mcp_instructions_parse_as_toml_and_json(project: Path, home: Path) -> N
     assert toml["mcp_servers"]["rouse"] == {"command": "rouse", "args": ["mcp", "--memory", tree]}
     brace = next(i for i, line in enumerate(lines) if line == "  {")
     cursor = json.loads("\n".join(lines[brace:]))
-    assert cursor["mcpServers"]["rouse"]["args"] == ["mcp", "--memory", tree]
+    assert cursor["mcpServers"]["rouse"]["args"] == ["mcp"]  # .cursor/mcp.json is the team's
 
 
 # -- the hook commands, run the way the agents run them -----------------------
@@ -251,13 +257,16 @@ def _bin_dir(tmp_path: Path) -> Path:
     return bin_dir
 
 
-def run_hook(command: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def run_hook(
+    command: str, tmp_path: Path, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run a hook's command as an agent does: in the session's directory (``cwd``)."""
     full = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
     full.update(env)
     full["PATH"] = f"{_bin_dir(tmp_path)}{os.pathsep}{full.get('PATH', '')}"
     full["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
     return subprocess.run(
-        ["sh", "-c", command], env=full, capture_output=True, text=True, timeout=60
+        ["sh", "-c", command], cwd=cwd, env=full, capture_output=True, text=True, timeout=60
     )
 
 
@@ -302,9 +311,9 @@ def test_the_hook_exits_0_with_a_note_when_the_tree_is_broken(
         timeout=60,
     )
     assert missing.returncode == 0
-    if kind == "codex":
+    if kind == "codex":  # the repository's hook calls rouse by name, and says so
         payload = json.loads(missing.stdout)
-        assert payload["hookSpecificOutput"]["additionalContext"] == wire.CANNOT_RUN
+        assert payload["hookSpecificOutput"]["additionalContext"] == wire.CANNOT_RUN_SHARED
     else:
         assert missing.stdout == wire.CANNOT_RUN + "\n"
 
@@ -314,7 +323,7 @@ def test_the_codex_hook_prints_strict_json_with_only_allowed_keys(
 ) -> None:
     run_wire(project, home, codex_hooks=True)
     (command,) = [h["command"] for h in session_hooks(project / ".codex/hooks.json")]
-    done = run_hook(command, tmp_path)
+    done = run_hook(command, tmp_path, cwd=project)
     assert done.returncode == 0
     payload = json.loads(done.stdout)
     allowed = {"continue", "hookSpecificOutput", "stopReason", "suppressOutput", "systemMessage"}
@@ -475,8 +484,12 @@ def test_the_hook_runs_the_pinned_rouse_then_the_name_then_says_why_not(
     project: Path, home: Path, tmp_path: Path, kind: str
 ) -> None:
     pinned = _pinned_rouse(tmp_path / "opt" / "bin")
-    run_wire(project, home, str(pinned), claude_hooks=True, codex_hooks=True)
-    path = project / (".claude/settings.local.json" if kind == "claude" else ".codex/hooks.json")
+    if kind == "claude":  # the personal settings file
+        run_wire(project, home, str(pinned), claude_hooks=True)
+        path = project / ".claude/settings.local.json"
+    else:  # Codex's project file is the repository's: only the user's own file pins a path
+        wire.wire(_init_global(home), home=home, executable=str(pinned), codex_hooks=True)
+        path = home / ".codex/hooks.json"
     (command,) = [h["command"] for h in session_hooks(path)]
     assert command.startswith(f"R={pinned}; ")
 
@@ -827,3 +840,230 @@ def test_stamp_init_key_refuses_inside_the_tree_and_needs_no_origin(
     assert both.returncode == 2 and "--init-key takes no --origin" in both.stderr
     neither = cli("stamp", "memory/persona.md", cwd=project, home=home)
     assert neither.returncode == 2 and "needs --origin" in neither.stderr
+
+
+# -- wiring that travels with the repository (issue 21, item 2) ----------------
+
+
+def _all_text(folder: Path) -> str:
+    return "\n".join(
+        p.read_text() for p in sorted(folder.rglob("*")) if p.is_file() and ".git" not in p.parts
+    )
+
+
+def test_shared_files_carry_no_path_of_this_machine(project: Path, home: Path) -> None:
+    pinned = "/opt/tools/bin/rouse"
+    run_wire(project, home, executable=pinned, claude_hooks=True, shared=True, codex_hooks=True)
+    shared = [project / ".claude/settings.json", project / ".codex/hooks.json"]
+    for path in shared:
+        text = path.read_text()
+        assert str(project) not in text and pinned not in text and str(home) not in text
+        for entry in [h for g in json.loads(text)["hooks"].values() for x in g for h in x["hooks"]]:
+            assert entry["command"].startswith("rouse pack --memory "), entry
+    claude = session_hooks(shared[0])[0]["command"]
+    assert '--memory "$CLAUDE_PROJECT_DIR/memory"' in claude
+    assert claude.endswith("echo " + shlex.quote(wire.CANNOT_RUN_SHARED))
+    assert "--memory memory --hook codex" in session_hooks(shared[1])[0]["command"]
+    # the personal file may pin this machine's rouse, as before
+    run_wire(project, home, executable=pinned, claude_hooks=True)
+    local = session_hooks(project / ".claude/settings.local.json")[0]["command"]
+    assert local.startswith(f"R={pinned}; ")
+
+
+def test_the_codex_hook_sets_its_own_context_limit(project: Path, home: Path) -> None:
+    run_wire(project, home, codex_hooks=True)
+    data = json.loads((project / ".codex/hooks.json").read_text())
+    for event in ("SessionStart", "UserPromptSubmit"):
+        (group,) = data["hooks"][event]
+        (entry,) = group["hooks"]
+        assert entry["additionalContextLimit"] == wire.CODEX_CONTEXT_LIMIT == 10_000
+
+
+def test_a_teammates_clone_finds_its_own_tree_from_a_subdirectory(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    (project / "memory" / "entrypoint" / "beliefs" / "belief-mark.md").write_text("MINE\n")
+    run_wire(project, home, executable="/opt/tools/bin/rouse", codex_hooks=True)
+    clone = tmp_path / "teammate" / "proj"
+    shutil.copytree(project, clone, symlinks=True)
+    (clone / "memory" / "entrypoint" / "beliefs" / "belief-mark.md").write_text("THEIRS\n")
+    src = clone / "src"
+    (src / "memory").mkdir(parents=True)  # a source package called memory/: not a tree
+    (src / "memory" / "__init__.py").write_text("")
+    (command,) = [h["command"] for h in session_hooks(clone / ".codex/hooks.json")]
+    session = json.dumps({"hook_event_name": "SessionStart", "cwd": str(src)})
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    full.update(PATH=f"{_bin_dir(tmp_path)}{os.pathsep}{full['PATH']}", HOME=str(home))
+    done = subprocess.run(
+        ["sh", "-c", command], cwd=src, input=session, env=full, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert context.startswith("now: ") and "THEIRS" in context and "MINE" not in context
+    assert list((src / "memory").iterdir()) == [src / "memory" / "__init__.py"]
+
+
+def test_the_teams_mcp_registration_names_no_path(project: Path, home: Path) -> None:
+    text = "\n".join(run_wire(project, home, mcp=True).printed)
+    assert "  claude mcp add --scope project rouse -- rouse mcp\n" in text + "\n"
+    cursor = json.loads(text[text.index("  {") :])
+    assert cursor["mcpServers"]["rouse"] == {"command": "rouse", "args": ["mcp"]}
+
+
+# -- skills and --remove (issue 21, item 6) ------------------------------------
+
+VERBS = ("move", "snooze", "close", "remind", "tell", "checkpoint", "recall")
+
+
+def test_wire_lays_one_skill_for_claude_code_and_codex(project: Path, home: Path) -> None:
+    run_wire(project, home)
+    paths = [project / ".claude/skills/rouse/SKILL.md", project / ".agents/skills/rouse/SKILL.md"]
+    for path in paths:
+        text = path.read_text()
+        head, body = text.split("---\n")[1:3]
+        fields = dict(line.split(": ", 1) for line in head.splitlines())
+        assert fields["name"] == "rouse" and "memory" in fields["description"]
+        assert all(f"`rouse {verb} " in body for verb in VERBS), body
+        assert "memory/entrypoint/rouse.md" in body and str(project) not in text
+    assert paths[0].read_text() == paths[1].read_text()
+    again = run_wire(project, home)
+    assert [line for line in again.done if "skill" in line] == [
+        f"unchanged: {paths[0]} (Claude Code skill)",
+        f"unchanged: {paths[1]} (Codex skill)",
+    ]
+
+
+def test_wire_remove_takes_every_piece_back_out(project: Path, home: Path) -> None:
+    (project / "CLAUDE.md").write_text("# My project\n\nUse tabs.\n")
+    (project / "AGENTS.md").write_text("Agents: be brief.\n")
+    settings = project / ".claude/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps(PRE_EXISTING, indent=2) + "\n")
+    (project / ".agents/skills/other").mkdir(parents=True)  # the user's own skill stays
+    before = {p: p.read_text() for p in (project / "CLAUDE.md", project / "AGENTS.md")}
+    run_wire(project, home, claude_hooks=True, codex_hooks=True, cursor=True)
+    run_wire(project, home, claude_hooks=True, shared=True)
+    assert (project / ".cursor/rules/rouse.mdc").exists()
+
+    done = run_wire(project, home, remove=True).done
+    for path, text in before.items():
+        assert path.read_text() == text
+    assert json.loads(settings.read_text()) == PRE_EXISTING
+    for name in (".claude/settings.local.json", ".codex/hooks.json"):
+        path = project / name
+        assert not path.exists() or "rouse" not in path.read_text()
+    gone = [".cursor/rules/rouse.mdc", ".claude/skills/rouse", ".agents/skills/rouse"]
+    assert not any((project / name).exists() for name in gone)
+    assert (project / ".agents/skills/other").is_dir()
+    assert any(line.startswith("removed the rouse hooks from") for line in done)
+    assert run_wire(project, home, remove=True).done == [
+        f"nothing of rouse's is wired for {project / 'memory'}"
+    ]
+    with pytest.raises(UsageError, match="--remove"):
+        run_wire(project, home, remove=True, codex_hooks=True)
+
+
+# -- Cursor's sessionStart hook (issue 21, item 3) -----------------------------
+
+CURSOR_OTHER = {
+    "version": 1,
+    "hooks": {
+        "afterFileEdit": [{"command": "./scripts/format.sh"}],
+        "sessionStart": [{"command": "echo hello"}],
+    },
+}
+
+
+def check_cursor_hooks_schema(data: object) -> None:
+    """Cursor's documented hooks.json: version 1, event name → list of {command, …}."""
+    assert isinstance(data, dict) and set(data) <= {"version", "hooks"}
+    assert data["version"] == 1
+    assert isinstance(data["hooks"], dict)
+    for event, entries in data["hooks"].items():
+        assert event[0].islower() and isinstance(entries, list), event
+        for entry in entries:
+            assert (
+                isinstance(entry, dict) and isinstance(entry["command"], str) and entry["command"]
+            )
+            assert set(entry) <= {"command", "timeout", "matcher", "type", "loop_limit"}
+
+
+def test_cursor_hook_is_merged_once_beside_the_rule(project: Path, home: Path) -> None:
+    path = project / ".cursor/hooks.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(CURSOR_OTHER))
+    done = run_wire(project, home, executable="/opt/tools/bin/rouse", cursor=True).done
+    assert f"wrote {project / '.cursor/rules/rouse.mdc'} (Cursor rule, always applied)" in done
+    assert f"updated {path} (Cursor sessionStart hook)" in done
+    data = json.loads(path.read_text())
+    check_cursor_hooks_schema(data)
+    assert data["hooks"]["afterFileEdit"] == CURSOR_OTHER["hooks"]["afterFileEdit"]
+    first, ours = data["hooks"]["sessionStart"]
+    assert first == {"command": "echo hello"}
+    assert ours["command"].startswith("rouse pack --memory memory --hook cursor || printf ")
+    assert str(project) not in path.read_text() and "/opt/tools" not in path.read_text()
+    again = run_wire(project, home, executable="/opt/tools/bin/rouse", cursor=True).done
+    assert f"unchanged: {path} (Cursor sessionStart hook)" in again
+    run_wire(project, home, remove=True)
+    assert json.loads(path.read_text()) == CURSOR_OTHER
+
+
+def test_the_cursor_hook_returns_the_pack_as_additional_context(
+    project: Path, home: Path, tmp_path: Path
+) -> None:
+    run_wire(project, home, cursor=True)
+    (entry,) = json.loads((project / ".cursor/hooks.json").read_text())["hooks"]["sessionStart"]
+    session = {"hook_event_name": "sessionStart", "conversation_id": "c-1"}
+    session["workspace_roots"] = [str(project)]
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    full.update(PATH=f"{_bin_dir(tmp_path)}{os.pathsep}{full['PATH']}", HOME=str(home))
+    full["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    elsewhere = tmp_path / "elsewhere"  # wherever Cursor starts it: the input says the project
+    elsewhere.mkdir()
+    done = subprocess.run(
+        ["sh", "-c", entry["command"]],
+        cwd=elsewhere,
+        input=json.dumps(session),
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    payload = json.loads(done.stdout)  # Cursor reads stdout as one JSON object
+    assert set(payload) == {"additional_context"}
+    context = payload["additional_context"]
+    assert context.startswith("now: ") and len(context) <= hook.HOOK_LIMIT
+    missing = subprocess.run(
+        ["/bin/sh", "-c", entry["command"]],
+        env={"PATH": str(tmp_path / "empty")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 0
+    assert json.loads(missing.stdout) == {"additional_context": wire.CANNOT_RUN_SHARED}
+
+
+# -- Gemini CLI (issue 21, item 4) ---------------------------------------------
+
+
+def test_gemini_hooks_merge_into_the_projects_settings(project: Path, home: Path) -> None:
+    settings = project / ".gemini/settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": {"name": "x"}}))
+    (project / "GEMINI.md").write_text("# Gemini\n")
+    done = run_wire(project, home, executable="/opt/tools/bin/rouse", gemini=True).done
+    assert f"updated {settings} (Gemini CLI SessionStart, BeforeAgent)" in done
+    data = json.loads(settings.read_text())
+    assert data["model"] == {"name": "x"}
+    ((start,), (prompt,)) = data["hooks"]["SessionStart"], data["hooks"]["BeforeAgent"]
+    assert "matcher" not in start  # lifecycle matchers are exact strings: none runs for all
+    (entry,) = start["hooks"]
+    assert entry["command"].startswith('rouse pack --memory "$GEMINI_PROJECT_DIR/memory" ')
+    assert prompt["hooks"][0]["command"].endswith("--hook gemini || true")
+    assert str(project) not in settings.read_text() and "/opt/tools" not in settings.read_text()
+    assert "arrives at the start of every session by itself" in (project / "GEMINI.md").read_text()
+    run_wire(project, home, remove=True)
+    assert json.loads(settings.read_text()) == {"model": {"name": "x"}}
+    assert (project / "GEMINI.md").read_text() == "# Gemini\n"

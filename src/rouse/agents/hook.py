@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core.errors import RouseError
-from rouse.core.home import find_tree, global_tree
+from rouse.core.home import find_tree, global_tree, is_tree
 from rouse.core.statefile import decode
 from rouse.pack.render import HardWall
 
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, BinaryIO, TextIO
 
-HOOK_LIMIT = 10_000  # Claude Code's cap on hook output; Codex's is ~10,000 bytes
+HOOK_LIMIT = 10_000  # Claude Code's cap on hook output (Codex's is the hook's own: 10,000 tokens)
 HOOK_MAX_CHARS = 9_000  # what the pack is asked to fit, leaving room to spare
 HOOK_WALL = HOOK_LIMIT - 100  # what it may never pass (whole context files give way)
 STDIN_WAIT = 0.25  # seconds to wait for more of the hook's input before giving up
@@ -72,11 +72,10 @@ def utf16_units(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def utf8_bytes(text: str) -> int:
-    return len(text.encode("utf-8"))
-
-
-MEASURES: dict[str, Callable[[str], int]] = {"claude": utf16_units, "codex": utf8_bytes}
+#: How each agent counts the hook's text against its limit. Codex counts bytes / 4 as
+#: tokens against the hook's ``additionalContextLimit``, which rouse sets to 10,000 when it
+#: wires the hook: 10,000 characters fit at any width, so the pack is fitted in characters.
+MEASURES: dict[str, Callable[[str], int]] = {"claude": utf16_units, "codex": len}
 
 
 def cap(text: str, limit: int = HOOK_LIMIT, measure: Callable[[str], int] = len) -> str:
@@ -95,14 +94,28 @@ def cap(text: str, limit: int = HOOK_LIMIT, measure: Callable[[str], int] = len)
     return "".join(kept) + tail
 
 
+def context_json(kind: str, text: str, event: str = "SessionStart") -> str | None:
+    """``text`` as the JSON an agent reads context from, or None for plain stdout (Claude).
+
+    Codex and Gemini CLI: ``hookSpecificOutput.additionalContext`` with the event's
+    name; Cursor's ``sessionStart``: ``additional_context``.
+    """
+    payload: dict[str, Any]
+    if kind in ("codex", "gemini"):
+        payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+    elif kind == "cursor":
+        payload = {"additional_context": text}
+    else:
+        return None
+    return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
 def hook_output(kind: str, text: str) -> str:
-    """What a SessionStart hook prints: plain text for Claude, strict JSON for Codex."""
+    """What a SessionStart hook prints: plain text for Claude, JSON for the others."""
     text = cap(text, HOOK_LIMIT, MEASURES.get(kind, len))
-    if kind == "codex":
-        payload = {
-            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
-        }
-        return json.dumps(payload, ensure_ascii=False) + "\n"
+    wrapped = context_json(kind, text)
+    if wrapped is not None:
+        return wrapped
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -142,6 +155,34 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def hook_memory(memory: str | None, session: Mapping[str, Any]) -> str | None:
+    """The tree a hook's ``--memory`` names; a relative one is the project's.
+
+    A hook in a file committed with the project names its tree by its path
+    from the project (``--memory memory``), never by this machine's. The
+    agent starts the hook in the session's directory and says which that is
+    (``cwd``; Cursor: ``workspace_roots``), which may be below the project's
+    root: the tree is the nearest such path that is a rouse tree, from there
+    up, as git finds ``.git``. Absolute paths are taken as given.
+    """
+    if not memory or os.path.isabs(os.path.expanduser(memory)):
+        return memory
+    starts: list[str] = []
+    cwd = session.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd):
+        starts.append(cwd)
+    roots = session.get("workspace_roots")
+    if isinstance(roots, list):
+        starts += [r for r in roots if isinstance(r, str) and os.path.isabs(r)]
+    with contextlib.suppress(OSError):
+        starts.append(os.getcwd())
+    for start in starts:
+        for folder in (Path(start), *Path(start).parents):
+            if is_tree(folder / memory):
+                return str(folder / memory)
+    return memory  # the lookup then says, from here, that it is missing
+
+
 # -- one pack per session -----------------------------------------------------
 
 
@@ -149,12 +190,15 @@ def _commands(path: Path) -> list[str]:
     """The SessionStart hook commands in one settings or hooks file (none if unreadable)."""
     try:
         data = decode(path.read_bytes(), max_depth=SETTINGS_DEPTH)
-        groups = data["hooks"]["SessionStart"]
-    except (OSError, ValueError, KeyError, TypeError):
+        table = data["hooks"]
+        groups = table.get("SessionStart") or table.get("sessionStart")  # Cursor: camelCase
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
     found: list[str] = []
     for group in groups if isinstance(groups, list) else []:
         hooks = group.get("hooks") if isinstance(group, dict) else None
+        if hooks is None:
+            hooks = [group]  # Cursor's entries are flat: {"command": ...}
         for entry in hooks if isinstance(hooks, list) else []:
             if isinstance(entry, dict) and isinstance(entry.get("command"), str):
                 found.append(entry["command"])
@@ -169,6 +213,13 @@ def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, 
             return []
         base = Path(where) / ".claude"
         return [base / "settings.local.json", base / "settings.json"]
+    if kind == "gemini":
+        where = env.get("GEMINI_PROJECT_DIR") or session.get("cwd")
+        return [Path(where) / ".gemini" / "settings.json"] if isinstance(where, str) else []
+    if kind == "cursor":
+        roots = session.get("workspace_roots")
+        roots = roots if isinstance(roots, list) else []
+        return [Path(r) / ".cursor" / "hooks.json" for r in roots if isinstance(r, str) and r]
     cwd = session.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return []
@@ -249,8 +300,9 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
     out = io.StringIO()
     session = read_session()
+    args.memory = hook_memory(getattr(args, "memory", None), session)
     event = session.get("hook_event_name")
-    if event == "UserPromptSubmit":
+    if event in ("UserPromptSubmit", "BeforeAgent"):  # BeforeAgent: Gemini CLI's
         return prompt_hook(kind, args, session)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)

@@ -21,7 +21,7 @@ BEGIN = "<!-- rouse:begin (written by `rouse wire`; edits inside are replaced) -
 END = "<!-- rouse:end -->"
 _BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
 _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
-INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md")
+INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md")
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
 
 
@@ -45,7 +45,7 @@ def instruction_line(w: Wiring) -> str:
 def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
     """The guidance between the markers. ``hooked`` names the agent whose hook delivers the pack."""
     instructions = f"`{os.path.join(w.tree_ref, layout.INSTRUCTIONS)}`"
-    if hooked == "Claude Code":
+    if hooked in ("Claude Code", "Gemini CLI"):
         first = (
             "- The memory pack arrives at the start of every session by itself (a SessionStart "
             f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
@@ -93,6 +93,34 @@ def splice_block(text: str, block: str, where: str, newline: str = "\n") -> str:
     return text[: begins[0].start()] + block + text[end:]
 
 
+def cut_block(text: str, where: str, newline: str = "\n") -> str:
+    """``text`` without our marked block (and the blank line it was set apart by)."""
+    if not _BEGIN_RE.search(text) and not _END_RE.search(text):
+        return text
+    kept = splice_block(text, "\x00", where, newline)
+    head, _, tail = kept.partition("\x00")
+    if head.endswith(newline * 2) and (not tail or tail.startswith(newline)):
+        head = head[: -len(newline)]
+    if not tail:
+        head = head.rstrip("\r\n") + newline if head.strip() else ""
+    return head + tail
+
+
+def remove_blocks(w: Wiring, result: Wired) -> None:
+    """Take our block out of the instruction files that have one; everything else kept."""
+    if w.project is None:
+        return
+    for name in INSTRUCTION_FILES:
+        path = w.project / name
+        if not path.is_file():
+            continue
+        old = read_text(path)
+        newline = "\r\n" if "\r\n" in old else "\n"
+        text = cut_block(old, str(path), newline)
+        if text != old:
+            result.done.append(update_file(path, text, "rouse block removed"))
+
+
 def wire_blocks(w: Wiring, result: Wired) -> None:
     """Put the block in CLAUDE.md / AGENTS.md where they exist; never create them."""
     if w.project is None:
@@ -116,7 +144,7 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
         result.done.append(update_file(path, text, "rouse block"))
     if not found:
         result.printed += [
-            f"Neither CLAUDE.md nor AGENTS.md exists in {w.project}; rouse does not create "
+            f"None of CLAUDE.md, AGENTS.md, GEMINI.md exists in {w.project}; rouse does not create "
             "them. Put this block in your agent's instruction file:",
             "",
             render_block(w).rstrip("\n"),

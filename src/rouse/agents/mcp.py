@@ -297,7 +297,35 @@ def build_server(tools: Tools) -> Any:
             strict(tools.checkpoint, hints(read_only=False, open_world=True)),
             strict(tools.tell, hints(read_only=False, open_world=True)),
         ],
+        resources=resources(tools),
     )
+
+
+#: The read-only resources beside the tools (issue 21, item 7): what a client may show or
+#: attach without a tool call. Each is read fresh, like the tool of the same name.
+RESOURCES = {
+    "pack": "The memory pack, as the pack tool returns it: now, probe readings, what woke "
+    "you, what is due, persona, beliefs and motivations, an index of notes. Read-only.",
+    "due": "What the clock would wake you about now, as the due tool returns it: one line "
+    "per record, then the items as JSON. Read-only.",
+}
+
+
+def resources(tools: Tools) -> list[Any]:
+    """``rouse://pack`` and ``rouse://due``: the pack and due tools, read as resources."""
+    from mcp.server.mcpserver.resources import FunctionResource
+
+    readers: dict[str, Callable[[], str]] = {"pack": tools.pack, "due": tools.due}
+    return [
+        FunctionResource(
+            uri=f"rouse://{name}",
+            name=name,
+            description=RESOURCES[name],
+            mime_type="text/plain",
+            fn=readers[name],
+        )
+        for name in RESOURCES
+    ]
 
 
 def _unknown_arguments(tool: str, unknown: list[str], known: list[str]) -> str:

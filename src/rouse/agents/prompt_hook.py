@@ -246,12 +246,11 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = Fa
 
 
 def prompt_output(kind: str, text: str) -> str:
-    """Plain text for Claude Code, strict JSON for Codex (nothing when there is nothing)."""
+    """Plain text for Claude Code, JSON for Codex and Gemini CLI (nothing when nothing is new)."""
     if not text:
         return ""
-    if kind == "codex":
-        payload = {
-            "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": text}
-        }
+    if kind in ("codex", "gemini"):  # Gemini CLI's event is BeforeAgent
+        event = "BeforeAgent" if kind == "gemini" else "UserPromptSubmit"
+        payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         return json.dumps(payload, ensure_ascii=False) + "\n"
     return text

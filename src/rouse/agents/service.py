@@ -52,11 +52,53 @@ def default_kind(platform: str | None = None) -> str:
     return "cron"
 
 
-def service_id(root: Path) -> str:
-    """``<folder>-<8 hex of the path's hash>``: one service per tree, readable."""
-    slug = re.sub(r"[^a-z0-9]+", "-", root.name.lower()).strip("-")[:32] or "tree"
+def service_id(root: Path, home: Path | None = None) -> str:
+    """``<project>-<8 hex of the tree's path hash>``: one service per tree, readable.
+
+    Named after the project directory (the tree's parent: every tree is called
+    ``memory``, so its own name tells units apart by nothing); the global tree
+    (``~/.rouse``) is ``global``.
+    """
+    home = Path.home() if home is None else home
+    is_global = os.path.abspath(root) == os.path.abspath(home / ".rouse")
+    name = "global" if is_global else (root.parent.name or root.name)
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:32] or "tree"
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return f"{slug}-{digest}"
+
+
+#: The programs a sweep's runs need on PATH: ``--run claude|codex`` starts an npm CLI, whose
+#: launcher is ``#!/usr/bin/env node``.
+AGENT_CLIS = ("claude", "codex")
+
+
+def service_path(path_env: str, flags: Sequence[str]) -> str:
+    """The PATH a service gets: the installer's, resolved now, relative entries dropped,
+    with the folders of the agent CLI that ``--run`` names and of ``node`` added if missing.
+
+    A service starts with the OS's minimal PATH (cron: ``/usr/bin:/bin``), which finds
+    neither an npm-installed agent nor ``node``; a relative entry would depend on the
+    directory it starts in.
+    """
+    folders = list(dict.fromkeys(p for p in path_env.split(os.pathsep) if os.path.isabs(p)))
+    wanted: list[str] = []
+    for i, flag in enumerate(flags):
+        value = flags[i + 1] if i + 1 < len(flags) else ""
+        if flag == "--run" and value in AGENT_CLIS:
+            wanted += [value, "node"]
+        elif flag.startswith("--run=") and flag[6:] in AGENT_CLIS:
+            wanted += [flag[6:], "node"]
+        if flag == "--" and value and not os.path.isabs(value):
+            wanted.append(value)  # exec -- CMD: the command's own program
+    for program in wanted:
+        found = shutil.which(program, path=os.pathsep.join(folders))
+        if found is None:
+            continue
+        # an npm bin is a link into its package; node may sit beside the real file
+        for where in (os.path.dirname(found), os.path.dirname(os.path.realpath(found))):
+            if where not in folders and shutil.which("node", path=where):
+                folders.append(where)
+    return os.pathsep.join(folders)
 
 
 @dataclass
@@ -77,6 +119,7 @@ class Service:
     secrets: dict[Path, str] = field(default_factory=dict)
     #: where a secret of this service may have been written (uninstall removes it)
     private: list[Path] = field(default_factory=list)
+    path: str = ""  # the PATH the unit runs with
 
 
 REDACTED = "(redacted)"
@@ -157,7 +200,7 @@ def plan(
     if kind not in KINDS:
         raise UsageError(f"no service kind {kind!r}: use one of {', '.join(KINDS)}")
     root = Path(os.path.abspath(root))
-    ident = service_id(root)
+    ident = service_id(root, home)
     path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
     flags, given = take_ledger(flags)
     dsn = given or ledger or None
@@ -175,8 +218,18 @@ def plan(
             "or launchd, or set ROUSE_LEDGER at the top of your crontab yourself (crontab -e) "
             "and install without it"
         )
+    path_env = service_path(path_env, flags)
     if kind == "cron":
-        return _cron(root, flags, ident, every=every, once=once, executable=executable, verb=verb)
+        return _cron(
+            root,
+            flags,
+            ident,
+            every=every,
+            once=once,
+            executable=executable,
+            path=path_env,
+            verb=verb,
+        )
     if once:
         raise UsageError(
             f"a {kind} service runs the {_WHO[verb]}'s loop, which --once would end at once: "
@@ -290,6 +343,7 @@ def _systemd(
         files={unit: text},
         secrets=secrets,
         private=[env_file],
+        path=path_env,
         start=[[*ctl, "daemon-reload"], [*ctl, "enable", name], [*ctl, "restart", name]],
         stop=[[*ctl, "disable", "--now", name]],
         query=[*ctl, "is-active", name],
@@ -331,6 +385,7 @@ def _launchd(
         root=root,
         command=command,
         files={plist: text},
+        path=path_env,
         # out first, so that installing again loads the new plist (not loaded yet is fine)
         start=[
             ["launchctl", "bootout", f"{domain}/{label}"],
@@ -353,6 +408,7 @@ def _cron(
     every: float | None,
     once: bool,
     executable: str | None,
+    path: str,
     verb: str = "sweep",
 ) -> Service:
     seconds = CRON_DEFAULT_EVERY if every is None else every
@@ -369,6 +425,8 @@ def _cron(
     minutes = int(seconds) // 60
     when = "0 * * * *" if minutes == 60 else "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
     line = " ".join(_cron_word(word) for word in command)
+    if path:  # cron's own PATH is /usr/bin:/bin: the line carries the one it needs
+        line = f"PATH={_cron_word(path)} {line}"
     name = f"rouse-{verb}-{ident}"
     return Service(
         kind="cron",
@@ -376,6 +434,7 @@ def _cron(
         root=root,
         command=command,
         cron_line=f"{when} {line}  # {name}",
+        path=path,
     )
 
 
@@ -485,6 +544,8 @@ def status(service: Service) -> dict[str, object]:
             "name": service.name,
             "installed": None,
             "state": None,
+            "command": service.command,
+            "path": service.path,
             "note": f"rouse does not manage crontab: look for the line ending '# {service.name}' "
             "in `crontab -l`",
             "line": service.cron_line,
@@ -509,6 +570,8 @@ def status(service: Service) -> dict[str, object]:
         "installed": installed,
         "state": state,
         "current": installed and _read(path) == service.files[path],
+        "command": service.command,
+        "path": service.path,
     }
 
 
@@ -519,10 +582,17 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _runs(data: dict[str, object]) -> list[str]:
+    """What the unit runs, and with which PATH (for a unit written now)."""
+    command = data.get("command")
+    words = [str(w) for w in command] if isinstance(command, list) else []
+    return [f"command: {shlex.join(words)}", f"PATH: {data.get('path')}"]
+
+
 def status_lines(data: dict[str, object]) -> list[str]:
     if data["kind"] == "cron":
-        return [str(data["note"]), f"the line: {data['line']}"]
-    lines = [f"{data['kind']} service {data['name']}"]
+        return [str(data["note"]), f"the line: {data['line']}", *_runs(data)]
+    lines = [f"{data['kind']} service {data['name']}", *_runs(data)]
     if not data["installed"]:
         return [*lines, f"not installed (no {data['file']}): `rouse service install`"]
     lines.append(f"file: {data['file']}")

@@ -16,11 +16,11 @@ import shlex
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH
+from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH, context_json
 from rouse.agents.wiring import Wired, Wiring, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statefile import decode
@@ -37,11 +37,13 @@ PROMPT = "UserPromptSubmit"
 #: (``asyncRewake``), for the next wake of the idle session; SessionEnd ends that wait.
 STOP = "Stop"
 SESSION_END = "SessionEnd"
-EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END)
+#: Gemini CLI's name for the moment after a prompt is submitted, before the model plans.
+BEFORE_AGENT = "BeforeAgent"
+EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
 _OUR_HOOK_RE = re.compile(
-    HOOK_COMMAND.format(kind="(?:claude|codex)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
+    HOOK_COMMAND.format(kind="(?:claude|codex|gemini|cursor)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
 )
 
 #: What a hook prints when it cannot start rouse at all (the pinned path is
@@ -50,6 +52,15 @@ CANNOT_RUN = (
     "rouse: no memory pack this session: this hook could not start rouse (it is neither "
     "where `rouse wire` found it nor on PATH): reinstall rouse, then run `rouse wire` again"
 )
+#: The same line for a hook in a file meant to be committed, which calls rouse by name only.
+CANNOT_RUN_SHARED = (
+    "rouse: no memory pack this session: this project's hook runs `rouse`, which is not on "
+    "PATH here: install it (pipx install rouse-memory) where the agent can find it"
+)
+#: Codex previews a hook's ``additionalContext`` past a per-hook limit in tokens (2,500 by
+#: default, counted as bytes / 4); the hook sets its own, so that a pack of 10,000
+#: characters at up to 4 bytes each arrives whole.
+CODEX_CONTEXT_LIMIT = 10_000
 
 CLAUDE_LOCAL = ".claude/settings.local.json"
 CLAUDE_SHARED = ".claude/settings.json"
@@ -93,55 +104,77 @@ def stable_executable(
     return None
 
 
+#: The variable each agent sets to the project's directory in a hook's environment.
+PROJECT_DIR = {"claude": "CLAUDE_PROJECT_DIR", "gemini": "GEMINI_PROJECT_DIR"}
+
+
+def tree_arg(w: Wiring, kind: str) -> str:
+    """How a hook's command names the tree, as a shell word.
+
+    The global tree by its absolute path (it lives in personal files only). A
+    project's tree by its path from the project, never this machine's: under
+    the agent's project variable where it has one (``$CLAUDE_PROJECT_DIR``,
+    ``$GEMINI_PROJECT_DIR``), else as it stands (Codex, Cursor), which the hook
+    resolves from the session's directory up (:func:`rouse.agents.hook.hook_memory`).
+    """
+    if w.project is None:
+        return shlex.quote(str(w.tree))
+    variable = PROJECT_DIR.get(kind)
+    if variable is None:
+        return shlex.quote(w.tree_ref)
+    ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    ref = ref.replace("`", "\\`")
+    return f'"${variable}/{ref}"'
+
+
 def hook_command(
-    w: Wiring, kind: str, executable: str | None = None, event: str = SESSION_START
+    w: Wiring,
+    kind: str,
+    executable: str | None = None,
+    event: str = SESSION_START,
+    shared: bool = False,
 ) -> str:
-    """The hook's command: it pins this tree (and, when given, this rouse).
+    """The hook's command: it pins this tree (and, when given and personal, this rouse).
 
     ``R=/path/to/rouse; [ -x "$R" ] || R=rouse; "$R" pack …``: the install that
     wired it, else whatever ``rouse`` is on PATH, else (at session start) one
-    line saying why there is no pack; at a prompt, nothing. It exits 0 on
-    every path.
+    line saying why there is no pack; at a prompt, nothing. A ``shared``
+    command (a file meant to be committed) carries no path of this machine:
+    it calls ``rouse`` by name. It exits 0 on every path.
     """
-    if kind == "claude" and w.project is not None:
-        ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-        ref = ref.replace("`", "\\`")
-        memory = f'"$CLAUDE_PROJECT_DIR/{ref}"'
-    else:
-        memory = shlex.quote(str(w.tree))
-    run = f"pack --memory {memory} --hook {kind}"
-    if executable:
+    run = f"pack --memory {tree_arg(w, kind)} --hook {kind}"
+    if executable and not shared:
         head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
     else:
         head = f"rouse {run}"
+    cannot = CANNOT_RUN_SHARED if shared else CANNOT_RUN
     if event == STOP:
         # exit 2 wakes the model with the wake on stderr; anything else (rouse missing
         # included) must not, so it becomes 0
         fallback = "exit $(( $? == 2 ? 2 : 0 ))"
     elif event in (PROMPT, SESSION_END):
         fallback = "true"  # the session start said it once; not again at every prompt
-    elif kind == "codex":
-        payload = {"hookSpecificOutput": {"hookEventName": "SessionStart"}}
-        payload["hookSpecificOutput"]["additionalContext"] = CANNOT_RUN
-        fallback = "printf '%s\\n' " + shlex.quote(json.dumps(payload))
+    elif kind != "claude":  # the agents that read JSON: the line, in their JSON
+        payload = context_json(kind, cannot) or ""
+        fallback = "printf '%s\\n' " + shlex.quote(payload.rstrip("\n"))
     else:
-        fallback = "echo " + shlex.quote(CANNOT_RUN)
+        fallback = "echo " + shlex.quote(cannot)
     return f"{head} || {fallback}"
 
 
-def _claude_paths(w: Wiring) -> list[Path]:
+def claude_paths(w: Wiring) -> list[Path]:
     """Every Claude Code settings file this tree's hook may sit in: rouse keeps it in one."""
     if w.project is None:
         return [w.home / ".claude" / "settings.json"]
     return [w.project / CLAUDE_LOCAL, w.project / CLAUDE_SHARED]
 
 
-def _codex_path(w: Wiring) -> Path:
+def codex_path(w: Wiring) -> Path:
     base = w.home if w.project is None else w.project
     return base / CODEX_HOOKS
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> dict[str, Any]:
     """A settings file as a dict ({} when missing); a broken one is a usage error (exit 2)."""
     if not path.exists():
         return {}
@@ -160,21 +193,19 @@ def _load_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def _is_ours(hook: Any) -> bool:
+def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and bool(_OUR_HOOK_RE.search(str(hook.get("command", ""))))
 
 
-def _has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
+def has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
     try:
-        hooks = _load_json(path).get("hooks", {})
+        hooks = load_json(path).get("hooks", {})
         lists = [hooks.get(event, []) for event in events]
     except (RouseError, AttributeError):
         return False
     return any(
         isinstance(groups, list)
-        and any(
-            _is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or []
-        )
+        and any(is_ours(h) for g in groups if isinstance(g, dict) for h in g.get("hooks", []) or [])
         for groups in lists
     )
 
@@ -195,10 +226,10 @@ def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
     position: int | None = None
     for group in groups:
         inner = group.get("hooks") if isinstance(group, dict) else None
-        if not isinstance(inner, list) or not any(_is_ours(h) for h in inner):
+        if not isinstance(inner, list) or not any(is_ours(h) for h in inner):
             kept.append(group)
             continue
-        rest = [h for h in inner if not _is_ours(h)]
+        rest = [h for h in inner if not is_ours(h)]
         if position is None:
             position = len(kept)
         if rest:
@@ -210,19 +241,24 @@ def merge_session_hook(
     data: dict[str, Any],
     command: str,
     where: str,
-    matcher: str = MATCHER,
+    matcher: str | None = MATCHER,
     prompt_command: str | None = None,
     stop_command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    prompt_event: str = PROMPT,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
     with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
     ``stop_command``, one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait)."""
+    SessionEnd hook (the prompt command: it ends the wait). ``extra`` goes into the
+    SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
+    more = dict(extra or {})
+    head = {} if matcher is None else {"matcher": matcher}  # None: every source
     wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-        (SESSION_START, {"matcher": matcher}, {"command": command})
+        (SESSION_START, head, {"command": command, **more})
     ]
     if prompt_command is not None:
-        wanted.append((PROMPT, {}, {"command": prompt_command}))
+        wanted.append((prompt_event, {}, {"command": prompt_command, **more}))
     if stop_command is not None and prompt_command is not None:
         idle = {"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}
         wanted += [(STOP, {}, idle), (SESSION_END, {}, {"command": prompt_command})]
@@ -250,7 +286,7 @@ def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
     return data
 
 
-def _dump(data: dict[str, Any]) -> str:
+def dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -258,24 +294,33 @@ def wire_hook_files(
     target: Path,
     others: Sequence[Path],
     command: str,
-    matcher: str,
+    matcher: str | None,
     label: str,
     prompt_command: str | None = None,
     stop_command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
+    prompt_event: str = PROMPT,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
     Every file is read and checked before any is written, so a broken one
     stops the run with nothing changed.
     """
-    loaded = {path: _load_json(path) for path in (target, *others)}
+    loaded = {path: load_json(path) for path in (target, *others)}
     merged = merge_session_hook(
-        loaded[target], command, str(target), matcher, prompt_command, stop_command
+        loaded[target],
+        command,
+        str(target),
+        matcher,
+        prompt_command,
+        stop_command,
+        extra,
+        prompt_event,
     )
-    texts = {target: _dump(merged)}
+    texts = {target: dump(merged)}
     for path in others:
-        if path.exists() and _has_our_hook(path, EVENTS):
-            texts[path] = _dump(remove_session_hook(loaded[path], str(path)))
+        if path.exists() and has_our_hook(path, EVENTS):
+            texts[path] = dump(remove_session_hook(loaded[path], str(path)))
     done = [update_file(target, texts[target], label)]
     for path in others:
         if path in texts:
@@ -285,19 +330,25 @@ def wire_hook_files(
 
 
 def wire_hook_file(
-    path: Path, command: str, label: str, matcher: str = MATCHER, prompt_command: str | None = None
+    path: Path,
+    command: str,
+    label: str,
+    matcher: str = MATCHER,
+    prompt_command: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
-    return wire_hook_files(path, (), command, matcher, label, prompt_command)[0]
+    return wire_hook_files(path, (), command, matcher, label, prompt_command, None, extra)[0]
 
 
 def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
-    paths = _claude_paths(w)
+    paths = claude_paths(w)
     target = (
         paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
     )
     others = [p for p in paths if p != target]
-    command = hook_command(w, "claude", executable)
-    prompt = hook_command(w, "claude", executable, PROMPT)
+    shared = shared and w.project is not None  # the team's file: no path of this machine
+    command = hook_command(w, "claude", executable, shared=shared)
+    prompt = hook_command(w, "claude", executable, PROMPT, shared)
     result.done += wire_hook_files(
         target,
         others,
@@ -305,7 +356,7 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         MATCHERS["claude"],
         "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd",
         prompt,
-        hook_command(w, "claude", executable, STOP),
+        hook_command(w, "claude", executable, STOP, shared),
     )
 
 
@@ -326,18 +377,23 @@ def codex_notes(w: Wiring) -> list[str]:
 
 
 def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
-    command = hook_command(w, "codex", executable)
-    prompt = hook_command(w, "codex", executable, PROMPT)
-    path = _codex_path(w)
+    shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
+    command = hook_command(w, "codex", executable, shared=shared)
+    prompt = hook_command(w, "codex", executable, PROMPT, shared)
+    path = codex_path(w)
     label = "Codex SessionStart, UserPromptSubmit"
-    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt))
+    limit = {"additionalContextLimit": CODEX_CONTEXT_LIMIT}
+    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt, limit))
     result.printed += codex_notes(w)
 
 
 def hooked_agent(w: Wiring, filename: str) -> str | None:
     """The agent whose hook delivers the pack to readers of ``filename``, if any."""
-    if filename == "CLAUDE.md" and any(_has_our_hook(p) for p in _claude_paths(w)):
+    if filename == "CLAUDE.md" and any(has_our_hook(p) for p in claude_paths(w)):
         return "Claude Code"
-    if filename == "AGENTS.md" and _has_our_hook(_codex_path(w)):
+    if filename == "AGENTS.md" and has_our_hook(codex_path(w)):
         return "Codex"
+    base = w.home if w.project is None else w.project
+    if filename == "GEMINI.md" and has_our_hook(base / ".gemini" / "settings.json"):
+        return "Gemini CLI"
     return None

@@ -20,9 +20,13 @@ import json
 import shlex
 from pathlib import Path
 
+from rouse.agents.cursor import wire_cursor_hooks
+from rouse.agents.gemini import wire_gemini_hooks
 from rouse.agents.instructions import BEGIN, END, wire_blocks, wire_cursor
 from rouse.agents.settings_hooks import (
     CANNOT_RUN,
+    CANNOT_RUN_SHARED,
+    CODEX_CONTEXT_LIMIT,
     MATCHERS,
     PROMPT,
     SESSION_END,
@@ -32,6 +36,7 @@ from rouse.agents.settings_hooks import (
     wire_claude_hooks,
     wire_codex_hooks,
 )
+from rouse.agents.skills import wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
 
@@ -39,6 +44,8 @@ from rouse.core.errors import UsageError
 __all__ = [
     "BEGIN",
     "CANNOT_RUN",
+    "CANNOT_RUN_SHARED",
+    "CODEX_CONTEXT_LIMIT",
     "END",
     "MATCHERS",
     "PROMPT",
@@ -54,15 +61,33 @@ __all__ = [
 
 
 def mcp_instructions(w: Wiring) -> list[str]:
-    """How to register ``rouse mcp`` with Claude Code, Codex and Cursor (printed)."""
+    """How to register ``rouse mcp`` with Claude Code, Codex and Cursor (printed).
+
+    Personal registrations pin the tree's absolute path. The team's (Claude
+    Code's ``.mcp.json``, a project's ``.cursor/mcp.json``) are committed, so
+    they name no path of this machine: ``rouse mcp`` finds the tree from the
+    directory the client starts it in, as every verb does.
+    """
     tree = str(w.tree)
     args = ["mcp", "--memory", tree]
-    cursor = {"mcpServers": {"rouse": {"command": "rouse", "args": args}}}
-    return [
+    lines = [
         "Register the rouse MCP server (needs `pipx install 'rouse-memory[mcp]'`):",
         "",
-        "Claude Code (add `--scope project` to share it through .mcp.json):",
+        "Claude Code, for you:",
         f"  claude mcp add rouse -- rouse mcp --memory {shlex.quote(tree)}",
+    ]
+    shared = ["mcp"] if w.tree_ref == "memory" else ["mcp", "--memory", w.tree_ref]
+    if w.project is not None:
+        lines += [
+            "or for the team, in .mcp.json (no path of this machine: it finds the tree from "
+            "where the session starts):",
+            f"  claude mcp add --scope project rouse -- rouse {shlex.join(shared)}",
+        ]
+    cursor_args = args if w.project is None else shared
+    cursor = {"mcpServers": {"rouse": {"command": "rouse", "args": cursor_args}}}
+    where = "~/.cursor/mcp.json" if w.project is None else ".cursor/mcp.json (this project)"
+    return [
+        *lines,
         "",
         "Codex, with its CLI:",
         f"  codex mcp add rouse -- rouse mcp --memory {shlex.quote(tree)}",
@@ -71,7 +96,7 @@ def mcp_instructions(w: Wiring) -> list[str]:
         '  command = "rouse"',
         f"  args = {json.dumps(args)}",
         "",
-        "Cursor, in .cursor/mcp.json (project) or ~/.cursor/mcp.json (everywhere):",
+        f"Cursor, in {where}:",
         *("  " + line for line in json.dumps(cursor, indent=2).splitlines()),
     ]
 
@@ -84,27 +109,41 @@ def wire(
     shared: bool = False,
     codex_hooks: bool = False,
     cursor: bool = False,
+    gemini: bool = False,
     mcp: bool = False,
     executable: str | None = None,
+    remove: bool = False,
 ) -> Wired:
     """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself.
 
     ``executable`` is the rouse the hooks pin: None finds this one when it is a
     stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
+    ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
     """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
+    if remove:
+        if claude_hooks or codex_hooks or cursor or gemini or mcp or shared:
+            raise UsageError("--remove takes every piece out: give it alone")
+        from rouse.agents.unwire import unwire
+
+        return unwire(w)
     result = Wired()
-    if claude_hooks or codex_hooks:
+    pinned: str | None = None
+    if claude_hooks or codex_hooks or cursor or gemini:
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
             wire_claude_hooks(w, shared, result, pinned)
         if codex_hooks:
             wire_codex_hooks(w, result, pinned)
+        if gemini:
+            wire_gemini_hooks(w, result, pinned)
     wire_blocks(w, result)
+    wire_skills(w, result)
     if cursor:
         wire_cursor(w, result)
+        wire_cursor_hooks(w, result, pinned)
     if mcp:
         result.printed += ["", *mcp_instructions(w)] if result.printed else mcp_instructions(w)
     return result

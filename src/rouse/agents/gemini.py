@@ -1,0 +1,43 @@
+"""Gemini CLI: a SessionStart hook (the pack) and a BeforeAgent hook (new wakes).
+
+Gemini CLI reads hooks from ``.gemini/settings.json`` (the project's,
+committed with it) and ``~/.gemini/settings.json`` (the user's), in Claude
+Code's shape: event → groups → ``{"type": "command", "command": …}``. A hook
+answers on stdout with JSON only; ``hookSpecificOutput.additionalContext``
+of a ``SessionStart`` hook opens the session, of a ``BeforeAgent`` hook is
+added before the model sees the prompt (rouse's UserPromptSubmit, under
+Gemini's name). Gemini CLI sets ``$GEMINI_PROJECT_DIR`` in the hook's
+environment and substitutes it into the command, so the project's file
+names the tree by ``"$GEMINI_PROJECT_DIR/memory"``: no path of this machine.
+Lifecycle matchers are exact strings there, so the SessionStart hook has
+none: it runs for every source (startup, resume, clear).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rouse.agents import settings_hooks as hooks
+from rouse.agents.wiring import Wired, Wiring
+
+GEMINI_SETTINGS = ".gemini/settings.json"
+LABEL = "Gemini CLI SessionStart, BeforeAgent"
+
+
+def gemini_path(w: Wiring) -> Path:
+    return (w.home if w.project is None else w.project) / GEMINI_SETTINGS
+
+
+def wire_gemini_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    shared = w.project is not None
+    command = hooks.hook_command(w, "gemini", executable, shared=shared)
+    prompt = hooks.hook_command(w, "gemini", executable, hooks.PROMPT, shared)
+    result.done += hooks.wire_hook_files(
+        gemini_path(w),
+        (),
+        command,
+        None,
+        LABEL,
+        prompt,
+        prompt_event=hooks.BEFORE_AGENT,
+    )
