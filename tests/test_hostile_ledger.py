@@ -209,3 +209,19 @@ def test_init_key_lists_what_it_quarantines_and_vouches_when_asked(tmp_path: Pat
             assert "I wrote this." not in pack.stdout  # held back, and check says so:
             assert "quarantined: the pack leaves this belief out" in checked.stdout
             assert "rouse stamp --origin owner entrypoint/beliefs/belief-mine.md" in checked.stdout
+
+
+def test_the_pack_says_when_the_ledger_is_garbage_or_a_directory(tmp_path: Path) -> None:
+    """Issue 22, item 10: a ledger that cannot be one is said by the pack, as by status."""
+    for name, make in (
+        ("garbage", lambda p: p.write_bytes(b"not a database at all, just bytes" * 10)),
+        ("directory", lambda p: p.mkdir()),
+    ):
+        tree = tmp_path / name / "memory"
+        init(tree, NOW, examples=False)
+        (tree / ".rouse").mkdir(exist_ok=True)
+        make(tree / ".rouse" / "ledger.sqlite3")
+        pack = rouse(tree, "pack")
+        assert pack.returncode == 0, pack.stderr
+        warned = pack.stdout.split("warnings:", 1)[-1]
+        assert ".rouse/ledger.sqlite3 " in warned and "move it aside" in warned, pack.stdout

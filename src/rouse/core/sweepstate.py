@@ -18,6 +18,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -243,6 +244,33 @@ def stalled_queue(queue: dict[str, Any] | None, now: datetime) -> str | None:
 
 
 # -- the ledger, read-only ------------------------------------------------------
+
+
+def ledger_problem(root: Path) -> str | None:
+    """Why ``.rouse/ledger.sqlite3`` cannot be the tree's ledger (a directory, or a file
+    that is not SQLite), or None: missing or fine. Cheap: one lstat and 16 bytes."""
+    path = root / LEDGER
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        why = "is a directory"
+    elif not stat.S_ISREG(info.st_mode):
+        return None  # a link: statedir's problems say so
+    else:
+        try:
+            with open(path, "rb") as handle:
+                head = handle.read(16)
+        except OSError:
+            return f"{LEDGER} cannot be read: wakes are not being recorded"
+        if not head or head == b"SQLite format 3\x00":
+            return None
+        why = "is not an SQLite database"
+    return (
+        f"{LEDGER} {why}: no wake can be recorded or delivered — move it aside "
+        "(the clock finds what is owed again)"
+    )
 
 
 @contextlib.contextmanager

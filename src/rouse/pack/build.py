@@ -305,6 +305,9 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
                 f"the sweeper has stopped: its last tick was {human_age(last, now)} "
                 f"({format_stamp(last)}); wakes are not being delivered — restart `rouse sweep`"
             )
+    damaged = sweepstate.ledger_problem(root)
+    if damaged is not None:
+        warnings.append(damaged)
     owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_SHOWN)
     if owed["pending"]:
         warnings.append(f"{owed['pending']} wake(s) not delivered yet (retrying) — `rouse log`")
