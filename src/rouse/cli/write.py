@@ -280,9 +280,8 @@ def _vouch_existing(root: Path, vouch: bool) -> None:
         answer = input("vouch for them as the owner now? [y/N] ").strip().lower()
         vouch = answer in ("y", "yes")
     if not vouch:
-        emit(["vouch for the ones that are yours (from outside the agent): rouse stamp "
-              "--origin owner FILE…  (or run --init-key's step again: rouse stamp --origin "
-              "owner " + " ".join(held) + ")"])  # fmt: skip
+        emit(["vouch for those that are yours, from outside the agent: "
+              "rouse stamp --origin owner FILE…"])  # fmt: skip
         return
     key = stampkey.load_key(stamp_key_path())
     done = stamping.stamp(root, [str(root / rel) for rel in held], "owner", None, key=key)
