@@ -395,44 +395,41 @@ def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, i
     return found
 
 
-def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
-    """Escalations to the owner (``sweep --escalate``): delivered (at or after ``since``)
-    and still pending. Never creates the database; a ledger without the table reads 0."""
-    found = {"delivered": 0, "pending": 0}
+def _by_state(
+    root: Path, table: str, owed: tuple[str, ...], ended: tuple[str, ...], since: datetime | None
+) -> dict[str, int]:
+    """``table``'s rows counted by state: every row in an ``owed`` state, and those in an
+    ``ended`` state finished at or after ``since``. Never creates the database; a ledger
+    without the table (an older one), busy or damaged reads as none."""
+    found = dict.fromkeys((*owed, *ended), 0)
+    listed = ", ".join(f"'{state}'" for state in owed)  # (rouse's own state names)
+    over = ", ".join(f"'{state}'" for state in ended)
     with _reader(root) as db:
         if db is None:
             return found
         try:
             for row in db.execute(
-                "SELECT state, COUNT(*) AS n FROM escalations WHERE state = 'pending' "
-                "OR (state = 'delivered' AND (? IS NULL OR finished >= ?)) GROUP BY state",
+                f"SELECT state, COUNT(*) AS n FROM {table} WHERE state IN ({listed}) "
+                f"OR (state IN ({over}) AND (? IS NULL OR finished >= ?)) GROUP BY state",
                 (None if since is None else _t(since),) * 2,
             ):
                 found[row["state"]] = row["n"]
-        except Exception:  # sqlite3.Error: no such table yet, busy or damaged: reads as none
+        except Exception:  # sqlite3.Error
             pass
     return found
+
+
+def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
+    """Escalations to the owner (``sweep --escalate``): delivered (at or after ``since``)
+    and still pending."""
+    return _by_state(root, "escalations", ("pending",), ("delivered",), since)
 
 
 def tell_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
     """Messages to the owner (``rouse tell``, a reminder's channel): pending (not sent
     yet, or failing), waiting (the sweeper has no channel for them), delivered and
-    given up (at or after ``since``). Never creates the database."""
-    found = {"pending": 0, "waiting": 0, "delivered": 0, "given_up": 0}
-    with _reader(root) as db:
-        if db is None:
-            return found
-        try:
-            for row in db.execute(
-                "SELECT state, COUNT(*) AS n FROM tells WHERE state IN ('pending', 'waiting') "
-                "OR (state IN ('delivered', 'given_up') AND (? IS NULL OR finished >= ?)) "
-                "GROUP BY state",
-                (None if since is None else _t(since),) * 2,
-            ):
-                found[row["state"]] = row["n"]
-        except Exception:  # sqlite3.Error: no such table yet, busy or damaged: reads as none
-            pass
-    return found
+    given up (at or after ``since``)."""
+    return _by_state(root, "tells", ("pending", "waiting"), ("delivered", "given_up"), since)
 
 
 def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
