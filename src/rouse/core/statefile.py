@@ -231,10 +231,6 @@ def read(
         return None
 
 
-#: the old name: a state file read with no shape of its own
-load_json = read
-
-
 def problem(
     path: Path, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
 ) -> str | None:
