@@ -269,7 +269,8 @@ def _vouch_existing(root: Path, vouch: bool) -> None:
     from rouse.core.tree import walk
     from rouse.trust import stamp as stamping
     from rouse.trust import stampkey
-    from rouse.trust.origins import origin_reader, quarantined
+    from rouse.trust.origins import origin_reader
+    from rouse.trust.stampcheck import quarantined
 
     held = sorted(c.rel for c in quarantined(walk(root), origin_reader(root, stamp_key_path())))
     if not held:
