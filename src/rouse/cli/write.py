@@ -127,6 +127,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def cmd_new(args: argparse.Namespace) -> int:
     from rouse.records import scaffold
+    from rouse.records.inputs import parse_assignments
 
     now = resolve_now(args)
     created = scaffold.new(
@@ -135,7 +136,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         args.slug,
         now,
         under=args.under,
-        fields=scaffold.parse_assignments(args.set or [], now),
+        fields=parse_assignments(args.set or [], now),
         body=read_body(args.body),
     )
     return _report_created(created, args)
