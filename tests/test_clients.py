@@ -72,7 +72,7 @@ class Model:
                 if ":streamGenerateContent" in self.path:
                     return self.reply("text/event-stream", f"data: {model.gemini()}\r\n\r\n")
                 if ":generateContent" in self.path:
-                    return self.reply("application/json", model.gemini())
+                    return self.reply("application/json", model.gemini(body))
                 if self.path.startswith("/v1/responses"):
                     events = model.responses()
                 elif body.get("stream"):
@@ -138,10 +138,19 @@ class Model:
         ]
         return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
+    # What Gemini CLI's model router asks for in JSON mode (its two classifiers' schemas):
+    # answered with anything else, it retries with backoff for ~100 s before routing anyway.
+    ROUTE = {"reasoning": "a greeting", "model_choice": "flash"}
+    ROUTE |= {"complexity_reasoning": "a greeting", "complexity_score": 1}
+
     @staticmethod
-    def gemini() -> str:
-        """A Gemini API generateContent answer (one streamed chunk reads the same)."""
-        part = {"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}
+    def gemini(body: dict[str, Any] | None = None) -> str:
+        """A Gemini API generateContent answer (one streamed chunk reads the same): "ok",
+        or a routing decision when the request asks for JSON."""
+        config = (body or {}).get("generationConfig") or {}
+        json_mode = config.get("responseMimeType") == "application/json"
+        text = json.dumps(Model.ROUTE) if json_mode else "ok"
+        part = {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}
         usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
         return json.dumps({"candidates": [{**part, "index": 0}], "usageMetadata": usage})
 
