@@ -72,7 +72,7 @@ class Model:
                 if ":streamGenerateContent" in self.path:
                     return self.reply("text/event-stream", f"data: {model.gemini()}\r\n\r\n")
                 if ":generateContent" in self.path:
-                    return self.reply("application/json", model.gemini())
+                    return self.reply("application/json", model.gemini(body))
                 if self.path.startswith("/v1/responses"):
                     events = model.responses()
                 elif body.get("stream"):
@@ -138,10 +138,21 @@ class Model:
         ]
         return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
 
+    # What Gemini CLI's model router asks for in JSON mode (its two classifiers' schemas):
+    # answered with anything else, it retries with backoff for ~100 s before routing anyway.
+    ROUTE = json.dumps(
+        {"reasoning": "a greeting", "model_choice": "flash"}
+        | {"complexity_reasoning": "a greeting", "complexity_score": 1}
+    )
+
     @staticmethod
-    def gemini() -> str:
-        """A Gemini API generateContent answer (one streamed chunk reads the same)."""
-        part = {"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}
+    def gemini(body: dict[str, Any] | None = None) -> str:
+        """A Gemini API generateContent answer (one streamed chunk reads the same): "ok",
+        or a routing decision when the request asks for JSON."""
+        config = (body or {}).get("generationConfig") or {}
+        json_mode = config.get("responseMimeType") == "application/json"
+        text = Model.ROUTE if json_mode else "ok"
+        part = {"content": {"parts": [{"text": text}], "role": "model"}, "finishReason": "STOP"}
         usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
         return json.dumps({"candidates": [{**part, "index": 0}], "usageMetadata": usage})
 
@@ -702,8 +713,8 @@ def gemini(machine: Machine, cwd: Path, *extra: str) -> str:
 def test_gemini_gets_one_pack_per_session_and_a_wake_once(machine: Machine) -> None:
     """`gemini -p` is one turn per process: a resumed session runs SessionStart again (a
     fresh pack, which lists the wake as woken); BeforeAgent then adds nothing, since that
-    session has been shown it. (A wake between two prompts of one open session would
-    need Gemini's interactive or ACP mode, not driven here.)"""
+    session has been shown it. (A wake between two prompts of one open session: the ACP
+    test below.)"""
     machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
     machine.wire(gemini=True)
     sent = gemini(machine, machine.project)
@@ -714,3 +725,90 @@ def test_gemini_gets_one_pack_per_session_and_a_wake_once(machine: Machine) -> N
         sent = gemini(machine, machine.project, "--resume", "latest")
         assert sent.count(PACK_HEADER) == 1 and sent.count("reminder/call-bank") == 1
         assert WOKE not in sent
+
+
+class AcpSession:
+    """One open Gemini CLI session driven over ACP (`gemini --acp`: JSON-RPC on stdio),
+    as an editor drives it: one process, prompts sent one at a time."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.proc = subprocess.Popen(
+            [str(BIN / "gemini"), "--acp"],
+            cwd=machine.project,
+            env=machine.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.guard = threading.Timer(120, self.proc.kill)  # a hung client fails, never hangs
+        self.guard.start()
+        self.next_id = 0
+        self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        new = self.call("session/new", {"cwd": str(machine.project), "mcpServers": []})
+        self.session = new["sessionId"]
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request; its result (notifications on the way are read past)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.next_id += 1
+        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"gemini closed its output before answering {method}"
+            message = json.loads(line)
+            if message.get("id") == self.next_id and "method" not in message:
+                assert "error" not in message, message["error"]
+                result: dict[str, Any] = message["result"]
+                return result
+
+    def say(self, text: str) -> str:
+        """One prompt; what the model was sent for it (the turn, not the router's ask)."""
+        before = len(self.machine.model.requests)
+        prompt = [{"type": "text", "text": text}]
+        done = self.call("session/prompt", {"sessionId": self.session, "prompt": prompt})
+        assert done["stopReason"] == "end_turn"
+        turns = [
+            json.dumps(r["body"], ensure_ascii=False)
+            for r in self.machine.model.requests[before:]
+            if ":streamGenerateContent" in r["path"]
+        ]
+        assert turns, "Gemini CLI sent the model nothing for the prompt"
+        return turns[-1]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
+            self.guard.cancel()
+
+
+def test_gemini_a_wake_between_two_prompts_of_an_open_session_reaches_the_second_only(
+    machine: Machine,
+) -> None:
+    """In one open Gemini CLI session (ACP, as an editor runs it), a wake delivered after
+    the first prompt reaches the model at the second, through BeforeAgent, once."""
+    machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
+    machine.wire(gemini=True)
+    talk = AcpSession(machine)
+    try:
+        sent = talk.say("first")
+        assert WOKE not in sent  # nothing delivered yet: nothing injected
+
+        deliver_a_wake(machine)
+
+        sent = talk.say("second")
+        assert sent.count(WOKE) == 1 and "reminder/call-bank" in sent
+
+        sent = talk.say("third")  # nothing new since: nothing more injected
+        assert sent.count(WOKE) == 1  # (the second prompt's, in the history)
+    finally:
+        talk.close()
