@@ -137,7 +137,7 @@ def test_opencode_gets_one_pack_in_its_system_prompt_from_the_project_or_the_glo
     assert "CLONE-MARK" in pack and "GLOBAL-MARK" not in pack
 
 
-def test_opencode_says_why_without_rouse_then_a_fresh_pack_on_resume_then_none_unwired(
+def test_opencode_says_why_without_rouse_then_packs_the_resumed_session_then_none_unwired(
     machine: OpencodeMachine,
 ) -> None:
     machine.wire(opencode=True)
@@ -145,16 +145,11 @@ def test_opencode_says_why_without_rouse_then_a_fresh_pack_on_resume_then_none_u
     said = [m["content"] for m in sent["messages"] if m["role"] == "system"]
     assert said[1:] == [settings_hooks.CANNOT_RUN_SHARED] and PACK_HEADER not in json.dumps(sent)
 
+    # rouse on PATH, the same session resumed (--continue, a new opencode process): its pack
     machine.rouse_on_path = True
-    sent = run(machine, machine.project)
-    assert len(packs_in_system(sent)) == 1
-
-    # a resumed session (--continue) is a new opencode process: a fresh pack, one
-    later = machine.project / "memory" / "entrypoint" / "beliefs" / "belief-later.md"
-    later.write_text("LATER-MARK\n")
     sent = run(machine, machine.project, "--continue")
     (pack,) = packs_in_system(sent)
-    assert "LATER-MARK" in pack
+    assert "PROJECT-MARK" in pack and settings_hooks.CANNOT_RUN_SHARED not in json.dumps(sent)
     assert [m["content"] for m in sent["messages"]].count("hi") == 2  # the same session
 
     wire.wire(machine.project / "memory", home=machine.home, remove=True)

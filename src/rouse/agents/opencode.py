@@ -137,7 +137,9 @@ export const RouseMemory = async ({ directory, worktree }) => {
     },
     "chat.message": async (input, output) => {
       if (!input.sessionID || !output.message) return
+      const opening = !packs.has(input.sessionID)
       await pack(input.sessionID) // first: the pack marks the wakes it shows as seen
+      if (opening) return // the session's first prompt: its pack, made now, shows them all
       const text = await rouse("UserPromptSubmit", input.sessionID, directory)
       if (!text) return
       output.parts.push({
