@@ -30,14 +30,100 @@ from typing import Any
 import pytest
 
 from clients_support import BIN, CLIENTS, PACK_HEADER, WOKE, Machine, Model, deliver_a_wake
+from conftest import NOW
 from rouse.agents import opencode, settings_hooks, wire
+from rouse.records.scaffold import init
 
-pytestmark = pytest.mark.skipif(
+#: The tests that run the real opencode (the file's others need neither node nor npm).
+real_client = pytest.mark.skipif(
     not (shutil.which("node") and shutil.which("npm")),
     reason="node and npm are not on this machine: the real opencode cannot run",
 )
 
 OPENCODE = BIN / "opencode"
+
+
+# -- what `rouse wire --opencode` writes ---------------------------------------
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    init(root / "memory", NOW, examples=False)
+    (root / "AGENTS.md").write_text("# Agents\n\nOur own words.\n")
+    return root
+
+
+def test_wire_opencode_lays_the_plugin_once_and_the_agents_block_says_so(
+    project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    first = wire.wire(project / "memory", home=home, executable="/opt/x/bin/rouse", opencode=True)
+    plugin = project / opencode.OPENCODE_PLUGIN
+    assert f"wrote {plugin} (opencode plugin)" in first.done
+    text = plugin.read_text()
+    assert text.startswith(opencode.HEAD)
+    # the project's file is committed: rouse by name, the tree from the project
+    assert 'const TREE = "memory"' in text and "const PINNED = null" in text
+    assert "/opt/x" not in text and str(tmp_path) not in text
+    assert any(".opencode/.gitignore" in line for line in first.printed)
+    agents = (project / "AGENTS.md").read_text()
+    assert agents.startswith("# Agents\n\nOur own words.\n")
+    assert "In opencode the memory pack arrives at session start by itself (a plugin)" in agents
+
+    again = wire.wire(project / "memory", home=home, executable="/opt/x/bin/rouse", opencode=True)
+    assert f"unchanged: {plugin} (opencode plugin)" in again.done
+    assert not any(".opencode/.gitignore" in line for line in again.printed)
+
+    wire.wire(project / "memory", home=home, codex_hooks=True)  # AGENTS.md is Codex's too
+    assert "In Codex and opencode the memory pack arrives" in (project / "AGENTS.md").read_text()
+
+
+def test_the_global_trees_plugin_pins_rouse_and_names_the_tree_whole(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    tree = home / ".rouse"
+    init(tree, NOW, examples=False)
+    wire.wire(tree, home=home, executable="/opt/x/bin/rouse", opencode=True)
+    text = (home / opencode.GLOBAL_PLUGIN).read_text()  # personal: it may pin this machine's
+    assert 'const PINNED = "/opt/x/bin/rouse"' in text
+    assert f"const TREE = {json.dumps(str(tree.resolve()))}" in text
+    assert "const GLOBAL = true" in text
+
+
+def test_wire_remove_takes_out_rouses_plugin_and_nothing_else(
+    project: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    wire.wire(project / "memory", home=home, opencode=True)
+    plugins = project / opencode.OPENCODE_PLUGIN
+    other = plugins.parent / "mine.js"
+    other.write_text("export const Mine = async () => ({})\n")
+    done = wire.wire(project / "memory", home=home, remove=True).done
+    assert f"removed {plugins} (opencode plugin)" in done
+    assert not plugins.exists() and other.exists()  # the folder stays with the user's plugin
+    assert "rouse" not in (project / "AGENTS.md").read_text()
+
+    plugins.write_text("// a rouse.js of the user's own\n")  # not rouse's: it stays
+    again = wire.wire(project / "memory", home=home, remove=True).done
+    assert again == [f"nothing of rouse's is wired for {(project / 'memory').resolve()}"]
+    assert plugins.exists()
+
+
+@pytest.mark.skipif(not shutil.which("node"), reason="node is not on this machine")
+def test_both_plugins_are_javascript_modules_node_parses(project: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    global_tree = home / ".rouse"
+    init(global_tree, NOW, examples=False)
+    for tree in (project / "memory", global_tree):
+        wire.wire(tree, home=home, executable="/opt/x/bin/rouse", opencode=True)
+    for path in (project / opencode.OPENCODE_PLUGIN, home / opencode.GLOBAL_PLUGIN):
+        module = tmp_path / "check.mjs"
+        shutil.copy(path, module)
+        done = subprocess.run(["node", "--check", str(module)], capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+
+
+# -- the real opencode ---------------------------------------------------------
 
 
 @pytest.fixture
@@ -107,6 +193,7 @@ def run(machine: Machine, cwd: Path, *extra: str) -> dict[str, Any]:
     return asked[-1]
 
 
+@real_client
 def test_opencode_gets_one_pack_in_its_system_prompt_from_the_project_or_the_global_tree(
     machine: OpencodeMachine, tmp_path: Path
 ) -> None:
@@ -137,6 +224,7 @@ def test_opencode_gets_one_pack_in_its_system_prompt_from_the_project_or_the_glo
     assert "CLONE-MARK" in pack and "GLOBAL-MARK" not in pack
 
 
+@real_client
 def test_opencode_says_why_without_rouse_then_packs_the_resumed_session_then_none_unwired(
     machine: OpencodeMachine,
 ) -> None:
@@ -197,6 +285,7 @@ class Server:
         self.proc.stdout.close()
 
 
+@real_client
 def test_opencode_gets_a_wake_between_two_prompts_at_the_second_only(
     machine: OpencodeMachine,
 ) -> None:
