@@ -76,7 +76,8 @@ def test_wire_opencode_lays_the_plugin_once_and_the_agents_block_says_so(
     assert not any(".opencode/.gitignore" in line for line in again.printed)
 
     wire.wire(project / "memory", home=home, codex_hooks=True)  # AGENTS.md is Codex's too
-    assert "In Codex and opencode the memory pack arrives" in (project / "AGENTS.md").read_text()
+    both = "In Codex the memory pack arrives at session start by itself (a SessionStart hook), "
+    assert both + "and in opencode (a plugin)" in (project / "AGENTS.md").read_text()
 
 
 def test_the_global_trees_plugin_pins_rouse_and_names_the_tree_whole(tmp_path: Path) -> None:

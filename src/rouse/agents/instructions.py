@@ -24,11 +24,14 @@ _BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
 _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md")
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
-#: The agents that read AGENTS.md and may get the pack by themselves, and how.
+#: The agents that read AGENTS.md and may get the pack by themselves: how it reaches each.
 AGENTS_MD_READERS = {
-    "Codex": "a SessionStart hook",
-    "opencode": "a plugin",
-    "Codex and opencode": "a hook, a plugin",
+    "Codex": "In Codex the memory pack arrives at session start by itself (a SessionStart hook)",
+    "opencode": "In opencode the memory pack arrives at session start by itself (a plugin)",
+    "Codex and opencode": (
+        "In Codex the memory pack arrives at session start by itself (a SessionStart hook), "
+        "and in opencode (a plugin)"
+    ),
 }
 
 
@@ -68,8 +71,7 @@ def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
         )
     elif hooked in AGENTS_MD_READERS:
         first = (
-            f"- In {hooked} the memory pack arrives at session start by itself "
-            f"({AGENTS_MD_READERS[hooked]}): treat it as your memory and do not run it again. "
+            f"- {AGENTS_MD_READERS[hooked]}: treat it as your memory and do not run it again. "
             "Any other agent: " + instruction_line(w)
         )
     else:
