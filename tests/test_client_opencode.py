@@ -41,6 +41,7 @@ real_client = pytest.mark.skipif(
 )
 
 OPENCODE = BIN / "opencode"
+SKILL = "Read and keep the agent's rouse memory"  # the skill's description, as listed
 
 
 # -- what `rouse wire --opencode` writes ---------------------------------------
@@ -208,6 +209,7 @@ def test_opencode_gets_one_pack_in_its_system_prompt_from_the_project_or_the_glo
     (pack,) = packs_in_system(sent)  # the global plugin gave way to the project's
     assert "PROJECT-MARK" in pack and "GLOBAL-MARK" not in json.dumps(sent)
     assert json.dumps(sent).count(PACK_HEADER) == 1  # nowhere else either
+    assert json.dumps(sent).count(SKILL) == 1  # .claude/skills and .agents/skills: one skill
     # opencode put its plugin package's files in .opencode/ and keeps them out of git
     ignored = (machine.project / ".opencode" / ".gitignore").read_text().split()
     assert {"node_modules", "package.json", "package-lock.json"} <= set(ignored)
@@ -243,7 +245,8 @@ def test_opencode_says_why_without_rouse_then_packs_the_resumed_session_then_non
 
     wire.wire(machine.project / "memory", home=machine.home, remove=True)
     assert not (machine.project / opencode.OPENCODE_PLUGIN).exists()
-    assert PACK_HEADER not in json.dumps(run(machine, machine.project))
+    sent = run(machine, machine.project)
+    assert PACK_HEADER not in json.dumps(sent) and SKILL not in json.dumps(sent)
 
 
 class Server:
