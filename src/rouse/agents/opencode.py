@@ -125,7 +125,8 @@ export const RouseMemory = async ({ directory, worktree }) => {
   // the session's pack, made once, at its first model request or prompt
   const pack = (sessionID) => {
     if (!packs.has(sessionID)) {
-      packs.set(sessionID, rouse("SessionStart", sessionID, directory).then((out) => out ?? CANNOT_RUN))
+      const made = rouse("SessionStart", sessionID, directory)
+      packs.set(sessionID, made.then((out) => out ?? CANNOT_RUN))
     }
     return packs.get(sessionID)
   }
