@@ -143,7 +143,8 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
     if w.project is None:
         result.printed += [
             f"The global tree {w.tree} has no project root. Put this block in your agent's "
-            "global instruction file (for example ~/.claude/CLAUDE.md or ~/.codex/AGENTS.md):",
+            "global instruction file (for example ~/.claude/CLAUDE.md, ~/.codex/AGENTS.md or "
+            "~/.config/opencode/AGENTS.md):",
             "",
             render_block(w).rstrip("\n"),
         ]
