@@ -34,10 +34,9 @@ import stat
 import time
 
 try:  # json's C half: importing the json package would pull in re (~6 ms)
-    from _json import encode_basestring_ascii as _quote
-    from _json import make_scanner as _make_scanner
+    import _json
 except ImportError:  # another Python: every read goes to the core reader
-    _quote = _make_scanner = None
+    _json = None  # type: ignore[assignment]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,7 +97,7 @@ class _Decoder:
     parse_constant = staticmethod(_constant)
 
 
-_scan = _make_scanner(_Decoder()) if _make_scanner is not None else None
+_scan = _json.make_scanner(_Decoder()) if _json is not None else None  # type: ignore[arg-type]
 
 
 def _nesting_ok(brackets: bytes, limit: int) -> bool:
@@ -165,12 +164,12 @@ def loads(data: bytes, max_depth: int) -> Any:
 def dumps_seen(seen: list[str], stamp: list[int] | None) -> bytes:
     """A seen-set's bytes, as ``statefile.save_json`` writes ``{"seen": seen}`` (and
     ``"nudges": stamp`` when there is one): compact, ASCII, in that order."""
-    if _quote is None:
+    if _json is None:
         import json
 
         data: dict[str, Any] = {"seen": seen} if stamp is None else {"seen": seen, "nudges": stamp}
         return json.dumps(data, separators=(",", ":")).encode()
-    names = ",".join([_quote(name) for name in seen])
+    names = ",".join([_json.encode_basestring_ascii(name) for name in seen])
     tail = "" if stamp is None else f',"nudges":[{",".join(map(str, stamp))}]'
     return f'{{"seen":[{names}]{tail}}}'.encode()
 

@@ -33,13 +33,14 @@ from rouse.agents import hookstate, prompt_hook
 from rouse.agents.agentproc import Agent
 from rouse.agents.hookstate import Declined, suppress
 
-try:  # signal's C half: the module itself imports enum (~4 ms) for its names
-    import _signal as signal
-except ImportError:
-    import signal  # type: ignore[no-redef]
-
 TYPE_CHECKING = False
+if not TYPE_CHECKING:
+    try:  # signal's C half: the module itself imports enum (~4 ms) for its names
+        import _signal as signal
+    except ImportError:
+        import signal
 if TYPE_CHECKING:
+    import signal
     from collections.abc import Mapping
     from pathlib import Path
     from typing import Any
