@@ -145,18 +145,19 @@ def loaded_by(tmp_path: Path, argv: list[str], stdin: str, **env: str) -> set[st
 
 
 @pytest.mark.parametrize(
-    ("name", "modules", "stdlib"),
+    ("name", "wait", "modules", "stdlib"),
     [
-        ("UserPromptSubmit", PROMPT_MODULES, LIGHT_STDLIB),
-        ("Stop", STOP_MODULES, LIGHT_STDLIB | WAITER_STDLIB),
-        ("SessionEnd", STOP_MODULES, LIGHT_STDLIB | WAITER_STDLIB),
+        ("UserPromptSubmit", "", PROMPT_MODULES, LIGHT_STDLIB),
+        ("Stop", "1e-9", STOP_MODULES, LIGHT_STDLIB),  # leaves at its first look: no watch
+        ("Stop", "0.2", STOP_MODULES, LIGHT_STDLIB | WAITER_STDLIB),  # asleep a while
+        ("SessionEnd", "", STOP_MODULES, LIGHT_STDLIB),
     ],
 )
 def test_an_idle_hook_loads_only_what_nothing_new_needs(
-    tree: Path, tmp_path: Path, name: str, modules: set[str], stdlib: set[str]
+    tree: Path, tmp_path: Path, name: str, wait: str, modules: set[str], stdlib: set[str]
 ) -> None:
     argv = ["pack", "--memory", str(tree), "--hook", "claude"]
-    loaded = loaded_by(tmp_path, argv, event(name), ROUSE_STOP_WAIT="0.001")
+    loaded = loaded_by(tmp_path, argv, event(name), ROUSE_STOP_WAIT=wait)
     assert sorted(HEAVY & loaded) == []
     assert {m for m in loaded if m.split(".")[0] == "rouse"} == modules
     assert sorted(m for m in loaded if m.split(".")[0] != "rouse" and m not in stdlib) == []

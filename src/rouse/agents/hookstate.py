@@ -199,13 +199,26 @@ def read_bounded(path: str, max_bytes: int) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    chunks = []
     try:
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise Declined("not a regular file")
-            data = handle.read(max_bytes + 1)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Declined("not a regular file")
+        # at most max_bytes + 1, as the core reads; asked for in the size the file has
+        # (a buffer of max_bytes, 8 MiB for a seen-set, costs more than the read)
+        want, total = min(info.st_size, max_bytes) + 1, 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(want, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            want = 1 << 16
     except OSError:
         return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise Declined("too large")
     return data

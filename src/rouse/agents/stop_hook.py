@@ -124,7 +124,6 @@ def wait_for_wake(
     if me is None or max_wait <= 0:
         return []
     agent = Agent.find()
-    watcher: Watcher | None = None
     try:
         if agent.one_shot:
             return []  # it ends after this turn: the next session's pack shows the wakes
@@ -132,15 +131,13 @@ def wait_for_wake(
             return []
         with suppress(OSError):
             os.makedirs(os.path.dirname(me), exist_ok=True)
-        # watching before registering: then a registered waiter is one already asleep
-        watcher = Watcher(os.fspath(root), os.path.dirname(me)) if watch else None
         mark = {"pid": os.getpid(), "at": time.time_ns()}
         if not hookstate.save_bytes(me, f'{{"pid":{mark["pid"]},"at":{mark["at"]}}}'.encode()):
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
             transcript = session.get("transcript_path")
-            return _wait(root, session_id, me, mark, agent, max_wait, watcher, transcript)
+            return _wait(root, session_id, me, mark, agent, max_wait, watch, transcript)
         except _Left:
             return []
         finally:
@@ -150,8 +147,6 @@ def wait_for_wake(
                     os.unlink(me)
     finally:
         agent.close()
-        if watcher is not None:
-            watcher.close()
 
 
 class _Left(Exception):
@@ -169,37 +164,47 @@ def _wait(
     mark: dict[str, int],
     agent: Agent,
     max_wait: float,
-    watcher: Watcher | None,
+    watch: bool,
     transcript: object,
 ) -> list[tuple[str, nudges.Nudge]]:
+    """The wait itself. The watch begins only when there is a wait to sleep through
+    (a waiter that leaves at its first look never pays for ctypes and inotify), and
+    every look follows the watch's start: nothing written before it is missed."""
     deadline = time.monotonic() + max_wait
     log = transcript if isinstance(transcript, str) and transcript else None
     had_log = log is not None and os.path.isfile(log)
     poller = select.poll()
-    watching = watcher is not None and watcher.fd is not None
-    if watcher is not None and watcher.fd is not None:
-        poller.register(watcher.fd, select.POLLIN)
+    watcher: Watcher | None = None
     gone = agent.register(poller)
-    while True:
-        if _registered(me) != mark or agent.gone():
-            return []  # superseded, or the session has ended
-        if had_log and log is not None and not os.path.exists(log):
-            return []
-        found: list[tuple[str, nudges.Nudge]] = []
-        unsettled = False
-        if not prompt_hook.nothing_new(root, session_id):
-            found, unsettled = prompt_hook.take_new(root, session_id)
-        if found:
-            return found
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return []
-        quiet = CHECK_EVERY if watching else POLL_EVERY
-        events = poller.poll(1000 * min(left, SETTLE_EVERY if unsettled else quiet))
-        if any(fd in gone for fd, _ in events):
-            return []
+    try:
+        while True:
+            if _registered(me) != mark or agent.gone():
+                return []  # superseded, or the session has ended
+            if had_log and log is not None and not os.path.exists(log):
+                return []
+            found: list[tuple[str, nudges.Nudge]] = []
+            unsettled = False
+            if not prompt_hook.nothing_new(root, session_id):
+                found, unsettled = prompt_hook.take_new(root, session_id)
+            if found:
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            if watch and watcher is None:
+                watcher = Watcher(os.fspath(root), os.path.dirname(me))
+                if watcher.fd is not None:
+                    poller.register(watcher.fd, select.POLLIN)
+                continue  # look again, now that the watch is on
+            quiet = CHECK_EVERY if watcher is not None and watcher.fd is not None else POLL_EVERY
+            events = poller.poll(1000 * min(left, SETTLE_EVERY if unsettled else quiet))
+            if any(fd in gone for fd, _ in events):
+                return []
+            if watcher is not None:
+                watcher.drain()
+    finally:
         if watcher is not None:
-            watcher.drain()
+            watcher.close()
 
 
 class Watcher:
