@@ -177,6 +177,44 @@ def test_a_prompt_for_a_tree_given_relative_to_the_project_is_light(
     assert {m for m in loaded if m.split(".")[0] == "rouse"} == PROMPT_MODULES
 
 
+def test_an_idle_prompt_of_the_global_tree_is_light_and_it_still_gives_way(
+    tmp_path: Path,
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    outer = home / ".rouse"
+    init(outer, NOW, examples=False)
+    init(project / "memory", NOW, examples=False)
+    settings = project / ".claude" / "settings.json"  # the project's own rouse hook
+    command = f"rouse pack --memory {project / 'memory'} --hook claude"
+    hooks = {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"hooks": hooks}))
+    deliver(outer, "call-bank", DUE, SWEEP)
+    session = {"session_id": "s1", "cwd": str(project), "hook_event_name": "UserPromptSubmit"}
+    argv = ["pack", "--memory", str(outer), "--hook", "claude"]
+
+    def run(home_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "rouse", *argv],
+            input=json.dumps(session),
+            env=environment(**home_env),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    assert run({"HOME": str(home)}).stdout == ""  # the project's hook wins: the wake waits
+    (outer / ".rouse" / "sessions").mkdir(exist_ok=True)
+    (outer / ".rouse" / "sessions" / "s1.json").write_text(
+        json.dumps({"seen": [p.name for p in (outer / ".rouse" / "nudges").iterdir()]})
+    )
+    loaded = loaded_by(tmp_path, argv, json.dumps(session), HOME=str(home))
+    assert {m for m in loaded if m.split(".")[0] == "rouse"} == PROMPT_MODULES
+    session["cwd"] = str(tmp_path)  # no project hook there: the global tree serves
+    (outer / ".rouse" / "sessions" / "s1.json").unlink()
+    assert "reminder/call-bank" in run({"HOME": str(home)}).stdout
+
+
 # -- the nudges folder's stamp -------------------------------------------------------
 
 

@@ -311,7 +311,11 @@ def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
     from rouse.agents import prompt_hook as prompt
 
     try:
-        root = _serving(kind, getattr(args, "memory", None), session)
+        memory = getattr(args, "memory", None)
+        named = hookstate.explicit_tree(memory, os.environ)
+        if named is not None and prompt.nothing_new(named, session.get("session_id")):
+            return 0  # nothing new prints nothing, whether or not this hook gives way
+        root = _serving(kind, memory, session)
         if root is None or prompt.nothing_new(root, session.get("session_id")):
             return 0
         found = prompt.new_wakes(root, session.get("session_id"))
