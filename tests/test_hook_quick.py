@@ -482,3 +482,15 @@ def test_the_hooks_tree_is_found_from_the_session_as_before(
     for memory in memories:
         for session in sessions:
             assert hook.hook_memory(memory, session) == reference_hook_memory(memory, session)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="aZ09_-.é/ \n", min_size=1, max_size=130))
+def test_a_session_id_is_a_file_name_as_before(session_id: str) -> None:
+    import re
+
+    plain = re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}", session_id) is not None
+    path = prompt_hook.seen_file("/t", session_id)
+    assert path is not None
+    assert (path == f"/t/.rouse/sessions/{session_id}.json") == plain
+    assert os.path.dirname(path) == "/t/.rouse/sessions"
