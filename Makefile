@@ -85,6 +85,7 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(BIN)/python -m compileall -q src/rouse
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/hooks_bench.py
 	$(BIN)/python bench/sweep_bench.py
 	$(BIN)/python bench/fleet_bench.py
 

@@ -6,8 +6,13 @@ hook's input says which), it prints only the wakes the session has not seen
 Stop hook too, which waits for the next wake of an idle session, and the
 SessionEnd hook that ends that wait (:mod:`rouse.agents.stop_hook`).
 
-This is what an agent runs at every session start, so it stays as light as
-the pack itself (no ``wire``, which pulls in dataclasses and argparse).
+This is what an agent runs at every session start, at every prompt and at
+every turn's end, so it stays light: with nothing new, a prompt or a turn's
+end costs little more than starting Python (issue 24; ``bench/hooks_bench.py``).
+Until it knows that something is new it imports only :mod:`rouse.agents.hookstate`,
+:mod:`~rouse.agents.prompt_hook` and :mod:`~rouse.agents.stop_hook` (``str``
+paths, no pathlib, json or typing); the pack, the project's settings
+(:mod:`rouse.agents.giveway`) and the ledger come in only when needed.
 
 Three promises, each kept here:
 
@@ -25,29 +30,22 @@ Three promises, each kept here:
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import os
-import re
 import select
 import sys
 import time
-from collections.abc import Callable
-from datetime import datetime
-from pathlib import Path
 
-from rouse.core.errors import RouseError
-from rouse.core.home import find_tree, global_tree, is_tree
-from rouse.core.statefile import decode
-from rouse.pack.render import HardWall
+from rouse.agents import hookstate
+from rouse.agents.hookstate import suppress
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# typing costs ~5 ms to import on the hooks' start-up path; annotations are
 # strings here (__future__), so these are only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
+    from datetime import datetime
+    from pathlib import Path
     from typing import Any, BinaryIO, TextIO
 
 HOOK_LIMIT = 10_000  # Claude Code's cap on hook output (Codex's is the hook's own: 10,000 tokens)
@@ -100,6 +98,8 @@ def context_json(kind: str, text: str, event: str = "SessionStart") -> str | Non
     Codex and Gemini CLI: ``hookSpecificOutput.additionalContext`` with the event's
     name; Cursor's ``sessionStart``: ``additional_context``.
     """
+    import json
+
     payload: dict[str, Any]
     if kind in ("codex", "gemini"):
         payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
@@ -148,11 +148,19 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
                 break
             chunks.append(chunk)
             size += len(chunk)
-        # bounded: nesting that would exhaust the parser is refused before it is parsed
-        data = decode(b"".join(chunks) or b"{}", max_depth=STDIN_DEPTH)
     except (OSError, ValueError, AttributeError):
         return {}
-    return data if isinstance(data, dict) else {}
+    data = b"".join(chunks) or b"{}"
+    try:  # bounded: nesting that would exhaust the parser is refused before it is parsed
+        value = hookstate.loads(data, STDIN_DEPTH)
+    except hookstate.Declined:  # the core's reader decides (and refuses) the rest
+        from rouse.core.statefile import decode
+
+        try:
+            value = decode(data, max_depth=STDIN_DEPTH)
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
 
 
 def hook_memory(memory: str | None, session: Mapping[str, Any]) -> str | None:
@@ -163,7 +171,8 @@ def hook_memory(memory: str | None, session: Mapping[str, Any]) -> str | None:
     agent starts the hook in the session's directory and says which that is
     (``cwd``; Cursor: ``workspace_roots``), which may be below the project's
     root: the tree is the nearest such path that is a rouse tree, from there
-    up, as git finds ``.git``. Absolute paths are taken as given.
+    up, as git finds ``.git``. Absolute paths are taken as given. (Spelled as
+    pathlib spells ``Path(folder) / memory``, without importing it.)
     """
     if not memory or os.path.isabs(os.path.expanduser(memory)):
         return memory
@@ -174,116 +183,47 @@ def hook_memory(memory: str | None, session: Mapping[str, Any]) -> str | None:
     roots = session.get("workspace_roots")
     if isinstance(roots, list):
         starts += [r for r in roots if isinstance(r, str) and os.path.isabs(r)]
-    with contextlib.suppress(OSError):
+    with suppress(OSError):
         starts.append(os.getcwd())
     for start in starts:
-        for folder in (Path(start), *Path(start).parents):
-            if is_tree(folder / memory):
-                return str(folder / memory)
+        folder = hookstate.pure(start)
+        while True:
+            found = hookstate.joined(folder, memory)
+            if any(os.path.isfile(hookstate.joined(found, m)) for m in hookstate.TREE_MARKS):
+                return found
+            lead = "//" if folder.startswith("//") else "/"
+            parent = lead + folder[len(lead) :].rpartition("/")[0]
+            if parent == folder:
+                break
+            folder = parent
     return memory  # the lookup then says, from here, that it is missing
-
-
-# -- one pack per session -----------------------------------------------------
-
-
-def _commands(path: Path) -> list[str]:
-    """The SessionStart hook commands in one settings or hooks file (none if unreadable)."""
-    try:
-        data = decode(path.read_bytes(), max_depth=SETTINGS_DEPTH)
-        table = data["hooks"]
-        groups = table.get("SessionStart") or table.get("sessionStart")  # Cursor: camelCase
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return []
-    found: list[str] = []
-    for group in groups if isinstance(groups, list) else []:
-        hooks = group.get("hooks") if isinstance(group, dict) else None
-        if hooks is None:
-            hooks = [group]  # Cursor's entries are flat: {"command": ...}
-        for entry in hooks if isinstance(hooks, list) else []:
-            if isinstance(entry, dict) and isinstance(entry.get("command"), str):
-                found.append(entry["command"])
-    return found
-
-
-def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, str]) -> list[Path]:
-    """The project-level files whose hooks this agent runs for this session."""
-    if kind == "claude":
-        where = env.get("CLAUDE_PROJECT_DIR") or session.get("cwd")
-        if not isinstance(where, str) or not where:
-            return []
-        base = Path(where) / ".claude"
-        return [base / "settings.local.json", base / "settings.json"]
-    if kind == "gemini":
-        where = env.get("GEMINI_PROJECT_DIR") or session.get("cwd")
-        return [Path(where) / ".gemini" / "settings.json"] if isinstance(where, str) else []
-    if kind == "cursor":
-        roots = session.get("workspace_roots")
-        roots = roots if isinstance(roots, list) else []
-        return [Path(r) / ".cursor" / "hooks.json" for r in roots if isinstance(r, str) and r]
-    cwd = session.get("cwd")
-    if not isinstance(cwd, str) or not cwd:
-        return []
-    # Codex reads .codex/ from the working directory up to the project root
-    # (the first directory holding .git); ~/.codex is the user's own layer
-    home = Path.home().resolve()
-    found: list[Path] = []
-    for folder in [Path(cwd), *Path(cwd).parents]:
-        if folder.resolve() == home:
-            break
-        found.append(folder / ".codex" / "hooks.json")
-        if (folder / ".git").exists():
-            return found
-    return found[:1]
-
-
-def _codex_runs(path: Path, env: Mapping[str, str]) -> bool:
-    """Whether Codex will run the hooks of a project's ``.codex/hooks.json``.
-
-    It loads them only in a trusted project, and runs a hook only once the
-    user has trusted it (``/hooks``); both are recorded in its config.
-    """
-    import tomllib
-
-    config = Path(env.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
-    try:
-        data = tomllib.loads(config.read_text("utf-8"))
-    except (OSError, ValueError):
-        return False
-    projects = data.get("projects") or {}
-    root = path.parent.parent.resolve()
-    trusted = any(
-        isinstance(entry, dict)
-        and entry.get("trust_level") == "trusted"
-        and (root == Path(name).resolve() or Path(name).resolve() in root.parents)
-        for name, entry in projects.items()
-    )
-    states = (data.get("hooks") or {}).get("state") or {}
-    prefix = f"{path}:session_start:"
-    hook_trusted = any(
-        key.startswith(prefix) and isinstance(value, dict) and value.get("trusted_hash")
-        for key, value in states.items()
-    )
-    return trusted and hook_trusted
 
 
 def gives_way(
     kind: str, memory: str | None, session: Mapping[str, Any], env: Mapping[str, str]
 ) -> bool:
     """Whether this hook should print nothing: it serves the global tree and the
-    session's project has its own rouse hook for the same agent (the inner tree wins)."""
-    try:
-        tree = find_tree(memory, env).resolve()
-    except RouseError:
+    session's project has its own rouse hook for the same agent (the inner tree wins);
+    see :mod:`rouse.agents.giveway`, not imported for a tree that is surely not global."""
+    root = hookstate.explicit_tree(memory, env)
+    if root is not None and hookstate.surely_local(root):
         return False
-    outer = global_tree().resolve()
-    if tree != outer:
-        return False
-    ours = re.compile(HOOK_COMMAND.format(kind=re.escape(kind)))
-    for path in project_hook_files(kind, session, env):
-        inner = [c for c in _commands(path) if ours.search(c) and str(outer) not in c]
-        if inner and (kind != "codex" or _codex_runs(path, env)):
-            return True
-    return False
+    from rouse.agents import giveway
+
+    return giveway.gives_way(kind, memory, session, env)
+
+
+def _serving(kind: str, memory: str | None, session: Mapping[str, Any]) -> str | Path | None:
+    """The tree this hook serves, or None when it gives way (the core's lookup raises
+    when there is none)."""
+    root = hookstate.explicit_tree(memory, os.environ)
+    if root is not None and hookstate.surely_local(root):
+        return root  # what find_tree gives, and a tree that gives way to no project's
+    if gives_way(kind, memory, session, os.environ):
+        return None
+    from rouse.core.home import find_tree
+
+    return find_tree(memory, os.environ)
 
 
 # -- the hook -----------------------------------------------------------------
@@ -298,7 +238,6 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     kind = args.hook
     args.hook, args.json = None, False
     args.max_chars = min(args.max_chars, HOOK_MAX_CHARS)
-    out = io.StringIO()
     session = read_session()
     args.memory = hook_memory(getattr(args, "memory", None), session)
     event = session.get("hook_event_name")
@@ -306,6 +245,19 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
         return prompt_hook(kind, args, session)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)
+    return _session_start(kind, args, session, run)
+
+
+def _session_start(
+    kind: str, args: Namespace, session: Mapping[str, Any], run: Callable[[Namespace], int]
+) -> int:
+    import contextlib
+    import io
+
+    from rouse.core.errors import RouseError
+    from rouse.pack.render import HardWall
+
+    out = io.StringIO()
     try:
         memory = getattr(args, "memory", None)
         if gives_way(kind, memory, session, os.environ):
@@ -317,7 +269,7 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
         if shown is not None:
             from rouse.agents.prompt_hook import mark_seen
 
-            mark_seen(shown[0], session.get("session_id"), shown[1])
+            mark_seen(shown[0], session.get("session_id"), *shown[1:])
     except RouseError as exc:
         text = f"rouse: no memory pack this session: {exc.render()}\n"
     except Exception as exc:  # a session-start hook must never fail the session
@@ -329,14 +281,24 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     return 0
 
 
-def _nudges_now(memory: str | None, session: Mapping[str, Any]) -> tuple[Path, list[str]] | None:
-    """The tree and the nudge files in it now, when this session can keep a seen-set."""
+def _nudges_now(
+    memory: str | None, session: Mapping[str, Any]
+) -> tuple[Path, list[str], list[int] | None] | None:
+    """The tree, the nudge files in it now and the folder's stamp, when this session
+    can keep a seen-set."""
     if not session.get("session_id"):
         return None
-    from rouse.agents.prompt_hook import nudge_names
+    from rouse.agents.prompt_hook import listing
+    from rouse.core.home import find_tree
 
     root = find_tree(memory, os.environ)
-    return root, nudge_names(root)
+    return (root, *listing(root))
+
+
+def _detail(exc: Exception) -> str:
+    from rouse.core.errors import RouseError
+
+    return exc.render() if isinstance(exc, RouseError) else f"{type(exc).__name__}: {exc}"
 
 
 def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
@@ -350,17 +312,19 @@ def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
 
     try:
         memory = getattr(args, "memory", None)
-        if gives_way(kind, memory, session, os.environ):
+        named = hookstate.explicit_tree(memory, os.environ)
+        if named is not None and prompt.nothing_new(named, session.get("session_id")):
+            return 0  # nothing new prints nothing, whether or not this hook gives way
+        root = _serving(kind, memory, session)
+        if root is None or prompt.nothing_new(root, session.get("session_id")):
             return 0
-        root = find_tree(memory, os.environ)
         found = prompt.new_wakes(root, session.get("session_id"))
         if not found:
             return 0
         now = _now(getattr(args, "now", None))
         text = cap(prompt.render(found, now), HOOK_LIMIT, MEASURES.get(kind, len))
     except Exception as exc:  # a prompt hook must never fail the prompt
-        detail = exc.render() if isinstance(exc, RouseError) else f"{type(exc).__name__}: {exc}"
-        sys.stderr.write(f"rouse: no wakes at this prompt: {detail}\n")
+        sys.stderr.write(f"rouse: no wakes at this prompt: {_detail(exc)}\n")
         return 0
     sys.stdout.write(prompt.prompt_output(kind, text))
     return 0
@@ -374,14 +338,14 @@ def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str
     Like the prompt hook it never fails the session: a problem is one line on
     stderr and exit 0 (Claude Code shows it only in its debug output).
     """
-    from rouse.agents import prompt_hook as prompt
     from rouse.agents import stop_hook as stop
 
     try:
-        memory = getattr(args, "memory", None)
-        if kind != "claude" or gives_way(kind, memory, session, os.environ):
+        if kind != "claude":
             return 0
-        root = find_tree(memory, os.environ)
+        root = _serving(kind, getattr(args, "memory", None), session)
+        if root is None:
+            return 0
         if event == "SessionEnd":
             stop.end_session(root, session.get("session_id"))
             return 0
@@ -390,11 +354,12 @@ def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str
         found = stop.wait_for_wake(root, session, wait, watch)
         if not found:
             return 0
+        from rouse.agents import prompt_hook as prompt
+
         now = _now(getattr(args, "now", None))
         text = cap(prompt.render(found, now, idle=True), HOOK_LIMIT, MEASURES[kind])
     except Exception as exc:  # a Stop hook must never fail the session
-        detail = exc.render() if isinstance(exc, RouseError) else f"{type(exc).__name__}: {exc}"
-        sys.stderr.write(f"rouse: no wake for this idle session: {detail}\n")
+        sys.stderr.write(f"rouse: no wake for this idle session: {_detail(exc)}\n")
         return 0
     sys.stderr.write(text)
     return 2
@@ -402,6 +367,9 @@ def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str
 
 def _now(given: str | None) -> datetime:
     """``--now``, else ``$ROUSE_NOW``, else the wall clock (a bad value: the wall clock)."""
+    import contextlib
+    from datetime import datetime
+
     from rouse.core.timefmt import parse_stamp, parse_when
 
     given = given or os.environ.get("ROUSE_NOW")

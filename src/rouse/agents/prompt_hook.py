@@ -12,68 +12,128 @@ that existed when its pack was built). A prompt costs a directory listing and
 one small JSON read when nothing is new, and prints nothing. When something
 is new, only the nudge files the ledger vouches for, whose record the agent
 has not acted on since, are shown — each once per session.
+
+A prompt with nothing new does not even list the folder: the seen-set keeps
+the folder's stat (``"nudges": [mtime_ns, ctime_ns, inode, device]``) from a
+listing every one of whose names it holds, taken before that listing and only
+once the folder had settled (unchanged for the walk cache's racy window, 2 s,
+so a file added in the same clock tick cannot hide). While the folder's stat
+is the same, nothing can be new (:func:`nothing_new`); when it has changed and
+a listing still finds nothing new, the stamp is brought up to date. That path,
+and the Stop hook's waiter, import nothing heavy (:mod:`rouse.agents.hookstate`):
+tests/test_hook_quick.py pins what they load.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
 import time
-from collections.abc import Iterator
-from datetime import datetime
-from pathlib import Path
 
-from rouse.core import acts, layout, nudges, statedir, statefile, stateshapes
-from rouse.core.tree import Tree
+from rouse.agents import hookstate
+from rouse.agents.hookstate import Declined, suppress
 
-DIR = "sessions"
+# the idle path imports nothing heavy (typing, pathlib, json, the core's readers):
+# annotations are strings here (__future__); what a wake needs is imported with it
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
+
+    from rouse.core import nudges
+    from rouse.core.tree import Tree
+
+DIR = hookstate.SESSIONS
 #: A session's seen-set not touched for this long is deleted (when another session starts).
 KEEP_SECONDS = 30 * 24 * 3600
-_PLAIN_ID = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
+#: A session id usable as a file name as it is: [A-Za-z0-9_-][A-Za-z0-9._-]{0,127}
+_PLAIN_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_PLAIN = _PLAIN_FIRST | {"."}
 LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
 #: A nudge file younger than this that the ledger does not know yet is looked at again.
 SETTLE_SECONDS = 60
+#: The nudges folder's stat is trusted once it is this old (rouse.core.cache.RACY_NS).
+RACY_NS = 2_000_000_000
+SEEN_MOST, SEEN_DEPTH = 8 << 20, 16  # rouse.core.stateshapes.SEEN's bounds
 
 
-def seen_file(root: Path, session_id: object) -> Path | None:
+def _plain(name: str) -> bool:
+    return len(name) <= 128 and name[0] in _PLAIN_FIRST and all(c in _PLAIN for c in name)
+
+
+def seen_file(root: str | Path, session_id: object) -> str | None:
     """Where this session's seen-set lives, or None without a usable session id."""
     if not isinstance(session_id, str) or not session_id:
         return None
     name = session_id
-    if not _PLAIN_ID.fullmatch(name):
+    if not _plain(name):
         import hashlib  # ~3 ms, and only for an id that cannot be a file name as it is
 
         name = "h-" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
-    return root / layout.STATE_DIR / DIR / f"{name}.json"
+    return os.path.join(root, hookstate.STATE_DIR, DIR, f"{name}.json")
 
 
-def nudge_names(root: Path) -> list[str]:
+def nudge_names(root: str | Path) -> list[str]:
     """The names of the nudge files now in ``.rouse/nudges/`` (none behind a link)."""
-    if statedir.path_problem(root, nudges.DIR, directory=True) is not None:
-        return []
+    return listing(root)[0]
+
+
+def listing(root: str | Path) -> tuple[list[str], list[int] | None]:
+    """The nudge files' names, and the folder's stamp when it has settled (taken first)."""
+    info = hookstate.nudge_dir_stat(os.fspath(root))
+    if info is None:
+        return [], None
+    stamp = _stamp(info) if time.time_ns() - info.st_mtime_ns > RACY_NS else None
+    return hookstate.nudge_names(os.fspath(root)), stamp
+
+
+def _stamp(info: os.stat_result) -> list[int]:
+    return [info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
+
+
+def _is_seen(data: Any) -> bool:
+    """Does ``data`` fit ``stateshapes.SEEN``'s shape (``{"seen": [str]}``, more allowed)?"""
+    if type(data) is not dict or type(data.get("seen")) is not list:
+        return False
+    return all(type(name) is str for name in data["seen"])
+
+
+def _read_seen(path: str) -> tuple[dict[str, Any] | None, bytes | None]:
+    """The seen-set file (None: none, or refused) and its bytes, as ``stateshapes.SEEN``
+    reads it; the core reader decides whatever the light one declines."""
     try:
-        with os.scandir(nudges.nudge_dir(root)) as entries:
-            return [e.name for e in entries if e.name.endswith(".md") and not e.is_symlink()]
-    except OSError:
-        return []
+        raw = hookstate.read_bounded(path, SEEN_MOST)
+        if raw is None:
+            return None, None
+        data = hookstate.loads(raw, SEEN_DEPTH)
+        if not _is_seen(data):
+            raise Declined("not a seen-set")
+    except Declined:
+        from pathlib import Path
+
+        from rouse.core import stateshapes
+
+        return stateshapes.SEEN.read(Path(path)), None
+    return data, raw
 
 
-def _load_seen(path: Path) -> set[str] | None:
-    data = stateshapes.SEEN.read(path)
+def _load_seen(path: str) -> set[str] | None:
+    data = _read_seen(path)[0]
     if not isinstance(data, dict) or not isinstance(data.get("seen"), list):
         return None
     return {name for name in data["seen"] if isinstance(name, str)}
 
 
-def _save_seen(path: Path, seen: set[str], present: list[str]) -> bool:
-    """Keep only names still present (archived nudge files never come back)."""
+def _save_seen(path: str, seen: set[str], present: list[str], stamp: list[int] | None) -> bool:
+    """Keep only names still present (archived nudge files never come back); the
+    folder's stamp only when every name it listed is kept."""
     kept = sorted(seen.intersection(present))
-    return statefile.save_json(path, {"seen": kept})
+    if len(kept) != len(set(present)):
+        stamp = None
+    return hookstate.save_bytes(path, hookstate.dumps_seen(kept, stamp))
 
 
-def _prune(folder: Path, now: float) -> None:
+def _prune(folder: str, now: float) -> None:
     """Delete seen-sets of sessions idle for :data:`KEEP_SECONDS` (best effort)."""
     try:
         with os.scandir(folder) as entries:
@@ -87,22 +147,58 @@ def _prune(folder: Path, now: float) -> None:
     except OSError:
         return
     for path in old:
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             os.unlink(path)
 
 
-def mark_seen(root: Path, session_id: object, names: list[str]) -> None:
-    """The SessionStart side: every nudge in ``names`` was in this session's pack."""
+def mark_seen(
+    root: str | Path, session_id: object, names: list[str], stamp: list[int] | None = None
+) -> None:
+    """The SessionStart side: every nudge in ``names`` (listed when ``stamp`` was
+    taken) was in this session's pack."""
     path = seen_file(root, session_id)
-    if path is None or statefile.through_link(path):
+    if path is None or hookstate.through_link(path):
         return
-    old = _load_seen(path)
-    if old is None:
-        _prune(path.parent, time.time())
-    _save_seen(path, (old or set()) | set(names), names)
+    with _Taking(os.path.dirname(path)):
+        old = _load_seen(path)
+        if old is None:
+            _prune(os.path.dirname(path), time.time())
+        _save_seen(path, (old or set()) | set(names), names, stamp)
 
 
-def new_wakes(root: Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
+def nothing_new(root: str | Path, session_id: object) -> bool:
+    """Is there surely nothing :func:`take_new` would take? Fast, and light to import:
+    the folder's stat against the seen-set's stamp, else a listing. False: ask it."""
+    path = seen_file(root, session_id)
+    if path is None:
+        return True
+    info = hookstate.nudge_dir_stat(os.fspath(root))
+    if info is None:
+        return True  # no folder to list, or one behind a link: nothing is listed
+    data, raw = _read_seen(path)
+    if data is None or raw is None:  # no seen-set (or one the core reader decided on)
+        return data is None and not hookstate.nudge_names(os.fspath(root))
+    if data.get("nudges") == _stamp(info):
+        return True  # the folder has not changed since a listing the seen-set covers
+    if set(hookstate.nudge_names(os.fspath(root))).difference(data["seen"]):
+        return False
+    if time.time_ns() - info.st_mtime_ns > RACY_NS:
+        _restamp(path, raw, data["seen"], _stamp(info))
+    return True
+
+
+def _restamp(path: str, raw: bytes, seen: list[str], stamp: list[int]) -> None:
+    """Keep the seen-set, with the folder's new stamp, unless it was written meanwhile."""
+    with _Taking(os.path.dirname(path)):
+        try:
+            if hookstate.read_bounded(path, SEEN_MOST) != raw:
+                return
+        except Declined:
+            return
+        hookstate.save_bytes(path, hookstate.dumps_seen(seen, stamp))
+
+
+def new_wakes(root: str | Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
     """The wakes this session has not been shown, and mark them shown.
 
     Fast when nothing is new: a listing and the seen-set, no ledger, no walk.
@@ -112,7 +208,7 @@ def new_wakes(root: Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
     return take_new(root, session_id)[0]
 
 
-def take_new(root: Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
+def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
     """:func:`new_wakes`, and whether a nudge file just written is not vouched for yet.
 
     The file sink links the nudge file into place a moment before the ledger
@@ -124,22 +220,52 @@ def take_new(root: Path, session_id: object) -> tuple[list[tuple[str, nudges.Nud
     path = seen_file(root, session_id)
     if path is None:
         return [], False
-    names = nudge_names(root)
+    names, stamp = listing(root)
     fresh = set(names) - (_load_seen(path) or set())
     if not fresh:
         return [], False
-    with _taking(path.parent):
+    from pathlib import Path
+
+    from rouse.core import nudges
+
+    tree = Path(root)
+    with _Taking(os.path.dirname(path)):
         seen = _load_seen(path)  # again, under the lock
         fresh = set(names) - (seen or set())
-        candidates = _candidates(root, fresh)
-        kept, strays = nudges.vouched(root, candidates)
+        candidates = _candidates(tree, fresh)
+        kept, strays = nudges.vouched(tree, candidates)
         unsettled = _unsettled(strays)
         if not fresh - unsettled:
             return [], bool(unsettled)
-        if not _save_seen(path, (seen or set()) | (fresh - unsettled), names):
+        if not _save_seen(path, (seen or set()) | (fresh - unsettled), names, stamp):
             return [], False  # no place to remember what was shown (a link, a read-only
             # tree): show nothing rather than the same wakes at every prompt
-    return _standing(root, kept), bool(unsettled)
+    return _standing(tree, kept), bool(unsettled)
+
+
+class _Taking:
+    """An advisory lock on the sessions folder (best effort: none where it cannot be had)."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.fd: int | None = None
+
+    def __enter__(self) -> None:
+        try:
+            import fcntl
+
+            self.fd = os.open(
+                self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW
+            )
+        except (ImportError, OSError):
+            return
+        with suppress(OSError):
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 def _unsettled(strays: list[nudges.Nudge]) -> set[str]:
@@ -149,37 +275,25 @@ def _unsettled(strays: list[nudges.Nudge]) -> set[str]:
     for nudge in strays:
         if nudge.path is None:
             continue
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             if now - nudge.path.stat(follow_symlinks=False).st_mtime < SETTLE_SECONDS:
                 found.add(nudge.name)
     return found
 
 
-@contextlib.contextmanager
-def _taking(folder: Path) -> Iterator[None]:
-    """An advisory lock on the sessions folder (best effort: none where it cannot be had)."""
-    try:
-        import fcntl
-
-        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW)
-    except (ImportError, OSError):
-        yield
-        return
-    try:
-        with contextlib.suppress(OSError):
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
 def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
     """The new nudge files by name and time only: the ledger says the rest (never the file)."""
+    from datetime import datetime
+
+    from rouse.core import nudges
+
     found = []
     for name in names:
-        with contextlib.suppress(ValueError):
+        try:
             at = datetime.strptime(name[:15], nudges.NAME_STAMP)
-            found.append(nudges.Nudge(nudges.nudge_dir(root) / name, at, "", ""))
+        except ValueError:
+            continue
+        found.append(nudges.Nudge(nudges.nudge_dir(root) / name, at, "", ""))
     found.sort(key=lambda n: (n.at, n.name))
     return found
 
@@ -189,6 +303,7 @@ def _standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nu
     since."""
     if not kept:
         return []
+    from rouse.core import acts, nudges
     from rouse.core.cache import cached_walk
     from rouse.core.home import stamp_key_path
     from rouse.core.tree import display_ids
@@ -206,6 +321,7 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
     reminders = [n for n in live if tree.records[n.record_dir].type == "reminder"]
     if not reminders:
         return
+    from rouse.core import nudges
     from rouse.core.body import message_block
     from rouse.core.home import stamp_key_path
     from rouse.trust.origins import origin_reader, quoted_origins
@@ -222,6 +338,7 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:
     """What the prompt is given: the new wakes, and how to answer them (``idle``: what
     the Stop hook wakes an idle session with)."""
+    from rouse.core import nudges
     from rouse.core.timefmt import human_age
 
     since = "while the session was idle" if idle else "since your last prompt"
@@ -250,6 +367,8 @@ def prompt_output(kind: str, text: str) -> str:
     if not text:
         return ""
     if kind in ("codex", "gemini"):  # Gemini CLI's event is BeforeAgent
+        import json
+
         event = "BeforeAgent" if kind == "gemini" else "UserPromptSubmit"
         payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
         return json.dumps(payload, ensure_ascii=False) + "\n"

@@ -15,24 +15,37 @@ hook removes the registration (:func:`end_session`), and the waiter watches
 the agent's process, and for a stream-json session its input, by itself.
 What it does not own: what a wake is, or whether it still stands
 (``prompt_hook``, ``core.nudges``), and printing (``hook``).
+
+Claude Code starts it at every turn's end, so up to its wait it imports
+nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths through
+:mod:`rouse.agents.hookstate`); the ledger and the walk are loaded only when
+something is new (:func:`~rouse.agents.prompt_hook.nothing_new`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import select
-import signal
+import stat
 import time
-from pathlib import Path
 
-from rouse.agents import prompt_hook
-from rouse.core import layout, nudges, statedir, statefile, stateshapes
+from rouse.agents import hookstate, prompt_hook
+from rouse.agents.agentproc import Agent
+from rouse.agents.hookstate import Declined, suppress
 
 TYPE_CHECKING = False
+if not TYPE_CHECKING:
+    try:  # signal's C half: the module itself imports enum (~4 ms) for its names
+        import _signal as signal
+    except ImportError:
+        import signal
 if TYPE_CHECKING:
+    import signal
     from collections.abc import Mapping
+    from pathlib import Path
     from typing import Any
+
+    from rouse.core import nudges
 
 #: How long an idle session is waited on by default: a working day left open.
 WAIT_DEFAULT = 12 * 3600
@@ -42,7 +55,6 @@ WAIT_MOST = HOOK_TIMEOUT - 600
 CHECK_EVERY = 60.0  # with inotify: a look at the session's processes and transcript anyway
 POLL_EVERY = 3.0  # without it: the slow poll
 SETTLE_EVERY = 0.5  # while a new nudge file waits for the ledger to vouch for it
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "busybox", "fish"})
 SUFFIX = ".waiter"
 
 # inotify(7): the events that can mean a new wake, a newer waiter, or the session's end
@@ -50,24 +62,56 @@ IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x2, 0x8, 0x80, 0
 IN_ONLYDIR, IN_DONT_FOLLOW, IN_CLOEXEC, IN_NONBLOCK = 0x01000000, 0x02000000, 0o2000000, 0o4000
 NUDGE_EVENTS = IN_CREATE | IN_MOVED_TO
 SESSION_EVENTS = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE
+WAITER_MOST, WAITER_DEPTH = 1 << 20, 16  # rouse.core.stateshapes.WAITER's bounds
 
 
-def waiter_file(root: Path, session_id: object) -> Path | None:
+def waiter_file(root: str | Path, session_id: object) -> Path | None:
     """Where this session's waiter registers, or None without a usable session id."""
+    from pathlib import Path
+
+    path = _waiter(root, session_id)
+    return None if path is None else Path(path)
+
+
+def _waiter(root: str | Path, session_id: object) -> str | None:
     seen = prompt_hook.seen_file(root, session_id)
-    return None if seen is None else seen.with_suffix(SUFFIX)
+    return None if seen is None else seen.removesuffix(".json") + SUFFIX
 
 
-def end_session(root: Path, session_id: object) -> None:
+def end_session(root: str | Path, session_id: object) -> None:
     """The SessionEnd side: whichever waiter this session has leaves at once."""
-    path = waiter_file(root, session_id)
-    if path is not None and not statefile.through_link(path):
-        with contextlib.suppress(OSError):
-            path.unlink()
+    path = _waiter(root, session_id)
+    if path is not None and not hookstate.through_link(path):
+        with suppress(OSError):
+            os.unlink(path)
+
+
+def _registered(path: str) -> Any:
+    """The waiter's registration (``stateshapes.WAITER``), or None."""
+    try:
+        raw = hookstate.read_bounded(path, WAITER_MOST)
+        data = None if raw is None else hookstate.loads(raw, WAITER_DEPTH)
+        if data is not None and not _is_mark(data):
+            raise Declined("not a registration")
+    except Declined:
+        from pathlib import Path
+
+        from rouse.core import stateshapes
+
+        return stateshapes.WAITER.read(Path(path))
+    return data
+
+
+def _is_mark(data: Any) -> bool:
+    """Does ``data`` fit ``stateshapes.WAITER``'s shape (``pid`` and ``at``, whole)?"""
+    if type(data) is not dict:
+        return False
+    pid, at = data.get("pid"), data.get("at")
+    return type(pid) is int and 1 <= pid < 2**31 and type(at) is int and 0 <= at < 2**63
 
 
 def wait_for_wake(
-    root: Path, session: Mapping[str, Any], max_wait: float, watch: bool = True
+    root: str | Path, session: Mapping[str, Any], max_wait: float, watch: bool = True
 ) -> list[tuple[str, nudges.Nudge]]:
     """Wait (at most ``max_wait`` seconds) for wakes this session has not seen.
 
@@ -76,38 +120,33 @@ def wait_for_wake(
     one-shot ``claude -p`` session (nobody to wake), or no place to register.
     """
     session_id = session.get("session_id")
-    me = waiter_file(root, session_id)
+    me = _waiter(root, session_id)
     if me is None or max_wait <= 0:
         return []
     agent = Agent.find()
-    watcher: Watcher | None = None
     try:
         if agent.one_shot:
             return []  # it ends after this turn: the next session's pack shows the wakes
-        if statefile.through_link(me):
+        if hookstate.through_link(me):
             return []
-        with contextlib.suppress(OSError):
-            me.parent.mkdir(parents=True, exist_ok=True)
-        watcher = Watcher(root, me.parent) if watch else None  # before registering: then
-        # a registered waiter is one already asleep
+        with suppress(OSError):
+            os.makedirs(os.path.dirname(me), exist_ok=True)
         mark = {"pid": os.getpid(), "at": time.time_ns()}
-        if not statefile.save_json(me, mark):
+        if not hookstate.save_bytes(me, f'{{"pid":{mark["pid"]},"at":{mark["at"]}}}'.encode()):
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
             transcript = session.get("transcript_path")
-            return _wait(root, session_id, me, mark, agent, max_wait, watcher, transcript)
+            return _wait(root, session_id, me, mark, agent, max_wait, watch, transcript)
         except _Left:
             return []
         finally:
             signal.signal(signal.SIGTERM, previous)
-            if stateshapes.WAITER.read(me) == mark:
-                with contextlib.suppress(OSError):
-                    me.unlink()
+            if _registered(me) == mark:
+                with suppress(OSError):
+                    os.unlink(me)
     finally:
         agent.close()
-        if watcher is not None:
-            watcher.close()
 
 
 class _Left(Exception):
@@ -119,40 +158,53 @@ def _leave(signum: int, frame: object) -> None:
 
 
 def _wait(
-    root: Path,
+    root: str | Path,
     session_id: object,
-    me: Path,
+    me: str,
     mark: dict[str, int],
     agent: Agent,
     max_wait: float,
-    watcher: Watcher | None,
+    watch: bool,
     transcript: object,
 ) -> list[tuple[str, nudges.Nudge]]:
+    """The wait itself. The watch begins only when there is a wait to sleep through
+    (a waiter that leaves at its first look never pays for ctypes and inotify), and
+    every look follows the watch's start: nothing written before it is missed."""
     deadline = time.monotonic() + max_wait
-    log = Path(transcript) if isinstance(transcript, str) and transcript else None
-    had_log = log is not None and log.is_file()
+    log = transcript if isinstance(transcript, str) and transcript else None
+    had_log = log is not None and os.path.isfile(log)
     poller = select.poll()
-    watching = watcher is not None and watcher.fd is not None
-    if watcher is not None and watcher.fd is not None:
-        poller.register(watcher.fd, select.POLLIN)
+    watcher: Watcher | None = None
     gone = agent.register(poller)
-    while True:
-        if stateshapes.WAITER.read(me) != mark or agent.gone():
-            return []  # superseded, or the session has ended
-        if had_log and log is not None and not log.exists():
-            return []
-        found, unsettled = prompt_hook.take_new(root, session_id)
-        if found:
-            return found
-        left = deadline - time.monotonic()
-        if left <= 0:
-            return []
-        quiet = CHECK_EVERY if watching else POLL_EVERY
-        events = poller.poll(1000 * min(left, SETTLE_EVERY if unsettled else quiet))
-        if any(fd in gone for fd, _ in events):
-            return []
+    try:
+        while True:
+            if _registered(me) != mark or agent.gone():
+                return []  # superseded, or the session has ended
+            if had_log and log is not None and not os.path.exists(log):
+                return []
+            found: list[tuple[str, nudges.Nudge]] = []
+            unsettled = False
+            if not prompt_hook.nothing_new(root, session_id):
+                found, unsettled = prompt_hook.take_new(root, session_id)
+            if found:
+                return found
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return []
+            if watch and watcher is None:
+                watcher = Watcher(os.fspath(root), os.path.dirname(me))
+                if watcher.fd is not None:
+                    poller.register(watcher.fd, select.POLLIN)
+                continue  # look again, now that the watch is on
+            quiet = CHECK_EVERY if watcher is not None and watcher.fd is not None else POLL_EVERY
+            events = poller.poll(1000 * min(left, SETTLE_EVERY if unsettled else quiet))
+            if any(fd in gone for fd, _ in events):
+                return []
+            if watcher is not None:
+                watcher.drain()
+    finally:
         if watcher is not None:
-            watcher.drain()
+            watcher.close()
 
 
 class Watcher:
@@ -162,7 +214,7 @@ class Watcher:
     reached): the wait is then a slow poll. No watch follows a symlink.
     """
 
-    def __init__(self, root: Path, sessions: Path) -> None:
+    def __init__(self, root: str, sessions: str) -> None:
         self.root = root
         self.fd: int | None = None
         self.nudges = False
@@ -183,7 +235,7 @@ class Watcher:
             return
         self._watch_nudges()
 
-    def _watch(self, folder: Path, mask: int) -> bool:
+    def _watch(self, folder: str, mask: int) -> bool:
         assert self.fd is not None
         flags = mask | IN_ONLYDIR | IN_DONT_FOLLOW
         return bool(self._add(self.fd, os.fsencode(folder), flags) >= 0)
@@ -192,143 +244,41 @@ class Watcher:
         """Watch the nudges folder; until the first sweep makes it, ``.rouse/`` for it."""
         if self.nudges or self.fd is None:
             return
-        if statedir.path_problem(self.root, nudges.DIR, directory=True) is not None:
+        state = os.path.join(self.root, hookstate.STATE_DIR)
+        folder = os.path.join(state, hookstate.NUDGES)
+        if _link_or_not_a_dir(state) or _link_or_not_a_dir(folder):
             return  # behind a link: nothing is read there, so nothing to watch for
-        if nudges.nudge_dir(self.root).is_dir():
-            self.nudges = self._watch(nudges.nudge_dir(self.root), NUDGE_EVENTS)
+        if os.path.isdir(folder):
+            self.nudges = self._watch(folder, NUDGE_EVENTS)
         else:
-            self._watch(self.root / layout.STATE_DIR, IN_CREATE | IN_MOVED_TO)
+            self._watch(state, IN_CREATE | IN_MOVED_TO)
 
     def drain(self) -> None:
         """Read and drop what inotify says: the loop looks at the folders itself."""
         if self.fd is None:
             return
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             while os.read(self.fd, 65536):
                 pass
         self._watch_nudges()
 
     def close(self) -> None:
         if self.fd is not None:
-            with contextlib.suppress(OSError):
+            with suppress(OSError):
                 os.close(self.fd)
             self.fd = None
 
 
-class Agent:
-    """The agent's process (Claude Code): the one that ran the hook's shell.
-
-    Found through ``/proc`` (Linux): the hook's parent, or its grandparent when
-    the parent is the shell Claude Code runs a command hook in. Watched with a
-    pidfd where there is one, else checked at each look. ``one_shot``: it is
-    ``claude -p`` with a prompt (no ``--input-format stream-json``), which ends
-    after its turn and would only wait for this hook at exit. A stream-json
-    session's input is watched too: when its writer closes it, the session is
-    ending (Claude Code would otherwise wait for this hook for 30 s).
-    """
-
-    def __init__(self, pids: list[int], args: list[str], stdin: int | None) -> None:
-        self.parent = os.getppid()
-        self.pids = pids
-        self.one_shot = _one_shot(args)
-        self.fds: list[int] = []
-        self.stdin = stdin
-
-    @classmethod
-    def find(cls) -> Agent:
-        parent = os.getppid()
-        above = _stat_parent(parent)
-        agent = above[0] if above is not None and above[1] in SHELLS else parent
-        pids = [p for p in dict.fromkeys((parent, agent)) if p > 1]
-        args = _cmdline(agent)
-        return cls(pids, args, _input_pipe(agent) if _prints(args) else None)
-
-    def register(self, poller: select.poll) -> set[int]:
-        """Watch the processes (and the stream-json input) in ``poller``; their fds."""
-        for pid in self.pids:
-            opener = getattr(os, "pidfd_open", None)
-            if opener is None:
-                break
-            try:
-                fd = opener(pid)
-            except OSError:
-                continue
-            self.fds.append(fd)
-            poller.register(fd, select.POLLIN)
-        if self.stdin is not None:
-            poller.register(self.stdin, 0)  # 0: only a hang-up (or an error) is reported
-            return {*self.fds, self.stdin}
-        return set(self.fds)
-
-    def gone(self) -> bool:
-        """Has the session's process ended (or left this hook an orphan)?"""
-        if os.getppid() != self.parent:
-            return True
-        for pid in self.pids:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            except OSError:
-                pass  # alive, another user's
-        if self.stdin is not None:
-            ready = select.poll()
-            ready.register(self.stdin, 0)
-            if ready.poll(0):
-                return True
+def _link_or_not_a_dir(path: str) -> bool:
+    """rouse.core.statedir's problem with a directory on the way: a link, the wrong kind,
+    or unreadable (missing is no problem)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
         return False
-
-    def close(self) -> None:
-        for fd in [*self.fds, *([self.stdin] if self.stdin is not None else [])]:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.fds, self.stdin = [], None
-
-
-def _stat_parent(pid: int) -> tuple[int, str] | None:
-    """A process's parent and its name, from ``/proc/<pid>/stat``; None without /proc."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text("utf-8", "replace")
-        name = text[text.index("(") + 1 : text.rindex(")")]
-        return int(text[text.rindex(")") + 2 :].split()[1]), name
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return []
-    return [os.fsdecode(part) for part in raw.split(b"\0") if part]
-
-
-def _prints(args: list[str]) -> bool:
-    """Is this Claude Code (by name: its executable, or the script node runs) printing?"""
-    named = any("claude" in os.path.basename(a) for a in args[:2])
-    return named and ("-p" in args[1:] or "--print" in args[1:])
-
-
-def _streams(args: list[str]) -> bool:
-    pairs = zip(args, [*args[1:], ""], strict=True)
-    return "--input-format=stream-json" in args or ("--input-format", "stream-json") in pairs
-
-
-def _one_shot(args: list[str]) -> bool:
-    return _prints(args) and not _streams(args)
-
-
-def _input_pipe(pid: int) -> int | None:
-    """A read end of the agent's stdin, when that is a pipe (never read from)."""
-    import stat
-
-    path = f"/proc/{pid}/fd/0"
-    try:
-        if not stat.S_ISFIFO(os.stat(path).st_mode):
-            return None
-        return os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
+        return True
+    return not stat.S_ISDIR(info.st_mode)  # a link is not a directory
 
 
 def max_wait(given: str | None) -> float:

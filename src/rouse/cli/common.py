@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-HOOK_KINDS = ("claude", "codex", "cursor", "gemini", "opencode")
-
-
 def resolve_now(args: argparse.Namespace) -> datetime:
     """``--now``, else ``$ROUSE_NOW``, else the wall clock (local time)."""
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")

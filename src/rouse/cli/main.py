@@ -3,8 +3,14 @@
 One small function per verb — parse, call, print — lives in the verb group's
 module (read, write, sweeping, agents); no behaviour lives only in the CLI:
 every verb calls a library function that the MCP server can call too. A plain
-``rouse pack`` is read here without argparse (:func:`_quick_pack`); anything
+``rouse pack`` is read here without argparse (:mod:`rouse.cli.quick`); anything
 else builds the parser of just the verb named (:mod:`rouse.cli.parser`).
+
+``rouse pack --hook KIND`` runs at every prompt and every turn's end of an
+agent's session, and with nothing new it should cost little more than
+starting Python: it goes straight to :func:`rouse.agents.hook.pack_hook`,
+and this module imports nothing else until a verb needs it (what the idle
+hooks load is pinned by tests/test_hook_quick.py).
 """
 
 from __future__ import annotations
@@ -12,91 +18,63 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Callable, Sequence
-from types import SimpleNamespace
 
-from rouse.cli.common import (
-    _LEFT_BEHIND,
-    HOOK_KINDS,
-)
-from rouse.cli.read import PACK_DEFAULTS, cmd_pack
-from rouse.core.errors import RouseError
+from rouse.cli.quick import quick_values
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
     from typing import Any
 
 
 LONG_RUNNING = frozenset({"sweep", "mcp", "deliver"})
 
 
-#: Each option the quick parse takes: its destination and how to read its value.
-_PACK_OPTIONS: dict[str, tuple[str, Callable[[str], Any] | None]] = {
-    "--memory": ("memory", str),
-    "--now": ("now", str),
-    "--query": ("query", str),
-    "--json": ("json", None),
-    "--max-chars": ("max_chars", int),
-    "--probe-budget": ("probe_budget", int),
-    "--hook": ("hook", str),
-}
-_GLOBAL_DESTS = frozenset({"memory", "now"})
+class _Args:
+    """What the quick parse gives: plain attributes, read like ``argparse.Namespace``
+    (which is not imported for it)."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
 
 
 def _quick_pack(argv: Sequence[str]) -> argparse.Namespace | None:
-    """``rouse pack`` read without argparse, or None to let argparse read it.
-
-    ``rouse pack`` runs at every session start, and importing and building
-    argparse costs ~9 ms of it. Only exact, well-formed spellings are taken
-    here; anything else (help, an abbreviation, a bad value, a value that
-    looks like an option) returns None, and argparse reads it and says what is
-    wrong. tests/test_cli.py checks that both read every accepted form alike.
-    """
-    values = dict(PACK_DEFAULTS)
-    verb = False
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        index += 1
-        if token == "pack" and not verb:
-            verb = True
-            continue
-        name, equals, value = token.partition("=")
-        option = _PACK_OPTIONS.get(name)
-        if option is None:
-            return None
-        dest, read = option
-        if not verb and dest not in _GLOBAL_DESTS:
-            return None  # a pack option before the verb: argparse's error
-        if read is None:  # a flag
-            if equals:
-                return None
-            values[dest] = True
-            continue
-        if not equals:
-            if index >= len(argv) or argv[index].startswith("-"):
-                return None
-            value = argv[index]
-            index += 1
-        try:
-            values[dest] = read(value)
-        except ValueError:
-            return None
-    if not verb or values["hook"] not in (None, *HOOK_KINDS):
+    """``rouse pack`` read without argparse, or None to let argparse read it."""
+    values = quick_values(argv)
+    if values is None:
         return None
-    # it reads like argparse.Namespace (plain attributes), which is not imported
-    args: argparse.Namespace = SimpleNamespace(  # type: ignore[assignment]
-        verb="pack", handler=cmd_pack, **values
-    )
+    from rouse.cli.read import cmd_pack
+
+    args: argparse.Namespace = _Args(verb="pack", handler=cmd_pack, **values)  # type: ignore[assignment]
     return args
+
+
+def _pack_hook(args: argparse.Namespace) -> int:
+    """``rouse pack --hook KIND`` (what ``cmd_pack`` does with it, without importing
+    the pack's verb unless the hook is a session start)."""
+    from rouse.agents.hook import pack_hook
+
+    return pack_hook(args, _pack)
+
+
+def _pack(args: argparse.Namespace) -> int:
+    from rouse.cli.read import cmd_pack
+
+    return cmd_pack(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _quick_pack(argv)
+    values = quick_values(argv)
+    args: argparse.Namespace | None
+    if values is not None and values["hook"] is not None:
+        # the hook reads what called it: a prompt or a turn's end imports no pack
+        args = _Args(verb="pack", handler=_pack_hook, **values)  # type: ignore[assignment]
+    else:
+        args = _quick_pack(argv) if values is not None else None
     if args is None:
         from rouse.cli.parser import build_parser, mistyped_verb, verb_named
 
@@ -116,9 +94,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         gc.disable()
     try:
         return int(args.handler(args))
-    except RouseError as exc:
-        print(f"rouse: {exc.render()}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         return 130
     except OSError as exc:  # the environment: permissions, a full disk, a path in the way
@@ -130,6 +105,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except Exception as exc:
+        from rouse.core.errors import RouseError  # (never an OSError)
+
+        if isinstance(exc, RouseError):
+            print(f"rouse: {exc.render()}", file=sys.stderr)
+            return exc.exit_code
         if os.environ.get("ROUSE_DEBUG") == "1":
             import traceback
 
@@ -155,7 +135,8 @@ def run() -> None:
     percent of the run. Every other verb exits normally.
     """
     code = main()
-    if _LEFT_BEHIND:
+    common = sys.modules.get("rouse.cli.common")  # not imported: nothing was left behind
+    if common is not None and common._LEFT_BEHIND:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

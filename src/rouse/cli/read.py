@@ -11,13 +11,13 @@ import sys
 
 from rouse.cli.common import (
     _LEFT_BEHIND,
-    HOOK_KINDS,
     emit,
     emit_json,
     probes_enabled,
     resolve_now,
     tree_root,
 )
+from rouse.cli.quick import HOOK_KINDS, PACK_DEFAULTS
 from rouse.core import layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.home import stamp_key_path
@@ -28,7 +28,6 @@ from rouse.core.timefmt import parse_when
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
 
 
 #: The bounds of the read verbs' numbers (``--limit`` is also ``rouse log``'s).
@@ -304,15 +303,3 @@ def args_check(sub: argparse.ArgumentParser) -> None:
 def args_explain(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("ref", metavar="REF", help="a slug or tree-relative path")
     sub.add_argument("--json", action="store_true", help="the explanation as JSON")
-
-
-#: ``rouse pack``'s values when not given (argparse's defaults for it too).
-PACK_DEFAULTS: dict[str, Any] = {
-    "memory": None,
-    "now": None,
-    "query": None,
-    "json": False,
-    "max_chars": 9000,
-    "probe_budget": 150,
-    "hook": None,
-}
