@@ -17,7 +17,7 @@ from rouse.core.header import parse_header
 from rouse.records import lifecycle
 from rouse.sweep import ledger
 from rouse.sweep.digest import Digest
-from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import SinkError
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake
 
@@ -151,7 +151,7 @@ def test_catch_up_after_downtime_is_one_digest(make_tree: MakeTree, tmp_path: Pa
 
 
 def test_a_digest_reaches_a_webhook_as_one_post(three: Path) -> None:
-    from rouse.sweep.webhook_sink import WebhookSink
+    from rouse.sweep.sinks import WebhookSink
 
     seen: list[dict[str, object]] = []
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer

@@ -18,11 +18,9 @@ from rouse.cli.main import main
 from rouse.pack.build import build_pack
 from rouse.records import lifecycle
 from rouse.sweep.escalate import Escalation, Threshold
-from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sinks import FileSink
+from rouse.sweep.sinks import ExecSink, FileSink, WebhookSink
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.webhook_sink import WebhookSink
 
 SHIP = f"{INTENTIONS}/ship"
 EVERY_WAKE = timedelta(hours=2)  # the stale fixture comes due again 2h after each wake

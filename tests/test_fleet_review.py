@@ -393,7 +393,7 @@ def test_a_sweeper_started_while_the_database_is_down_waits_for_it(
 ) -> None:
     from rouse.fleet.pg import PgDatabase
     from rouse.fleet.sweeping import join
-    from rouse.sweep.exec_sink import ExecSink
+    from rouse.sweep.sinks import ExecSink
     from rouse.sweep.tick import Sweeper
     from rouse.trust.origins import origin_reader
 

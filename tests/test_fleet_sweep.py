@@ -31,8 +31,8 @@ import pytest
 from conftest import INTENTIONS, NOW, REMINDERS, ago, stamp, write_tree
 from rouse.core.header import parse_header
 from rouse.core.identity import IDENTITY_FILE, ensure_tree_id
-from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.quiet import QuietHours
+from rouse.sweep.sinks import ExecSink
 from rouse.sweep.tick import Sweeper
 from rouse.trust.origins import origin_reader
 

@@ -23,12 +23,11 @@ from rouse.core.errors import UsageError
 from rouse.pack.build import build_pack
 from rouse.sweep import telling
 from rouse.sweep.channels import Channels
-from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.runner import prompt
-from rouse.sweep.sinks import FileSink
+from rouse.sweep.sinks import ExecSink, FileSink
+from rouse.sweep.sinks.webhook import WebhookSink, parse_secret, signature
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.webhook_sink import WebhookSink, parse_secret, signature
 
 CALL = f"{REMINDERS}/call-mum"
 SHIP = f"{INTENTIONS}/ship"

@@ -404,8 +404,8 @@ def cmd_log(args: argparse.Namespace) -> int:
             entries = book.recent(args.limit)
     else:
         entries = ledger.recent(tree_root(args), args.limit)
-    from rouse.sweep.ledger_tells import tell_json
-    from rouse.sweep.ledger_views import recent_tells, tell_lines
+    from rouse.sweep.ledger.tells import tell_json
+    from rouse.sweep.ledger.views import recent_tells, tell_lines
 
     told = recent_tells(tree_root(args), args.limit)  # tells: the tree's own SQLite file
     if args.json:

@@ -34,7 +34,7 @@ from datetime import datetime
 
 from rouse.fleet.pg import PgDatabase
 from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
-from rouse.sweep.ledger_entry import _dt, _t
+from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake, safe_id
 
 _CLAIM = """
@@ -146,12 +146,12 @@ class Claims:
         Nothing is counted yet: :meth:`start` counts each attempt, right before its send.
         ``deadline`` is :func:`clock` before the claim plus ``lease``, a safe bound.
         """
-        parameters: list[object] = [_t(now), _t(now - GIVE_UP_AFTER)]
+        parameters: list[object] = [as_text(now), as_text(now - GIVE_UP_AFTER)]
         trees = ""
         if self.trees is not None:
             trees = "AND tree = ANY(?)"
             parameters.append(self.trees)
-        parameters += [limit, self.holder, lease, _t(now)]
+        parameters += [limit, self.holder, lease, as_text(now)]
         rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
         claims = []
         for row in rows:  # a damaged row is skipped: it never stops a round for every tree
@@ -161,7 +161,7 @@ class Claims:
                     tree=row["tree"],
                     wake=wake,
                     attempts=int(row["attempts"]),
-                    first_failure=_dt(row["first_failure"]),
+                    first_failure=as_time(row["first_failure"]),
                     error=row["error"],
                     previous_attempt=row["last_attempt"],
                     attempt_at=now,
@@ -188,7 +188,7 @@ class Claims:
         ids = [claim.id, *(other.id for other in renew)]
         rows = self.db.execute(
             _START,
-            (lease, claim.id, claim.id, claim.id, _t(now), ids, self.holder),
+            (lease, claim.id, claim.id, claim.id, as_text(now), ids, self.holder),
         ).fetchall()
         attempts = {row["id"]: int(row["attempts"]) for row in rows}
         kept = [other for other in renew if other.id in attempts]
@@ -231,7 +231,7 @@ class Claims:
             "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
             "next_attempt = NULL, error = NULL, stamped = 0, claimed_by = NULL, "
             "claim_until = NULL WHERE id = ? AND sink = 'workers' AND state = 'pending'",
-            (_t(now), f"{receipt} (worker {self.holder})", claim.id),
+            (as_text(now), f"{receipt} (worker {self.holder})", claim.id),
         )
         return None if cursor.rowcount == 1 else self.why_untouched(claim)
 
@@ -242,7 +242,7 @@ class Claims:
             "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
             "next_attempt = ?, error = ?, claimed_by = NULL, claim_until = NULL "
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (_t(now), _t(next_try), error, claim.id, self.holder),
+            (as_text(now), as_text(next_try), error, claim.id, self.holder),
         )
         return next_try, None if cursor.rowcount == 1 else self.why_untouched(claim)
 
@@ -256,7 +256,7 @@ class Claims:
             "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
             "next_attempt = NULL, stamped = 0, claimed_by = NULL, claim_until = NULL "
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (_t(now), receipt, claim.id, self.holder),
+            (as_text(now), receipt, claim.id, self.holder),
         )
         return None if cursor.rowcount == 1 else self.why_untouched(claim)
 

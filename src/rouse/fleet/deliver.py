@@ -55,11 +55,9 @@ from rouse.fleet.claims import Claim, Claims, clock
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import Presence
-from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink
+from rouse.sweep.sinks import ExecSink, Sink, SinkError
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, _t, _what
 from rouse.sweep.wake import Wake
 

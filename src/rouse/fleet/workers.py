@@ -31,7 +31,7 @@ from typing import Any
 from rouse.core.timefmt import iso_stamp
 from rouse.fleet.claims import clock
 from rouse.fleet.pg import PgDatabase
-from rouse.sweep.ledger_entry import _dt
+from rouse.sweep.ledger.entry import as_time
 
 #: A worker is live for at least this long after its last beat (seconds).
 LEAST_LIVE_FOR = 60.0
@@ -226,7 +226,7 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     ).fetchone()
     found["queued"] = int(row["n"])
     if row["oldest"]:
-        found["oldest"] = _dt(row["oldest"])
+        found["oldest"] = as_time(row["oldest"])
     if not _has_table(db):
         return found
     row = db.execute(

@@ -33,12 +33,10 @@ from rouse.core.errors import RouseError
 from rouse.core.layout import STATE_DIR
 from rouse.core.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, Receipts, Stamp, never
-from rouse.sweep.ledger import WORKERS, Ledger
-from rouse.sweep.ledger_entry import Entry
+from rouse.sweep.ledger import WORKERS, Entry, Ledger
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink, write_nudge
+from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
 from rouse.trust.origins import quoted_origins

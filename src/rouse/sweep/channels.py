@@ -25,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 from rouse.core.tree import Record
 from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, backoff
-from rouse.sweep.ledger_entry import _dt
-from rouse.sweep.ledger_tells import Outreach, outreach
+from rouse.sweep.ledger.entry import as_time
+from rouse.sweep.ledger.tells import Outreach, outreach
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink, write_nudge
+from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, Voice, _t
 from rouse.sweep.wake import Wake
 
@@ -140,11 +139,11 @@ class Teller:
                 self.ledger.tell_waits(row["id"], why)
                 self.voice.say(f"{_t(now)} {what} waits: {why}", ERRORS)
             return
-        first_failure = _dt(row["first_failure"])
+        first_failure = as_time(row["first_failure"])
         if first_failure is not None and now - first_failure >= GIVE_UP_AFTER:
             self._give_up(row, label, now, report)
             return
-        next_attempt = _dt(row["next_attempt"])
+        next_attempt = as_time(row["next_attempt"])
         if next_attempt is not None and now < next_attempt:
             return
         if sink.holdable and self.quiet is not None and self.quiet.holds(now):

@@ -19,8 +19,7 @@ from rouse.core.tree import Tree
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.runner import Runner, RunWaits
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink, write_nudge
+from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
 from rouse.sweep.wake import Wake
 

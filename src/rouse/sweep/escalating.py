@@ -18,7 +18,7 @@ from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.sweep import escalate
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import SinkError
 from rouse.sweep.voice import ERRORS, Voice, _t
 from rouse.sweep.wake import Wake
 
