@@ -58,7 +58,7 @@ from rouse.fleet.workers import Presence
 from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import ExecSink, Sink, SinkError
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, _t, _what
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake
 
 #: Seconds between looks for owed wakes when there were none (``--every``).
@@ -302,7 +302,7 @@ class Worker:
                 if self.once:
                     raise
                 self.voice.say(
-                    f"{_t(self.now())} round failed: {type(exc).__name__}: {exc}", ERRORS
+                    f"{moment(self.now())} round failed: {type(exc).__name__}: {exc}", ERRORS
                 )
                 if self.stop.wait(self.every):
                     return self._finish()
@@ -331,7 +331,8 @@ class Worker:
         if self._quiet_told != ends:
             self._quiet_told = ends
             self.voice.say(
-                f"{_t(now)} quiet hours {self.quiet}: claiming nothing until {ends:%Y-%m-%d %H:%M}"
+                f"{moment(now)} quiet hours {self.quiet}: claiming nothing until "
+                f"{ends:%Y-%m-%d %H:%M}"
             )
         return True
 
@@ -347,7 +348,7 @@ class Worker:
         if not claimed:
             return False
         self._beat(len(claimed))
-        self.voice.say(f"{_t(now)} claimed {len(claimed)}", EVERY_TICK)
+        self.voice.say(f"{moment(now)} claimed {len(claimed)}", EVERY_TICK)
         return self._carry(claimed)
 
     def _carry(self, claimed: list[Claim]) -> bool:
@@ -382,11 +383,11 @@ class Worker:
                     why = self.claims.why_untouched(claim)
                     if "ran out" not in why:
                         why += " (its claim ran out before it was sent)"
-                    self.voice.say(f"{_t(now)} not sending {_what(claim.wake)}: {why}")
+                    self.voice.say(f"{moment(now)} not sending {named(claim.wake)}: {why}")
                     continue
                 if clock() + need > claim.deadline:  # the start took most of the lease
                     self.voice.say(
-                        f"{_t(now)} the ledger at {self.where} answers too slowly to send "
+                        f"{moment(now)} the ledger at {self.where} answers too slowly to send "
                         f"within a claim of {self.lease:g}s: giving back {len(pending)} wakes",
                         ERRORS,
                     )
@@ -407,7 +408,7 @@ class Worker:
 
     def _dropped(self, lost: int, now: datetime) -> None:
         if lost:
-            self.voice.say(f"{_t(now)} {lost} claims ran out before they were sent")
+            self.voice.say(f"{moment(now)} {lost} claims ran out before they were sent")
 
     def _slack(self) -> float:
         """How much a claim must outlast a send, at least, for it to be started."""
@@ -431,7 +432,7 @@ class Worker:
 
     def _record(self, result: Result) -> None:
         claim, at = result.claim, result.at
-        what = _what(claim.wake)
+        what = named(claim.wake)
         kind = self.sink.kind
         next_try: datetime | None = None
         if result.outcome == "delivered":
@@ -441,12 +442,12 @@ class Worker:
         elif result.outcome == "failed":
             next_try, untouched = self.claims.failed(claim, at, result.text)
             self.tally.failed += 1
-            line = f"not delivered {what} via {kind}: {result.text}; next try {_t(next_try)}"
+            line = f"not delivered {what} via {kind}: {result.text}; next try {moment(next_try)}"
             level = ERRORS
         else:
             untouched = self.claims.given_up(claim, at)
             self.tally.given_up += 1
-            since = _t(claim.first_failure) if claim.first_failure else "?"
+            since = moment(claim.first_failure) if claim.first_failure else "?"
             line = (
                 f"gave up on {what}: failing since {since} (24h); its sweeper writes it "
                 "as a nudge file"
@@ -454,7 +455,7 @@ class Worker:
             level = ERRORS
         if untouched:
             line += f" (not written to the ledger: {untouched})"
-        self.voice.say(f"{_t(at)} {line}", level)
+        self.voice.say(f"{moment(at)} {line}", level)
         if self.json_lines:
             state = {"given_up": "given up"}.get(result.outcome, result.outcome)
             self._json(
@@ -466,7 +467,7 @@ class Worker:
                     "attempts": claim.attempts,
                     "receipt": result.text if result.outcome == "delivered" else None,
                     "error": result.text if result.outcome == "failed" else None,
-                    "next_attempt": _t(next_try) if next_try else None,
+                    "next_attempt": moment(next_try) if next_try else None,
                     "worker": self.holder,
                     "written": untouched is None,
                 }
@@ -494,14 +495,14 @@ class Worker:
         results = "result" if held == 1 else "results"
         holding = f"; holding {held} {results} to write when it is back" if held else ""
         self.voice.say(
-            f"{_t(self.now())} {exc}{holding}; trying again in {FIRST_RECONNECT:g}s, "
+            f"{moment(self.now())} {exc}{holding}; trying again in {FIRST_RECONNECT:g}s, "
             f"then doubling to {MOST_RECONNECT:g}s",
             ERRORS,
         )
 
     def _back(self, since: float) -> None:
         self.voice.say(
-            f"{_t(self.now())} the ledger at {self.where} is back after {clock() - since:.0f}s",
+            f"{moment(self.now())} the ledger at {self.where} is back after {clock() - since:.0f}s",
             ERRORS,
         )
 
@@ -528,7 +529,7 @@ class Worker:
             code = 2
         if self.once:
             line = (
-                f"{_t(self.now())} {tally.delivered} delivered, {tally.failed} failed, "
+                f"{moment(self.now())} {tally.delivered} delivered, {tally.failed} failed, "
                 f"{tally.given_up} given up"
             )
             elsewhere = 0 if gave_up_waiting else self._elsewhere()

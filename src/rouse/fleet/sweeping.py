@@ -4,7 +4,7 @@
 as ever, on :func:`join`'s parts: the tree's ledger on PostgreSQL
 (:class:`~rouse.fleet.pg_ledger.PgLedger`, scoped to the tree's ``.rouse-tree``
 id, which is made here if the tree has none) and a :class:`Member` — the
-:class:`~rouse.sweep.tick.Fleet` the sweeper asks whether it leads
+:class:`~rouse.sweep.leading.Fleet` the sweeper asks whether it leads
 (:mod:`rouse.fleet.lease`), and tells when it ticked: the tree's row in
 ``trees`` (its last tick, from every sweeper; its root and host — where the
 workers' exec sinks find the tree — from the leader only) and, from the leader
@@ -127,7 +127,7 @@ def leader(ledger: PgLedger) -> dict[str, Any] | None:
 
 
 class Member:
-    """One sweeper's place in the fleet (a :class:`rouse.sweep.tick.Fleet`)."""
+    """One sweeper's place in the fleet (a :class:`rouse.sweep.leading.Fleet`)."""
 
     def __init__(
         self,

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rouse import __version__
 from rouse.core.errors import UsageError
+from rouse.sweep.report import TickReport
 from rouse.sweep.sinks.request import MAX_RESPONSE, Delivery, check_url, opener
-from rouse.sweep.tick import TickReport
-from rouse.sweep.voice import _t
+from rouse.sweep.voice import moment
 
 #: Seconds a ping may take in all (as ``curl -m 10`` in monitors' own examples).
 DEADLINE = 10.0
@@ -67,7 +67,7 @@ class Heartbeat:
         url = self.target(not failed(report))
         problem = self.ping(url)
         if problem:
-            self.log(f"{_t(at)} heartbeat not sent: {problem}")
+            self.log(f"{moment(at)} heartbeat not sent: {problem}")
 
     def ping(self, url: str) -> str | None:
         """GET ``url`` within the deadline; None when it answered 2xx, else why not."""

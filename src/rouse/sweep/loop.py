@@ -33,11 +33,13 @@ from rouse.core.errors import TooNew, UsageError
 from rouse.core.sweepstate import sweeper_lock
 from rouse.sweep.channels import Channels
 from rouse.sweep.escalate import Escalation
+from rouse.sweep.leading import Fleet
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
+from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.sinks import Sink
-from rouse.sweep.tick import Fleet, Origins, Sweeper, TickReport
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, _t
+from rouse.sweep.tick import Sweeper
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 
 DEFAULT_EVERY = 60.0
 #: The longest ``--every`` and ``--timeout``, in seconds: one day.
@@ -160,7 +162,7 @@ def starting(
     else:
         parts.append(f"quiet hours {quiet} (not for this sink: a nudge file disturbs nobody)")
     if now is not None:
-        parts.append(f"clock from {_t(now)}")
+        parts.append(f"clock from {moment(now)}")
     stop = "" if once else ", stops after the wake in flight on Ctrl-C or SIGTERM"
     parts.append(f"pid {os.getpid()}{stop}")
     return "; ".join(parts)
@@ -170,13 +172,13 @@ def summary(at: datetime, report: TickReport) -> str:
     """One tick in one line: what it delivered, failed, held or gave up, and what is owed."""
     if report.leading is False:
         return (
-            f"{_t(at)} tick (standing by): {report.stamped} stamped from the ledger, "
+            f"{moment(at)} tick (standing by): {report.stamped} stamped from the ledger, "
             f"{report.undelivered} owed"
         )
     queued = f"{len(report.queued)} queued, " if report.queued else ""
     return (
-        f"{_t(at)} tick: {len(report.delivered)} delivered, {queued}{len(report.failed)} failed, "
-        f"{len(report.held)} held, {len(report.given_up)} given up, "
+        f"{moment(at)} tick: {len(report.delivered)} delivered, {queued}"
+        f"{len(report.failed)} failed, {len(report.held)} held, {len(report.given_up)} given up, "
         f"{report.undelivered} owed"
     )
 
@@ -225,7 +227,7 @@ def run(
             elif isinstance(exc, TooNew):
                 raise  # a ledger from a newer rouse (met after a lazy start): exit 2, as at start
             else:
-                sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
+                sweeper.say(f"{moment(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
         if report is not None:
             outage.over(at)
         if after_tick is not None:
@@ -308,11 +310,11 @@ class _Outage:
                     f"no ledger yet: {exc}; nothing is planned or sent until it answers "
                     f"(what comes due meanwhile is found then); {retry}"
                 )
-            self.sweeper.say(f"{_t(at)} {said}", ERRORS)
+            self.sweeper.say(f"{moment(at)} {said}", ERRORS)
             self.told.add(str(exc))
         elif str(exc) not in self.told:
             self.told.add(str(exc))
-            self.sweeper.say(f"{_t(at)} still no ledger: {exc}", ERRORS)
+            self.sweeper.say(f"{moment(at)} still no ledger: {exc}", ERRORS)
 
     def wait(self) -> float:
         return min(FIRST_RETRY * 2.0 ** max(self.tries - 1, 0), LONGEST_RETRY)
@@ -322,9 +324,9 @@ class _Outage:
         if not self.down:
             return
         lost = "unreachable since" if self.never else "lost at"
-        since = f" ({lost} {_t(self.since)})" if self.since is not None else ""
+        since = f" ({lost} {moment(self.since)})" if self.since is not None else ""
         self.sweeper.say(
-            f"{_t(at)} {'connected' if self.never else 'reconnected'} to the ledger after "
+            f"{moment(at)} {'connected' if self.never else 'reconnected'} to the ledger after "
             f"{self.tries} failed tick{'s' if self.tries != 1 else ''}{since}",
             ERRORS,
         )

@@ -23,8 +23,6 @@ at the next tick.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -34,7 +32,7 @@ from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
-from rouse.core.tree import File, Tree, display_ids
+from rouse.core.tree import Tree, display_ids
 from rouse.sweep import escalate, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
@@ -45,16 +43,15 @@ from rouse.sweep.leading import Fleet, Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import plan
 from rouse.sweep.quiet import QuietHours
+from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, _t
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
 from rouse.trust.origins import effective_origin
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
-__all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Fleet", "Origins", "Sweeper", "TickReport"]
-
-Origins = Callable[[File], str]
+__all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Sweeper"]
 
 
 def _seconds(value: object) -> float:
@@ -62,34 +59,6 @@ def _seconds(value: object) -> float:
     if isinstance(value, timedelta):
         return value.total_seconds()
     return float(value) if isinstance(value, int | float) else 0.0
-
-
-# -- carrying it out ------------------------------------------------------------
-
-
-@dataclass
-class TickReport:
-    now: datetime
-    delivered: list[str] = field(default_factory=list)  # wake ids
-    failed: list[str] = field(default_factory=list)
-    held: list[str] = field(default_factory=list)
-    given_up: list[str] = field(default_factory=list)
-    withdrawn: list[str] = field(default_factory=list)
-    queued: list[str] = field(default_factory=list)  # left to the delivery workers
-    #: in a fleet: whether this sweeper led the tick (None: no fleet)
-    leading: bool | None = None
-    escalated: list[str] = field(default_factory=list)  # escalation ids delivered
-    told: list[str] = field(default_factory=list)  # tells delivered to the owner
-    tells_failed: list[str] = field(default_factory=list)
-    tells_given_up: list[str] = field(default_factory=list)
-    archived: list[str] = field(default_factory=list)
-    stamped: int = 0
-    errors: int = 0
-    undelivered: int = 0  # pending (not held) in the ledger after the tick
-    interrupted: bool = False
-    next_at: datetime | None = None
-    #: the tick had something to say (a wake, a failure, a skipped file): not idle
-    eventful: bool = False
 
 
 class Sweeper(Leading):
@@ -239,7 +208,7 @@ class Sweeper(Leading):
         try:
             report.archived += self.nudges.archive(tree)
         except OSError as exc:
-            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
+            self.say(f"{moment(now)} could not archive nudge files: {exc}", ERRORS)
         report.undelivered = self.ledger.counts()["pending"]
         self._finish(tree, now, report)
         return report
@@ -277,7 +246,7 @@ class Sweeper(Leading):
                 report.errors += 1
                 where = step.decision.record.rel if step.decision else step.action
                 self.say(
-                    f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
+                    f"{moment(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
                 )
         if self.digests.batch and not self._fence(self.send_cover):
             self.digests.batch = []  # owed in the ledger: the new leader sends them
@@ -312,7 +281,7 @@ class Sweeper(Leading):
                 if self._outage(exc):
                     raise
                 self.say(
-                    f"{_t(now)} could not record the tick in the fleet: "
+                    f"{moment(now)} could not record the tick in the fleet: "
                     f"{type(exc).__name__}: {exc}",
                     ERRORS,
                 )
@@ -356,7 +325,7 @@ def _stamp(
     try:
         written = stamp_after_delivery(root, record, updates)
     except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
-        say(f"{_t(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
+        say(f"{moment(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
         return False
     if written:
         report.stamped += 1
