@@ -24,6 +24,7 @@ from rouse.core.tree import walk
 from rouse.records import lifecycle
 from rouse.sweep import ledger, status, tick, wake
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.parts import Parts
 from rouse.sweep.plan import plan
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import FileSink, SinkError
@@ -64,7 +65,8 @@ def logs() -> list[str]:
 
 
 def make_sweeper(root: Path, sink: object, logs: list[str], **kwargs: object) -> Sweeper:
-    return Sweeper(root, sink, log=logs.append, **kwargs)  # type: ignore[arg-type]
+    voice = {name: kwargs.pop(name) for name in ("verbosity", "interval") if name in kwargs}
+    return Sweeper(root, Parts(sink, **kwargs), log=logs.append, **voice)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -31,12 +31,11 @@ from types import FrameType
 
 from rouse.core.errors import TooNew, UsageError
 from rouse.core.sweepstate import sweeper_lock
-from rouse.sweep.channels import Channels
-from rouse.sweep.escalate import Escalation
-from rouse.sweep.leading import Fleet
-from rouse.sweep.ledger import Ledger
+from rouse.sweep.heartbeat import Heartbeat
+from rouse.sweep.options import SweepOptions
+from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.report import Origins, TickReport
+from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
@@ -58,35 +57,18 @@ def check_wait(option: str, seconds: float | None) -> None:
         )
 
 
-def sweep(
-    root: Path,
-    sink: Sink,
-    *,
-    once: bool,
-    every: float | None = None,
-    now: datetime | None = None,
-    quiet: QuietHours | None = None,
-    log: Log | None = None,
-    origins: Origins | None = None,
-    verbosity: int = EVENTS,
-    after_tick: AfterTick | None = None,
-    digest: bool = False,
-    escalation: Escalation | None = None,
-    ledger: Ledger | None = None,
-    plan_only: bool = False,
-    fleet: Fleet | None = None,
-    channels: Channels | None = None,
-) -> int:
+def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int:
     """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
 
-    ``ledger``, ``plan_only``, ``fleet`` and ``channels`` are the :class:`Sweeper`'s (a
-    fleet's PostgreSQL ledger, queueing for its delivery workers, the lease, where
-    tells to the owner go).
+    ``parts`` are what :func:`rouse.sweep.build.parts` (or a fleet's
+    :func:`rouse.fleet.sweeping.fleet_parts`) built from ``options``.
 
-    With ``now`` the clock starts at that instant and runs on with the wall
-    clock, so a loop under ``--now`` behaves like one started then.
+    With ``options.now`` the clock starts at that instant and runs on with the
+    wall clock, so a loop under ``--now`` behaves like one started then.
     """
+    root, once, every, now = options.root, options.once, options.every, options.now
     check_wait("--every", every)
+    after_tick = Heartbeat(options.heartbeat) if options.heartbeat else None
     period = every if every is not None else DEFAULT_EVERY
     interval = period if not once or every is not None else None
     started = time.monotonic()
@@ -100,38 +82,19 @@ def sweep(
 
     with (
         sweeper_lock(root),
-        Sweeper(
-            root,
-            sink,
-            quiet=quiet,
-            log=log,
-            interval=interval,
-            origins=origins,
-            verbosity=verbosity,
-            digest=digest,
-            escalation=escalation,
-            ledger=ledger,
-            plan_only=plan_only,
-            fleet=fleet,
-            channels=channels,
-        ) as sw,
+        Sweeper(root, parts, log=log, interval=interval, verbosity=options.verbosity) as sw,
     ):
         # the loop says once what it is doing; --once only when asked (-v)
-        line = starting(root, sw.sink, period, quiet, now, once=once)
-        if digest:
-            line = line.replace(f"sink {sink.describe()}", f"sink {sink.describe()} (digests)", 1)
-        if escalation is not None:
-            line = line.replace(
-                f"sink {sink.describe()}", f"sink {sink.describe()}; {escalation.describe()}", 1
-            )
-        if channels is not None:
-            line = line.replace(
-                f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {channels.describe()}", 1
-            )
-        if fleet is not None:
-            line = line.replace(
-                f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {fleet.describe()}", 1
-            )
+        line = starting(root, sw.sink, period, parts.quiet, now, once=once)
+        said = f"sink {sw.sink.describe()}"
+        if parts.digest:
+            line = line.replace(said, f"{said} (digests)", 1)
+        if parts.escalation is not None:
+            line = line.replace(said, f"{said}; {parts.escalation.describe()}", 1)
+        if parts.channels is not None:
+            line = line.replace(said, f"{said}; {parts.channels.describe()}", 1)
+        if parts.fleet is not None:
+            line = line.replace(said, f"{said}; {parts.fleet.describe()}", 1)
         sw.say(line, EVERY_TICK if once else EVENTS)
         restore = on_signals(sw.stop)
         try:

@@ -33,19 +33,18 @@ from rouse.core.errors import RouseError
 from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
 from rouse.core.tree import Tree, display_ids
-from rouse.sweep import escalate, wake
+from rouse.sweep import wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
 from rouse.sweep.digesting import DigestSender, Receipts
 from rouse.sweep.escalating import Escalator
-from rouse.sweep.leading import Fleet, Leading
+from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.parts import Parts
 from rouse.sweep.plan import plan
-from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.runner import Runner
-from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
 from rouse.trust.origins import effective_origin
@@ -67,28 +66,26 @@ class Sweeper(Leading):
     def __init__(
         self,
         root: Path,
-        sink: Sink,
+        parts: Parts,
         *,
-        quiet: QuietHours | None = None,
         log: Log | None = None,
-        interval: float | None = None,
-        origins: Origins | None = None,
         verbosity: int = EVENTS,
-        digest: bool = False,
-        escalation: escalate.Escalation | None = None,
-        runner: Runner | None = None,
-        ledger: Ledger | None = None,
-        plan_only: bool = False,
-        fleet: Fleet | None = None,
-        channels: Channels | None = None,
+        interval: float | None = None,
     ):
-        """``ledger``: the delivery ledger (default the tree's SQLite file); ``plan_only``:
-        queue new wakes for a fleet's delivery workers and send nothing (``sink`` is
-        then unused); ``fleet``: lead or stand by among the clones sharing ``ledger``;
-        ``channels``: where tells to the owner go (none: they wait)."""
+        """``parts``: what it sweeps with (:func:`rouse.sweep.build.parts`); ``log`` and
+        ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
+        plan_only, quiet, escalation, fleet = (
+            parts.plan_only,
+            parts.quiet,
+            parts.escalation,
+            parts.fleet,
+        )
         if plan_only and (
-            digest or runner is not None or escalation is not None or channels is not None
+            parts.digest
+            or parts.runner is not None
+            or parts.channels is not None
+            or escalation is not None
         ):
             raise ValueError(
                 "a plan-only sweeper sends nothing: no digest, run, escalation or channel"
@@ -96,25 +93,24 @@ class Sweeper(Leading):
         super().__init__(log, verbosity)
         self.root = root
         self.plan_only = plan_only
-        if plan_only:
-            sink = WorkerQueue()
+        sink = WorkerQueue() if plan_only else parts.sink
         #: a file's effective origin (verified when a stamp key exists)
-        self.origins: Origins = origins or effective_origin
+        self.origins: Origins = parts.origins or effective_origin
         self.sink = sink
         self.quiet = quiet
         self.interval = interval
         #: all wakes of a tick go out as one message (``--digest``)
         #: one agent run per digest (``--run``): it takes the sink's place
-        self.runner = runner or (sink if isinstance(sink, Runner) else None)
-        self.digest = digest or self.runner is not None
+        self.runner = parts.runner or (sink if isinstance(sink, Runner) else None)
+        self.digest = parts.digest or self.runner is not None
         #: a second sink, for the owner, when a record is woken without moving
         self.escalation = escalation
         self.stop = threading.Event()
-        self.ledger = ledger if ledger is not None else Ledger(root)
+        self.ledger = parts.ledger if parts.ledger is not None else Ledger(root)
         self.fleet = fleet
         #: the tree as this tick walked it (for the outreach of a reminder that landed)
         self._tree: Tree | None = None
-        self.channels = channels or Channels()
+        self.channels = parts.channels or Channels()
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
         self._tell_ledger = Ledger(root) if self.ledger.shared and not plan_only else None
         self.teller = (
