@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from rouse.core.errors import UsageError
 from rouse.fleet.pg import PgDatabase
 from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
 from rouse.sweep.ledger.entry import as_text, as_time
@@ -294,3 +295,39 @@ class Claims:
             parameters,
         ).fetchone()
         return int(row["n"])
+
+
+# -- how long a claim lasts ---------------------------------------------------------
+
+#: The lease's slack beyond the sink's timeout (see :func:`default_lease`).
+LEASE_SLACK = 30.0
+#: A lease at least this much longer than the sink's timeout: the send's claim must also
+#: cover the round trips that start it and write its result.
+LEASE_MARGIN = 5.0
+
+
+def default_lease(timeout: float) -> float:
+    """The claim lease when ``--lease`` is not given: ``2 × timeout + 30`` seconds.
+
+    A claim must outlive the send it covers (at most the sink's timeout) and
+    the write of its result (a round trip to the database, slow under load or
+    across a brief network stall): if it runs out first, another worker sends
+    the same wake while this one is still at it. Twice the timeout covers a
+    command that overruns its deadline while its process group is killed and
+    reaped, and the 30 s a paused process or a slow database. A longer lease
+    costs only time after a crash (its wakes wait one lease before another
+    worker takes them): 50 s for a webhook, 150 s for a command — less than a
+    sweeper's tick and a first retry, and a duplicate agent run costs more.
+    """
+    return 2 * timeout + LEASE_SLACK
+
+
+def check_lease(lease: float, timeout: float) -> None:
+    """Refuse (exit 2) a lease shorter than the sink's timeout + :data:`LEASE_MARGIN`."""
+    if not lease >= timeout + LEASE_MARGIN:
+        raise UsageError(
+            f"--lease {lease:g} must be at least {LEASE_MARGIN:g}s longer than the sink's "
+            f"timeout ({timeout:g}s): a claim must outlive the send it covers and the writing "
+            "of its result, or another worker sends the same wake meanwhile; give --lease "
+            f"{timeout + LEASE_MARGIN:g} or more"
+        )

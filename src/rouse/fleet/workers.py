@@ -24,6 +24,9 @@ seen for :data:`FORGET_AFTER` are deleted when a worker starts.
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -237,3 +240,8 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     found["live"] = int(row["live"])
     found["seen"] = _local(row["seen"])
     return found
+
+
+def holder_name() -> str:
+    """This worker's name in the ledger: ``host:pid:random`` (as a sweeper's lease holder)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from rouse.core.sweepstate import _reader  # (core.sweepstate: not ours to rename)
+from rouse.core.sweepstate import _reader  # (to be public there: tests/test_architecture.py)
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
 from rouse.sweep.ledger.entry import entries as read_entries
 
