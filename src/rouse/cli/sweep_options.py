@@ -13,15 +13,12 @@ import shlex
 
 from rouse.cli.common import resolve_now, tree_root
 from rouse.core.errors import UsageError
-from rouse.sweep.options import NOTIFY, SweepOptions
+from rouse.sweep.options import CHANNEL_KINDS, NOTIFY, SweepOptions
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any
-
-#: What a channel may be: it has to reach a person.
-CHANNEL_KINDS = ("webhook", "exec")
 
 
 def sweep_options(args: argparse.Namespace) -> SweepOptions:

@@ -18,16 +18,13 @@ from rouse.runs import presets
 from rouse.sweep.carrying import WorkerQueue
 from rouse.sweep.channels import Channels
 from rouse.sweep.escalate import Escalation, Threshold
-from rouse.sweep.options import NOTIFY, SweepOptions
+from rouse.sweep.options import CHANNEL_KINDS, NOTIFY, SweepOptions
 from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import Origins
 from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
 from rouse.sweep.sinks import Sink, make_sink
 from rouse.trust.origins import origin_reader
-
-#: What a channel may be: it has to reach a person.
-CHANNEL_KINDS = ("webhook", "exec")
 
 
 def parts(options: SweepOptions, *, origins: Origins | None = None) -> Parts:

@@ -20,6 +20,8 @@ from rouse.sweep.voice import EVENTS
 
 #: The key of ``--notify``'s own sink among :attr:`SweepOptions.channels`.
 NOTIFY = ""
+#: What a channel may be: it has to reach a person.
+CHANNEL_KINDS = ("webhook", "exec")
 
 
 @dataclass(frozen=True)

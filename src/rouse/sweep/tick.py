@@ -45,6 +45,7 @@ from rouse.sweep.parts import Parts
 from rouse.sweep.plan import plan
 from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.runner import Runner
+from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
 from rouse.trust.origins import effective_origin
@@ -75,71 +76,61 @@ class Sweeper(Leading):
         """``parts``: what it sweeps with (:func:`rouse.sweep.build.parts`); ``log`` and
         ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
-        plan_only, quiet, escalation, fleet = (
-            parts.plan_only,
-            parts.quiet,
-            parts.escalation,
-            parts.fleet,
-        )
-        if plan_only and (
-            parts.digest
-            or parts.runner is not None
-            or parts.channels is not None
-            or escalation is not None
-        ):
+        senders = (parts.runner, parts.escalation, parts.channels)
+        if parts.plan_only and (parts.digest or any(part is not None for part in senders)):
             raise ValueError(
                 "a plan-only sweeper sends nothing: no digest, run, escalation or channel"
             )
         super().__init__(log, verbosity)
         self.root = root
-        self.plan_only = plan_only
-        sink = WorkerQueue() if plan_only else parts.sink
+        self.plan_only = parts.plan_only
+        #: where each wake goes (``--plan-only``: the ledger's queue for the workers)
+        self.sink: Sink = WorkerQueue() if parts.plan_only else parts.sink
         #: a file's effective origin (verified when a stamp key exists)
         self.origins: Origins = parts.origins or effective_origin
-        self.sink = sink
-        self.quiet = quiet
+        self.quiet = parts.quiet
         self.interval = interval
-        #: all wakes of a tick go out as one message (``--digest``)
         #: one agent run per digest (``--run``): it takes the sink's place
-        self.runner = parts.runner or (sink if isinstance(sink, Runner) else None)
+        self.runner = parts.runner or (self.sink if isinstance(self.sink, Runner) else None)
+        #: all wakes of a tick go out as one message (``--digest``; always with a run)
         self.digest = parts.digest or self.runner is not None
         #: a second sink, for the owner, when a record is woken without moving
-        self.escalation = escalation
+        self.escalation = parts.escalation
         self.stop = threading.Event()
         self.ledger = parts.ledger if parts.ledger is not None else Ledger(root)
-        self.fleet = fleet
+        self.fleet = parts.fleet
         #: the tree as this tick walked it (for the outreach of a reminder that landed)
         self._tree: Tree | None = None
         self.channels = parts.channels or Channels()
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
-        self._tell_ledger = Ledger(root) if self.ledger.shared and not plan_only else None
+        self._tell_ledger = Ledger(root) if self.ledger.shared and not self.plan_only else None
         self.teller = (
             None
-            if plan_only
+            if self.plan_only
             else Teller(
                 root,
                 self._tell_ledger or self.ledger,
                 self.channels,
                 self,
-                quiet=quiet,
+                quiet=self.quiet,
                 fence=self._fence,
             )
         )
         #: what the last tick's lease said (None: not asked yet), to say each change once
         self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, fleet.unreachable if fleet else _never)
+        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else _never)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
         self.nudges = NudgeArchive(root)
         self.escalator = (
-            Escalator(root, self.ledger, escalation, self, fence=self._fence)
-            if escalation is not None
+            Escalator(root, self.ledger, self.escalation, self, fence=self._fence)
+            if self.escalation is not None
             else None
         )
         self.digests = DigestSender(
             self.ledger,
-            sink,
+            self.sink,
             self.runner,
             self.headers,
             self,
@@ -149,11 +140,11 @@ class Sweeper(Leading):
         )
         self.carrier = Carrier(
             root,
-            sink,
+            self.sink,
             self.ledger,
             self,
             origins=self.origins,
-            quiet=quiet,
+            quiet=self.quiet,
             digests=self.digests if self.digest else None,
             stamp=self._stamp_wake,
             landed=self._maybe_escalate,
@@ -161,7 +152,8 @@ class Sweeper(Leading):
         )
         self.digests.vouch = self.carrier.vouch  # a run's unanswered wakes are nudge files
         #: how long one send may take: the lease is renewed to outlive it
-        self.send_cover = _seconds(getattr(self.runner or sink, "timeout", 0)) + (
+        escalation = self.escalation
+        self.send_cover = _seconds(getattr(self.runner or self.sink, "timeout", 0)) + (
             _seconds(getattr(escalation.sink, "timeout", 0)) if escalation is not None else 0.0
         )
 
