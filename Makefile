@@ -5,12 +5,15 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEMO   := /tmp/rouse-demo
 
-# The real agent CLIs the wiring tests run (tests/test_clients.py), from the npm
-# registry, once; pinned so a new release cannot change the tests under us.
-# Without node/npm on the machine those tests are skipped, saying why.
+# The real agent CLIs the wiring tests run (tests/test_clients.py and
+# tests/test_client_opencode.py), from the npm registry, once; pinned so a new
+# release cannot change the tests under us (opencode-ai brings its own binary,
+# ~180 MB per CPU variant). Without node/npm on the machine those tests are
+# skipped, saying why.
 CLIENTS         := $(VENV)/clients
 CLIENTS_STAMP   := $(CLIENTS)/.installed
-CLIENT_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0
+CLIENT_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 \
+                   opencode-ai@1.18.33
 
 .PHONY: demo test lint typecheck pytest clients bench clean
 

@@ -63,7 +63,7 @@ def drain(tasks: int, jobs: int, sleep: float) -> None:
 
 
 def claims(count: int) -> None:
-    from rouse.core import sweepstate
+    from rouse.core import locks
     from rouse.core.statedir import state_path
     from rouse.core.tree import walk
     from rouse.records.lifecycle import start_task
@@ -76,7 +76,7 @@ def claims(count: int) -> None:
         now = datetime(2026, 3, 14, 12, 0)
         spent = {"supervisor": 0.0, "stamp": 0.0, "release": 0.0}
         for record in records:
-            lock = state_path(root, sweepstate.task_lock(record.dir))
+            lock = state_path(root, locks.task_lock(record.dir))
             spec = {"argv": ["/bin/true"], "cwd": scratch, "env": {}, "timeout": 5}
             spec["locks"] = [str(lock)]
             t0 = time.perf_counter()

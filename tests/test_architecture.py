@@ -13,15 +13,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "rouse"
 
-#: Private names still imported across modules, outside the sweeper and the fleet (each
-#: to be made public in the module that owns it); a new one fails the test.
+#: Private names still imported across modules, each to be made public in the module
+#: that owns it (cli.common, pack.search: not this change's); a new one fails the test.
 KNOWN = {
     ("cli/main.py", "rouse.cli.common._LEFT_BEHIND"),
     ("cli/read.py", "rouse.cli.common._LEFT_BEHIND"),
-    ("cli/work.py", "rouse.cli.write._report"),
     ("pack/index.py", "rouse.pack.search._WORD_RE"),
     ("fleet/mirror_rows.py", "rouse.pack.search._WORD_RE"),
-    ("sweep/ledger/views.py", "rouse.core.sweepstate._reader"),
 }
 
 

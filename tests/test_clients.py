@@ -20,26 +20,24 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import NOW, stamp
+from clients_support import (
+    BIN,
+    CLIENTS,
+    PACK_HEADER,
+    WOKE,
+    Machine,
+    Model,
+    deliver_a_wake,
+)
 from rouse.agents import wire
-from rouse.records.scaffold import init
-
-ROOT = Path(__file__).resolve().parent.parent
-CLIENTS = Path(os.environ.get("ROUSE_TEST_CLIENTS") or ROOT / ".venv" / "clients")
-BIN = CLIENTS / "node_modules" / ".bin"
-PACK_HEADER = "standing truth (context layers"  # once in every pack with context
-WOKE = "woke you since your last prompt"  # once in what the prompt hook injects
 
 pytestmark = pytest.mark.skipif(
     not (shutil.which("node") and shutil.which("npm")),
@@ -47,212 +45,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-# -- a model server on the loopback interface ---------------------------------
-
-
-class Model:
-    """Answers Anthropic Messages and OpenAI Responses requests with "ok"; keeps them."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        model = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                size = int(self.headers.get("content-length", 0))
-                body = json.loads(self.rfile.read(size) or b"{}")
-                model.requests.append({"path": self.path, "body": body})
-                if ":countTokens" in self.path:  # Gemini CLI
-                    return self.reply("application/json", '{"totalTokens": 1}')
-                if ":streamGenerateContent" in self.path:
-                    return self.reply("text/event-stream", f"data: {model.gemini()}\r\n\r\n")
-                if ":generateContent" in self.path:
-                    return self.reply("application/json", model.gemini())
-                if self.path.startswith("/v1/responses"):
-                    events = model.responses()
-                elif body.get("stream"):
-                    events = model.messages(body)
-                else:
-                    return self.reply("application/json", json.dumps(model.message(body)))
-                self.reply("text/event-stream", events)
-
-            def do_GET(self) -> None:
-                self.reply("application/json", '{"data": [], "models": []}')
-
-            def reply(self, kind: str, text: str) -> None:
-                data = text.encode()
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @staticmethod
-    def message(body: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": body.get("model", "m"),
-            "content": [{"type": "text", "text": "ok"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-        }
-
-    @classmethod
-    def messages(cls, body: dict[str, Any]) -> str:
-        start = {**cls.message(body), "content": [], "stop_reason": None}
-        events = [
-            ("message_start", {"message": start}),
-            ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "ok"}}),
-            ("content_block_stop", {"index": 0}),
-            (
-                "message_delta",
-                {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
-            ),
-            ("message_stop", {}),
-        ]
-        return "".join(f"event: {k}\ndata: {json.dumps({'type': k, **v})}\n\n" for k, v in events)
-
-    @staticmethod
-    def responses() -> str:
-        usage = {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
-        item = {"type": "message", "role": "assistant", "id": "m1"}
-        item["content"] = [{"type": "output_text", "text": "ok"}]
-        events = [
-            {"type": "response.created", "response": {"id": "r1"}},
-            {"type": "response.output_item.done", "item": item},
-            {"type": "response.completed", "response": {"id": "r1", "usage": usage}},
-        ]
-        return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
-
-    @staticmethod
-    def gemini() -> str:
-        """A Gemini API generateContent answer (one streamed chunk reads the same)."""
-        part = {"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP"}
-        usage = {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2}
-        return json.dumps({"candidates": [{**part, "index": 0}], "usageMetadata": usage})
-
-    def last(self) -> str:
-        """What the model was sent in the last conversation request, as one string."""
-        return json.dumps(self.requests[-1]["body"], ensure_ascii=False)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def model() -> Iterator[Model]:
     server = Model()
     yield server
     server.close()
-
-
-# -- a machine with a temporary HOME ------------------------------------------
-
-
-class Machine:
-    def __init__(self, tmp: Path, model: Model) -> None:
-        self.home = tmp / "home"
-        self.project = tmp / "proj"
-        self.elsewhere = tmp / "elsewhere"
-        for folder in (self.home, self.project, self.elsewhere):
-            folder.mkdir(parents=True)
-            subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
-        self.model = model
-        self.rouse = self.installed_rouse(tmp)
-        # a folder holding only `rouse`, for the hooks in files the repository carries,
-        # which call rouse by name (on the user's PATH, as an install puts it)
-        self.rouse_bin = tmp / "rouse-bin"
-        self.rouse_bin.mkdir()
-        (self.rouse_bin / "rouse").symlink_to(self.rouse)
-        self.rouse_on_path = False
-        self.global_tree = self.tree(self.home / ".rouse", "GLOBAL-MARK")
-        self.tree(self.project / "memory", "PROJECT-MARK")
-        gemini = self.home / ".gemini"  # the API key's auth, chosen once as `gemini` asks
-        gemini.mkdir()
-        auth = {"security": {"auth": {"selectedType": "gemini-api-key"}}}
-        (gemini / "settings.json").write_text(json.dumps(auth))
-        codex = self.home / ".codex"
-        codex.mkdir()
-        (codex / "config.toml").write_text(
-            'model = "gpt-5"\nmodel_provider = "fake"\ncheck_for_update_on_startup = false\n\n'
-            f'[model_providers.fake]\nname = "fake"\nbase_url = "{model.url}/v1"\n'
-            'wire_api = "responses"\nenv_key = "OPENAI_API_KEY"\n'
-        )
-
-    @staticmethod
-    def installed_rouse(tmp: Path) -> str:
-        """The venv's ``rouse`` script (what `rouse wire` pins), or a stand-in for it."""
-        script = Path(sys.executable).parent / "rouse"
-        if script.is_file():
-            return str(script)
-        folder = tmp / "opt" / "bin"
-        folder.mkdir(parents=True)
-        (folder / "rouse").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m rouse "$@"\n')
-        (folder / "rouse").chmod(0o755)
-        return str(folder / "rouse")
-
-    @staticmethod
-    def tree(root: Path, mark: str) -> Path:
-        init(root, NOW, examples=False)
-        (root / "entrypoint" / "beliefs" / "belief-mark.md").write_text(f"{mark}\n")
-        return root
-
-    def wire(self, tree: Path | None = None, executable: str | None = None, **flags: bool) -> None:
-        tree = tree or self.project / "memory"
-        pinned = self.rouse if executable is None else executable
-        wire.wire(tree, home=self.home, executable=pinned, **flags)
-
-    def path(self) -> str:
-        """/usr/bin:/bin (and node's folder, for Codex's launcher): no rouse on it,
-        unless ``rouse_on_path`` (then its own folder first, and nothing else of rouse's)."""
-        node = os.path.dirname(shutil.which("node") or "/usr/bin/node")
-        folders = ["/usr/bin", "/bin"] + ([node] if node not in ("/usr/bin", "/bin") else [])
-        path = os.pathsep.join(folders)
-        assert not shutil.which("rouse", path=path), f"a rouse on {path} would hide the test"
-        return os.pathsep.join([str(self.rouse_bin), path]) if self.rouse_on_path else path
-
-    def env(self) -> dict[str, str]:
-        return {
-            "HOME": str(self.home),
-            "PATH": self.path(),  # no rouse here: the hook must find it by itself
-            "LANG": "C.UTF-8",
-            "ANTHROPIC_API_KEY": "sk-ant-dummy",
-            "ANTHROPIC_BASE_URL": self.model.url,
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "OPENAI_API_KEY": "sk-dummy",
-            "GEMINI_API_KEY": "dummy",
-            "GOOGLE_GEMINI_BASE_URL": self.model.url,
-            "GEMINI_CLI_TRUST_WORKSPACE": "true",  # as trusting the folder does
-        }
-
-    def run(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            args,
-            cwd=cwd,
-            env=self.env(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert done.returncode == 0, f"{args[0]}: {done.stderr[-2000:]}"
-        return done
 
 
 @pytest.fixture
@@ -319,26 +116,6 @@ def test_claude_says_why_when_rouse_cannot_be_started(machine: Machine, tmp_path
     assert output == wire.CANNOT_RUN + "\n"
     sent = machine.model.last()
     assert wire.CANNOT_RUN in sent and "not found" not in sent
-
-
-def deliver_a_wake(machine: Machine, slug: str | None = "call-bank") -> None:
-    """The sweeper delivers a wake while the session is open: a reminder made an hour
-    ago and due 30 minutes ago, swept now (the wall clock: the hook reads it too).
-    Without a slug, a tick with nothing due."""
-    wall = datetime.now().replace(second=0, microsecond=0)
-    tree = str(machine.project / "memory")
-    due = stamp(wall - timedelta(minutes=30))
-    made = stamp(wall - timedelta(hours=1))
-    remind = [["remind", slug, "--due", due, "--now", made]] if slug else []
-    for args in (*remind, ["sweep", "--once", "-q", "--now", stamp(wall)]):
-        done = subprocess.run(
-            [machine.rouse, *args, "--memory", tree],
-            env={**machine.env(), "PATH": os.environ["PATH"]},
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
 
 
 class Conversation:
@@ -702,8 +479,8 @@ def gemini(machine: Machine, cwd: Path, *extra: str) -> str:
 def test_gemini_gets_one_pack_per_session_and_a_wake_once(machine: Machine) -> None:
     """`gemini -p` is one turn per process: a resumed session runs SessionStart again (a
     fresh pack, which lists the wake as woken); BeforeAgent then adds nothing, since that
-    session has been shown it. (A wake between two prompts of one open session would
-    need Gemini's interactive or ACP mode, not driven here.)"""
+    session has been shown it. (A wake between two prompts of one open session: the ACP
+    test below.)"""
     machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
     machine.wire(gemini=True)
     sent = gemini(machine, machine.project)
@@ -714,3 +491,90 @@ def test_gemini_gets_one_pack_per_session_and_a_wake_once(machine: Machine) -> N
         sent = gemini(machine, machine.project, "--resume", "latest")
         assert sent.count(PACK_HEADER) == 1 and sent.count("reminder/call-bank") == 1
         assert WOKE not in sent
+
+
+class AcpSession:
+    """One open Gemini CLI session driven over ACP (`gemini --acp`: JSON-RPC on stdio),
+    as an editor drives it: one process, prompts sent one at a time."""
+
+    def __init__(self, machine: Machine) -> None:
+        self.machine = machine
+        self.proc = subprocess.Popen(
+            [str(BIN / "gemini"), "--acp"],
+            cwd=machine.project,
+            env=machine.env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.guard = threading.Timer(120, self.proc.kill)  # a hung client fails, never hangs
+        self.guard.start()
+        self.next_id = 0
+        self.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        new = self.call("session/new", {"cwd": str(machine.project), "mcpServers": []})
+        self.session = new["sessionId"]
+
+    def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Send one request; its result (notifications on the way are read past)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.next_id += 1
+        request = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        while True:
+            line = self.proc.stdout.readline()
+            assert line, f"gemini closed its output before answering {method}"
+            message = json.loads(line)
+            if message.get("id") == self.next_id and "method" not in message:
+                assert "error" not in message, message["error"]
+                result: dict[str, Any] = message["result"]
+                return result
+
+    def say(self, text: str) -> str:
+        """One prompt; what the model was sent for it (the turn, not the router's ask)."""
+        before = len(self.machine.model.requests)
+        prompt = [{"type": "text", "text": text}]
+        done = self.call("session/prompt", {"sessionId": self.session, "prompt": prompt})
+        assert done["stopReason"] == "end_turn"
+        turns = [
+            json.dumps(r["body"], ensure_ascii=False)
+            for r in self.machine.model.requests[before:]
+            if ":streamGenerateContent" in r["path"]
+        ]
+        assert turns, "Gemini CLI sent the model nothing for the prompt"
+        return turns[-1]
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        finally:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc.stdout.close()
+            self.guard.cancel()
+
+
+def test_gemini_a_wake_between_two_prompts_of_an_open_session_reaches_the_second_only(
+    machine: Machine,
+) -> None:
+    """In one open Gemini CLI session (ACP, as an editor runs it), a wake delivered after
+    the first prompt reaches the model at the second, through BeforeAgent, once."""
+    machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
+    machine.wire(gemini=True)
+    talk = AcpSession(machine)
+    try:
+        sent = talk.say("first")
+        assert WOKE not in sent  # nothing delivered yet: nothing injected
+
+        deliver_a_wake(machine)
+
+        sent = talk.say("second")
+        assert sent.count(WOKE) == 1 and "reminder/call-bank" in sent
+
+        sent = talk.say("third")  # nothing new since: nothing more injected
+        assert sent.count(WOKE) == 1  # (the second prompt's, in the history)
+    finally:
+        talk.close()

@@ -16,7 +16,7 @@ from conftest import NOTES, NOW
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.header import MAX_HEADER_BYTES, MAX_VALUE_CHARS, read_header
-from rouse.records import notes, scaffold
+from rouse.records import inputs, notes, scaffold
 
 #: Machine fields spelled every way the hostile run tried, and a few more.
 SMUGGLED_KEYS = [
@@ -101,7 +101,7 @@ def test_new_note_with_a_newline_in_its_slug_is_refused_by_the_cli(home: Path) -
 def test_machine_fields_are_refused_whatever_their_case_or_spacing(home: Path, key: str) -> None:
     before = files_under(home)
     with pytest.raises(UsageError) as refused:
-        scaffold.validate_fields({key: "2099-01-01 00:00"}, NOW)
+        inputs.validate_fields({key: "2099-01-01 00:00"}, NOW)
     message = refused.value.render()
     assert "machine field" in message or "bad field key" in message
     assert "\n" not in message  # one line, even when the key held a newline
@@ -115,25 +115,25 @@ def test_machine_fields_are_refused_whatever_their_case_or_spacing(home: Path, k
 @pytest.mark.parametrize("key", ["ORIGIN", "origin ", "Swept", "FIRES"])
 def test_a_machine_field_in_any_case_is_named_as_one(key: str) -> None:
     with pytest.raises(UsageError, match=f"'{key.strip().lower()}' is a machine field"):
-        scaffold.check_key(key)
+        inputs.check_key(key)
 
 
 @pytest.mark.parametrize("key", BAD_KEYS)
 def test_keys_must_be_lowercase_kebab_case(key: str) -> None:
     with pytest.raises(UsageError, match="bad field key"):
-        scaffold.check_key(key)
+        inputs.check_key(key)
 
 
 def test_a_good_key_passes_the_one_validator() -> None:
     for key in ("closes-when", "success-when", "keywords", "stale-after", "due"):
-        assert scaffold.check_key(key) == key
+        assert inputs.check_key(key) == key
 
 
 @pytest.mark.parametrize("key", ["x", "a1-b2", "title", "close-when", "stale-afterr"])
 def test_a_well_formed_key_rouse_does_not_read_is_refused(home: Path, key: str) -> None:
     before = files_under(home)
     with pytest.raises(UsageError, match=f"unknown field '{key}'"):
-        scaffold.check_key(key)
+        inputs.check_key(key)
     with pytest.raises(UsageError, match=f"unknown field '{key}'"):
         scaffold.new(home, "intention", "free-form", NOW, fields={key: "x"})
     with pytest.raises(UsageError, match=f"unknown field '{key}'"):
@@ -158,7 +158,7 @@ def test_values_must_be_one_line_without_control_characters(home: Path, what: st
     before = files_under(home)
     value = BAD_VALUES[what]
     with pytest.raises(UsageError, match="'closes-when'") as refused:
-        scaffold.validate_fields({"closes-when": value}, NOW)
+        inputs.validate_fields({"closes-when": value}, NOW)
     assert "\n" not in refused.value.render()
     with pytest.raises(UsageError):
         scaffold.new(home, "intention", "smuggle", NOW, fields={"closes-when": value})
@@ -178,7 +178,7 @@ def test_a_value_over_the_limit_is_refused_naming_the_limit(home: Path) -> None:
     with pytest.raises(UsageError, match=f"at most {MAX_VALUE_CHARS:,}"):
         scaffold.new(home, "intention", "big", NOW, fields={"closes-when": "x" * 100_000})
     with pytest.raises(UsageError, match=f"at most {MAX_VALUE_CHARS:,}"):
-        scaffold.validate_fields({"keywords": "x" * (MAX_VALUE_CHARS + 1)}, NOW)
+        inputs.validate_fields({"keywords": "x" * (MAX_VALUE_CHARS + 1)}, NOW)
     assert files_under(home) == before
 
 

@@ -19,7 +19,7 @@ from conftest import NOW
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.lint import fields as lint_fields
-from rouse.records import scaffold
+from rouse.records import inputs
 
 INTENTION = "entrypoint/beliefs/motivations/intentions/example-stabilise-nightly-build"
 REMINDER = "inventory/reminders/example-renew-the-tls-certificate"
@@ -79,7 +79,7 @@ def test_set_with_misspelt_keys_is_refused_with_a_suggestion(home: Path) -> None
 
 def test_an_unknown_key_with_nothing_close_says_there_is_no_free_form_metadata() -> None:
     with pytest.raises(UsageError) as refused:
-        scaffold.validate_fields({"colour": "blue"}, NOW)
+        inputs.validate_fields({"colour": "blue"}, NOW)
     message = refused.value.render()
     assert "unknown field 'colour'" in message and "did you mean" not in message
     assert "body" in message  # where free text goes instead
@@ -88,9 +88,9 @@ def test_an_unknown_key_with_nothing_close_says_there_is_no_free_form_metadata()
 def test_the_one_validator_refuses_unknown_keys_for_every_writer() -> None:
     """MCP `fields` and `remember` go through validate_fields / check_key: the same refusal."""
     with pytest.raises(UsageError, match=r"did you mean 'keywords'\?"):
-        scaffold.validate_fields({"keyword": "a, b"}, NOW)
+        inputs.validate_fields({"keyword": "a, b"}, NOW)
     with pytest.raises(UsageError, match=r"did you mean 'success-when'\?"):
-        scaffold.check_key("sucess-when")
+        inputs.check_key("sucess-when")
 
 
 #: The keys docs/header.md lists as read by rouse, less the machine fields.
@@ -106,17 +106,17 @@ READ_KEYS = (
 
 @pytest.mark.parametrize("key", READ_KEYS)
 def test_every_key_rouse_reads_and_a_writer_may_write_passes(key: str) -> None:
-    assert scaffold.check_key(key) == key
+    assert inputs.check_key(key) == key
 
 
 def test_the_writable_keys_are_the_documented_ones() -> None:
-    assert frozenset(READ_KEYS) == scaffold.WRITABLE_KEYS
+    assert frozenset(READ_KEYS) == inputs.WRITABLE_KEYS
 
 
 def test_writers_and_check_know_the_same_keys() -> None:
-    assert scaffold.KNOWN_KEYS == lint_fields.KNOWN_KEYS == layout.KNOWN_KEYS
+    assert inputs.KNOWN_KEYS == lint_fields.KNOWN_KEYS == layout.KNOWN_KEYS
     assert lint_fields.RULED_KEYS == layout.KNOWN_KEYS  # a rule for every key, and no more
-    assert scaffold.WRITABLE_KEYS == scaffold.KNOWN_KEYS - layout.MACHINE_FIELDS
+    assert inputs.WRITABLE_KEYS == inputs.KNOWN_KEYS - layout.MACHINE_FIELDS
 
 
 # -- what a new file must be ----------------------------------------------------

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from rouse.agents import service
+from rouse.agents import service, service_units
 
 INIT = "2026-03-14 12:00"
 Rouse = Callable[..., subprocess.CompletedProcess[str]]
@@ -274,7 +274,7 @@ def test_status_takes_no_sweep_flags(rouse: Rouse) -> None:
 
 @pytest.mark.parametrize("word", ["plain", "a b%", "%", "100%done", "it's 5%", "", "$HOME%x"])
 def test_a_cron_word_reads_back_whether_cron_drops_the_backslash_or_not(word: str) -> None:
-    quoted = service._cron_word(word)
+    quoted = service_units.cron_word(word)
     assert "%" not in quoted.replace("\\%", "")  # no bare % for cron to turn into a newline
     for as_cron_leaves_it in (quoted, quoted.replace("\\%", "%")):
         said = subprocess.run(

@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 
+from rouse.agents.opencode import has_plugin
 from rouse.agents.settings_hooks import hooked_agent
 from rouse.agents.wiring import Wired, Wiring, read_text, update_file
 from rouse.core import layout
@@ -23,6 +24,23 @@ _BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
 _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md")
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
+#: The agents that read AGENTS.md and may get the pack by themselves: how it reaches each.
+AGENTS_MD_READERS = {
+    "Codex": "In Codex the memory pack arrives at session start by itself (a SessionStart hook)",
+    "opencode": "In opencode the memory pack arrives at session start by itself (a plugin)",
+    "Codex and opencode": (
+        "In Codex the memory pack arrives at session start by itself (a SessionStart hook), "
+        "and in opencode (a plugin)"
+    ),
+}
+
+
+def _hooked(w: Wiring, name: str) -> str | None:
+    """The agent(s) whose hook or plugin delivers the pack to readers of ``name``."""
+    hooked = hooked_agent(w, name)
+    if name == "AGENTS.md" and has_plugin(w):
+        return "opencode" if hooked is None else f"{hooked} and opencode"
+    return hooked
 
 
 def _memory_flag(w: Wiring) -> str:
@@ -51,11 +69,10 @@ def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
             f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
             f"before writing memory, read {instructions}."
         )
-    elif hooked == "Codex":
+    elif hooked in AGENTS_MD_READERS:
         first = (
-            "- In Codex the memory pack arrives at session start by itself (a SessionStart "
-            "hook): treat it as your memory and do not run it again. Any other agent: "
-            + instruction_line(w)
+            f"- {AGENTS_MD_READERS[hooked]}: treat it as your memory and do not run it again. "
+            "Any other agent: " + instruction_line(w)
         )
     else:
         first = "- " + instruction_line(w)
@@ -126,7 +143,8 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
     if w.project is None:
         result.printed += [
             f"The global tree {w.tree} has no project root. Put this block in your agent's "
-            "global instruction file (for example ~/.claude/CLAUDE.md or ~/.codex/AGENTS.md):",
+            "global instruction file (for example ~/.claude/CLAUDE.md, ~/.codex/AGENTS.md or "
+            "~/.config/opencode/AGENTS.md):",
             "",
             render_block(w).rstrip("\n"),
         ]
@@ -139,7 +157,7 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
         found = True
         old = read_text(path)
         newline = "\r\n" if "\r\n" in old else "\n"
-        block = render_block(w, hooked_agent(w, name)).replace("\n", newline)
+        block = render_block(w, _hooked(w, name)).replace("\n", newline)
         text = splice_block(old, block, str(path), newline)
         result.done.append(update_file(path, text, "rouse block"))
     if not found:

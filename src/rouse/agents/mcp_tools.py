@@ -3,7 +3,7 @@
 :class:`Tools` runs the same library functions the CLI calls
 (``scaffold.new``, ``lifecycle.*``, ``clock.due``, the pack, recall, probes),
 with the same validation: bad slugs, field keys and values checked by the
-CLI's own functions (``scaffold.check_key``, ``check_value``, ``check_body``),
+CLI's own functions (``inputs.check_key``, ``check_value``, ``check_body``),
 illegal endings raise, and nothing is written. :class:`ReadTools` holds the
 tools that only read. No ``mcp`` SDK here: this module loads and tests
 without the extra. No tool offers ``stamp``: origins are written from
@@ -23,7 +23,7 @@ from rouse.core.timefmt import format_stamp, parse_when
 from rouse.core.tree import display_ids, walk
 from rouse.pack.views import due_header, due_item, due_lines, due_order
 from rouse.probes import gate
-from rouse.records import lifecycle, notes, scaffold
+from rouse.records import inputs, lifecycle, notes, scaffold
 from rouse.trust import origins
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
@@ -36,7 +36,7 @@ def wall_clock() -> datetime:
 
 def _one_line(value: str | None, what: str) -> str:
     """A header value given as its own argument: checked as a field value, and not empty."""
-    text = scaffold.check_value(what, value or "")
+    text = inputs.check_value(what, value or "")
     if not text:
         raise UsageError(f"{what} must be one non-empty line")
     return text
@@ -44,7 +44,7 @@ def _one_line(value: str | None, what: str) -> str:
 
 def _text(value: str | None, what: str) -> str | None:
     """Body text (a note, a reason): any length, but text."""
-    return None if value is None else scaffold.check_body(value, what)
+    return None if value is None else inputs.check_body(value, what)
 
 
 class ReadTools:
@@ -148,7 +148,7 @@ class Tools(ReadTools):
         given = dict(fields or {})
         if keywords is not None:
             given["keywords"] = keywords
-        scaffold.check_body(body)
+        inputs.check_body(body)
         done = notes.remember(self.root, slug, body, self.now(), given)
         return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"
 
@@ -167,7 +167,7 @@ class Tools(ReadTools):
             slug,
             self.now(),
             under=under,
-            fields=scaffold.validate_fields(given, self.now()),
+            fields=inputs.validate_fields(given, self.now()),
             body=body,
         )
         return f"wrote {created.rel}" + _todo(created.todo)
@@ -191,7 +191,7 @@ class Tools(ReadTools):
                 "a reminder needs fields.due: a stamp 'YYYY-MM-DD HH:MM', '+2h' or 'mon 9am' "
                 "(or fields.every, to start a series at its first occurrence)"
             )
-        clean = scaffold.validate_fields(given, now)
+        clean = inputs.validate_fields(given, now)
         created = scaffold.new(self.root, kind, slug, now, under=under, fields=clean, body=body)
         due = f" (due {created.fields['due']})" if kind == "reminder" else ""
         return f"wrote {created.rel}{due}" + _todo(created.todo)

@@ -3,7 +3,7 @@
 Our block from ``CLAUDE.md`` / ``AGENTS.md`` (the rest of each file kept),
 our hooks from every settings scope rouse writes for this tree (other hooks
 and settings kept; the files themselves stay), and the files that are rouse's
-own: the Cursor rule and the skills. Idempotent: a second run finds nothing
+own: the Cursor rule, the opencode plugin and the skills. Idempotent: a second run finds nothing
 and says so.
 """
 
@@ -15,6 +15,7 @@ from rouse.agents import settings_hooks
 from rouse.agents.cursor import unwire_cursor_hooks
 from rouse.agents.gemini import gemini_path
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
+from rouse.agents.opencode import unwire_opencode
 from rouse.agents.skills import remove_skills
 from rouse.agents.wiring import Wired, Wiring, read_text, update_file
 
@@ -54,6 +55,7 @@ def unwire(w: Wiring) -> Wired:
     result = Wired()
     remove_hooks(w, result)
     unwire_cursor_hooks(w, result)
+    unwire_opencode(w, result)
     remove_blocks(w, result)
     remove_rule(w, result)
     remove_skills(w, result)

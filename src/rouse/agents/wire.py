@@ -23,6 +23,7 @@ from pathlib import Path
 from rouse.agents.cursor import wire_cursor_hooks
 from rouse.agents.gemini import wire_gemini_hooks
 from rouse.agents.instructions import BEGIN, END, wire_blocks, wire_cursor
+from rouse.agents.opencode import wire_opencode
 from rouse.agents.settings_hooks import (
     CANNOT_RUN,
     CANNOT_RUN_SHARED,
@@ -110,6 +111,7 @@ def wire(
     codex_hooks: bool = False,
     cursor: bool = False,
     gemini: bool = False,
+    opencode: bool = False,
     mcp: bool = False,
     executable: str | None = None,
     remove: bool = False,
@@ -124,14 +126,14 @@ def wire(
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
     if remove:
-        if claude_hooks or codex_hooks or cursor or gemini or mcp or shared:
+        if claude_hooks or codex_hooks or cursor or gemini or opencode or mcp or shared:
             raise UsageError("--remove takes every piece out: give it alone")
         from rouse.agents.unwire import unwire
 
         return unwire(w)
     result = Wired()
     pinned: str | None = None
-    if claude_hooks or codex_hooks or cursor or gemini:
+    if claude_hooks or codex_hooks or cursor or gemini or opencode:
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
             wire_claude_hooks(w, shared, result, pinned)
@@ -139,6 +141,8 @@ def wire(
             wire_codex_hooks(w, result, pinned)
         if gemini:
             wire_gemini_hooks(w, result, pinned)
+        if opencode:
+            wire_opencode(w, result, pinned)
     wire_blocks(w, result)
     wire_skills(w, result)
     if cursor:

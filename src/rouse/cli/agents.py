@@ -30,6 +30,7 @@ def cmd_wire(args: argparse.Namespace) -> int:
         codex_hooks=args.codex_hooks,
         cursor=args.cursor,
         gemini=args.gemini,
+        opencode=args.opencode,
         mcp=args.mcp,
         remove=args.remove,
     )
@@ -64,6 +65,9 @@ def args_wire(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--cursor", action="store_true", help="an always-applied .cursor rule")
     sub.add_argument(
         "--gemini", action="store_true", help="SessionStart and BeforeAgent hooks in .gemini/"
+    )
+    sub.add_argument(
+        "--opencode", action="store_true", help="a plugin in .opencode/plugins/: pack and wakes"
     )
     sub.add_argument("--mcp", action="store_true", help="print how to register `rouse mcp`")
     sub.add_argument(

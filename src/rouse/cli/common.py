@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-HOOK_KINDS = ("claude", "codex", "cursor", "gemini")
+HOOK_KINDS = ("claude", "codex", "cursor", "gemini", "opencode")
 
 
 def resolve_now(args: argparse.Namespace) -> datetime:

@@ -27,6 +27,7 @@ from rouse.cli.read import (
     cmd_tree,
 )
 from rouse.cli.service import args_service, cmd_service
+from rouse.cli.stamp import args_stamp, cmd_stamp
 from rouse.cli.sweeping import args_log, args_status, args_sweep, cmd_log, cmd_status, cmd_sweep
 from rouse.cli.work import (
     args_cancel,
@@ -44,7 +45,6 @@ from rouse.cli.write import (
     args_promote,
     args_remind,
     args_snooze,
-    args_stamp,
     args_tell,
     cmd_close,
     cmd_init,
@@ -53,7 +53,6 @@ from rouse.cli.write import (
     cmd_promote,
     cmd_remind,
     cmd_snooze,
-    cmd_stamp,
     cmd_tell,
 )
 

@@ -76,7 +76,7 @@ def _sweep_flags(flags: list[str], verb: str = "sweep") -> argparse.Namespace:
 
 
 def cmd_service(args: argparse.Namespace) -> int:
-    from rouse.agents import service
+    from rouse.agents import service, service_control
 
     flags = _own_options(args)
     if args.action != "install" and flags:
@@ -102,16 +102,16 @@ def cmd_service(args: argparse.Namespace) -> int:
         ledger=os.environ.get("ROUSE_LEDGER") if args.action == "install" else None,
     )
     if args.action == "install":
-        emit(service.install(plan, dry_run=args.dry_run, start=not args.no_start))
+        emit(service_control.install(plan, dry_run=args.dry_run, start=not args.no_start))
         return 0
     if args.action == "uninstall":
-        emit(service.uninstall(plan, dry_run=args.dry_run, start=not args.no_start))
+        emit(service_control.uninstall(plan, dry_run=args.dry_run, start=not args.no_start))
         return 0
-    data = service.status(plan)
+    data = service_control.status(plan)
     if args.json:
         emit_json(data)
     else:
-        emit(service.status_lines(data))
+        emit(service_control.status_lines(data))
     return 0 if data["installed"] is not False else 1
 
 

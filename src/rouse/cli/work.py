@@ -95,10 +95,10 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from rouse.cli.write import _report
+    from rouse.cli.write import report_changed
     from rouse.records import tasks
 
-    return _report(tasks.cancel(tree_root(args), args.ref, resolve_now(args)), args)
+    return report_changed(tasks.cancel(tree_root(args), args.ref, resolve_now(args)), args)
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:

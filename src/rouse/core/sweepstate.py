@@ -1,7 +1,5 @@
-"""Who sweeps this tree, when it last ticked, and what the ledger still owes.
+"""The sweeper's last tick, the fleet's queue, the run budget, and what the ledger still owes.
 
-``.rouse/sweep.lock`` is held (flock) for a sweeper's life — one sweeper per
-tree, released by the OS if it dies — and names its holder.
 ``.rouse/sweep.json`` records the last tick's ``now`` and the sweeper's
 interval, so the pack can warn when a sweeper has stopped ticking.
 ``.rouse/fleet.json`` is what a fleet sweeper learned at that tick about the
@@ -9,13 +7,14 @@ wakes it queued for delivery workers and the workers alive to take them, so
 the pack and ``status --check`` can say when nothing is delivering them
 without ever reaching the database. The ledger
 counts here open ``.rouse/ledger.sqlite3`` read-only and never create it.
-Light to import: the pack and ``status`` call these on every run.
+Light to import: the pack and ``status`` call these on every run. The locks a
+sweeper or a task's run holds for its life, who holds them, and the task
+worker's last round are :mod:`rouse.core.locks` (which the pack never loads).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import stat
@@ -24,11 +23,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.errors import UsageError
-from rouse.core.statedir import StateError, path_problem, state_path
+from rouse.core.statedir import path_problem
 from rouse.core.statefile import save_json
-from rouse.core.stateshapes import BUDGET, FLEET, SWEEP, WORK
-from rouse.core.stateshapes import SWEEP_LOCK as LOCK_SHAPE
+from rouse.core.stateshapes import BUDGET, FLEET, SWEEP
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -50,59 +47,12 @@ LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 RUN_LOCK = "run.lock"
 #: (under .rouse/) written while the run budget (--max-runs) is spent: until when
 BUDGET_FILE = "runs/budget.json"
+#: (under .rouse/) the task worker's last round: when, its pid, what it holds for trust
+WORK_STATE = "work.json"
 
 
 def _t(value: datetime) -> str:
     return value.strftime(TIME_FORMAT)
-
-
-@contextlib.contextmanager
-def sweeper_lock(root: Path) -> Iterator[None]:
-    """Hold ``.rouse/sweep.lock`` for the sweeper's life; refuse at once if taken."""
-    path = state_path(root, "sweep.lock")
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        raise StateError(
-            f"cannot open the sweeper's lock {path} ({exc.strerror}): check the permissions "
-            "of the tree and its .rouse/"
-        ) from None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        found = holder(root) or {}
-        who = f" (pid {found['pid']}, since {found.get('since')})" if found.get("pid") else ""
-        raise UsageError(
-            f"another sweeper is already running on {root}{who}: one sweeper per tree; "
-            "stop it first, or let it do the work"
-        ) from None
-    try:
-        os.ftruncate(fd, 0)
-        started = datetime.now().replace(microsecond=0)
-        os.write(fd, json.dumps({"pid": os.getpid(), "since": _t(started)}).encode())
-        yield
-    finally:
-        os.close(fd)
-
-
-def holder(root: Path) -> dict[str, Any] | None:
-    """Who took the sweeper lock last, and whether that process is still alive."""
-    data = LOCK_SHAPE.read(root / SWEEP_LOCK)
-    if not isinstance(data, dict):
-        return None
-    data["running"] = _alive(data["pid"])
-    return data
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def write_state(
@@ -126,26 +76,6 @@ def write_state(
         "notify": notify,
     }
     save_json(path, data)  # best-effort like every state file: a miss reads as "stopped"
-
-
-def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | None] | None:
-    """The sweeper's channels (name → sink) and its default (``--notify``), as its last
-    tick recorded them; None when no sweeper runs on this tree, or (``sweep --once``
-    from cron) none has ticked within max(1h, 3 intervals) of ``now``."""
-    data = SWEEP.read(root / STATE_FILE) or {}
-    found = holder(root)
-    running = bool(found and found.get("running"))
-    if running and data.get("pid") != (found or {}).get("pid"):
-        return {}, None  # it has not ticked yet: it says at its first tick
-    if not running:
-        when, interval = last_tick(root)
-        allowed = max(3600.0, 3 * (interval or 0))
-        if when is None or abs((now - when).total_seconds()) > allowed:
-            return None
-    named = data.get("channels")
-    notify = data.get("notify")
-    channels = {str(k): str(v) for k, v in named.items()} if isinstance(named, dict) else {}
-    return channels, notify if isinstance(notify, str) else None
 
 
 def last_tick(root: Path) -> tuple[datetime | None, float | None]:
@@ -274,7 +204,7 @@ def ledger_problem(root: Path) -> str | None:
 
 
 @contextlib.contextmanager
-def _reader(root: Path) -> Iterator[sqlite3.Connection | None]:
+def ledger_reader(root: Path) -> Iterator[sqlite3.Connection | None]:
     """A connection to an existing ledger, or None; never creates the file."""
     path = root / LEDGER
     if path_problem(root, "ledger.sqlite3") is not None or not path.is_file():
@@ -305,7 +235,7 @@ def _reader(root: Path) -> Iterator[sqlite3.Connection | None]:
 def counts(root: Path) -> dict[str, int]:
     """Wakes by state (all time): pending, held, delivered, given_up, withdrawn."""
     found = dict.fromkeys(LEDGER_STATES, 0)
-    with _reader(root) as db:
+    with ledger_reader(root) as db:
         if db is None:
             return found
         try:
@@ -327,7 +257,7 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str,
     found: dict[str, tuple[str, str, str, int]] = {}
     if not receipts:
         return found
-    with _reader(root) as db:
+    with ledger_reader(root) as db:
         if db is None:
             return found
         for start in range(0, len(receipts), 500):
@@ -380,7 +310,7 @@ def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, i
     up after 24h of failures, all time or (with ``since``) given up at or after it.
     """
     found = {"pending": 0, "held": 0, "given_up": 0}
-    with _reader(root) as db:
+    with ledger_reader(root) as db:
         if db is None:
             return found
         try:
@@ -404,7 +334,7 @@ def _by_state(
     found = dict.fromkeys((*owed, *ended), 0)
     listed = ", ".join(f"'{state}'" for state in owed)  # (rouse's own state names)
     over = ", ".join(f"'{state}'" for state in ended)
-    with _reader(root) as db:
+    with ledger_reader(root) as db:
         if db is None:
             return found
         try:
@@ -443,41 +373,3 @@ def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
     if until <= now:
         return None
     return {"budget": str(data.get("budget")), "until": until, "runs": data.get("runs")}
-
-
-# -- the task worker (rouse work): its claims and its last round ---------------
-
-#: (under .rouse/) the task worker's last round: when, its pid, what it holds for trust
-WORK_STATE = "work.json"
-
-
-def task_lock(record_dir: str) -> str:
-    """A task's claim under .rouse/ (flock, held by its run's supervisor): one per task."""
-    import hashlib
-
-    slug = record_dir.rpartition("/")[2][:40]
-    return f"tasks/{slug}-{hashlib.sha1(record_dir.encode()).hexdigest()[:16]}.lock"
-
-
-def claim_live(root: Path, record_dir: str) -> bool:
-    """Whether a live process holds the task's claim (a look that takes nothing for long)."""
-    try:
-        fd = os.open(root / layout.STATE_DIR / task_lock(record_dir), os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
-
-
-def work_state(root: Path) -> dict[str, Any] | None:
-    """The task worker's last round (``.rouse/work.json``), and whether its pid lives."""
-    data = WORK.read(root / layout.STATE_DIR / WORK_STATE)
-    if not isinstance(data, dict):
-        return None
-    data["alive"] = isinstance(data.get("pid"), int) and _alive(data["pid"])
-    return data

@@ -30,7 +30,8 @@ from rouse.lint.shape import (
 )
 from rouse.probes import demand, readings
 from rouse.probes.definitions import load_probes
-from rouse.trust.origins import OriginReader, stamp_findings
+from rouse.trust.origins import OriginReader
+from rouse.trust.stampcheck import stamp_findings
 
 
 def check(

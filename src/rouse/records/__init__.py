@@ -1,1 +1,1 @@
-"""Writing records: scaffolding (init, new, remind) and the lifecycle verbs."""
+"""Writing records: scaffolding (init, new, remind), the checks of their inputs, the lifecycle."""

@@ -23,7 +23,8 @@ from rouse.core.timefmt import (
     parse_when,
 )
 from rouse.core.tree import Record, Tree, walk
-from rouse.records.scaffold import article, check_body, check_parent, check_value
+from rouse.records.inputs import check_body, check_value
+from rouse.records.scaffold import article, check_parent
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
 Fact = str | int | datetime | timedelta | None

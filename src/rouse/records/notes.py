@@ -18,6 +18,7 @@ from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Note, walk
 from rouse.records import scaffold
+from rouse.records.inputs import validate_fields
 
 #: A rewritten note's old stamps no longer describe its text: they go.
 STAMP_FIELDS = ("origin", "origin-turn", "origin-sig")
@@ -39,7 +40,7 @@ def remember(
     refused). Two notes with the slug are ambiguous: refused, nothing written.
     """
     layout.validate_slug(slug)
-    clean = scaffold.validate_fields(fields, now)
+    clean = validate_fields(fields, now)
     matches = [n for n in walk(root).notes if n.slug == slug]
     if len(matches) > 1:
         paths = ", ".join(sorted(n.rel for n in matches))

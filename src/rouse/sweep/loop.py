@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 
 from rouse.core.errors import TooNew, UsageError
-from rouse.core.sweepstate import sweeper_lock
+from rouse.core.locks import sweeper_lock
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.parts import Parts

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, layout, sweepstate
+from rouse.core import clock, layout, locks, sweepstate
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Tree, walk
 
@@ -75,7 +75,7 @@ def _lease(found: dict[str, Any] | None) -> dict[str, Any] | None:
 def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
     """The last tick, the sweeper lock's holder, and the ledger's counts (``book``'s if given)."""
     tick, interval = sweepstate.last_tick(root)
-    holder = sweepstate.holder(root)
+    holder = locks.holder(root)
     if holder is not None:
         holder["interval"] = interval
         holder["since"] = _since(holder.get("since"))
@@ -130,11 +130,11 @@ def task_status(tree: Tree) -> dict[str, Any]:
                     "started": (record.get("started") or "").strip() or None,
                     "attempts": (record.get("attempts") or "").strip() or None,
                     "worker": (record.get("worker") or "").strip() or None,
-                    "stuck": not sweepstate.claim_live(tree.root, record.dir),
+                    "stuck": not locks.claim_live(tree.root, record.dir),
                 }
             )
     running.sort(key=lambda item: str(item["path"]))
-    worker = sweepstate.work_state(tree.root)
+    worker = locks.work_state(tree.root)
     return {
         "running": running,
         "pending": pending,

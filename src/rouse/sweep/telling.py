@@ -17,8 +17,8 @@ from pathlib import Path
 
 from rouse.core import acts
 from rouse.core.errors import RouseError, UsageError
+from rouse.core.locks import sweeper_channels
 from rouse.core.store import Store
-from rouse.core.sweepstate import sweeper_channels
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import display_ids, walk
 from rouse.sweep.ledger import Ledger

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, header, sweepstate
+from rouse.core import clock, header, locks, sweepstate
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statedir import state_path
 from rouse.core.statefile import save_json
@@ -89,7 +89,7 @@ class Report:
 
 def lock_rel(record: Record) -> str:
     """The task's claim under .rouse/: one lock file per task directory."""
-    return sweepstate.task_lock(record.dir)
+    return locks.task_lock(record.dir)
 
 
 class Worker:

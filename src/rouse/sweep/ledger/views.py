@@ -10,14 +10,14 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from rouse.core.sweepstate import _reader  # (to be public there: tests/test_architecture.py)
+from rouse.core.sweepstate import ledger_reader
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
 from rouse.sweep.ledger.entry import entries as read_entries
 
 
 def recent(root: Path, limit: int = 20) -> list[Entry]:
     """The most recent wakes, newest first (``rouse log``)."""
-    with _reader(root) as db:
+    with ledger_reader(root) as db:
         if db is None:
             return []
         try:
@@ -73,7 +73,7 @@ def recent_tells(root: Path, limit: int = 20) -> list[sqlite3.Row]:
     Always the tree's own SQLite ledger's, whatever ledger keeps the wakes."""
     from rouse.sweep.ledger.tells import TELL_COLUMNS
 
-    with _reader(root) as db:
+    with ledger_reader(root) as db:
         if db is None:
             return []
         try:

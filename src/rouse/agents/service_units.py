@@ -1,0 +1,270 @@
+"""What each OS reads for a ``rouse service``: a systemd unit, a launchd plist, a crontab line.
+
+:class:`Service` is what ``install`` writes and runs (and how to undo it); the
+functions here make one per kind from the command :func:`sweep_command` gives,
+quoting every word the way that kind reads it back unchanged. Which kind, which
+PATH and which flags is :mod:`rouse.agents.service`'s plan; writing the files and
+running ``systemctl``/``launchctl`` is :mod:`rouse.agents.service_control`.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import re
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rouse import __version__
+from rouse.agents.settings_hooks import stable_executable
+from rouse.core.errors import UsageError
+
+#: Seconds the OS waits before restarting a sweeper that failed.
+RESTART_AFTER = 30
+#: The intervals (seconds) a crontab line can keep exactly: minutes that divide an hour.
+CRON_EVERY = (60, 120, 180, 240, 300, 360, 600, 720, 900, 1200, 1800, 3600)
+CRON_DEFAULT_EVERY = 60
+
+
+@dataclass
+class Service:
+    """What ``install`` writes (``files``) and runs (``start``), and how to undo it."""
+
+    kind: str
+    name: str  # the unit's name, launchd's label, or cron's marker
+    root: Path
+    command: list[str]
+    files: dict[Path, str] = field(default_factory=dict)
+    start: list[list[str]] = field(default_factory=list)  # after writing, in order
+    stop: list[list[str]] = field(default_factory=list)  # before removing, in order
+    query: list[str] | None = None  # the command that says whether it runs
+    optional: list[list[str]] = field(default_factory=list)  # of those, may fail
+    cron_line: str | None = None
+    #: files that hold a secret (the fleet's DSN): written mode 0600, never printed
+    secrets: dict[Path, str] = field(default_factory=dict)
+    #: where a secret of this service may have been written (uninstall removes it)
+    private: list[Path] = field(default_factory=list)
+    path: str = ""  # the PATH the unit runs with
+
+
+def env_value(value: str) -> str:
+    """``value`` quoted for a systemd EnvironmentFile (read back unchanged)."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise UsageError("the ledger's DSN holds a control character: a service cannot carry it")
+    if "'" not in value:
+        return f"'{value}'"
+    escaped = "".join("\\" + ch if ch in '\\"$`' else ch for ch in value)
+    return f'"{escaped}"'
+
+
+def sweep_command(
+    root: Path, flags: Sequence[str], executable: str | None = None, verb: str = "sweep"
+) -> list[str]:
+    """The sweeper's argv (or, ``verb`` work, the task worker's): this rouse (absolute),
+    ``--memory`` of the tree, the verb, then the flags.
+
+    ``executable`` None finds this rouse when it is a stable install; else (or
+    "") it is this Python with ``-m rouse``, also an absolute path.
+    """
+    pinned = stable_executable() if executable is None else executable
+    head = [pinned] if pinned else [os.path.abspath(sys.executable), "-m", "rouse"]
+    return [*head, "--memory", str(root), verb, *flags]
+
+
+#: Who each service's verb is, as its unit describes it.
+ROLES = {"sweep": "sweeper", "work": "task worker"}
+
+
+# -- systemd ------------------------------------------------------------------
+
+_BARE = re.compile(r"[A-Za-z0-9_@+=:,./-]+")
+
+
+def systemd_word(word: str, *, command: bool = True) -> str:
+    """One argument as a systemd unit file reads it back unchanged.
+
+    ``%`` is a specifier and ``$`` (in a command line) a variable there:
+    both are doubled; anything but plain characters goes in double quotes
+    with ``\\`` and ``"`` escaped.
+    """
+    if any(ch in word for ch in "\n\r\0"):
+        raise UsageError(
+            f"{word!r} holds a line break or NUL, which a unit file cannot carry: "
+            "remove it from the sweep flags"
+        )
+    text = word.replace("%", "%%")
+    if command:
+        text = text.replace("$", "$$")
+    if _BARE.fullmatch(text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def systemd_path(path: str) -> str:
+    """A path for a directive that takes one path as is (``WorkingDirectory=``): systemd
+    unquotes nothing there, so the path is written raw with ``%`` doubled (a specifier);
+    what a unit line cannot carry — a control character, a trailing backslash (a line
+    continuation), space at either end (trimmed) — is refused."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        raise UsageError(
+            f"the tree's path {path!r} holds a control character, which a unit file cannot "
+            "carry: move the tree to a plainer path"
+        )
+    if path != path.strip() or path.endswith("\\"):
+        raise UsageError(
+            f"the tree's path {path!r} ends in a space or a backslash, which a unit file "
+            "cannot carry: move the tree to a plainer path"
+        )
+    return path.replace("%", "%%")
+
+
+def systemd_unit(
+    root: Path,
+    ident: str,
+    command: list[str],
+    home: Path,
+    path_env: str,
+    dsn: str | None,
+    verb: str = "sweep",
+) -> Service:
+    name = f"rouse-{verb}-{ident}.service"
+    config = os.environ.get("XDG_CONFIG_HOME", "")
+    base = Path(config) if os.path.isabs(config) else home / ".config"
+    unit = base / "systemd" / "user" / name
+    env_file = base / "rouse" / "service" / f"rouse-{verb}-{ident}.env"
+    secrets = {env_file: f"ROUSE_LEDGER={env_value(dsn)}\n"} if dsn else {}
+    text = "\n".join(
+        [
+            f"# Written by `rouse service install` (rouse {__version__}): the {ROLES[verb]} of "
+            f"{root}.",
+            "# Install again to change it; `rouse service uninstall` stops and removes it.",
+            "[Unit]",
+            f"Description=rouse {ROLES[verb]} for {str(root).replace('%', '%%')}",
+            "",
+            "[Service]",
+            "Type=simple",
+            "ExecStart=" + " ".join(systemd_word(word) for word in command),
+            f"WorkingDirectory={systemd_path(str(root))}",
+            f"Environment={systemd_word('PATH=' + path_env, command=False)}",
+            *([f"EnvironmentFile={systemd_path(str(env_file))}"] if dsn else []),
+            "Restart=on-failure",
+            f"RestartSec={RESTART_AFTER}",
+            # the worker alone hears SIGTERM (its runs finish); what is left is killed later
+            *(["KillMode=mixed"] if verb == "work" else []),
+            "",
+            "[Install]",
+            "WantedBy=default.target",
+            "",
+        ]
+    )
+    ctl = ["systemctl", "--user"]
+    return Service(
+        kind="systemd",
+        name=name,
+        root=root,
+        command=command,
+        files={unit: text},
+        secrets=secrets,
+        private=[env_file],
+        path=path_env,
+        start=[[*ctl, "daemon-reload"], [*ctl, "enable", name], [*ctl, "restart", name]],
+        stop=[[*ctl, "disable", "--now", name]],
+        query=[*ctl, "is-active", name],
+    )
+
+
+# -- launchd ------------------------------------------------------------------
+
+
+def launchd_agent(
+    root: Path,
+    ident: str,
+    command: list[str],
+    home: Path,
+    path_env: str,
+    uid: int,
+    verb: str = "sweep",
+) -> Service:
+    label = f"rouse.{verb}.{ident}"
+    plist = home / "Library" / "LaunchAgents" / f"{label}.plist"
+    log = home / "Library" / "Logs" / f"{label}.log"
+    data = {
+        "Label": label,
+        "ProgramArguments": command,
+        "WorkingDirectory": str(root),
+        "EnvironmentVariables": {"PATH": path_env},
+        "RunAtLoad": True,
+        "KeepAlive": {"SuccessfulExit": False},  # restart it when it fails
+        "ThrottleInterval": RESTART_AFTER,
+        "ProcessType": "Background",
+        "StandardOutPath": str(log),
+        "StandardErrorPath": str(log),
+    }
+    text = plistlib.dumps(data, sort_keys=False).decode("utf-8")
+    domain = f"gui/{uid}"
+    return Service(
+        kind="launchd",
+        name=label,
+        root=root,
+        command=command,
+        files={plist: text},
+        path=path_env,
+        # out first, so that installing again loads the new plist (not loaded yet is fine)
+        start=[
+            ["launchctl", "bootout", f"{domain}/{label}"],
+            ["launchctl", "bootstrap", domain, str(plist)],
+        ],
+        stop=[["launchctl", "bootout", f"{domain}/{label}"]],
+        query=["launchctl", "print", f"{domain}/{label}"],
+        optional=[["launchctl", "bootout", f"{domain}/{label}"]],
+    )
+
+
+# -- cron ---------------------------------------------------------------------
+
+
+def cron_entry(
+    root: Path,
+    flags: Sequence[str],
+    ident: str,
+    *,
+    every: float | None,
+    once: bool,
+    executable: str | None,
+    path: str,
+    verb: str = "sweep",
+) -> Service:
+    seconds = CRON_DEFAULT_EVERY if every is None else every
+    if seconds not in CRON_EVERY:
+        allowed = ", ".join(f"{s:g}" for s in CRON_EVERY)
+        raise UsageError(
+            f"a crontab line can tick every whole number of minutes that divides an hour, "
+            f"not --every {seconds:g}: use one of {allowed}"
+        )
+    extra = [] if once else ["--once"]
+    if verb == "sweep":  # (the worker's --once has no interval: cron's line is it)
+        extra += [] if every is not None else ["--every", f"{seconds:g}"]
+    command = sweep_command(root, [*extra, *flags], executable, verb)
+    minutes = int(seconds) // 60
+    when = "0 * * * *" if minutes == 60 else "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
+    line = " ".join(cron_word(word) for word in command)
+    if path:  # cron's own PATH is /usr/bin:/bin: the line carries the one it needs
+        line = f"PATH={cron_word(path)} {line}"
+    name = f"rouse-{verb}-{ident}"
+    return Service(
+        kind="cron",
+        name=name,
+        root=root,
+        command=command,
+        cron_line=f"{when} {line}  # {name}",
+        path=path,
+    )
+
+
+def cron_word(word: str) -> str:
+    """A shell word for a crontab line: cron turns a bare ``%`` into a line break, so
+    each ``%`` is ``\\%`` outside any quotes (which every cron and sh read as ``%``)."""
+    return "\\%".join(shlex.quote(part) if part else "" for part in word.split("%")) or "''"

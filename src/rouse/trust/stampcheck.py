@@ -1,0 +1,112 @@
+"""What ``rouse check`` asks of provenance: the stamp findings and the quarantine.
+
+Without a key, one warning that nothing is signed; with one, each written origin
+that does not verify, each file once stamped untrusted, and each context file the
+pack holds back (:func:`quarantined`, also what a new key would hold back). The
+verdicts themselves come from :mod:`rouse.trust.origins`; this module only judges
+them and says what to do.
+"""
+
+from __future__ import annotations
+
+from rouse.core.tree import File, Tree
+from rouse.trust.origins import OriginReader, StampFinding, quoted_origins
+
+
+def _stamped_files(tree: Tree) -> list[File]:
+    files: list[File] = [*tree.context, *tree.records.values(), *tree.notes, *tree.plugins]
+    if tree.probes is not None:
+        files.append(tree.probes)
+    return sorted(files, key=lambda f: f.rel)
+
+
+def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
+    """Without a key: one warning that stamps are unsigned and probes unprotected.
+    With a key: each written origin that does not verify, by file."""
+    probes_rel = tree.probes.rel if tree.probes is not None else "."
+    if reader.key is None:
+        return [
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"stamps are unsigned (no stamp key at {reader.key_path}): an origin reads as "
+                "written, so a typed 'origin: owner' counts, and probes run unprotected — "
+                "make a key with `rouse stamp --init-key`, then re-stamp what you trust",
+            )
+        ]
+    key = reader.key
+    if key.secret is None:
+        return [
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"the stamp key {key.path} {key.problem}: every origin reads as unknown and "
+                "no probe runs — fix the key file (or remove it to go unsigned)",
+            )
+        ]
+    findings: list[StampFinding] = []
+    if key.mode is not None and key.mode & 0o077:
+        findings.append(
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"the stamp key {key.path} is readable by others (mode {key.mode:o}): "
+                f"chmod 600 {key.path}",
+            )
+        )
+    for file in _stamped_files(tree):
+        verdict = reader.verdict(file)
+        if verdict.state == "verified-v1":
+            findings.append(
+                StampFinding(
+                    "warn",
+                    file.rel,
+                    f"origin {verdict.written!r} is signed with v1, which covers the body but "
+                    "not the header's fields (a forged closes-when or probes line would keep "
+                    "it) — re-sign it from outside the agent: rouse stamp --upgrade",
+                    file.header.line_of("origin-sig"),
+                )
+            )
+        elif verdict.state == "once-untrusted":
+            findings.append(
+                StampFinding(
+                    "warn",
+                    file.rel,
+                    f"{verdict.why} — review it; if you vouch for it: rouse stamp --origin "
+                    f"owner {file.rel}",
+                    file.header.line_of("origin"),
+                )
+            )
+        elif verdict.state in ("mismatch", "unsigned", "unreadable"):
+            shown = verdict.written or "(none)"
+            findings.append(
+                StampFinding(
+                    "warn",
+                    file.rel,
+                    f"origin {shown!r} does not verify: {verdict.why}; it reads as unknown — "
+                    "review the file, then re-stamp it from outside the agent",
+                    file.header.line_of("origin"),
+                )
+            )
+    flagged = {finding.path for finding in findings}
+    for context in sorted(tree.context, key=lambda c: c.rel):
+        if context.rel in flagged or reader.verdict(context).origin not in quoted_origins(reader):
+            continue
+        findings.append(
+            StampFinding(
+                "warn",
+                context.rel,
+                f"quarantined: the pack leaves this {context.kind} out (nothing you trust "
+                "vouches for it under the stamp key) — review it; if it is yours, vouch for it "
+                f"from outside the agent: rouse stamp --origin owner {context.rel}",
+                context.header.line_of("origin"),
+            )
+        )
+    reader.flush()
+    return findings
+
+
+def quarantined(tree: Tree, reader: OriginReader) -> list[File]:
+    """The context files the pack holds back under this reader (their origin is one to
+    quote, never to inject): what a new stamp key would quarantine."""
+    return [c for c in tree.context if reader.verdict(c).origin in quoted_origins(reader)]
