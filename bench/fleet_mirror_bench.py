@@ -3,7 +3,7 @@
 - mirror cold:    the first sync of the §12 tree ×10 (~36k files) into an empty database;
 - mirror idle:    the next sync, nothing changed (a leader's steady tick);
 - 100 edits:      a sync after 100 files were edited (bodies and headers);
-- fleet due:      ``views.due`` in-process, and ``rouse fleet due`` as a process,
+- fleet due:      ``fleet.due.due`` in-process, and ``rouse fleet due`` as a process,
                   over 10 mirrored trees (§12 ×1 each: ~36k rows in all);
 - fleet recall:   ``rouse fleet recall`` as a process over the same 10 trees.
 
@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rouse.core.cache import cached_walk
 from rouse.core.identity import ensure_tree_id
-from rouse.fleet import views
+from rouse.fleet import due as fleet_due
 from rouse.fleet.mirror import Mirror
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
@@ -127,9 +127,9 @@ def bench_views(scratch: Path, dsn: str, trees: int, runs: int) -> None:
     times = []
     for _ in range(runs):
         start = time.perf_counter()
-        due = views.due(db, NOW)
+        items = fleet_due.due(db, NOW)
         times.append(time.perf_counter() - start)
-    print(f"  {'fleet due, in-process':<30} {statistics.median(times):7.3f}s  {len(due)} records")
+    print(f"  {'fleet due, in-process':<30} {statistics.median(times):7.3f}s  {len(items)} records")
     at = ["--now", NOW.strftime(STAMP), "fleet"]
     seconds, out = process_seconds(rouse(*at, "due", "--ledger", dsn), runs)
     print(f"  {'rouse fleet due (process)':<30} {seconds:7.3f}s  {len(out.splitlines())} rows")

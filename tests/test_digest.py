@@ -17,7 +17,8 @@ from rouse.core.header import parse_header
 from rouse.records import lifecycle
 from rouse.sweep import ledger
 from rouse.sweep.digest import Digest
-from rouse.sweep.sink_base import SinkError
+from rouse.sweep.parts import Parts
+from rouse.sweep.sinks import SinkError
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake
 
@@ -76,7 +77,7 @@ def digests(root: Path) -> list[tuple[str, list[str], str]]:
 
 def test_one_tick_one_message_each_wake_keeps_its_row(three: Path) -> None:
     sink = Recorder()
-    with Sweeper(three, sink, digest=True, log=lambda line: None) as sw:  # type: ignore[arg-type]
+    with Sweeper(three, Parts(sink, digest=True), log=lambda line: None) as sw:  # type: ignore[arg-type]
         report = sw.tick(NOW)
     assert len(sink.sent) == 1
     (sent,) = sink.sent
@@ -97,7 +98,7 @@ def test_one_tick_one_message_each_wake_keeps_its_row(three: Path) -> None:
 
 def test_a_failed_digest_is_retried_as_a_unit_without_a_withdrawn_wake(three: Path) -> None:
     sink = Recorder(failing=1)
-    with Sweeper(three, sink, digest=True, log=lambda line: None) as sw:  # type: ignore[arg-type]
+    with Sweeper(three, Parts(sink, digest=True), log=lambda line: None) as sw:  # type: ignore[arg-type]
         sw.tick(NOW)
         for slug in SLUGS:
             assert "nudges" not in fields(three, slug)  # never stamped without delivery
@@ -151,7 +152,7 @@ def test_catch_up_after_downtime_is_one_digest(make_tree: MakeTree, tmp_path: Pa
 
 
 def test_a_digest_reaches_a_webhook_as_one_post(three: Path) -> None:
-    from rouse.sweep.webhook_sink import WebhookSink
+    from rouse.sweep.sinks import WebhookSink
 
     seen: list[dict[str, object]] = []
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -171,7 +172,7 @@ def test_a_digest_reaches_a_webhook_as_one_post(three: Path) -> None:
     Thread(target=server.serve_forever, daemon=True).start()
     try:
         url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-        with Sweeper(three, WebhookSink(url, 5.0), digest=True, log=lambda line: None) as sw:
+        with Sweeper(three, Parts(WebhookSink(url, 5.0), digest=True), log=lambda line: None) as sw:
             sw.tick(NOW)
     finally:
         server.shutdown()

@@ -18,11 +18,10 @@ from rouse.cli.main import main
 from rouse.pack.build import build_pack
 from rouse.records import lifecycle
 from rouse.sweep.escalate import Escalation, Threshold
-from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sinks import FileSink
+from rouse.sweep.parts import Parts
+from rouse.sweep.sinks import ExecSink, FileSink, WebhookSink
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.webhook_sink import WebhookSink
 
 SHIP = f"{INTENTIONS}/ship"
 EVERY_WAKE = timedelta(hours=2)  # the stale fixture comes due again 2h after each wake
@@ -72,7 +71,7 @@ def pack_warnings(root: Path, now: datetime) -> list[str]:
 
 
 def sweep_ticks(root: Path, escalation: Escalation, ticks: int) -> None:
-    with Sweeper(root, FileSink(root), escalation=escalation, log=lambda line: None) as sw:
+    with Sweeper(root, Parts(FileSink(root), escalation=escalation), log=lambda line: None) as sw:
         for n in range(ticks):
             sw.tick(NOW + n * EVERY_WAKE)
 
@@ -83,7 +82,7 @@ def test_third_nudge_escalates_once_per_level(stale: Path, owner: tuple[Path, Pa
     sweep_ticks(stale, escalation, 2)
     assert list(inbox.iterdir()) == []  # two nudges: not yet
     sweep_ticks(stale, escalation, 0)
-    with Sweeper(stale, FileSink(stale), escalation=escalation, log=lambda line: None) as sw:
+    with Sweeper(stale, Parts(FileSink(stale), escalation=escalation), log=lambda line: None) as sw:
         for n in range(2, 7):  # nudges 3 … 7
             sw.tick(NOW + n * EVERY_WAKE)
     rows = escalations(stale)
@@ -103,7 +102,7 @@ def test_third_nudge_escalates_once_per_level(stale: Path, owner: tuple[Path, Pa
 def test_moving_the_record_starts_a_new_count(stale: Path, owner: tuple[Path, Path]) -> None:
     script, _ = owner
     escalation = Escalation(Threshold(nudges=2), ExecSink([str(script)], 10, stale, {}))
-    with Sweeper(stale, FileSink(stale), escalation=escalation, log=lambda line: None) as sw:
+    with Sweeper(stale, Parts(FileSink(stale), escalation=escalation), log=lambda line: None) as sw:
         sw.tick(NOW)
         sw.tick(NOW + EVERY_WAKE)  # nudge 2: escalated
         assert len(escalations(stale)) == 1
@@ -124,7 +123,7 @@ def test_a_duration_threshold(stale: Path, owner: tuple[Path, Path]) -> None:
     sweep_ticks(stale, escalation, 3)  # wakes at 0h, 2h, 4h: not 5h since the first yet
     assert escalations(stale) == []
     sweep_ticks(stale, escalation, 0)
-    with Sweeper(stale, FileSink(stale), escalation=escalation, log=lambda line: None) as sw:
+    with Sweeper(stale, Parts(FileSink(stale), escalation=escalation), log=lambda line: None) as sw:
         sw.tick(NOW + 3 * EVERY_WAKE)  # 6h after the first wake
     assert [row["level"] for row in escalations(stale)] == [1]
 
@@ -159,7 +158,7 @@ def test_a_failed_escalation_is_retried_until_it_lands_then_the_pack_says_so(
     stale: Path, hook: str
 ) -> None:
     escalation = Escalation(Threshold(nudges=1), WebhookSink(hook, 5.0))
-    with Sweeper(stale, FileSink(stale), escalation=escalation, log=lambda line: None) as sw:
+    with Sweeper(stale, Parts(FileSink(stale), escalation=escalation), log=lambda line: None) as sw:
         sw.tick(NOW)  # the wake lands; the escalation gets a 500
         assert [row["state"] for row in escalations(stale)] == ["pending"]
         warnings = pack_warnings(stale, NOW + timedelta(minutes=1))
@@ -215,7 +214,7 @@ def test_bad_escalation_options_are_refused(
 
 
 def test_no_escalation_without_the_option(stale: Path) -> None:
-    with Sweeper(stale, FileSink(stale), log=lambda line: None) as sw:
+    with Sweeper(stale, Parts(FileSink(stale)), log=lambda line: None) as sw:
         for n in range(5):
             sw.tick(NOW + n * EVERY_WAKE)
     assert escalations(stale) == []

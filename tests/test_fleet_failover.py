@@ -29,7 +29,8 @@ import pytest
 from conftest import NOW, stamp
 from pg_server import PgServer
 from rouse.sweep import loop
-from rouse.sweep.exec_sink import ExecSink
+from rouse.sweep.parts import Parts
+from rouse.sweep.sinks import ExecSink
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake
 from rouse.trust.origins import origin_reader
@@ -216,11 +217,13 @@ def test_the_database_lost_mid_tick_loses_no_wake_and_doubles_none(
     lines: list[str] = []
     sweeper = Sweeper(
         a,
-        StopsTheServer(inner, server, after=2),  # type: ignore[arg-type]
+        Parts(
+            StopsTheServer(inner, server, after=2),
+            origins=origins,
+            ledger=joined.ledger,
+            fleet=joined.member,
+        ),
         log=lines.append,
-        origins=origins,
-        ledger=joined.ledger,
-        fleet=joined.member,
     )
     started = time.monotonic()
 

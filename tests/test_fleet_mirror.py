@@ -25,8 +25,9 @@ from rouse.core.body import split_log
 from rouse.core.header import split
 from rouse.core.identity import ensure_tree_id
 from rouse.core.tree import display_ids, walk
-from rouse.fleet import views
-from rouse.fleet.mirror import BODY_CAP, Mirror, mirrored_files
+from rouse.fleet import due
+from rouse.fleet.mirror import Mirror
+from rouse.fleet.mirror_rows import BODY_CAP, mirrored_files
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
 from rouse.trust.origins import origin_reader
@@ -133,7 +134,7 @@ def assert_mirror_equals_files(db: PgDatabase, mirror: Mirror) -> None:
         assert row["record_id"] == (ids[record] if record is not None else None), rel
 
 
-def due_set(items: list[views.DueItem]) -> set[tuple[str, str, datetime]]:
+def due_set(items: list[due.DueItem]) -> set[tuple[str, str, datetime]]:
     return {(d.path, d.reason, d.due_at) for d in items}
 
 
@@ -225,7 +226,7 @@ def test_a_parents_clock_follows_its_child_without_rereading_it(
     goal = rows(db, mirror.tree)[f"{GOAL}/goal.md"]
     assert goal["silenced"] is False and goal["wake_at"] is not None
     assert written_at(db, mirror.tree)[f"{GOAL}/goal.md"] != before[f"{GOAL}/goal.md"]
-    assert due_set(views.due(db, NOW)) == clock_due_set(root, NOW)
+    assert due_set(due.due(db, NOW)) == clock_due_set(root, NOW)
 
 
 @pytest.mark.parametrize("hours", [0, 1, 2, 6, 30, 24 * 3, 24 * 30])
@@ -256,7 +257,7 @@ def test_due_read_later_agrees_with_the_clock_at_that_instant(
     mirror = make_mirror(root, db)
     mirror.sync(walk(root), NOW)
     later = NOW + timedelta(hours=hours, minutes=1)
-    assert due_set(views.due(db, later)) == clock_due_set(root, later)
+    assert due_set(due.due(db, later)) == clock_due_set(root, later)
 
 
 def test_a_fresh_mirror_reads_back_what_the_rows_hold(make_tree: MakeTree, db: PgDatabase) -> None:
@@ -461,6 +462,6 @@ def test_the_mirror_equals_the_files_after_random_edits_moves_and_deletes(
             mirror = make_mirror(root, db)
     mirror.sync(walk(root), NOW)
     assert_mirror_equals_files(db, mirror)
-    assert due_set(views.due(db, NOW + timedelta(days=2), [mirror.tree])) == clock_due_set(
+    assert due_set(due.due(db, NOW + timedelta(days=2), [mirror.tree])) == clock_due_set(
         root, NOW + timedelta(days=2)
     )

@@ -38,6 +38,7 @@ from rouse.core import sweepstate
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.identity import ensure_tree_id
 from rouse.sweep import loop
+from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import FileSink
 from rouse.sweep.tick import Sweeper
@@ -298,12 +299,8 @@ def _file_sweeper(root: Path, dsn: str, logs: list[str], **kwargs: object) -> Sw
     sink = kwargs.pop("sink", None) or FileSink(root)
     return Sweeper(
         root,
-        sink,  # type: ignore[arg-type]
+        Parts(sink, origins=origins, ledger=joined.ledger, fleet=joined.member, **kwargs),
         log=logs.append,
-        origins=origins,
-        ledger=joined.ledger,
-        fleet=joined.member,
-        **kwargs,  # type: ignore[arg-type]
     )
 
 
@@ -393,7 +390,8 @@ def test_a_sweeper_started_while_the_database_is_down_waits_for_it(
 ) -> None:
     from rouse.fleet.pg import PgDatabase
     from rouse.fleet.sweeping import join
-    from rouse.sweep.exec_sink import ExecSink
+    from rouse.sweep.parts import Parts
+    from rouse.sweep.sinks import ExecSink
     from rouse.sweep.tick import Sweeper
     from rouse.trust.origins import origin_reader
 
@@ -408,7 +406,7 @@ def test_a_sweeper_started_while_the_database_is_down_waits_for_it(
     lines: list[str] = []
     sink = ExecSink(["sh", "-c", f'echo "$ROUSE_WAKE_ID" >> {ids}'], 10.0, a, os.environ)
     sweeper = Sweeper(
-        a, sink, log=lines.append, origins=origins, ledger=joined.ledger, fleet=joined.member
+        a, Parts(sink, origins=origins, ledger=joined.ledger, fleet=joined.member), log=lines.append
     )
     codes: list[int] = []
     thread = threading.Thread(
@@ -446,11 +444,8 @@ def test_a_newer_schema_met_after_a_lazy_start_ends_the_loop_as_at_start(
     lines: list[str] = []
     sweeper = Sweeper(
         a,
-        FileSink(a),
+        Parts(FileSink(a), origins=origins, ledger=joined.ledger, fleet=joined.member),
         log=lines.append,
-        origins=origins,
-        ledger=joined.ledger,
-        fleet=joined.member,
     )
     server.restart()
     rows(dsn, "CREATE TABLE rouse_schema (version INTEGER NOT NULL)")

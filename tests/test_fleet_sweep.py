@@ -31,8 +31,9 @@ import pytest
 from conftest import INTENTIONS, NOW, REMINDERS, ago, stamp, write_tree
 from rouse.core.header import parse_header
 from rouse.core.identity import IDENTITY_FILE, ensure_tree_id
-from rouse.sweep.exec_sink import ExecSink
+from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
+from rouse.sweep.sinks import ExecSink
 from rouse.sweep.tick import Sweeper
 from rouse.trust.origins import origin_reader
 
@@ -105,14 +106,14 @@ class Member:
         origins = origin_reader(root, root.parent / "no-key")
         self.joined = join(dsn, root, lease=lease, origins=origins)
         sink = ExecSink(["sh", "-c", f'echo "$ROUSE_WAKE_ID" >> {ids}'], 10.0, root, os.environ)
+        voice = {name: kwargs.pop(name) for name in ("verbosity", "interval") if name in kwargs}
         self.sweeper = Sweeper(
             root,
-            sink,
+            Parts(
+                sink, origins=origins, ledger=self.joined.ledger, fleet=self.joined.member, **kwargs
+            ),
             log=self.logs.append,
-            origins=origins,
-            ledger=self.joined.ledger,
-            fleet=self.joined.member,
-            **kwargs,  # type: ignore[arg-type]
+            **voice,
         )
 
     def tick(self, now: datetime) -> object:

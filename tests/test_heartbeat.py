@@ -23,7 +23,7 @@ import pytest
 
 from rouse.core.errors import UsageError
 from rouse.sweep.heartbeat import Heartbeat, failed
-from rouse.sweep.tick import TickReport
+from rouse.sweep.report import TickReport
 
 INIT = "2026-03-14 12:00"  # the tree is laid then: nothing is due at that instant
 LATER = "2099-01-02 09:00"  # both example records are due by then

@@ -408,12 +408,13 @@ def test_a_nudge_link_planted_after_the_sweeper_started_is_not_written_through(
 ) -> None:
     from datetime import datetime
 
+    from rouse.sweep.parts import Parts
     from rouse.sweep.sinks import FileSink
     from rouse.sweep.tick import Sweeper
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    with Sweeper(memory, FileSink(memory), log=lambda line: None) as sweeper:
+    with Sweeper(memory, Parts(FileSink(memory)), log=lambda line: None) as sweeper:
         nudges = memory / ".rouse" / "nudges"
         if nudges.exists():
             nudges.rmdir()

@@ -25,12 +25,10 @@ import pytest
 from conftest import NOW, MakeTree
 from rouse.cli.main import main
 from rouse.core.errors import UsageError
+from rouse.runs.capture import MAX_OUTPUT
 from rouse.sweep import sinks
-from rouse.sweep.exec_sink import ExecSink
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import FileSink, StdoutSink
+from rouse.sweep.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
 from rouse.sweep.wake import Wake
-from rouse.sweep.webhook_sink import WebhookSink
 
 TRICKLE = 0.2  # seconds between the bytes of a trickled answer
 SECRET = "whsec_" + base64.b64encode(b"rouse-test-secret-0123456789ab").decode()
@@ -373,9 +371,9 @@ def test_exec_output_kept_is_capped_and_never_fills_a_disk(tmp_path: Path) -> No
     with pytest.raises(SinkError) as caught:
         _exec(script, tmp_path).send(make_wake(), NOW)
     message = str(caught.value)
-    assert f"exited 1 ({total - sinks.MAX_OUTPUT} bytes of output discarded): xxx" in message
+    assert f"exited 1 ({total - MAX_OUTPUT} bytes of output discarded): xxx" in message
     assert message.endswith("xxx the last line")
-    assert int(seen.read_text()) <= sinks.MAX_OUTPUT
+    assert int(seen.read_text()) <= MAX_OUTPUT
 
 
 def test_exec_that_never_stops_writing_is_cut_at_the_deadline(tmp_path: Path) -> None:
@@ -384,7 +382,7 @@ def test_exec_that_never_stops_writing_is_cut_at_the_deadline(tmp_path: Path) ->
         ExecSink(["yes"], 1.0, tmp_path, {"PATH": os.environ["PATH"]}).send(make_wake(), NOW)
     assert time.monotonic() - start < 5
     discarded = re.search(r"(\d+) bytes of output discarded", str(caught.value))
-    assert discarded and int(discarded.group(1)) > sinks.MAX_OUTPUT
+    assert discarded and int(discarded.group(1)) > MAX_OUTPUT
     assert str(caught.value).endswith("y y y")
 
 

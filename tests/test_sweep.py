@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, NOW, OLD, REMINDERS, MakeTree, ago, stamp
-from rouse.core import clock
+from rouse.core import clock, sweepstate
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.header import parse_header
 from rouse.core.sweepstate import last_tick
@@ -24,10 +24,10 @@ from rouse.core.tree import walk
 from rouse.records import lifecycle
 from rouse.sweep import ledger, status, tick, wake
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.parts import Parts
 from rouse.sweep.plan import plan
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import FileSink
+from rouse.sweep.sinks import FileSink, SinkError
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake
 
@@ -65,7 +65,8 @@ def logs() -> list[str]:
 
 
 def make_sweeper(root: Path, sink: object, logs: list[str], **kwargs: object) -> Sweeper:
-    return Sweeper(root, sink, log=logs.append, **kwargs)  # type: ignore[arg-type]
+    voice = {name: kwargs.pop(name) for name in ("verbosity", "interval") if name in kwargs}
+    return Sweeper(root, Parts(sink, **kwargs), log=logs.append, **voice)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -428,7 +429,7 @@ def test_a_wake_failing_for_24h_is_given_up_as_a_nudge_file(stale: Path, logs: l
     text = (stale / ".rouse/nudges" / name).read_text()
     assert text.startswith("intention/ship — nudge 1") and "given up" in text
     assert fields(stale, f"{SHIP}/intention.md")["nudges"] == "1"
-    assert ledger.undelivered_counts(stale) == {"pending": 0, "held": 0, "given_up": 1}
+    assert sweepstate.undelivered_counts(stale) == {"pending": 0, "held": 0, "given_up": 1}
     assert len({w.id for w in sink.sent}) == 1
 
 
@@ -441,7 +442,7 @@ def test_quiet_hours_hold_a_wake_until_they_end(stale: Path, logs: list[str]) ->
         assert report.next_at is not None and report.next_at <= datetime(2026, 3, 15, 7, 0)
         sw.tick(datetime(2026, 3, 15, 6, 59))
         assert sink.sent == []
-        assert ledger.undelivered_counts(stale)["held"] == 1
+        assert sweepstate.undelivered_counts(stale)["held"] == 1
         sw.tick(datetime(2026, 3, 15, 7, 0))
     assert len(sink.sent) == 1 and sink.sent[0].id == report.held[0]
     assert fields(stale, f"{SHIP}/intention.md")["swept"] == "2026-03-15 07:00"
@@ -462,7 +463,7 @@ def test_a_pending_wake_is_withdrawn_when_the_agent_acts_first(
         report = sw.tick(NOW + timedelta(minutes=2))
     assert len(sink.sent) == 1 and len(report.withdrawn) == 1
     assert "swept" not in fields(stale, f"{SHIP}/intention.md")
-    assert ledger.counts(stale)["withdrawn"] == 1
+    assert sweepstate.counts(stale)["withdrawn"] == 1
 
 
 def test_a_wake_left_in_flight_is_resent_with_its_id(stale: Path, logs: list[str]) -> None:
@@ -535,7 +536,7 @@ def test_the_agent_changing_a_reminder_mid_send_is_not_undone(
     assert len(report.delivered) == 1
     header = fields(root, rel)
     assert header["status"] == "done" and "fires" not in header
-    assert ledger.counts(root)["pending"] == 0
+    assert sweepstate.counts(root)["pending"] == 0
 
 
 # -- the plan is pure; an idle tick reads nothing -------------------------------------
@@ -594,7 +595,7 @@ def test_status_before_any_sweeper(stale: Path) -> None:
 def test_ledger_file_is_in_the_state_dir(stale: Path, logs: list[str]) -> None:
     with make_sweeper(stale, FileSink(stale), logs):
         pass
-    assert (stale / ledger.LEDGER).is_file()
+    assert (stale / sweepstate.LEDGER).is_file()
     with Ledger(stale) as book:
         assert book.open_entries() == []
     assert os.path.isdir(stale / ".rouse")
@@ -630,7 +631,7 @@ def test_a_wake_held_again_is_not_news(stale: Path, logs: list[str]) -> None:
         first = sw.tick(NOW)
         again = sw.tick(NOW + timedelta(minutes=5))
     assert first.held and first.eventful
-    assert not again.eventful and ledger.undelivered_counts(stale)["held"] == 1
+    assert not again.eventful and sweepstate.undelivered_counts(stale)["held"] == 1
     assert sum(" held " in line for line in logs) == 1
 
 

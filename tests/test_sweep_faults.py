@@ -31,6 +31,7 @@ import pytest
 
 from conftest import INTENTIONS, REMINDERS, stamp
 from rouse.core.header import parse_header
+from rouse.sweep.parts import Parts
 from rouse.sweep.sinks import FileSink
 from rouse.sweep.tick import Sweeper
 from test_sinks import SECRET, Server, server  # noqa: F401  (the loopback server fixture)
@@ -145,7 +146,7 @@ def test_every_body_line_survives_hundreds_of_stamps(tmp_path: Path, mode: str) 
     ticks, stamped, deferred = 300, 0, 0
     logs: list[str] = []
     try:
-        with Sweeper(root, FileSink(root), log=logs.append) as sweeper:
+        with Sweeper(root, Parts(FileSink(root)), log=logs.append) as sweeper:
             for k in range(ticks):  # every tick comes 16 minutes later: due every time
                 report = sweeper.tick(T0 + timedelta(minutes=16 * (k + 1)))
                 stamped += report.stamped

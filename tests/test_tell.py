@@ -23,12 +23,12 @@ from rouse.core.errors import UsageError
 from rouse.pack.build import build_pack
 from rouse.sweep import telling
 from rouse.sweep.channels import Channels
-from rouse.sweep.exec_sink import ExecSink
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.parts import Parts
 from rouse.sweep.runner import prompt
-from rouse.sweep.sinks import FileSink
+from rouse.sweep.sinks import ExecSink, FileSink
+from rouse.sweep.sinks.webhook import WebhookSink, parse_secret, signature
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.webhook_sink import WebhookSink, parse_secret, signature
 
 CALL = f"{REMINDERS}/call-mum"
 SHIP = f"{INTENTIONS}/ship"
@@ -257,7 +257,7 @@ def test_the_record_channel_gets_it_signed_once(
         {"phone": WebhookSink(hook, 5.0, parse_secret(SECRET))},
         default=ExecSink([str(script)], 10, tree, {}),
     )
-    with Sweeper(tree, FileSink(tree), channels=channels, log=quiet) as sw:
+    with Sweeper(tree, Parts(FileSink(tree), channels=channels), log=quiet) as sw:
         sw.tick(NOW)
         sw.tick(NOW + timedelta(minutes=5))  # delivered: never sent again
     assert len(Inbox.seen) == 1 and list(inbox.iterdir()) == []
@@ -278,7 +278,7 @@ def test_an_unknown_channel_goes_to_the_default_with_a_warning(
     script, inbox = mail
     told = telling.tell(tree, "call-mum", "Ring mum back.", NOW)
     channels = Channels({}, default=ExecSink([str(script)], 10, tree, {}))
-    with Sweeper(tree, FileSink(tree), channels=channels, log=quiet) as sw:
+    with Sweeper(tree, Parts(FileSink(tree), channels=channels), log=quiet) as sw:
         sw.tick(NOW)
     got = json.loads((inbox / told.id).read_text())
     assert got["text"].endswith("Ring mum back.")
@@ -296,7 +296,7 @@ def test_with_no_default_a_tell_waits_and_status_and_the_pack_say_so(
 ) -> None:
     script, inbox = mail
     telling.tell(tree, "ship", "The release slips.", NOW)
-    with Sweeper(tree, FileSink(tree), channels=Channels({}), log=quiet) as sw:
+    with Sweeper(tree, Parts(FileSink(tree), channels=Channels({})), log=quiet) as sw:
         sw.tick(NOW)
     assert [row["state"] for row in tells(tree)] == ["waiting"]
     warnings = build_pack(tree, NOW, probes_enabled=False).data["warnings"]
@@ -308,8 +308,7 @@ def test_with_no_default_a_tell_waits_and_status_and_the_pack_say_so(
     # a sweeper with a default takes it at its next tick
     with Sweeper(
         tree,
-        FileSink(tree),
-        channels=Channels({}, ExecSink([str(script)], 10, tree, {})),
+        Parts(FileSink(tree), channels=Channels({}, ExecSink([str(script)], 10, tree, {}))),
         log=quiet,
     ) as sw:
         sw.tick(NOW + timedelta(minutes=1))
@@ -323,7 +322,7 @@ def test_a_failing_channel_is_retried_with_backoff_then_given_up_after_24h(
     Inbox.answers = [500] * 100
     told = telling.tell(tree, "call-mum", "Ring mum back.", NOW)
     channels = Channels({"phone": WebhookSink(hook, 5.0)})
-    with Sweeper(tree, FileSink(tree), channels=channels, log=quiet) as sw:
+    with Sweeper(tree, Parts(FileSink(tree), channels=channels), log=quiet) as sw:
         sw.tick(NOW)  # attempt 1 fails: next at +1m
         sw.tick(NOW + timedelta(seconds=30))  # too soon
         assert len(Inbox.seen) == 1
@@ -343,7 +342,7 @@ def test_a_failing_channel_is_retried_with_backoff_then_given_up_after_24h(
     assert CALL in [w["path"] for w in woken]  # (the stale intention woke too)
     check = rouse(tree, "--now", stamp(NOW + timedelta(hours=24)), "status", "--check")
     assert check.returncode == 1 and "given up" in check.stderr
-    with Sweeper(tree, FileSink(tree), channels=channels, log=quiet) as sw:
+    with Sweeper(tree, Parts(FileSink(tree), channels=channels), log=quiet) as sw:
         sw.tick(NOW + timedelta(hours=25))
     assert len(Inbox.seen) == sent  # given up is final
 
@@ -352,7 +351,7 @@ def test_a_due_reminder_with_a_channel_reaches_it_and_the_pack(tree: Path, hook:
     path = tree / CALL / "reminder.md"
     path.write_text(path.read_text().replace("2099-01-01 09:00", stamp(ago(minutes=5))))
     with Sweeper(
-        tree, FileSink(tree), channels=Channels({"phone": WebhookSink(hook, 5.0)}), log=quiet
+        tree, Parts(FileSink(tree), channels=Channels({"phone": WebhookSink(hook, 5.0)})), log=quiet
     ) as sw:
         sw.tick(NOW)
         sw.tick(NOW + timedelta(minutes=5))
@@ -369,7 +368,7 @@ def test_a_due_reminder_without_a_channel_reaches_no_channel(tree: Path, hook: s
     text = path.read_text().replace("2099-01-01 09:00", stamp(ago(minutes=5)))
     path.write_text(text.replace("channel: phone\n", ""))
     with Sweeper(
-        tree, FileSink(tree), channels=Channels({}, WebhookSink(hook, 5.0)), log=quiet
+        tree, Parts(FileSink(tree), channels=Channels({}, WebhookSink(hook, 5.0))), log=quiet
     ) as sw:
         sw.tick(NOW)
     assert Inbox.seen == [] and tells(tree) == []

@@ -23,14 +23,8 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     import gc
 
     from rouse.cli.common import resolve_now
-    from rouse.fleet.deliver import (
-        DEFAULT_BATCH,
-        DEFAULT_EVERY,
-        MOST_BATCH,
-        Worker,
-        check_lease,
-        default_lease,
-    )
+    from rouse.fleet.claims import check_lease, default_lease
+    from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, Worker
     from rouse.fleet.pg import chosen_dsn
     from rouse.sweep import loop
     from rouse.sweep.quiet import QuietHours

@@ -18,7 +18,7 @@ RECALL_LIMIT = 10
 
 
 def cmd_fleet(args: argparse.Namespace) -> int:
-    from rouse.fleet import views
+    from rouse.fleet import due, recall, views
     from rouse.fleet.pg import chosen_dsn
 
     view, words = args.view, list(getattr(args, "query", None) or [])
@@ -53,22 +53,22 @@ def cmd_fleet(args: argparse.Namespace) -> int:
                 )
             return 0
         if view == "due":
-            due = views.due(db, now, trees, limit)
+            items = due.due(db, now, trees, limit)
             if args.json:
-                emit_json([item.to_json() for item in due])
+                emit_json([item.to_json() for item in items])
             else:
-                header = views.due_header(len(due), views.mirrored_tree_count(db, trees), now)
+                header = due.due_header(len(items), due.mirrored_tree_count(db, trees), now)
                 if header:
                     print(header, file=sys.stderr, flush=True)
-                emit(views.due_lines(due, now))
+                emit(due.due_lines(items, now))
             return 0
         query = " ".join(words)
         limit = RECALL_LIMIT if limit is None else limit
-        hits = views.recall(db, query, trees, limit, getattr(args, "mode", None))
+        hits = recall.recall(db, query, trees, limit, getattr(args, "mode", None))
         if args.json:
             emit_json([hit.to_json() for hit in hits])
         else:
-            emit(views.recall_lines(hits, now))
+            emit(recall.recall_lines(hits, now))
         if not hits:
             raise RouseError(
                 f"nothing recalled for {query!r} in the fleet's mirror: try other words"

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def cmd_work(args: argparse.Namespace) -> int:
     from datetime import datetime
 
-    from rouse.cli.sweeping import _commands
+    from rouse.cli import sweep_options
     from rouse.runs import presets
     from rouse.sweep import sinks
     from rouse.sweep.quiet import QuietHours
@@ -31,7 +31,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     kind = args.run or "exec"
     specs = {"--run": [kind], "--sink": args.sink}
     quoted = {"--run": args.run_cmd, "--sink": args.sink_cmd}
-    commands = _commands(specs, quoted, args.command)
+    commands = sweep_options.commands(specs, quoted, args.command)
     if kind == "exec" and not commands["--run"]:
         raise UsageError("rouse work needs an agent: --run claude|codex, or --run exec -- CMD ARG…")
     sink = None

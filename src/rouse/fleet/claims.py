@@ -32,9 +32,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from rouse.core.errors import UsageError
 from rouse.fleet.pg import PgDatabase
 from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
-from rouse.sweep.ledger_entry import _dt, _t
+from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake, safe_id
 
 _CLAIM = """
@@ -146,12 +147,12 @@ class Claims:
         Nothing is counted yet: :meth:`start` counts each attempt, right before its send.
         ``deadline`` is :func:`clock` before the claim plus ``lease``, a safe bound.
         """
-        parameters: list[object] = [_t(now), _t(now - GIVE_UP_AFTER)]
+        parameters: list[object] = [as_text(now), as_text(now - GIVE_UP_AFTER)]
         trees = ""
         if self.trees is not None:
             trees = "AND tree = ANY(?)"
             parameters.append(self.trees)
-        parameters += [limit, self.holder, lease, _t(now)]
+        parameters += [limit, self.holder, lease, as_text(now)]
         rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
         claims = []
         for row in rows:  # a damaged row is skipped: it never stops a round for every tree
@@ -161,7 +162,7 @@ class Claims:
                     tree=row["tree"],
                     wake=wake,
                     attempts=int(row["attempts"]),
-                    first_failure=_dt(row["first_failure"]),
+                    first_failure=as_time(row["first_failure"]),
                     error=row["error"],
                     previous_attempt=row["last_attempt"],
                     attempt_at=now,
@@ -188,7 +189,7 @@ class Claims:
         ids = [claim.id, *(other.id for other in renew)]
         rows = self.db.execute(
             _START,
-            (lease, claim.id, claim.id, claim.id, _t(now), ids, self.holder),
+            (lease, claim.id, claim.id, claim.id, as_text(now), ids, self.holder),
         ).fetchall()
         attempts = {row["id"]: int(row["attempts"]) for row in rows}
         kept = [other for other in renew if other.id in attempts]
@@ -231,7 +232,7 @@ class Claims:
             "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
             "next_attempt = NULL, error = NULL, stamped = 0, claimed_by = NULL, "
             "claim_until = NULL WHERE id = ? AND sink = 'workers' AND state = 'pending'",
-            (_t(now), f"{receipt} (worker {self.holder})", claim.id),
+            (as_text(now), f"{receipt} (worker {self.holder})", claim.id),
         )
         return None if cursor.rowcount == 1 else self.why_untouched(claim)
 
@@ -242,7 +243,7 @@ class Claims:
             "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
             "next_attempt = ?, error = ?, claimed_by = NULL, claim_until = NULL "
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (_t(now), _t(next_try), error, claim.id, self.holder),
+            (as_text(now), as_text(next_try), error, claim.id, self.holder),
         )
         return next_try, None if cursor.rowcount == 1 else self.why_untouched(claim)
 
@@ -256,7 +257,7 @@ class Claims:
             "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
             "next_attempt = NULL, stamped = 0, claimed_by = NULL, claim_until = NULL "
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (_t(now), receipt, claim.id, self.holder),
+            (as_text(now), receipt, claim.id, self.holder),
         )
         return None if cursor.rowcount == 1 else self.why_untouched(claim)
 
@@ -294,3 +295,39 @@ class Claims:
             parameters,
         ).fetchone()
         return int(row["n"])
+
+
+# -- how long a claim lasts ---------------------------------------------------------
+
+#: The lease's slack beyond the sink's timeout (see :func:`default_lease`).
+LEASE_SLACK = 30.0
+#: A lease at least this much longer than the sink's timeout: the send's claim must also
+#: cover the round trips that start it and write its result.
+LEASE_MARGIN = 5.0
+
+
+def default_lease(timeout: float) -> float:
+    """The claim lease when ``--lease`` is not given: ``2 × timeout + 30`` seconds.
+
+    A claim must outlive the send it covers (at most the sink's timeout) and
+    the write of its result (a round trip to the database, slow under load or
+    across a brief network stall): if it runs out first, another worker sends
+    the same wake while this one is still at it. Twice the timeout covers a
+    command that overruns its deadline while its process group is killed and
+    reaped, and the 30 s a paused process or a slow database. A longer lease
+    costs only time after a crash (its wakes wait one lease before another
+    worker takes them): 50 s for a webhook, 150 s for a command — less than a
+    sweeper's tick and a first retry, and a duplicate agent run costs more.
+    """
+    return 2 * timeout + LEASE_SLACK
+
+
+def check_lease(lease: float, timeout: float) -> None:
+    """Refuse (exit 2) a lease shorter than the sink's timeout + :data:`LEASE_MARGIN`."""
+    if not lease >= timeout + LEASE_MARGIN:
+        raise UsageError(
+            f"--lease {lease:g} must be at least {LEASE_MARGIN:g}s longer than the sink's "
+            f"timeout ({timeout:g}s): a claim must outlive the send it covers and the writing "
+            "of its result, or another worker sends the same wake meanwhile; give --lease "
+            f"{timeout + LEASE_MARGIN:g} or more"
+        )

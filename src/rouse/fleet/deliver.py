@@ -9,7 +9,8 @@ ledger's backoff), or given up after 24 h of failures (the sweeper then writes
 it as a nudge file).
 
 A claim is a lease on the database's clock. Each wake is claimed for
-``lease`` seconds (at least the sink's timeout and :data:`LEASE_MARGIN`), and
+``lease`` seconds (at least the sink's timeout and
+:data:`~rouse.fleet.claims.LEASE_MARGIN`), and
 right before its send it is started on the database: its claim renewed, and
 only if it is still this worker's — a claim that ran out while the worker was
 away (a laptop suspended, a paused process) is left to whoever took it. The
@@ -38,116 +39,34 @@ then gives back claims it did not use.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import secrets
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from pathlib import Path
 
 from rouse.core.errors import UsageError
-from rouse.fleet.claims import Claim, Claims, clock
+from rouse.fleet.claims import LEASE_SLACK, Claim, Claims, check_lease, clock
+from rouse.fleet.outcomes import Outcomes, Result
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
 from rouse.fleet.pg_schema import migrate
-from rouse.fleet.workers import Presence
-from rouse.sweep.exec_sink import ExecSink
+from rouse.fleet.tree_exec import tree_sinks
+from rouse.fleet.workers import Presence, holder_name
 from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, _t, _what
-from rouse.sweep.wake import Wake
+from rouse.sweep.sinks import ExecSink, Sink, SinkError
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
 
 #: Seconds between looks for owed wakes when there were none (``--every``).
 DEFAULT_EVERY = 5.0
 #: How many wakes one claim takes at most (``--batch``).
 DEFAULT_BATCH = 10
 MOST_BATCH = 1000
-#: The lease's slack beyond the sink's timeout (see :func:`default_lease`).
-LEASE_SLACK = 30.0
-#: A lease at least this much longer than the sink's timeout: the send's claim must also
-#: cover the round trips that start it and write its result.
-LEASE_MARGIN = 5.0
 #: Waits between attempts to reach a lost database: 1 s, doubling, at most 30 s.
 FIRST_RECONNECT = 1.0
 MOST_RECONNECT = 30.0
-
-
-def default_lease(timeout: float) -> float:
-    """The claim lease when ``--lease`` is not given: ``2 × timeout + 30`` seconds.
-
-    A claim must outlive the send it covers (at most the sink's timeout) and
-    the write of its result (a round trip to the database, slow under load or
-    across a brief network stall): if it runs out first, another worker sends
-    the same wake while this one is still at it. Twice the timeout covers a
-    command that overruns its deadline while its process group is killed and
-    reaped, and the 30 s a paused process or a slow database. A longer lease
-    costs only time after a crash (its wakes wait one lease before another
-    worker takes them): 50 s for a webhook, 150 s for a command — less than a
-    sweeper's tick and a first retry, and a duplicate agent run costs more.
-    """
-    return 2 * timeout + LEASE_SLACK
-
-
-def check_lease(lease: float, timeout: float) -> None:
-    """Refuse (exit 2) a lease shorter than the sink's timeout + :data:`LEASE_MARGIN`."""
-    if not lease >= timeout + LEASE_MARGIN:
-        raise UsageError(
-            f"--lease {lease:g} must be at least {LEASE_MARGIN:g}s longer than the sink's "
-            f"timeout ({timeout:g}s): a claim must outlive the send it covers and the writing "
-            "of its result, or another worker sends the same wake meanwhile; give --lease "
-            f"{timeout + LEASE_MARGIN:g} or more"
-        )
-
-
-def holder_name() -> str:
-    """This worker's name in the ledger: ``host:pid:random`` (as a sweeper's lease holder)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
-
-
-class TreeExec(ExecSink):
-    """The exec sink for one tree's wakes: ``ROUSE_MEMORY`` is the tree's recorded root.
-
-    A worker has no tree of its own: the root is where the tree's sweeper said
-    it lives (``trees.root``), unset when no sweeper recorded one.
-    ``ROUSE_TREE`` carries the tree's id.
-    """
-
-    def __init__(self, base: ExecSink, tree: str, root: str | None):
-        super().__init__(base.argv, base.timeout, Path(root or "."), base.base_env)
-        self.tree = tree
-        self.known_root = root
-
-    def environment(self, wake: Wake) -> dict[str, str]:
-        env = super().environment(wake)
-        if self.known_root is None:
-            env.pop("ROUSE_MEMORY", None)
-        env["ROUSE_TREE"] = self.tree
-        return env
-
-
-@dataclass
-class Result:
-    """What came of one claimed wake, kept until the ledger has it."""
-
-    claim: Claim
-    at: datetime
-    outcome: str  # delivered | failed | given_up
-    text: str  # the receipt or the error
-
-
-@dataclass
-class Tally:
-    delivered: int = 0
-    failed: int = 0
-    given_up: int = 0
-    released: int = 0
-    unwritten: list[Result] = field(default_factory=list)
 
 
 class Worker:
@@ -183,7 +102,6 @@ class Worker:
         self.voice = Voice(log or _stderr, verbosity)
         self.quiet = quiet
         self.stop = threading.Event()
-        self.tally = Tally()
         self._given_now = now
         self._started = clock()
         self._trees = trees
@@ -195,6 +113,16 @@ class Worker:
         self._quiet_told: datetime | None = None
         self.where = redact(dsn)
         self._dsn = dsn
+        self.outcomes = Outcomes(
+            lambda: self.claims,
+            self.voice,
+            sink=sink.kind,
+            holder=self.holder,
+            where=self.where,
+            lease=lease,
+            json_lines=json_lines,
+        )
+        self.tally = self.outcomes.tally
         # connected (and the schema brought up) on the first round, so a worker started
         # while the database is away waits for it as for one lost later
         self.db: PgDatabase | None = None
@@ -304,7 +232,7 @@ class Worker:
                 if self.once:
                     raise
                 self.voice.say(
-                    f"{_t(self.now())} round failed: {type(exc).__name__}: {exc}", ERRORS
+                    f"{moment(self.now())} round failed: {type(exc).__name__}: {exc}", ERRORS
                 )
                 if self.stop.wait(self.every):
                     return self._finish()
@@ -333,7 +261,8 @@ class Worker:
         if self._quiet_told != ends:
             self._quiet_told = ends
             self.voice.say(
-                f"{_t(now)} quiet hours {self.quiet}: claiming nothing until {ends:%Y-%m-%d %H:%M}"
+                f"{moment(now)} quiet hours {self.quiet}: claiming nothing until "
+                f"{ends:%Y-%m-%d %H:%M}"
             )
         return True
 
@@ -349,7 +278,7 @@ class Worker:
         if not claimed:
             return False
         self._beat(len(claimed))
-        self.voice.say(f"{_t(now)} claimed {len(claimed)}", EVERY_TICK)
+        self.voice.say(f"{moment(now)} claimed {len(claimed)}", EVERY_TICK)
         return self._carry(claimed)
 
     def _carry(self, claimed: list[Claim]) -> bool:
@@ -368,7 +297,7 @@ class Worker:
                 claim = pending[0]
                 if claim.gives_up(now):
                     pending.pop(0)
-                    self._write(Result(claim, now, "given_up", ""))
+                    self.outcomes.write(Result(claim, now, "given_up", ""))
                     continue
                 self._beat()
                 rest = pending[1:]
@@ -384,11 +313,11 @@ class Worker:
                     why = self.claims.why_untouched(claim)
                     if "ran out" not in why:
                         why += " (its claim ran out before it was sent)"
-                    self.voice.say(f"{_t(now)} not sending {_what(claim.wake)}: {why}")
+                    self.voice.say(f"{moment(now)} not sending {named(claim.wake)}: {why}")
                     continue
                 if clock() + need > claim.deadline:  # the start took most of the lease
                     self.voice.say(
-                        f"{_t(now)} the ledger at {self.where} answers too slowly to send "
+                        f"{moment(now)} the ledger at {self.where} answers too slowly to send "
                         f"within a claim of {self.lease:g}s: giving back {len(pending)} wakes",
                         ERRORS,
                     )
@@ -399,9 +328,9 @@ class Worker:
                 try:
                     receipt = sink.send(claim.wake, now)
                 except SinkError as exc:
-                    self._write(Result(claim, self.now(), "failed", str(exc)))
+                    self.outcomes.write(Result(claim, self.now(), "failed", str(exc)))
                 else:
-                    self._write(Result(claim, self.now(), "delivered", receipt))
+                    self.outcomes.write(Result(claim, self.now(), "delivered", receipt))
         except Exception:  # (the database went away, mostly): given back when it can be
             self._unreleased += pending
             raise
@@ -409,7 +338,7 @@ class Worker:
 
     def _dropped(self, lost: int, now: datetime) -> None:
         if lost:
-            self.voice.say(f"{_t(now)} {lost} claims ran out before they were sent")
+            self.voice.say(f"{moment(now)} {lost} claims ran out before they were sent")
 
     def _slack(self) -> float:
         """How much a claim must outlast a send, at least, for it to be started."""
@@ -418,67 +347,13 @@ class Worker:
     def _sinks(self, trees: set[str]) -> Mapping[str, Sink]:
         if not isinstance(self.sink, ExecSink):
             return {}
-        roots = self.claims.roots(trees)
-        return {tree: TreeExec(self.sink, tree, roots.get(tree)) for tree in trees}
+        return tree_sinks(self.sink, trees, self.claims.roots(trees))
 
-    # -- results --------------------------------------------------------------
-
-    def _write(self, result: Result) -> None:
-        """Write one result to the ledger (held for later if it cannot be), and say it."""
-        try:
-            self._record(result)
-        except LedgerUnreachable:
-            self.tally.unwritten.append(result)
-            raise
-
-    def _record(self, result: Result) -> None:
-        claim, at = result.claim, result.at
-        what = _what(claim.wake)
-        kind = self.sink.kind
-        next_try: datetime | None = None
-        if result.outcome == "delivered":
-            untouched = self.claims.delivered(claim, at, result.text)
-            self.tally.delivered += 1
-            line, level = f"delivered {what} via {kind}: {result.text}", EVENTS
-        elif result.outcome == "failed":
-            next_try, untouched = self.claims.failed(claim, at, result.text)
-            self.tally.failed += 1
-            line = f"not delivered {what} via {kind}: {result.text}; next try {_t(next_try)}"
-            level = ERRORS
-        else:
-            untouched = self.claims.given_up(claim, at)
-            self.tally.given_up += 1
-            since = _t(claim.first_failure) if claim.first_failure else "?"
-            line = (
-                f"gave up on {what}: failing since {since} (24h); its sweeper writes it "
-                "as a nudge file"
-            )
-            level = ERRORS
-        if untouched:
-            line += f" (not written to the ledger: {untouched})"
-        self.voice.say(f"{_t(at)} {line}", level)
-        if self.json_lines:
-            state = {"given_up": "given up"}.get(result.outcome, result.outcome)
-            self._json(
-                {
-                    "id": claim.id,
-                    "tree": claim.tree,
-                    "record": claim.wake.record,
-                    "state": state,
-                    "attempts": claim.attempts,
-                    "receipt": result.text if result.outcome == "delivered" else None,
-                    "error": result.text if result.outcome == "failed" else None,
-                    "next_attempt": _t(next_try) if next_try else None,
-                    "worker": self.holder,
-                    "written": untouched is None,
-                }
-            )
+    # -- what is left ---------------------------------------------------------
 
     def _catch_up(self) -> None:
         """Write the results held while the database was away, then give back unused claims."""
-        while self.tally.unwritten:
-            self._record(self.tally.unwritten[0])
-            self.tally.unwritten.pop(0)
+        self.outcomes.catch_up()
         if self._unreleased:
             self._release(self._unreleased)
             self._unreleased = []
@@ -496,49 +371,23 @@ class Worker:
         results = "result" if held == 1 else "results"
         holding = f"; holding {held} {results} to write when it is back" if held else ""
         self.voice.say(
-            f"{_t(self.now())} {exc}{holding}; trying again in {FIRST_RECONNECT:g}s, "
+            f"{moment(self.now())} {exc}{holding}; trying again in {FIRST_RECONNECT:g}s, "
             f"then doubling to {MOST_RECONNECT:g}s",
             ERRORS,
         )
 
     def _back(self, since: float) -> None:
         self.voice.say(
-            f"{_t(self.now())} the ledger at {self.where} is back after {clock() - since:.0f}s",
+            f"{moment(self.now())} the ledger at {self.where} is back after {clock() - since:.0f}s",
             ERRORS,
         )
 
     def _finish(self, *, gave_up_waiting: bool = False) -> int:
-        """The exit code, and (``once``) the summary line.
-
-        2 when ``--once`` stopped waiting for a lost database (after one lease:
-        by then its claims have run out for other workers to take).
-        """
-        tally = self.tally
-        unwritten = len(tally.unwritten)
-        if unwritten:
-            self.voice.say(
-                f"{unwritten} results could not be written to {self.where}: "
-                "those wakes will be sent again when their claims run out (same ids)",
-                ERRORS,
-            )
-        code = 1 if tally.failed or tally.given_up or unwritten else 0
-        if gave_up_waiting:
-            self.voice.say(
-                f"gave up waiting for the ledger at {self.where} after {self.lease:g}s (one lease)",
-                ERRORS,
-            )
-            code = 2
-        if self.once:
-            line = (
-                f"{_t(self.now())} {tally.delivered} delivered, {tally.failed} failed, "
-                f"{tally.given_up} given up"
-            )
-            elsewhere = 0 if gave_up_waiting else self._elsewhere()
-            if elsewhere:
-                line += f"; {elsewhere} claimed by other workers"
-            eventful = tally.delivered or code
-            self.voice.say(line, ERRORS if code else EVENTS if eventful else EVERY_TICK)
-        return code
+        """The exit code, and (``once``) the summary line (:meth:`Outcomes.finish`)."""
+        elsewhere = 0 if gave_up_waiting or not self.once else self._elsewhere()
+        return self.outcomes.finish(
+            self.now(), once=self.once, elsewhere=elsewhere, gave_up_waiting=gave_up_waiting
+        )
 
     def _elsewhere(self) -> int:
         if self._claims is None or self._lost_since is not None:
@@ -547,10 +396,6 @@ class Worker:
             return self._claims.owed_elsewhere()
         except LedgerUnreachable:
             return 0
-
-    def _json(self, data: dict[str, object]) -> None:
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-        sys.stdout.flush()
 
 
 def _stderr(line: str) -> None:

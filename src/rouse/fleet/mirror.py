@@ -3,7 +3,8 @@
 The leading sweeper of a tree calls :meth:`Mirror.sync` at the end of each
 tick. Every file the walk knows (records, context, notes, plugins, the probes
 file) becomes one row of ``mirror_files``: its header (JSONB), its body (the
-authored part and the log apart, cut at :data:`BODY_CAP` and saying so), its
+authored part and the log apart, cut at
+:data:`~rouse.fleet.mirror_rows.BODY_CAP` and saying so), its
 size and mtime, its origin as this machine's origin reader judged it, a
 tsvector for ``rouse fleet recall``, and the clock's plan for it.
 
@@ -31,139 +32,37 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import socket
-import stat
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import header, layout
-from rouse.core.body import split_log
-from rouse.core.clockplan import aware as _aware
-from rouse.core.clockplan import clock_plan, no_plan
-from rouse.core.errors import HeaderError
-from rouse.core.tree import Context, File, Note, Record, Tree, display_ids
+from rouse.core.tree import File, Tree, display_ids
+from rouse.fleet.mirror_rows import (
+    CONTENT_COLUMNS,
+    DERIVED_COLUMNS,
+    SEARCH_PARTS,
+    batches,
+    derived_values,
+    dumps,
+    fingerprint,
+    local_zone,
+    mirrored_files,
+    read_row,
+    search_shape,
+    valid_utf8,
+)
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import MIGRATION_LOCK, MIRROR, migrate
-from rouse.pack.index import DESCRIBED_BY, indexed_files
-from rouse.pack.search import _WORD_RE
 from rouse.trust.origins import OriginReader
 
-#: Body bytes a row keeps; a longer body is cut there, and ``body_note`` says so.
-BODY_CAP = 1024 * 1024
-#: Characters of body text the tsvector is made from (PostgreSQL caps a tsvector at 1 MB).
-SEARCH_CHARS = 128 * 1024
-#: Bytes read of a changed file: its header and the body a row keeps.
-READ_CAP = BODY_CAP + header.MAX_HEADER_BYTES + 8
-#: A file modified this recently may change again within its mtime tick: read it again next sync.
-RACY_NS = 2_000_000_000
 #: What a row holds; a mirror of another format is re-synced whole.
 FORMAT = 1
 #: The text search configuration of the tsvector and of ``fleet recall``'s queries.
 TEXT_CONFIG = "english"
-#: Rows per INSERT, and roughly the most JSON text one statement carries.
-BATCH_ROWS = 1000
-BATCH_CHARS = 8 * 1024 * 1024
-
-#: Columns the walk and the clock decide (recomputed every sync, written when they change).
-DERIVED_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("kind", "text"),
-    ("record", "text"),
-    ("record_id", "text"),
-    ("slug", "text"),
-    ("status", "text"),
-    ("open", "boolean"),
-    ("wake_at", "timestamptz"),
-    ("wake_why", "text"),
-    ("review_at", "timestamptz"),
-    ("stale_at", "timestamptz"),
-    ("silenced", "boolean"),
-    ("expires_at", "timestamptz"),
-    ("nagging", "boolean"),
-    ("fires_out", "boolean"),
-    ("nudge", "integer"),
-    ("moved_at", "timestamptz"),
-    ("clock_at", "timestamptz"),
-    ("derived", "text"),
-)
-#: Columns read from the file itself (written only when it changed).
-CONTENT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("header", "jsonb"),
-    ("body", "text"),
-    ("log", "text"),
-    ("body_bytes", "bigint"),
-    ("body_note", "text"),
-    ("size", "bigint"),
-    ("mtime_ns", "bigint"),
-    ("settled", "boolean"),
-    ("origin", "text"),
-    ("origin_written", "text"),
-    ("verified", "text"),
-    ("keywords", "text"),
-)
-#: The tsvector's three parts, weighted as local recall ranks them: keywords > path > body.
-SEARCH_PARTS: tuple[tuple[str, str], ...] = (("s_keywords", "A"), ("s_path", "B"), ("s_body", "C"))
-
-
-# -- what is mirrored ---------------------------------------------------------------
-
-
-def mirrored_files(tree: Tree) -> dict[str, tuple[File, str]]:
-    """Every file the mirror keeps: tree-relative path → (file, kind).
-
-    What local recall searches (records by type, context by kind, notes),
-    plus plugins and the probes file.
-    """
-    files = indexed_files(tree)
-    for plugin in tree.plugins:
-        files[plugin.rel] = (plugin, "plugin")
-    if tree.probes is not None:
-        files[tree.probes.rel] = (tree.probes, "probes")
-    return files
-
-
-def _slug(file: File) -> str | None:
-    if isinstance(file, Record | Context | Note):
-        return file.slug
-    if file.rel == layout.PROBES:
-        return None
-    return file.rel.rpartition("/")[2].removesuffix(".md")
-
-
-def _zone() -> str:
-    """The local time zone's rules, as far as they turn the plan's naive times into instants."""
-    return f"{time.timezone}/{time.altzone}/{'/'.join(time.tzname)}"
-
-
-def _fingerprint(values: dict[str, Any], zone: str) -> str:
-    """A short digest of the derived columns (in their fixed order) to tell a change by;
-    with the zone, as the rows hold the plan's instants with this machine's offsets."""
-    text = "\x1f".join([zone, *(str(values[name]) for name in _FINGERPRINTED)])
-    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=10).hexdigest()
-
-
-_FINGERPRINTED = tuple(name for name, _ in DERIVED_COLUMNS if name not in ("clock_at", "derived"))
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        aware = _aware(value)
-        return None if aware is None else aware.isoformat()
-    return value
-
-
-def _utf8(text: str) -> bool:
-    """Whether ``text`` can go to PostgreSQL (a name read from disk may hold stray bytes)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @dataclass
@@ -228,23 +127,23 @@ class Mirror:
             stats.seconds = time.perf_counter() - started
             return 0
         ids = display_ids(tree)
-        zone = _zone()
+        zone = local_zone()
         clock_at = now
         content: list[dict[str, Any]] = []
         derived_only: list[dict[str, Any]] = []
         next_known: dict[str, list[Any]] = {}
         stats.skipped = len(tree.untrackable)
         for rel, (file, kind) in files.items():
-            if not _utf8(rel):
+            if not valid_utf8(rel):
                 stats.skipped += 1
                 continue
-            values = self._derived(tree, file, kind, ids, now)
-            mark = _fingerprint(values, zone)
+            values = derived_values(tree, file, kind, ids, now)
+            mark = fingerprint(values, zone)
             values["derived"] = mark
             values["clock_at"] = clock_at
             old = known.get(rel)
             if old is None or old[0] != file.size or old[1] != file.mtime_ns or not old[2]:
-                row = self._read(file)
+                row = read_row(self.root, file, self.origins)
                 if row is None:
                     stats.skipped += 1
                     if old is not None:
@@ -272,9 +171,9 @@ class Mirror:
                 self.db.execute(
                     "DELETE FROM mirror_files WHERE tree = ? AND path = ANY(?)", (self.tree, gone)
                 )
-            for batch in _batches(content):
+            for batch in batches(content):
                 self._upsert(batch)
-            for batch in _batches(derived_only):
+            for batch in batches(derived_only):
                 self._update_derived(batch)
             self._save_state(epoch, len(next_known), stats.skipped)
         self._known, self._epoch = next_known, epoch
@@ -319,7 +218,7 @@ class Mirror:
         for rel, (file, _) in files.items():
             old = known.get(rel)
             if old is None:
-                if _utf8(rel):
+                if valid_utf8(rel):
                     return False
                 continue  # a name the rows cannot hold: skipped again
             if old[0] != file.size or old[1] != file.mtime_ns or not old[2]:
@@ -350,7 +249,7 @@ class Mirror:
         columns = (*CONTENT_COLUMNS, *DERIVED_COLUMNS)
         names = [name for name, _ in columns]
         shape = ", ".join(
-            f"{name} {kind}" for name, kind in (("path", "text"), *columns, *_search_shape())
+            f"{name} {kind}" for name, kind in (("path", "text"), *columns, *search_shape())
         )
         search = " || ".join(
             f"setweight(to_tsvector('{TEXT_CONFIG}', r.{part}), '{weight}')"
@@ -362,7 +261,7 @@ class Mirror:
             f"FROM jsonb_to_recordset(?::jsonb) AS r({shape}) "
             "ON CONFLICT (tree, path) DO UPDATE SET "
             + ", ".join(f"{n} = EXCLUDED.{n}" for n in (*names, "search", "mirrored_at")),
-            (self.tree, _dumps(rows)),
+            (self.tree, dumps(rows)),
         )
 
     def _update_derived(self, rows: list[dict[str, Any]]) -> None:
@@ -373,7 +272,7 @@ class Mirror:
             + ", ".join(f"{n} = r.{n}" for n in names)
             + f", mirrored_at = now() FROM jsonb_to_recordset(?::jsonb) AS r({shape}) "
             "WHERE m.tree = ? AND m.path = r.path",
-            (_dumps(rows), self.tree),
+            (dumps(rows), self.tree),
         )
 
     def _save_state(self, epoch: str, files: int, skipped: int) -> None:
@@ -385,98 +284,6 @@ class Mirror:
             "files = EXCLUDED.files, skipped = EXCLUDED.skipped",
             (self.tree, str(self.root), self.host, epoch, FORMAT, self.keyed, files, skipped),
         )
-
-    # -- one file ------------------------------------------------------------------
-
-    def _derived(
-        self, tree: Tree, file: File, kind: str, ids: Any, now: datetime
-    ) -> dict[str, Any]:
-        values: dict[str, Any] = {
-            "kind": kind,
-            "record": None,
-            "record_id": None,
-            "slug": _slug(file),
-            **no_plan(),
-        }
-        if isinstance(file, Record):
-            values.update(clock_plan(tree, file, now), record=file.dir, record_id=ids[file.dir])
-        return values
-
-    def _read(self, file: File) -> dict[str, Any] | None:
-        """The row's content from the file itself, or None when it cannot be read now."""
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-        try:
-            fd = os.open(os.path.join(self.root, file.rel), flags)
-            with os.fdopen(fd, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    return None
-                data = handle.read(READ_CAP)
-            head, raw = header.split(data, file.rel)
-        except (OSError, HeaderError):
-            return None
-        whole = len(data) >= info.st_size
-        body_bytes = len(raw) + (0 if whole else info.st_size - len(data))
-        note = None
-        if b"\x00" in raw:
-            raw, note = b"", "binary body (it holds NUL bytes): not mirrored"
-        elif len(raw) > BODY_CAP or not whole:
-            raw = raw[:BODY_CAP]
-            note = f"body cut to its first {BODY_CAP // 1024} KiB of {body_bytes:,} bytes"
-        authored, log = split_log(raw)
-        text = raw.decode("utf-8", "replace")
-        described = [f"{key}: {head.get(key)}" for key in DESCRIBED_BY if head.get(key)]
-        search_body = "\n\n".join([text.strip(), *described])[:SEARCH_CHARS]
-        verdict = self.origins.verdict(file)
-        mtime_ns = info.st_mtime_ns
-        settled = time.time_ns() - mtime_ns >= RACY_NS and (info.st_size, mtime_ns) == (
-            file.size,
-            file.mtime_ns,
-        )
-        keywords = (head.get("keywords") or "").strip()
-        return {
-            "header": dict(head.fields),
-            "body": authored.decode("utf-8", "replace"),
-            "log": log.decode("utf-8", "replace"),
-            "body_bytes": body_bytes,
-            "body_note": note,
-            "size": info.st_size,
-            "mtime_ns": mtime_ns,
-            "settled": settled,
-            "origin": verdict.origin,
-            "origin_written": verdict.written,
-            "verified": verdict.state,
-            "keywords": keywords,
-            "s_keywords": keywords.replace(",", " "),
-            "s_path": " ".join(_WORD_RE.findall(file.rel.removesuffix(".md"))),
-            "s_body": search_body,
-        }
-
-
-def _search_shape() -> tuple[tuple[str, str], ...]:
-    return tuple((part, "text") for part, _ in SEARCH_PARTS)
-
-
-def _dumps(rows: list[dict[str, Any]]) -> str:
-    return json.dumps(
-        [{key: _json_value(value) for key, value in row.items()} for row in rows],
-        ensure_ascii=False,
-    )
-
-
-def _batches(rows: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-    """Rows in groups small enough for one statement each."""
-    batch: list[dict[str, Any]] = []
-    size = 0
-    for row in rows:
-        weight = len(row.get("body", "")) + len(row.get("log", "")) + len(row.get("s_body", ""))
-        if batch and (len(batch) >= BATCH_ROWS or size + weight > BATCH_CHARS):
-            yield batch
-            batch, size = [], 0
-        batch.append(row)
-        size += weight + 1000
-    if batch:
-        yield batch
 
 
 def _key_mark(origins: OriginReader) -> str:

@@ -1,6 +1,6 @@
 """The ledger on PostgreSQL: the SQLite ledger's rows and rules, shared by a fleet.
 
-:class:`PgLedger` is :class:`rouse.sweep.ledger.Ledger` over a
+:class:`PgLedger` is :class:`rouse.sweep.ledger.sqlite.Ledger` over a
 :class:`~rouse.fleet.pg.PgDatabase`: the same states, retry schedule and
 give-up, the same SQL, scoped to one tree (its ``.rouse-tree`` id) among the
 many the database keeps.
@@ -24,7 +24,7 @@ from typing import Any, Literal
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.ledger_db import Cursor
+from rouse.sweep.ledger.db import Cursor
 
 #: The migration that made the ledger's tables (``wakes``, ``leaders``…).
 LEDGER_SCHEMA = 1

@@ -5,7 +5,7 @@ newer than this rouse knows is refused with a clear error, never touched.
 Migrations run under a transaction-scoped advisory lock, so two machines
 starting at once apply each step once.
 
-The ledger's tables are the SQLite ledger's (:mod:`rouse.sweep.ledger_schema`)
+The ledger's tables are the SQLite ledger's (:mod:`rouse.sweep.ledger.schema`)
 with a ``tree`` column, so many trees share one database, and the columns a
 fleet adds: a delivery worker's claim on a wake (``claimed_by``,
 ``claim_until``), the per-tree leader lease (``leaders``), the trees seen

@@ -4,7 +4,7 @@
 as ever, on :func:`join`'s parts: the tree's ledger on PostgreSQL
 (:class:`~rouse.fleet.pg_ledger.PgLedger`, scoped to the tree's ``.rouse-tree``
 id, which is made here if the tree has none) and a :class:`Member` — the
-:class:`~rouse.sweep.tick.Fleet` the sweeper asks whether it leads
+:class:`~rouse.sweep.leading.Fleet` the sweeper asks whether it leads
 (:mod:`rouse.fleet.lease`), and tells when it ticked: the tree's row in
 ``trees`` (its last tick, from every sweeper; its root and host — where the
 workers' exec sinks find the tree — from the leader only) and, from the leader
@@ -17,6 +17,10 @@ wakes queued for delivery workers and whether a live worker serves the tree
 A sweeper joins without reaching the database: if it is down, the first tick
 meets the outage (said once, retried with backoff) instead of the start failing.
 
+:func:`fleet_parts` is the sweeper's parts in the fleet: what
+:func:`rouse.sweep.build.parts` builds from the options, with the ledger and
+the lease of :func:`join`.
+
 ``rouse status``/``rouse log --ledger DSN`` read the same ledger
 (:func:`open_ledger`), never making a tree id and never migrating (a database
 with no ledger yet has no wakes).
@@ -26,22 +30,26 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from rouse.core.errors import UsageError
+from rouse.core.home import stamp_key_path
 from rouse.core.identity import IDENTITY_FILE, ensure_tree_id, tree_id
 from rouse.core.sweepstate import write_fleet_queue
 from rouse.core.tree import Tree
 from rouse.fleet import lease as leases
-from rouse.fleet.lease import Lease
+from rouse.fleet.lease import DEFAULT_LEASE, Lease, check_lease
 from rouse.fleet.mirror import Mirror
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase
 from rouse.fleet.pg_ledger import PgLedger
 from rouse.fleet.workers import queue_state
-from rouse.trust.origins import OriginReader
+from rouse.sweep import build
+from rouse.sweep.options import SweepOptions
+from rouse.sweep.parts import Parts
+from rouse.trust.origins import OriginReader, origin_reader
 
 #: The leader's tick: the tree is at its root, on its host.
 _UPSERT_TREE = """
@@ -65,6 +73,18 @@ class Joined:
     member: Member
     #: the tree's id was made just now (``.rouse-tree`` written: to be committed)
     made: bool
+
+
+def fleet_parts(options: SweepOptions) -> tuple[Parts, bool]:
+    """The sweeper's parts for ``options`` in the fleet its ``ledger`` DSN names: the
+    tree's ledger there and its lease (:func:`join`); True when the tree's id was made
+    just now (``.rouse-tree`` written: to be committed)."""
+    assert options.ledger is not None
+    origins = origin_reader(options.root, stamp_key_path())
+    parts = build.parts(options, origins=origins)
+    lease = check_lease(options.lease) if options.lease is not None else DEFAULT_LEASE
+    joined = join(options.ledger, options.root, lease=lease, origins=origins)
+    return replace(parts, ledger=joined.ledger, fleet=joined.member), joined.made
 
 
 def join(
@@ -127,7 +147,7 @@ def leader(ledger: PgLedger) -> dict[str, Any] | None:
 
 
 class Member:
-    """One sweeper's place in the fleet (a :class:`rouse.sweep.tick.Fleet`)."""
+    """One sweeper's place in the fleet (a :class:`rouse.sweep.leading.Fleet`)."""
 
     def __init__(
         self,

@@ -1,16 +1,11 @@
-"""One view of every tree: ``rouse fleet status``, ``due`` and ``recall`` over the database.
+"""One view of every tree: ``rouse fleet status`` over the database, and what the views share.
 
 Everything here reads: the ``trees`` the sweepers report, their ``leaders``,
 the ledger's ``wakes``, the delivery ``workers`` (:mod:`rouse.fleet.workers`)
-and the mirror (:mod:`rouse.fleet.mirror`). Each view
-returns plain objects with a ``to_json()`` (ISO 8601 times with the offset)
-and a ``*_lines`` rendering for people.
-
-``due`` decides at query time from the instants the mirror stored, so a record
-that passed its due instant since the last sync reads due. ``recall`` ranks as
-local recall does: documents matching more of the words first, then by a
-weighted rank in which keywords count more than the path, and the path more
-than the body.
+and the mirror (:mod:`rouse.fleet.mirror`). Each view returns plain objects
+with a ``to_json()`` (ISO 8601 times with the offset) and a ``*_lines``
+rendering for people. ``rouse fleet due`` is :mod:`rouse.fleet.due`'s,
+``rouse fleet recall`` :mod:`rouse.fleet.recall`'s.
 """
 
 from __future__ import annotations
@@ -19,28 +14,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rouse.core.clockplan import due_at_time
 from rouse.core.errors import UsageError
-from rouse.core.header import Header
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
-from rouse.core.tree import Record
-from rouse.fleet.mirror import TEXT_CONFIG
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
-from rouse.pack import written
-from rouse.pack.index import KINDS
-from rouse.pack.search import SNIPPET_TOKENS, one_line, query_words
-from rouse.pack.views import clock_time, natural_key, when_due
+from rouse.pack.views import clock_time
 from rouse.sweep.ledger import STATES
-from rouse.trust.origins import VERIFIED
 
 #: How many characters of a tree id the text views show (``--tree`` takes any unique start).
 SHORT_ID = 8
-#: ``ts_rank`` weights, in PostgreSQL's order {D, C, B, A}: body 0.1, path 0.4, keywords 1.
-RANK_WEIGHTS = "{0, 0.1, 0.4, 1.0}"
-#: Characters of a hit's body the snippet is looked for in.
-SNIPPET_SOURCE = 200_000
 
 
 def open_fleet(dsn: str) -> PgDatabase:
@@ -58,7 +41,7 @@ def short(tree: str) -> str:
     return tree[:SHORT_ID]
 
 
-def _local(value: datetime | None) -> datetime | None:
+def local_time(value: datetime | None) -> datetime | None:
     """An aware instant as the naive local time the rest of rouse uses."""
     return None if value is None else value.astimezone().replace(tzinfo=None)
 
@@ -95,7 +78,8 @@ def pick_trees(db: PgDatabase, given: list[str] | None) -> list[str] | None:
     return chosen
 
 
-def _only(trees: list[str] | None, column: str) -> tuple[str, tuple[Any, ...]]:
+def only_trees(trees: list[str] | None, column: str) -> tuple[str, tuple[Any, ...]]:
+    """The ``WHERE`` clause's part (and its parameters) that keeps ``column`` to ``trees``."""
     if trees is None:
         return "", ()
     return f" AND {column} = ANY(?)", (trees,)
@@ -160,7 +144,7 @@ class TreeStatus:
 
 def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
     """Every tree (or those named): who ticked, who leads, the ledger's counts, the mirror."""
-    where, params = _only(trees, "ids.tree")
+    where, params = only_trees(trees, "ids.tree")
     rows = db.execute(
         f"WITH ids AS ({_ALL_TREES}) "
         "SELECT ids.tree, t.root AS t_root, t.host AS t_host, t.last_tick, t.last_tick_by, "
@@ -173,7 +157,7 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         params,
     ).fetchall()
     counts: dict[str, dict[str, int]] = {}
-    where, params = _only(trees, "tree")
+    where, params = only_trees(trees, "tree")
     for row in db.execute(
         f"SELECT tree, state, count(*) AS n FROM wakes WHERE TRUE{where} GROUP BY tree, state",
         params,
@@ -231,7 +215,7 @@ def _stamp(text: str | None) -> datetime | None:
 
 
 def _age(value: datetime | None, now: datetime) -> str:
-    local, at = _local(value), _local(now)
+    local, at = local_time(value), local_time(now)
     assert local is not None and at is not None
     return f"{human_age(local, at)} ({clock_time(local, at)})"
 
@@ -330,281 +314,3 @@ def database_now(db: PgDatabase) -> datetime:
     """The database's clock (worker and lease times are on it)."""
     value: datetime = db.execute("SELECT now() AS now").fetchone()["now"]
     return value
-
-
-# -- due ----------------------------------------------------------------------------
-
-
-@dataclass
-class DueItem:
-    """One mirrored record due at the asked instant."""
-
-    tree: str
-    root: str
-    host: str
-    record_id: str
-    type: str
-    slug: str
-    path: str  # the record's directory, as `rouse due` shows it
-    file: str
-    reason: str
-    due_at: datetime  # naive local
-    moved_at: datetime | None
-    nudge: int
-    origin: str
-    verified: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tree": self.tree,
-            "root": self.root,
-            "host": self.host,
-            "record": self.record_id,
-            "type": self.type,
-            "slug": self.slug,
-            "path": self.path,
-            "file": self.file,
-            "reason": self.reason,
-            "due_at": iso_stamp(self.due_at),
-            "moved_at": iso_stamp(self.moved_at),
-            "nudge": self.nudge,
-            "origin": self.origin,
-            "verified": self.verified,
-        }
-
-
-def due(
-    db: PgDatabase, now: datetime, trees: list[str] | None = None, limit: int | None = None
-) -> list[DueItem]:
-    """Every mirrored record due at ``now`` (naive local), earliest first, across trees."""
-    at = now.astimezone()
-    where, params = _only(trees, "m.tree")
-    rows = db.execute(
-        "SELECT m.tree, m.path, m.kind, m.record, m.record_id, m.slug, m.wake_at, m.review_at, "
-        "m.stale_at, m.expires_at, m.nagging, m.fires_out, m.nudge, m.moved_at, m.origin, "
-        "m.verified, coalesce(t.root, s.root, '') AS root, coalesce(t.host, s.host, '') AS host "
-        "FROM mirror_files m LEFT JOIN mirror_state s ON s.tree = m.tree "
-        "LEFT JOIN trees t ON t.tree = m.tree "
-        f"WHERE m.wake_at IS NOT NULL AND m.wake_at <= ?{where}",
-        (at, *params),
-    ).fetchall()
-    found = []
-    for row in rows:
-        decided = due_at_time(row, at)
-        if decided is None:
-            continue
-        reason, due_at = decided
-        local = _local(due_at)
-        assert local is not None
-        found.append(
-            DueItem(
-                tree=row["tree"],
-                root=row["root"],
-                host=row["host"],
-                record_id=row["record_id"] or row["record"],
-                type=row["kind"],
-                slug=row["slug"] or "",
-                path=row["record"],
-                file=row["path"],
-                reason=reason,
-                due_at=local,
-                moved_at=_local(row["moved_at"]),
-                nudge=int(row["nudge"] or 1),
-                origin=row["origin"],
-                verified=row["verified"],
-            )
-        )
-    found.sort(key=lambda d: (d.due_at, d.root, d.tree, natural_key(d.path)))
-    return found if limit is None else found[:limit]
-
-
-def _decision(item: DueItem, now: datetime) -> Any:
-    """A clock decision standing for the row, so the words are `rouse due`'s own."""
-    from rouse.core.clock import Decision
-
-    record = Record(item.file, Header(), 0, 0, item.type, item.path)
-    decision = Decision(record, now)
-    decision.reason, decision.due_at, decision.nudge = item.reason, item.due_at, item.nudge
-    decision.moved_at = item.moved_at
-    return decision
-
-
-def due_lines(found: list[DueItem], now: datetime) -> list[str]:
-    """``rouse fleet due``'s rows, tab-separated: tree, id, reason, when, path (as `rouse due`)."""
-    return [
-        "\t".join((short(d.tree), d.record_id, d.reason, when_due(_decision(d, now), now), d.path))
-        for d in found
-    ]
-
-
-def due_header(count: int, trees: int, now: datetime) -> str | None:
-    if count:
-        return None
-    return f"nothing is due at {format_stamp(now)} in {trees} mirrored tree(s)"
-
-
-def mirrored_tree_count(db: PgDatabase, trees: list[str] | None) -> int:
-    where, params = _only(trees, "tree")
-    row = db.execute(f"SELECT count(*) AS n FROM mirror_state WHERE TRUE{where}", params)
-    return int(row.fetchone()["n"])
-
-
-# -- recall -------------------------------------------------------------------------
-
-
-@dataclass
-class FleetHit:
-    """One file recalled from the mirror."""
-
-    tree: str
-    root: str
-    host: str
-    path: str
-    kind: str
-    origin: str
-    verified: str  # the origin reader's verdict on the machine that mirrored it
-    keywords: str
-    snippet: str
-    mtime: datetime
-    updated: str | None = None
-    words: int = 0
-    rank: float = 0.0
-
-    @property
-    def origin_verified(self) -> bool:
-        return self.verified in VERIFIED
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tree": self.tree,
-            "root": self.root,
-            "host": self.host,
-            "path": self.path,
-            "kind": self.kind,
-            "origin": self.origin,
-            "verified": self.verified,
-            "origin_verified": self.origin_verified,
-            "age": iso_stamp(self.mtime),
-            "keywords": self.keywords,
-            "snippet": self.snippet,
-            "updated": self.updated,
-        }
-
-
-#: The configuration a query made only of stopwords is searched with: ``english``
-#: drops them all, as local FTS5 does not. The mirror's tsvector is ``english``,
-#: so then each file's vector is made on the fly (a scan: such queries are rare).
-SIMPLE_CONFIG = "simple"
-SIMPLE_VECTOR = (
-    "(setweight(to_tsvector('simple', coalesce(m.keywords, '')), 'A') || "
-    "setweight(to_tsvector('simple', m.path), 'B') || "
-    "setweight(to_tsvector('simple', m.body), 'C'))"
-)
-#: What ``fleet recall --mode`` can do: the mirror holds words, not vectors.
-MIRROR_MODES = ("words",)
-
-
-def search_config(db: PgDatabase, words: list[str]) -> str:
-    """``english``, or ``simple`` when ``english`` would leave nothing of the query."""
-    row = db.execute(
-        f"SELECT numnode(plainto_tsquery('{TEXT_CONFIG}', ?)) AS n", (" ".join(words),)
-    ).fetchone()
-    return TEXT_CONFIG if int(row["n"]) else SIMPLE_CONFIG
-
-
-def check_mode(mode: str | None) -> None:
-    """``fleet recall --mode``: words only; the mirror holds no vectors, and says so."""
-    if mode is None or mode in MIRROR_MODES:
-        return
-    raise UsageError(
-        f"the fleet's mirror holds no vectors, so fleet recall cannot search by {mode}: "
-        "give --mode words (or run rouse recall on a tree itself, which can)"
-    )
-
-
-def recall(
-    db: PgDatabase,
-    query: str,
-    trees: list[str] | None = None,
-    limit: int = 10,
-    mode: str | None = None,
-) -> list[FleetHit]:
-    """The best ``limit`` mirrored files for ``query`` across trees, best first."""
-    check_mode(mode)
-    words = query_words(query)
-    config = search_config(db, words)
-    vector = "m.search" if config == TEXT_CONFIG else SIMPLE_VECTOR
-    one = f"plainto_tsquery('{config}', ?)"
-    matched = " + ".join(f"({vector} @@ {one})::int" for _ in words)
-    either = " || ".join(one for _ in words)
-    where, params = _only(trees, "m.tree")
-    rows = db.execute(
-        "SELECT best.*, ts_headline(?::regconfig, left(best.body || E'\\n' || best.log, ?), "
-        "best.q, ?) AS snippet FROM ("
-        "SELECT m.tree, m.path, m.kind, m.origin, m.verified, m.keywords, m.mtime_ns, "
-        "m.header->>'updated' AS updated, m.body, m.log, q.q, "
-        "coalesce(t.root, s.root, '') AS root, coalesce(t.host, s.host, '') AS host, "
-        f"{matched} AS words, ts_rank(?::float4[], {vector}, q.q) AS rank "
-        f"FROM (SELECT {either} AS q) q JOIN mirror_files m ON {vector} @@ q.q "
-        "LEFT JOIN mirror_state s ON s.tree = m.tree LEFT JOIN trees t ON t.tree = m.tree "
-        f"WHERE m.kind = ANY(?){where} "
-        "ORDER BY words DESC, rank DESC, m.path, m.tree LIMIT ?) best "
-        "ORDER BY best.words DESC, best.rank DESC, best.path, best.tree",
-        (
-            config,
-            SNIPPET_SOURCE,
-            f'StartSel="",StopSel="",MaxWords={SNIPPET_TOKENS},MinWords=8',
-            *words,
-            RANK_WEIGHTS,
-            *words,
-            list(KINDS),
-            *params,
-            limit,
-        ),
-    ).fetchall()
-    return [
-        FleetHit(
-            tree=row["tree"],
-            root=row["root"],
-            host=row["host"],
-            path=row["path"],
-            kind=row["kind"],
-            origin=row["origin"],
-            verified=row["verified"],
-            keywords=row["keywords"],
-            snippet=marked_snippet(row["snippet"] or "", f"{row['body']}\n{row['log']}"),
-            mtime=datetime.fromtimestamp(int(row["mtime_ns"]) / 1e9),
-            updated=(row["updated"] or "").strip() or None,
-            words=int(row["words"]),
-            rank=float(row["rank"]),
-        )
-        for row in rows
-    ]
-
-
-def marked_snippet(fragment: str, source: str) -> str:
-    """A headline fragment as one line of plain words, with ``…`` where it cuts ``source``."""
-    flat = " ".join(fragment.split())
-    whole = " ".join(source[:SNIPPET_SOURCE].split())
-    if not flat:
-        return ""
-    lead = "" if whole.startswith(flat) else "…"
-    tail = "" if whole.endswith(flat) else "…"
-    words = " ".join(written.plain(flat).split())
-    return one_line(f"{lead}{words}{tail}") if words else ""
-
-
-def recall_lines(hits: list[FleetHit], now: datetime) -> list[str]:
-    """``rouse fleet recall``: each hit's line (tree, path, origin and verdict), its snippet."""
-    lines: list[str] = []
-    for hit in hits:
-        keywords = f" — {hit.keywords}" if hit.keywords else ""
-        age = human_age(hit.mtime, now)
-        lines.append(
-            f"{short(hit.tree)} {hit.path} [{hit.origin}: {hit.verified}] ({age}{keywords})"
-        )
-        if hit.snippet:
-            lines.append(f"  {hit.snippet}")
-        if hit.updated:
-            lines.append(f"  updated: {hit.updated}")
-    return lines

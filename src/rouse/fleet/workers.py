@@ -24,6 +24,9 @@ seen for :data:`FORGET_AFTER` are deleted when a worker starts.
 
 from __future__ import annotations
 
+import os
+import secrets
+import socket
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,7 +34,7 @@ from typing import Any
 from rouse.core.timefmt import iso_stamp
 from rouse.fleet.claims import clock
 from rouse.fleet.pg import PgDatabase
-from rouse.sweep.ledger_entry import _dt
+from rouse.sweep.ledger.entry import as_time
 
 #: A worker is live for at least this long after its last beat (seconds).
 LEAST_LIVE_FOR = 60.0
@@ -226,7 +229,7 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     ).fetchone()
     found["queued"] = int(row["n"])
     if row["oldest"]:
-        found["oldest"] = _dt(row["oldest"])
+        found["oldest"] = as_time(row["oldest"])
     if not _has_table(db):
         return found
     row = db.execute(
@@ -237,3 +240,8 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     found["live"] = int(row["live"])
     found["seen"] = _local(row["seen"])
     return found
+
+
+def holder_name() -> str:
+    """This worker's name in the ledger: ``host:pid:random`` (as a sweeper's lease holder)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"

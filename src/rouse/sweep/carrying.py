@@ -26,25 +26,20 @@ from collections.abc import Mapping
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.layout import STATE_DIR
 from rouse.core.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, Receipts, Stamp, never
-from rouse.sweep.ledger import WORKERS, Ledger
-from rouse.sweep.ledger_entry import Entry
+from rouse.sweep.ledger import WORKERS, Entry, Ledger
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink, write_nudge
-from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
+from rouse.sweep.report import Origins, TickReport
+from rouse.sweep.sinks import Sink, SinkError, write_nudge
+from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
 from rouse.trust.origins import quoted_origins
-
-if TYPE_CHECKING:
-    from rouse.sweep.tick import Origins, TickReport
 
 
 class WorkerQueue:
@@ -134,11 +129,11 @@ class Carrier:
                 return
             if held:
                 report.held.append(made.id)
-                self.voice.say(f"{_t(now)} held {_what(made)} until {self.quiet} ends")
+                self.voice.say(f"{moment(now)} held {named(made)} until {self.quiet} ends")
                 return
             if self.queue:
                 report.queued.append(made.id)
-                self.voice.say(f"{_t(now)} queued {_what(made)} for the delivery workers")
+                self.voice.say(f"{moment(now)} queued {named(made)} for the delivery workers")
                 return
             if self.digests is not None:
                 self.digests.add(made, step.decision)
@@ -172,7 +167,9 @@ class Carrier:
             if self.queue:  # owed from before --plan-only: the workers send it now
                 if self.ledger.queue(entry.id):
                     report.queued.append(entry.id)
-                    self.voice.say(f"{_t(now)} queued {_what(entry.wake)} for the delivery workers")
+                    self.voice.say(
+                        f"{moment(now)} queued {named(entry.wake)} for the delivery workers"
+                    )
                 return
             self.ledger.start_attempt(entry.id, self.sink.kind, now)
             if self.digests is not None:
@@ -187,13 +184,15 @@ class Carrier:
         elif step.action == "release":
             if self.ledger.queue(entry.id):
                 report.queued.append(entry.id)
-                self.voice.say(f"{_t(now)} released {_what(entry.wake)} to the delivery workers")
+                self.voice.say(
+                    f"{moment(now)} released {named(entry.wake)} to the delivery workers"
+                )
         elif step.action == "withdraw":
             if not self.ledger.withdraw(entry.id, now, step.why):
                 self._claimed(entry, "withdraw", now)
                 return
             report.withdrawn.append(entry.id)
-            self.voice.say(f"{_t(now)} withdrew {_what(entry.wake)}: {step.why}")
+            self.voice.say(f"{moment(now)} withdrew {named(entry.wake)}: {step.why}")
         elif step.action == "confirm":
             self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
             report.delivered.append(entry.id)
@@ -231,7 +230,7 @@ class Carrier:
                 self.ledger.mark_stamped(entry.id)
             report.given_up.append(entry.id)
             self.voice.say(
-                f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
+                f"{moment(now)} gave up on {named(entry.wake)} after 24h: wrote {written}", ERRORS
             )
         elif step.action == "nudge":
             self.nudge(entry, step, now, report, entry.receipt)
@@ -248,7 +247,7 @@ class Carrier:
         if step.decision is None:  # its record moved, ended or is gone: nothing left to say
             self.ledger.mark_stamped(entry.id)
             self.voice.say(
-                f"{_t(now)} wrote no (further) nudge file for {_what(entry.wake)}, given up "
+                f"{moment(now)} wrote no (further) nudge file for {named(entry.wake)}, given up "
                 f"by a delivery worker: {step.why or 'its record is gone'}"
             )
             return
@@ -265,14 +264,14 @@ class Carrier:
         )
         report.given_up.append(entry.id)
         self.voice.say(
-            f"{_t(now)} gave up on {_what(entry.wake)} after 24h: wrote {written}", ERRORS
+            f"{moment(now)} gave up on {named(entry.wake)} after 24h: wrote {written}", ERRORS
         )
 
     def _claimed(self, entry: Entry, what: str, now: datetime) -> None:
         """A worker holds a live claim on ``entry`` (or its row changed since the tick read
         it: delivered meanwhile): the step waits for the next tick's look."""
         self.voice.say(
-            f"{_t(now)} did not {what} {_what(entry.wake)}: a delivery worker is sending it "
+            f"{moment(now)} did not {what} {named(entry.wake)}: a delivery worker is sending it "
             "or has just sent it (next tick)",
             EVERY_TICK,
         )
@@ -307,7 +306,7 @@ class Carrier:
         # stamped as of the delivery, so every clone writes the same stamp
         if landed and self.stamp(known.wake, decision, known.finished or now, report):
             state = known.state.replace("_", " ")
-            self.voice.say(f"{_t(now)} stamped {_what(known.wake)}: {state} per the ledger")
+            self.voice.say(f"{moment(now)} stamped {named(known.wake)}: {state} per the ledger")
 
     def send(self, made: Wake, decision: Decision, now: datetime, report: TickReport) -> None:
         try:
@@ -319,7 +318,7 @@ class Carrier:
             self.ledger.failed(made.id, now, str(exc))
             report.failed.append(made.id)
             self.voice.say(
-                f"{_t(now)} not delivered {_what(made)} via {self.sink.kind}: {exc}", ERRORS
+                f"{moment(now)} not delivered {named(made)} via {self.sink.kind}: {exc}", ERRORS
             )
             return
         if self.sink.kind == "file" or (made.reason in NOTICES and self.sink.kind == "run"):
@@ -331,7 +330,7 @@ class Carrier:
         except Exception as exc:
             if self.receipts.outage(exc):
                 self.voice.say(
-                    f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt} "
+                    f"{moment(now)} delivered {named(made)} via {self.sink.kind}: {receipt} "
                     "(the ledger is unreachable: recorded there once it is back)",
                     ERRORS,
                 )
@@ -339,6 +338,6 @@ class Carrier:
         if self.stamp(made, decision, now, report):
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
-        self.voice.say(f"{_t(now)} delivered {_what(made)} via {self.sink.kind}: {receipt}")
+        self.voice.say(f"{moment(now)} delivered {named(made)} via {self.sink.kind}: {receipt}")
         if made.reason not in NOTICES:  # news of a task escalates nothing
             self.landed(made, now, report, False)

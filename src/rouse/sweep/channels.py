@@ -21,20 +21,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rouse.core.tree import Record
 from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, backoff
-from rouse.sweep.ledger_entry import _dt
-from rouse.sweep.ledger_tells import Outreach, outreach
+from rouse.sweep.ledger.entry import as_time
+from rouse.sweep.ledger.tells import Outreach, outreach
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink, write_nudge
-from rouse.sweep.voice import ERRORS, Voice, _t
+from rouse.sweep.report import TickReport
+from rouse.sweep.sinks import Sink, SinkError, write_nudge
+from rouse.sweep.voice import ERRORS, Voice, moment
 from rouse.sweep.wake import Wake
-
-if TYPE_CHECKING:
-    from rouse.sweep.tick import TickReport
 
 
 @dataclass
@@ -124,7 +121,7 @@ class Teller:
             except Exception as exc:  # one bad tell never stops the others, nor the tick
                 report.errors += 1
                 self.voice.say(
-                    f"{_t(now)} error on tell {row['id']}: {type(exc).__name__}: {exc}", ERRORS
+                    f"{moment(now)} error on tell {row['id']}: {type(exc).__name__}: {exc}", ERRORS
                 )
 
     def _one(self, row: Any, now: datetime, report: TickReport) -> None:
@@ -138,13 +135,13 @@ class Teller:
             )
             if row["state"] != "waiting" or row["error"] != why:
                 self.ledger.tell_waits(row["id"], why)
-                self.voice.say(f"{_t(now)} {what} waits: {why}", ERRORS)
+                self.voice.say(f"{moment(now)} {what} waits: {why}", ERRORS)
             return
-        first_failure = _dt(row["first_failure"])
+        first_failure = as_time(row["first_failure"])
         if first_failure is not None and now - first_failure >= GIVE_UP_AFTER:
             self._give_up(row, label, now, report)
             return
-        next_attempt = _dt(row["next_attempt"])
+        next_attempt = as_time(row["next_attempt"])
         if next_attempt is not None and now < next_attempt:
             return
         if sink.holdable and self.quiet is not None and self.quiet.holds(now):
@@ -158,11 +155,11 @@ class Teller:
             wait = backoff(int(row["attempts"]) + 1)
             self.ledger.tell_attempt(row["id"], label, now, wait, receipt=None, error=str(exc))
             report.tells_failed.append(row["id"])
-            self.voice.say(f"{_t(now)} could not deliver {what} via {label}: {exc}", ERRORS)
+            self.voice.say(f"{moment(now)} could not deliver {what} via {label}: {exc}", ERRORS)
             return
         self.ledger.tell_attempt(row["id"], label, now, backoff(1), receipt=receipt, error=None)
         report.told.append(row["id"])
-        self.voice.say(f"{_t(now)} delivered {what} to the owner via {label}: {receipt}")
+        self.voice.say(f"{moment(now)} delivered {what} to the owner via {label}: {receipt}")
 
     def _give_up(self, row: Any, label: str, now: datetime, report: TickReport) -> None:
         text = (
@@ -177,7 +174,7 @@ class Teller:
         self.ledger.tell_given_up(row["id"], now, written)
         report.tells_given_up.append(row["id"])
         self.voice.say(
-            f"{_t(now)} gave up on tell {row['id']} about {row['record']} after 24h: "
+            f"{moment(now)} gave up on tell {row['id']} about {row['record']} after 24h: "
             f"wrote {written}",
             ERRORS,
         )

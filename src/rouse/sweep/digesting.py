@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rouse.core import acts, nudges
 from rouse.core.cache import HeaderCache
@@ -18,20 +17,17 @@ from rouse.core.clock import Decision
 from rouse.core.tree import Tree
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.report import TickReport
 from rouse.sweep.runner import Runner, RunWaits
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.sinks import Sink, write_nudge
-from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, _t, _what
+from rouse.sweep.sinks import Sink, SinkError, write_nudge
+from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake
 
-if TYPE_CHECKING:
-    from rouse.sweep.tick import TickReport
-
 #: The stamp after delivery: False means try again next tick.
-Stamp = Callable[[Wake, Decision, datetime, "TickReport"], bool]
+Stamp = Callable[[Wake, Decision, datetime, TickReport], bool]
 #: What follows a wake that landed (an escalation, if one is due); the flag says
 #: it landed in an agent run that ended without answering it.
-Landed = Callable[[Wake, datetime, "TickReport", bool], None]
+Landed = Callable[[Wake, datetime, TickReport, bool], None]
 #: In a fleet: note a nudge file in the tree's own ledger, for the pack (wake, state,
 #: when, the nudge file).
 Vouch = Callable[[Wake, str, datetime, str], None]
@@ -174,7 +170,7 @@ class DigestSender:
             for one, _ in batch:
                 self.ledger.failed(one.id, now, str(exc))
                 report.failed.append(one.id)
-            say(f"{_t(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
+            say(f"{moment(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
             return
         sent = receipt
         answered = {one.id for one, _ in batch}
@@ -202,12 +198,12 @@ class DigestSender:
             if self.stamp(one, decision, now, report):
                 self.ledger.mark_stamped(one.id)
             report.delivered.append(one.id)
-        say(f"{_t(now)} delivered {what} via {self.sink.kind}: {receipt}")
+        say(f"{moment(now)} delivered {what} via {self.sink.kind}: {receipt}")
         for one, _ in batch:
             if ran is None or one.id not in answered:  # an answered record needs no human
                 self.landed(one, now, report, ran is not None)
         for one, _ in batch:
-            say(f"{_t(now)}   in it: {_what(one)}", EVERY_TICK)
+            say(f"{moment(now)}   in it: {named(one)}", EVERY_TICK)
 
 
 def _answered(tree: Tree, made: Wake, done: acts.Acts) -> bool:

@@ -11,19 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from rouse.core import acts, clock, nudges
 from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.sweep import escalate
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sink_base import SinkError
-from rouse.sweep.voice import ERRORS, Voice, _t
+from rouse.sweep.report import TickReport
+from rouse.sweep.sinks import SinkError
+from rouse.sweep.voice import ERRORS, Voice, moment
 from rouse.sweep.wake import Wake
-
-if TYPE_CHECKING:
-    from rouse.sweep.tick import TickReport
 
 
 class Escalator:
@@ -107,11 +104,13 @@ class Escalator:
             receipt = sink.send(message, now)
         except SinkError as exc:
             self.ledger.escalation_attempt(message.id, now, receipt=None, error=str(exc))
-            self.voice.say(f"{_t(now)} could not escalate {what} via {sink.kind}: {exc}", ERRORS)
+            self.voice.say(
+                f"{moment(now)} could not escalate {what} via {sink.kind}: {exc}", ERRORS
+            )
             return
         self.ledger.escalation_attempt(message.id, now, receipt=receipt, error=None)
         report.escalated.append(message.id)
-        self.voice.say(f"{_t(now)} escalated {what} to the owner via {sink.kind}: {receipt}")
+        self.voice.say(f"{moment(now)} escalated {what} to the owner via {sink.kind}: {receipt}")
 
     def retry(self, tree: Tree, now: datetime, report: TickReport) -> None:
         """Resend escalations that did not land (one try per tick) while still true."""

@@ -22,9 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rouse import __version__
 from rouse.core.errors import UsageError
-from rouse.sweep.tick import TickReport
-from rouse.sweep.voice import _t
-from rouse.sweep.webhook_sink import MAX_RESPONSE, _Delivery, _opener, check_url
+from rouse.sweep.report import TickReport
+from rouse.sweep.sinks.request import MAX_RESPONSE, Delivery, check_url, opener
+from rouse.sweep.voice import moment
 
 #: Seconds a ping may take in all (as ``curl -m 10`` in monitors' own examples).
 DEADLINE = 10.0
@@ -67,13 +67,13 @@ class Heartbeat:
         url = self.target(not failed(report))
         problem = self.ping(url)
         if problem:
-            self.log(f"{_t(at)} heartbeat not sent: {problem}")
+            self.log(f"{moment(at)} heartbeat not sent: {problem}")
 
     def ping(self, url: str) -> str | None:
         """GET ``url`` within the deadline; None when it answered 2xx, else why not."""
         import urllib.error
 
-        delivery = _Delivery()
+        delivery = Delivery()
         request = urllib.request.Request(
             url, headers={"User-Agent": f"rouse/{__version__}"}, method="GET"
         )
@@ -100,11 +100,11 @@ class Heartbeat:
             return f"HTTP {delivery.status} from {url}"
         return None
 
-    def _get(self, request: urllib.request.Request, delivery: _Delivery) -> None:
+    def _get(self, request: urllib.request.Request, delivery: Delivery) -> None:
         try:
             # the deadline is ping()'s (it cuts the socket off); the socket's own timeout
             # is only a backstop, longer, so that the deadline always speaks first
-            with _opener(delivery).open(request, timeout=self.deadline + 5) as response:
+            with opener(delivery).open(request, timeout=self.deadline + 5) as response:
                 response.read(MAX_RESPONSE)
                 delivery.status = int(response.status)
         except BaseException as exc:  # handed to ping(): nothing escapes a thread

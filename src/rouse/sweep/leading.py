@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from rouse.core import clock
 from rouse.core.tree import Tree
@@ -21,10 +21,8 @@ from rouse.sweep import wake
 from rouse.sweep.carrying import Carrier
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import Step
-from rouse.sweep.voice import ERRORS, Voice, _t
-
-if TYPE_CHECKING:
-    from rouse.sweep.tick import TickReport
+from rouse.sweep.report import TickReport
+from rouse.sweep.voice import ERRORS, Voice, moment
 
 
 class Fleet(Protocol):
@@ -100,11 +98,11 @@ class Leading(Voice):
         leading = self.fleet.lead()
         if leading != self._led:
             if leading:
-                self.say(f"{_t(now)} leads this tree now: {self.fleet.describe()}")
+                self.say(f"{moment(now)} leads this tree now: {self.fleet.describe()}")
             else:
                 self.say(
-                    f"{_t(now)} stands by: {self.fleet.leader()} leads this tree; stamping this "
-                    "clone from the ledger's delivered wakes"
+                    f"{moment(now)} stands by: {self.fleet.leader()} leads this tree; "
+                    "stamping this clone from the ledger's delivered wakes"
                 )
             self._led = leading
         return leading
@@ -169,7 +167,7 @@ class Leading(Voice):
                     raise
                 report.errors += 1
                 self.say(
-                    f"{_t(now)} error on {decision.record.rel}: {type(exc).__name__}: {exc} "
+                    f"{moment(now)} error on {decision.record.rel}: {type(exc).__name__}: {exc} "
                     "(skipped)",
                     ERRORS,
                 )

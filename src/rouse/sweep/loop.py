@@ -31,13 +31,14 @@ from types import FrameType
 
 from rouse.core.errors import TooNew, UsageError
 from rouse.core.locks import sweeper_lock
-from rouse.sweep.channels import Channels
-from rouse.sweep.escalate import Escalation
-from rouse.sweep.ledger import Ledger
+from rouse.sweep.heartbeat import Heartbeat
+from rouse.sweep.options import SweepOptions
+from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
+from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink
-from rouse.sweep.tick import Fleet, Origins, Sweeper, TickReport
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, _t
+from rouse.sweep.tick import Sweeper
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 
 DEFAULT_EVERY = 60.0
 #: The longest ``--every`` and ``--timeout``, in seconds: one day.
@@ -56,35 +57,18 @@ def check_wait(option: str, seconds: float | None) -> None:
         )
 
 
-def sweep(
-    root: Path,
-    sink: Sink,
-    *,
-    once: bool,
-    every: float | None = None,
-    now: datetime | None = None,
-    quiet: QuietHours | None = None,
-    log: Log | None = None,
-    origins: Origins | None = None,
-    verbosity: int = EVENTS,
-    after_tick: AfterTick | None = None,
-    digest: bool = False,
-    escalation: Escalation | None = None,
-    ledger: Ledger | None = None,
-    plan_only: bool = False,
-    fleet: Fleet | None = None,
-    channels: Channels | None = None,
-) -> int:
+def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int:
     """``rouse sweep``: take the lock, tick once or loop, exit 0/1 (2 if refused).
 
-    ``ledger``, ``plan_only``, ``fleet`` and ``channels`` are the :class:`Sweeper`'s (a
-    fleet's PostgreSQL ledger, queueing for its delivery workers, the lease, where
-    tells to the owner go).
+    ``parts`` are what :func:`rouse.sweep.build.parts` (or a fleet's
+    :func:`rouse.fleet.sweeping.fleet_parts`) built from ``options``.
 
-    With ``now`` the clock starts at that instant and runs on with the wall
-    clock, so a loop under ``--now`` behaves like one started then.
+    With ``options.now`` the clock starts at that instant and runs on with the
+    wall clock, so a loop under ``--now`` behaves like one started then.
     """
+    root, once, every, now = options.root, options.once, options.every, options.now
     check_wait("--every", every)
+    after_tick = Heartbeat(options.heartbeat) if options.heartbeat else None
     period = every if every is not None else DEFAULT_EVERY
     interval = period if not once or every is not None else None
     started = time.monotonic()
@@ -98,38 +82,19 @@ def sweep(
 
     with (
         sweeper_lock(root),
-        Sweeper(
-            root,
-            sink,
-            quiet=quiet,
-            log=log,
-            interval=interval,
-            origins=origins,
-            verbosity=verbosity,
-            digest=digest,
-            escalation=escalation,
-            ledger=ledger,
-            plan_only=plan_only,
-            fleet=fleet,
-            channels=channels,
-        ) as sw,
+        Sweeper(root, parts, log=log, interval=interval, verbosity=options.verbosity) as sw,
     ):
         # the loop says once what it is doing; --once only when asked (-v)
-        line = starting(root, sw.sink, period, quiet, now, once=once)
-        if digest:
-            line = line.replace(f"sink {sink.describe()}", f"sink {sink.describe()} (digests)", 1)
-        if escalation is not None:
-            line = line.replace(
-                f"sink {sink.describe()}", f"sink {sink.describe()}; {escalation.describe()}", 1
-            )
-        if channels is not None:
-            line = line.replace(
-                f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {channels.describe()}", 1
-            )
-        if fleet is not None:
-            line = line.replace(
-                f"sink {sw.sink.describe()}", f"sink {sw.sink.describe()}; {fleet.describe()}", 1
-            )
+        line = starting(root, sw.sink, period, parts.quiet, now, once=once)
+        said = f"sink {sw.sink.describe()}"
+        if parts.digest:
+            line = line.replace(said, f"{said} (digests)", 1)
+        if parts.escalation is not None:
+            line = line.replace(said, f"{said}; {parts.escalation.describe()}", 1)
+        if parts.channels is not None:
+            line = line.replace(said, f"{said}; {parts.channels.describe()}", 1)
+        if parts.fleet is not None:
+            line = line.replace(said, f"{said}; {parts.fleet.describe()}", 1)
         sw.say(line, EVERY_TICK if once else EVENTS)
         restore = on_signals(sw.stop)
         try:
@@ -160,7 +125,7 @@ def starting(
     else:
         parts.append(f"quiet hours {quiet} (not for this sink: a nudge file disturbs nobody)")
     if now is not None:
-        parts.append(f"clock from {_t(now)}")
+        parts.append(f"clock from {moment(now)}")
     stop = "" if once else ", stops after the wake in flight on Ctrl-C or SIGTERM"
     parts.append(f"pid {os.getpid()}{stop}")
     return "; ".join(parts)
@@ -170,13 +135,13 @@ def summary(at: datetime, report: TickReport) -> str:
     """One tick in one line: what it delivered, failed, held or gave up, and what is owed."""
     if report.leading is False:
         return (
-            f"{_t(at)} tick (standing by): {report.stamped} stamped from the ledger, "
+            f"{moment(at)} tick (standing by): {report.stamped} stamped from the ledger, "
             f"{report.undelivered} owed"
         )
     queued = f"{len(report.queued)} queued, " if report.queued else ""
     return (
-        f"{_t(at)} tick: {len(report.delivered)} delivered, {queued}{len(report.failed)} failed, "
-        f"{len(report.held)} held, {len(report.given_up)} given up, "
+        f"{moment(at)} tick: {len(report.delivered)} delivered, {queued}"
+        f"{len(report.failed)} failed, {len(report.held)} held, {len(report.given_up)} given up, "
         f"{report.undelivered} owed"
     )
 
@@ -225,7 +190,7 @@ def run(
             elif isinstance(exc, TooNew):
                 raise  # a ledger from a newer rouse (met after a lazy start): exit 2, as at start
             else:
-                sweeper.say(f"{_t(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
+                sweeper.say(f"{moment(at)} tick failed: {type(exc).__name__}: {exc}", ERRORS)
         if report is not None:
             outage.over(at)
         if after_tick is not None:
@@ -308,11 +273,11 @@ class _Outage:
                     f"no ledger yet: {exc}; nothing is planned or sent until it answers "
                     f"(what comes due meanwhile is found then); {retry}"
                 )
-            self.sweeper.say(f"{_t(at)} {said}", ERRORS)
+            self.sweeper.say(f"{moment(at)} {said}", ERRORS)
             self.told.add(str(exc))
         elif str(exc) not in self.told:
             self.told.add(str(exc))
-            self.sweeper.say(f"{_t(at)} still no ledger: {exc}", ERRORS)
+            self.sweeper.say(f"{moment(at)} still no ledger: {exc}", ERRORS)
 
     def wait(self) -> float:
         return min(FIRST_RETRY * 2.0 ** max(self.tries - 1, 0), LONGEST_RETRY)
@@ -322,9 +287,9 @@ class _Outage:
         if not self.down:
             return
         lost = "unreachable since" if self.never else "lost at"
-        since = f" ({lost} {_t(self.since)})" if self.since is not None else ""
+        since = f" ({lost} {moment(self.since)})" if self.since is not None else ""
         self.sweeper.say(
-            f"{_t(at)} {'connected' if self.never else 'reconnected'} to the ledger after "
+            f"{moment(at)} {'connected' if self.never else 'reconnected'} to the ledger after "
             f"{self.tries} failed tick{'s' if self.tries != 1 else ''}{since}",
             ERRORS,
         )

@@ -13,8 +13,7 @@ from rouse.core import acts, clock
 from rouse.core.clock import Decision
 from rouse.core.nudges import acted_since
 from rouse.core.tree import Tree
-from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS
-from rouse.sweep.ledger_entry import Entry
+from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS, Entry
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.stamping import already_stamped
 from rouse.sweep.wake import NOTICES

@@ -38,7 +38,7 @@ from rouse.runs.handle import Ended, claim, resolve
 from rouse.sweep import digest
 from rouse.sweep.digest import Digest
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.sink_base import SinkError, child_environment
+from rouse.sweep.sinks import SinkError, child_environment
 from rouse.sweep.wake import Wake
 
 DEFAULT_TIMEOUT = timedelta(minutes=15)

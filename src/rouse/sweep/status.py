@@ -74,14 +74,12 @@ def _lease(found: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
     """The last tick, the sweeper lock's holder, and the ledger's counts (``book``'s if given)."""
-    from rouse.sweep import ledger
-
     tick, interval = sweepstate.last_tick(root)
     holder = locks.holder(root)
     if holder is not None:
         holder["interval"] = interval
         holder["since"] = _since(holder.get("since"))
-    counts = book.counts() if book is not None else ledger.counts(root)
+    counts = book.counts() if book is not None else sweepstate.counts(root)
     return {
         "last_tick": iso_stamp(tick),
         "sweeper": holder,

@@ -22,7 +22,7 @@ from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import display_ids, walk
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.ledger_tells import Outreach
+from rouse.sweep.ledger.tells import Outreach
 from rouse.sweep.wake import ID_RE
 
 #: The longest message ``tell`` takes, in characters.

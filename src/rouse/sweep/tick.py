@@ -23,8 +23,6 @@ at the next tick.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -34,27 +32,26 @@ from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
-from rouse.core.tree import File, Tree, display_ids
-from rouse.sweep import escalate, wake
+from rouse.core.tree import Tree, display_ids
+from rouse.sweep import wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
 from rouse.sweep.digesting import DigestSender, Receipts
 from rouse.sweep.escalating import Escalator
-from rouse.sweep.leading import Fleet, Leading
+from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.parts import Parts
 from rouse.sweep.plan import plan
-from rouse.sweep.quiet import QuietHours
+from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, _t
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
 from rouse.trust.origins import effective_origin
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
-__all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Fleet", "Origins", "Sweeper", "TickReport"]
-
-Origins = Callable[[File], str]
+__all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Sweeper"]
 
 
 def _seconds(value: object) -> float:
@@ -64,117 +61,76 @@ def _seconds(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-# -- carrying it out ------------------------------------------------------------
-
-
-@dataclass
-class TickReport:
-    now: datetime
-    delivered: list[str] = field(default_factory=list)  # wake ids
-    failed: list[str] = field(default_factory=list)
-    held: list[str] = field(default_factory=list)
-    given_up: list[str] = field(default_factory=list)
-    withdrawn: list[str] = field(default_factory=list)
-    queued: list[str] = field(default_factory=list)  # left to the delivery workers
-    #: in a fleet: whether this sweeper led the tick (None: no fleet)
-    leading: bool | None = None
-    escalated: list[str] = field(default_factory=list)  # escalation ids delivered
-    told: list[str] = field(default_factory=list)  # tells delivered to the owner
-    tells_failed: list[str] = field(default_factory=list)
-    tells_given_up: list[str] = field(default_factory=list)
-    archived: list[str] = field(default_factory=list)
-    stamped: int = 0
-    errors: int = 0
-    undelivered: int = 0  # pending (not held) in the ledger after the tick
-    interrupted: bool = False
-    next_at: datetime | None = None
-    #: the tick had something to say (a wake, a failure, a skipped file): not idle
-    eventful: bool = False
-
-
 class Sweeper(Leading):
     """One tree's sweeper: its ledger, its sink, and caches that live across ticks."""
 
     def __init__(
         self,
         root: Path,
-        sink: Sink,
+        parts: Parts,
         *,
-        quiet: QuietHours | None = None,
         log: Log | None = None,
-        interval: float | None = None,
-        origins: Origins | None = None,
         verbosity: int = EVENTS,
-        digest: bool = False,
-        escalation: escalate.Escalation | None = None,
-        runner: Runner | None = None,
-        ledger: Ledger | None = None,
-        plan_only: bool = False,
-        fleet: Fleet | None = None,
-        channels: Channels | None = None,
+        interval: float | None = None,
     ):
-        """``ledger``: the delivery ledger (default the tree's SQLite file); ``plan_only``:
-        queue new wakes for a fleet's delivery workers and send nothing (``sink`` is
-        then unused); ``fleet``: lead or stand by among the clones sharing ``ledger``;
-        ``channels``: where tells to the owner go (none: they wait)."""
+        """``parts``: what it sweeps with (:func:`rouse.sweep.build.parts`); ``log`` and
+        ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
-        if plan_only and (
-            digest or runner is not None or escalation is not None or channels is not None
-        ):
+        senders = (parts.runner, parts.escalation, parts.channels)
+        if parts.plan_only and (parts.digest or any(part is not None for part in senders)):
             raise ValueError(
                 "a plan-only sweeper sends nothing: no digest, run, escalation or channel"
             )
         super().__init__(log, verbosity)
         self.root = root
-        self.plan_only = plan_only
-        if plan_only:
-            sink = WorkerQueue()
+        self.plan_only = parts.plan_only
+        #: where each wake goes (``--plan-only``: the ledger's queue for the workers)
+        self.sink: Sink = WorkerQueue() if parts.plan_only else parts.sink
         #: a file's effective origin (verified when a stamp key exists)
-        self.origins: Origins = origins or effective_origin
-        self.sink = sink
-        self.quiet = quiet
+        self.origins: Origins = parts.origins or effective_origin
+        self.quiet = parts.quiet
         self.interval = interval
-        #: all wakes of a tick go out as one message (``--digest``)
         #: one agent run per digest (``--run``): it takes the sink's place
-        self.runner = runner or (sink if isinstance(sink, Runner) else None)
-        self.digest = digest or self.runner is not None
+        self.runner = parts.runner or (self.sink if isinstance(self.sink, Runner) else None)
+        #: all wakes of a tick go out as one message (``--digest``; always with a run)
+        self.digest = parts.digest or self.runner is not None
         #: a second sink, for the owner, when a record is woken without moving
-        self.escalation = escalation
+        self.escalation = parts.escalation
         self.stop = threading.Event()
-        self.ledger = ledger if ledger is not None else Ledger(root)
-        self.fleet = fleet
+        self.ledger = parts.ledger if parts.ledger is not None else Ledger(root)
+        self.fleet = parts.fleet
         #: the tree as this tick walked it (for the outreach of a reminder that landed)
         self._tree: Tree | None = None
-        self.channels = channels or Channels()
+        self.channels = parts.channels or Channels()
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
-        self._tell_ledger = Ledger(root) if self.ledger.shared and not plan_only else None
+        self._tell_ledger = Ledger(root) if self.ledger.shared and not self.plan_only else None
         self.teller = (
             None
-            if plan_only
+            if self.plan_only
             else Teller(
                 root,
                 self._tell_ledger or self.ledger,
                 self.channels,
                 self,
-                quiet=quiet,
+                quiet=self.quiet,
                 fence=self._fence,
             )
         )
         #: what the last tick's lease said (None: not asked yet), to say each change once
         self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, fleet.unreachable if fleet else _never)
+        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else _never)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
         self.nudges = NudgeArchive(root)
         self.escalator = (
-            Escalator(root, self.ledger, escalation, self, fence=self._fence)
-            if escalation is not None
+            Escalator(root, self.ledger, self.escalation, self, fence=self._fence)
+            if self.escalation is not None
             else None
         )
         self.digests = DigestSender(
             self.ledger,
-            sink,
+            self.sink,
             self.runner,
             self.headers,
             self,
@@ -184,11 +140,11 @@ class Sweeper(Leading):
         )
         self.carrier = Carrier(
             root,
-            sink,
+            self.sink,
             self.ledger,
             self,
             origins=self.origins,
-            quiet=quiet,
+            quiet=self.quiet,
             digests=self.digests if self.digest else None,
             stamp=self._stamp_wake,
             landed=self._maybe_escalate,
@@ -196,7 +152,8 @@ class Sweeper(Leading):
         )
         self.digests.vouch = self.carrier.vouch  # a run's unanswered wakes are nudge files
         #: how long one send may take: the lease is renewed to outlive it
-        self.send_cover = _seconds(getattr(self.runner or sink, "timeout", 0)) + (
+        escalation = self.escalation
+        self.send_cover = _seconds(getattr(self.runner or self.sink, "timeout", 0)) + (
             _seconds(getattr(escalation.sink, "timeout", 0)) if escalation is not None else 0.0
         )
 
@@ -239,7 +196,7 @@ class Sweeper(Leading):
         try:
             report.archived += self.nudges.archive(tree)
         except OSError as exc:
-            self.say(f"{_t(now)} could not archive nudge files: {exc}", ERRORS)
+            self.say(f"{moment(now)} could not archive nudge files: {exc}", ERRORS)
         report.undelivered = self.ledger.counts()["pending"]
         self._finish(tree, now, report)
         return report
@@ -277,7 +234,7 @@ class Sweeper(Leading):
                 report.errors += 1
                 where = step.decision.record.rel if step.decision else step.action
                 self.say(
-                    f"{_t(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
+                    f"{moment(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
                 )
         if self.digests.batch and not self._fence(self.send_cover):
             self.digests.batch = []  # owed in the ledger: the new leader sends them
@@ -312,7 +269,7 @@ class Sweeper(Leading):
                 if self._outage(exc):
                     raise
                 self.say(
-                    f"{_t(now)} could not record the tick in the fleet: "
+                    f"{moment(now)} could not record the tick in the fleet: "
                     f"{type(exc).__name__}: {exc}",
                     ERRORS,
                 )
@@ -356,7 +313,7 @@ def _stamp(
     try:
         written = stamp_after_delivery(root, record, updates)
     except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
-        say(f"{_t(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
+        say(f"{moment(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
         return False
     if written:
         report.stamped += 1

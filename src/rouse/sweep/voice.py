@@ -1,7 +1,7 @@
 """What the sweeper says, and how much: the verbosity levels and :class:`Voice`.
 
-Also the helpers every line it says is made with: the tick's time (``_t``)
-and a wake named the same way each time (``_what``).
+Also the helpers every line it says is made with: the tick's time (:func:`moment`)
+and a wake named the same way each time (:func:`named`).
 """
 
 from __future__ import annotations
@@ -50,11 +50,11 @@ class Voice:
             self.say(line)
 
 
-def _what(made: Wake) -> str:
+def named(made: Wake) -> str:
     return f"{made.record} ({made.reason}, nudge {made.nudge}) id={made.id}"
 
 
-def _t(value: datetime) -> str:
+def moment(value: datetime) -> str:
     return value.strftime(TIME_FORMAT)
 
 

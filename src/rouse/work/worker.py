@@ -41,8 +41,7 @@ from rouse.runs.handle import Ended, Supervised, SupervisorError, claim, resolve
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Budget
-from rouse.sweep.sink_base import SinkError, child_environment
-from rouse.sweep.sinks import Sink
+from rouse.sweep.sinks import Sink, SinkError, child_environment
 from rouse.trust.origins import OriginReader
 from rouse.work import notices, prompt
 

@@ -1,6 +1,6 @@
 """What the ledger needs of a database: the seam between it and its backends.
 
-:class:`~rouse.sweep.ledger.Ledger` speaks portable SQL with ``?`` placeholders
+:class:`~rouse.sweep.ledger.sqlite.Ledger` speaks portable SQL with ``?`` placeholders
 to anything shaped like :class:`Database`: the stdlib ``sqlite3`` connection of
 ``.rouse/ledger.sqlite3`` (the default), or the PostgreSQL adapter of the fleet
 (``rouse.fleet.pg``), which turns the placeholders into psycopg's. Rows are read
@@ -36,8 +36,8 @@ class Database(Protocol):
 class Rows:
     """What every part of the ledger stands on: its database and its tree's rows.
 
-    :class:`~rouse.sweep.ledger.Ledger` is made of parts, one per table
-    (``ledger_digests``, ``ledger_escalations``, ``ledger_runs``); each part
+    :class:`~rouse.sweep.ledger.sqlite.Ledger` is made of parts, one per table
+    (``wakes``, ``digests``, ``escalations``, ``runs``, ``tells``); each part
     runs its SQL through :meth:`run` and scopes it with ``tree``.
     """
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.runs.capture import Output, kill_group, run_until_exit
-from rouse.sweep.sink_base import SinkError, check_timeout, child_environment
+from rouse.sweep.sinks.base import SinkError, check_timeout, child_environment
 from rouse.sweep.wake import Wake
 
 

@@ -1,107 +1,32 @@
 """The webhook sink: an HTTP POST of the wake as JSON, signed as Standard Webhooks.
 
-Also the one bounded HTTP request it makes (a worker thread, one deadline, the
-connections cut off when it passes) and the URL check, both shared with the
-heartbeat (:mod:`rouse.sweep.heartbeat`). Only the Standard Webhooks timestamp
-and the deadline use the wall clock.
+The one bounded request it makes and the URL check are
+:mod:`rouse.sweep.sinks.request`'s (the heartbeat's too). Only the Standard
+Webhooks timestamp and the deadline use the wall clock.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hashlib
 import hmac
 import json
 import threading
 import time
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rouse import __version__
 from rouse.core.errors import UsageError
-from rouse.sweep.sink_base import SinkError, check_timeout
+from rouse.sweep.sinks.base import SinkError, check_timeout
+from rouse.sweep.sinks.request import MAX_RESPONSE, Delivery, check_url, opener
 from rouse.sweep.wake import Wake
 
 if TYPE_CHECKING:
-    import http.client
     import urllib.request
 
 SECRET_PREFIX = "whsec_"
-MAX_RESPONSE = 64 * 1024  # of a webhook's answer, read then dropped
-
-
-class _Delivery:
-    """One POST, made on a worker thread, and the connections it opened.
-
-    ``send`` waits for it until the deadline; then it cuts the connections
-    off (shuts their sockets down) so the worker stops at once instead of
-    reading a trickle for as long as the server likes.
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.connections: list[http.client.HTTPConnection] = []
-        self.cut = False
-        self.done = threading.Event()
-        self.status = 0
-        self.error: BaseException | None = None
-
-    def connected(self, connection: http.client.HTTPConnection) -> None:
-        with self.lock:
-            self.connections.append(connection)
-            if not self.cut:
-                return
-        _shut(connection)  # it connected after the deadline: end it now
-
-    def cut_off(self) -> None:
-        with self.lock:
-            self.cut = True
-            connections = list(self.connections)
-        for connection in connections:
-            _shut(connection)
-
-
-def _shut(connection: http.client.HTTPConnection) -> None:
-    """Shut the socket down (not close it: the worker owns it), waking any blocked read."""
-    import socket
-
-    sock = connection.sock
-    if sock is not None:
-        with contextlib.suppress(OSError):
-            # the plain socket's shutdown, also under TLS: it acts on the descriptor
-            socket.socket.shutdown(sock, socket.SHUT_RDWR)
-
-
-def _opener(delivery: _Delivery) -> urllib.request.OpenerDirector:
-    """An opener that tells ``delivery`` of each connection and never follows a redirect."""
-    import http.client
-    import urllib.request  # here, not at the top: the pack's import path stays light
-
-    class Plain(http.client.HTTPConnection):
-        def connect(self) -> None:
-            super().connect()
-            delivery.connected(self)
-
-    class Secure(http.client.HTTPSConnection):
-        def connect(self) -> None:
-            super().connect()
-            delivery.connected(self)
-
-    class PlainHandler(urllib.request.HTTPHandler):
-        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-            return super().do_open(Plain, req, **kwargs)
-
-    class SecureHandler(urllib.request.HTTPSHandler):
-        def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
-            return super().do_open(Secure, req, **kwargs)
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-            return None
-
-    return urllib.request.build_opener(PlainHandler, SecureHandler, NoRedirect)
 
 
 def parse_secret(text: str) -> bytes:
@@ -128,32 +53,6 @@ def signature(key: bytes, wake_id: str, timestamp: int, body: bytes) -> str:
     signed = f"{wake_id}.{timestamp}.".encode() + body
     digest = hmac.new(key, signed, hashlib.sha256).digest()
     return "v1," + base64.b64encode(digest).decode("ascii")
-
-
-URL_FIX = "want http://HOST[:PORT]/PATH or https://… (an IPv6 host in brackets: http://[::1]:8080/)"
-
-
-def check_url(url: str) -> str:
-    """``url`` if the webhook sink can POST to it, else a one-line UsageError."""
-    import urllib.parse
-
-    problem = ""
-    if any(ch.isspace() or not ch.isprintable() for ch in url):
-        problem = "it holds a space or a control character"
-    else:
-        try:
-            parts = urllib.parse.urlsplit(url)
-            parts.port  # noqa: B018 -- raises ValueError for a bad port
-        except ValueError as exc:
-            problem = str(exc)
-        else:
-            if parts.scheme not in ("http", "https"):
-                problem = "not http or https"
-            elif not parts.hostname:
-                problem = "no host"
-    if problem:
-        raise UsageError(f"bad webhook URL {url!r}: {problem}; {URL_FIX}")
-    return url
 
 
 class WebhookSink:
@@ -191,7 +90,7 @@ class WebhookSink:
         return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
 
     def send(self, wake: Wake, now: datetime) -> str:
-        delivery = _Delivery()
+        delivery = Delivery()
         request = self.request(wake)
         worker = threading.Thread(
             target=self._post, args=(request, delivery), name="rouse-webhook", daemon=True
@@ -209,11 +108,11 @@ class WebhookSink:
             )
         return self._receipt(delivery)
 
-    def _post(self, request: urllib.request.Request, delivery: _Delivery) -> None:
+    def _post(self, request: urllib.request.Request, delivery: Delivery) -> None:
         """The worker: POST, read the answer, and leave the outcome in ``delivery``."""
         try:
             # the per-operation timeout only bounds a worker that outlives the deadline
-            with _opener(delivery).open(request, timeout=self.timeout) as response:
+            with opener(delivery).open(request, timeout=self.timeout) as response:
                 response.read(MAX_RESPONSE)
                 delivery.status = int(response.status)
         except BaseException as exc:  # handed to send(): nothing escapes a thread
@@ -221,7 +120,7 @@ class WebhookSink:
         finally:
             delivery.done.set()
 
-    def _receipt(self, delivery: _Delivery) -> str:
+    def _receipt(self, delivery: Delivery) -> str:
         import http.client
         import urllib.error
 

@@ -1,7 +1,7 @@
 """One row of the ledger's ``wakes`` table as an :class:`Entry`, and its time format.
 
-Shared by the read-write :class:`~rouse.sweep.ledger.Ledger` and the read-only
-views (:mod:`rouse.sweep.ledger_views`).
+Shared by the read-write :class:`~rouse.sweep.ledger.sqlite.Ledger` and the read-only
+views (:mod:`rouse.sweep.ledger.views`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from rouse.core.timefmt import iso_stamp
 from rouse.sweep.wake import Wake, safe_id
 
 
-def _t(value: datetime | None) -> str | None:
+def as_text(value: datetime | None) -> str | None:
     return value.strftime(TIME_FORMAT) if value is not None else None
 
 
-def _dt(value: str | None) -> datetime | None:
+def as_time(value: str | None) -> datetime | None:
     return datetime.strptime(value, TIME_FORMAT) if value else None
 
 
@@ -76,7 +76,7 @@ class Entry:
         }
 
 
-_COLUMNS = (
+COLUMNS = (
     "id, wake, sink, state, attempts, in_flight, first_failure, last_attempt, "
     "next_attempt, finished, stamped, receipt, error, digest"
 )
@@ -124,10 +124,10 @@ def _read(row: sqlite3.Row) -> Entry:
         state=row["state"],
         attempts=row["attempts"],
         in_flight=bool(row["in_flight"]),
-        first_failure=_dt(row["first_failure"]),
-        last_attempt=_dt(row["last_attempt"]),
-        next_attempt=_dt(row["next_attempt"]),
-        finished=_dt(row["finished"]),
+        first_failure=as_time(row["first_failure"]),
+        last_attempt=as_time(row["last_attempt"]),
+        next_attempt=as_time(row["next_attempt"]),
+        finished=as_time(row["finished"]),
         stamped=bool(row["stamped"]),
         receipt=row["receipt"],
         error=row["error"],

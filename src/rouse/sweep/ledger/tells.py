@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from rouse.core.timefmt import iso_stamp
-from rouse.sweep.ledger_db import Rows
-from rouse.sweep.ledger_entry import _dt, _t
+from rouse.sweep.ledger.db import Rows
+from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake
 
 TELL_STATES = ("pending", "waiting", "delivered", "given_up")
-_TELL_COLUMNS = (
+TELL_COLUMNS = (
     "id, record, path, type, slug, channel, source, text, made_at, state, sink, attempts, "
     "first_failure, last_attempt, next_attempt, finished, receipt, error"
 )
@@ -74,7 +74,7 @@ def outreach(row: Any, text: str | None = None) -> Outreach:
 
 
 class TellRows(Rows):
-    """Reading and writing tells (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
+    """Reading and writing tells (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
     def add_tell(self, message: Outreach, source: str) -> bool:
         """Write a new tell, pending; False if one with this id is there already."""
@@ -97,7 +97,7 @@ class TellRows(Rows):
     def owed_tells(self) -> list[Any]:
         """Tells not delivered or given up yet, oldest first."""
         return self.run(
-            f"SELECT {_TELL_COLUMNS} FROM tells WHERE tree = ? AND state IN "
+            f"SELECT {TELL_COLUMNS} FROM tells WHERE tree = ? AND state IN "
             "('pending', 'waiting') ORDER BY made_at, id",
             self.tree,
         ).fetchall()
@@ -128,8 +128,8 @@ class TellRows(Rows):
                 "last_attempt = ?, next_attempt = NULL, finished = ?, receipt = ?, error = NULL "
                 "WHERE tree = ? AND id = ?",
                 sink,
-                _t(now),
-                _t(now),
+                as_text(now),
+                as_text(now),
                 receipt,
                 self.tree,
                 tell_id,
@@ -140,9 +140,9 @@ class TellRows(Rows):
             "last_attempt = ?, first_failure = COALESCE(first_failure, ?), next_attempt = ?, "
             "error = ? WHERE tree = ? AND id = ?",
             sink,
-            _t(now),
-            _t(now),
-            _t(now + backoff),
+            as_text(now),
+            as_text(now),
+            as_text(now + backoff),
             error,
             self.tree,
             tell_id,
@@ -152,7 +152,7 @@ class TellRows(Rows):
         self.run(
             "UPDATE tells SET state = 'given_up', next_attempt = NULL, finished = ?, "
             "receipt = ? WHERE tree = ? AND id = ?",
-            _t(now),
+            as_text(now),
             receipt,
             self.tree,
             tell_id,
@@ -161,7 +161,7 @@ class TellRows(Rows):
     def tells(self) -> list[dict[str, Any]]:
         """Every tell, oldest first, as plain rows (``rouse log`` and tests)."""
         rows = self.run(
-            f"SELECT {_TELL_COLUMNS} FROM tells WHERE tree = ? ORDER BY made_at, id", self.tree
+            f"SELECT {TELL_COLUMNS} FROM tells WHERE tree = ? ORDER BY made_at, id", self.tree
         )
         return [dict(row) for row in rows]
 
@@ -180,11 +180,11 @@ def tell_json(row: Any) -> dict[str, object]:
         "sink": row["sink"],
         "state": state.replace("_", " "),
         "attempts": row["attempts"],
-        "made_at": iso_stamp(_dt(row["made_at"])),
-        "first_failure": iso_stamp(_dt(row["first_failure"])),
-        "last_attempt": iso_stamp(_dt(row["last_attempt"])),
-        "next_attempt": iso_stamp(_dt(row["next_attempt"])) if state == "pending" else None,
-        "finished": iso_stamp(_dt(row["finished"])),
+        "made_at": iso_stamp(as_time(row["made_at"])),
+        "first_failure": iso_stamp(as_time(row["first_failure"])),
+        "last_attempt": iso_stamp(as_time(row["last_attempt"])),
+        "next_attempt": iso_stamp(as_time(row["next_attempt"])) if state == "pending" else None,
+        "finished": iso_stamp(as_time(row["finished"])),
         "receipt": row["receipt"],
         "error": row["error"],
     }

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from rouse.sweep.ledger_db import Rows
-from rouse.sweep.ledger_entry import _t
+from rouse.sweep.ledger.db import Rows
+from rouse.sweep.ledger.entry import as_text
 from rouse.sweep.wake import safe_id
 
 
 class DigestRows(Rows):
-    """Reading and writing digests (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
+    """Reading and writing digests (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
     def digest_of(self, wake_ids: list[str]) -> str | None:
         """The digest these wakes were all last sent in, if one carried them all."""
@@ -43,10 +43,10 @@ class DigestRows(Rows):
             "attempts = digests.attempts + 1, last_attempt = excluded.last_attempt",
             self.tree,
             digest_id,
-            _t(now),
+            as_text(now),
             listed,
             sink,
-            _t(now),
+            as_text(now),
         )
         marks = ",".join("?" * len(wake_ids))
         self.run(
@@ -64,7 +64,7 @@ class DigestRows(Rows):
             "UPDATE digests SET state = ?, finished = ?, receipt = ?, error = ? "
             "WHERE tree = ? AND id = ?",
             "failed" if error else "delivered",
-            _t(now),
+            as_text(now),
             receipt,
             error,
             self.tree,

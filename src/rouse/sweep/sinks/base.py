@@ -1,10 +1,29 @@
-"""What every sink shares: ``SinkError`` (a delivery that did not land) and the timeout check."""
+"""What every sink is and shares: the :class:`Sink` protocol, ``SinkError``, the timeout check.
+
+A sink's ``send`` returns a short receipt when the wake landed and raises
+``SinkError`` when it did not; it never raises anything else for a failed
+delivery. Only real-world timers (timeouts, the Standard Webhooks timestamp)
+use the wall clock; everything else takes the tick's ``now``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
+from typing import Protocol
 
 from rouse.core.errors import UsageError
+from rouse.sweep.wake import Wake
+
+
+class Sink(Protocol):
+    kind: str
+    holdable: bool  # quiet hours hold it (exec, webhook)
+
+    def describe(self) -> str: ...
+
+    def send(self, wake: Wake, now: datetime) -> str: ...
+
 
 MAX_TIMEOUT = 24 * 3600.0  # as the CLI's --timeout; a wake failing that long is given up
 

@@ -1,4 +1,4 @@
-"""The delivery ledger: ``.rouse/ledger.sqlite3`` (stdlib sqlite3), and its wakes.
+"""The ledger's ``wakes`` rows: every wake, and what happened to it (a part of :class:`Ledger`).
 
 Every wake is written here before it is sent and marked when it lands, so an
 undelivered wake is never silently lost: it is resent (same id) with backoff,
@@ -8,34 +8,15 @@ States: ``pending`` (not delivered yet: new, failing, or in flight),
 ``held`` (waiting out quiet hours), ``delivered``, ``given_up`` (written as a
 nudge file after 24h of failures), ``withdrawn`` (its record moved or ended
 before the wake could land, so there was nothing left to say).
-
-Only the sweeper writes the ledger (it holds the sweeper lock); readers
-(``status``, ``log``, the pack) open it without ever creating it.
-
-This module owns the connection and the ``wakes`` rows; the other tables are
-parts of :class:`Ledger` in their own modules (``ledger_digests``,
-``ledger_escalations``, ``ledger_runs``, ``ledger_tells``), the schema is ``ledger_schema``, a
-row is ``ledger_entry`` and the read-only views are ``ledger_views``. The names
-readers use are importable from here too.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
 from datetime import datetime, timedelta
-from pathlib import Path
 
-from rouse.core.statedir import StateError, state_path
-from rouse.core.sweepstate import LEDGER, TIME_FORMAT, counts, undelivered_counts
-from rouse.sweep.ledger_digests import DigestRows
-from rouse.sweep.ledger_entry import _COLUMNS, Entry, _dt, _t, entries
-from rouse.sweep.ledger_escalations import EscalationRows
-from rouse.sweep.ledger_runs import RunRows
-from rouse.sweep.ledger_schema import SCHEMA_VERSION, migrate
-from rouse.sweep.ledger_tells import TellRows
-from rouse.sweep.ledger_views import log_lines, recent
-from rouse.sweep.quiet import QuietHours
+from rouse.sweep.ledger.db import Rows
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, as_time, entries
 from rouse.sweep.wake import Wake
 
 GIVE_UP_AFTER = timedelta(hours=24)
@@ -44,19 +25,6 @@ MAX_RETRY = timedelta(hours=1)
 STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 #: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
 WORKERS = "workers"
-__all__ = [
-    "LEDGER",
-    "SCHEMA_VERSION",
-    "TIME_FORMAT",
-    "WORKERS",
-    "Entry",
-    "Ledger",
-    "QuietHours",
-    "counts",
-    "log_lines",
-    "recent",
-    "undelivered_counts",
-]
 
 
 def backoff(attempts: int) -> timedelta:
@@ -67,57 +35,15 @@ def backoff(attempts: int) -> timedelta:
     return min(wait, MAX_RETRY)
 
 
-class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
-    """The sweeper's read-write handle on its ledger.
+class WakeRows(Rows):
+    """Reading and writing wakes (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
-    ``Ledger(root)`` opens (creating and migrating) the tree's SQLite ledger;
-    a fleet's PostgreSQL ledger (``rouse.fleet.pg``) is a subclass that opens
-    its own database and keeps one tree's rows among many (``tree``).
-    """
-
-    #: what this ledger is, for messages (its file, or the database without password)
-    where: str
     #: added to the updates a sweeper must not make under a delivery worker's live claim
     #: (withdraw, hold, give up, taking a queued wake back); the SQLite ledger has no
     #: workers, so nothing
     unclaimed: str = ""
     #: added to a sweeper's taking a queued wake back: the lapsed claim is cleared
     unclaim: str = ""
-    #: shared by many machines (a fleet's): the pack, which reads only the tree's own
-    #: SQLite file, learns of this sweeper's nudge files from a copy of their rows there
-    shared: bool = False
-
-    def __init__(self, root: Path):
-        self.path = state_path(root, "ledger.sqlite3")
-        self.where = str(self.path)
-        try:
-            # (one user at a time, but not always the thread that opened it: a sweeper
-            # made in one thread may tick in another, as its loop does under a test)
-            db = sqlite3.connect(
-                self.path, isolation_level=None, timeout=30, check_same_thread=False
-            )
-        except sqlite3.Error as exc:
-            raise StateError(_unusable(self.path, exc)) from None
-        try:
-            db.row_factory = sqlite3.Row
-            # WAL + NORMAL: every commit survives a killed process; a power cut can
-            # lose the last commits, which at worst resends a wake (same id).
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            migrate(db)
-        except sqlite3.Error as exc:
-            db.close()
-            raise StateError(_unusable(self.path, exc)) from None
-        self.db = db
-
-    def close(self) -> None:
-        self.db.close()
-
-    def __enter__(self) -> Ledger:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # -- reading ------------------------------------------------------------
 
@@ -128,16 +54,14 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
         nudge file and its stamp, which only a sweeper (it has the tree) can write.
         """
         rows = self.run(
-            f"SELECT {_COLUMNS} FROM wakes WHERE tree = ? AND (state IN ('pending', 'held') "
+            f"SELECT {COLUMNS} FROM wakes WHERE tree = ? AND (state IN ('pending', 'held') "
             "OR (state IN ('delivered', 'given_up') AND stamped = 0)) ORDER BY made_at, id",
             self.tree,
         )
         return entries(rows, self.damaged)
 
     def get(self, wake_id: str) -> Entry | None:
-        row = self.run(
-            f"SELECT {_COLUMNS} FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id
-        )
+        row = self.run(f"SELECT {COLUMNS} FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id)
         first = row.fetchone()
         found = entries([first] if first is not None else [], self.damaged)
         return found[0] if found else None
@@ -145,7 +69,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
     def recent(self, limit: int = 20) -> list[Entry]:
         """The most recent wakes, newest first, with their escalations (``rouse log``)."""
         rows = self.run(
-            f"SELECT {_COLUMNS} FROM wakes WHERE tree = ? ORDER BY made_at DESC, id DESC LIMIT ?",
+            f"SELECT {COLUMNS} FROM wakes WHERE tree = ? ORDER BY made_at DESC, id DESC LIMIT ?",
             self.tree,
             limit,
         ).fetchall()
@@ -197,7 +121,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "held" if held else "pending",
             int(attempt),
             int(attempt),
-            _t(now) if attempt else None,
+            as_text(now) if attempt else None,
         )
         if added.rowcount == 1:
             return None
@@ -217,7 +141,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "held" if held else "pending",
             int(attempt),
             int(attempt),
-            _t(now) if attempt else None,
+            as_text(now) if attempt else None,
             self.tree,
             wake.id,
         )
@@ -240,7 +164,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             *_identity(wake),
             sink,
             state,
-            _t(when),
+            as_text(when),
             receipt,
         )
 
@@ -249,7 +173,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "UPDATE wakes SET state = 'pending', sink = ?, attempts = attempts + 1, "
             "in_flight = 1, last_attempt = ? WHERE tree = ? AND id = ?",
             sink,
-            _t(now),
+            as_text(now),
             self.tree,
             wake_id,
         )
@@ -271,8 +195,8 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             f"{self.unclaim} WHERE tree = ? AND id = ? AND sink = ? "
             f"AND state IN ('pending', 'held'){self.unclaimed}",
             sink,
-            _t(now),
-            _t(now),
+            as_text(now),
+            as_text(now),
             self.tree,
             wake_id,
             WORKERS,
@@ -287,12 +211,12 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "SELECT attempts, last_attempt FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id
         ).fetchone()
         failed_at = when or now
-        last = _dt(row["last_attempt"]) or failed_at
+        last = as_time(row["last_attempt"]) or failed_at
         self.run(
             "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
             "next_attempt = ?, error = ? WHERE tree = ? AND id = ?",
-            _t(failed_at),
-            _t(last + backoff(row["attempts"])),
+            as_text(failed_at),
+            as_text(last + backoff(row["attempts"])),
             error,
             self.tree,
             wake_id,
@@ -303,7 +227,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
         self.run(
             "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
             "next_attempt = NULL, error = NULL, stamped = ? WHERE tree = ? AND id = ?",
-            _t(now),
+            as_text(now),
             receipt,
             int(stamped),
             self.tree,
@@ -317,7 +241,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
             "next_attempt = NULL, stamped = ? WHERE tree = ? AND id = ? "
             f"AND state IN ('pending', 'held'){self.unclaimed}",
-            _t(now),
+            as_text(now),
             receipt,
             int(stamped),
             self.tree,
@@ -330,7 +254,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
         self.run(
             "UPDATE wakes SET finished = ?, receipt = ?, stamped = 1 "
             "WHERE tree = ? AND id = ? AND state = 'given_up'",
-            _t(finished),
+            as_text(finished),
             receipt,
             self.tree,
             wake_id,
@@ -370,7 +294,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "UPDATE wakes SET state = 'withdrawn', in_flight = 0, finished = ?, "
             "next_attempt = NULL, stamped = 1, receipt = ? WHERE tree = ? AND id = ? "
             f"AND state IN ('pending', 'held'){self.unclaimed}",
-            _t(now),
+            as_text(now),
             why,
             self.tree,
             wake_id,
@@ -383,7 +307,7 @@ class Ledger(DigestRows, EscalationRows, RunRows, TellRows):
             "SELECT COUNT(*) AS n FROM wakes WHERE tree = ? AND state = 'given_up' "
             "AND finished >= ?",
             self.tree,
-            _t(since),
+            as_text(since),
         ).fetchone()
         return int(row["n"]) if row is not None else 0
 
@@ -414,13 +338,4 @@ def _identity(wake: Wake) -> tuple[object, ...]:
         wake.at,
         wake.last_moved,
         json.dumps(wake.as_dict(), ensure_ascii=False),
-    )
-
-
-def _unusable(path: Path, exc: sqlite3.Error) -> str:
-    """Why the ledger cannot be opened, and what to do (the wakes it held are history)."""
-    return (
-        f"the ledger {path} cannot be used ({exc}): if it is damaged, move it aside "
-        f"(mv {path} {path}.damaged) and sweep again — wakes still owed are found "
-        "again by the clock; check that .rouse/ is writable"
     )

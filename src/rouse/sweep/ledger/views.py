@@ -11,8 +11,8 @@ import sqlite3
 from pathlib import Path
 
 from rouse.core.sweepstate import ledger_reader
-from rouse.sweep.ledger_entry import _COLUMNS, Entry, _t
-from rouse.sweep.ledger_entry import entries as read_entries
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
+from rouse.sweep.ledger.entry import entries as read_entries
 
 
 def recent(root: Path, limit: int = 20) -> list[Entry]:
@@ -22,7 +22,7 @@ def recent(root: Path, limit: int = 20) -> list[Entry]:
             return []
         try:
             rows = db.execute(
-                f"SELECT {_COLUMNS} FROM wakes ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                f"SELECT {COLUMNS} FROM wakes ORDER BY made_at DESC, rowid DESC LIMIT ?",
                 (limit,),
             ).fetchall()
         except sqlite3.Error:
@@ -47,14 +47,14 @@ def log_lines(entries: list[Entry]) -> list[str]:
     lines: list[str] = []
     for entry in entries:
         wake = entry.wake
-        when = _t(entry.finished or entry.last_attempt) or wake.at
+        when = as_text(entry.finished or entry.last_attempt) or wake.at
         lines.append(
             f"{wake.at}  {entry.state.replace('_', ' '):<9}  {wake.record}  {wake.reason} "
             f"nudge {wake.nudge}  via {entry.sink}  attempts {entry.attempts}  "
             f"last {when}  id {wake.id}"
         )
         if entry.state == "pending" and entry.next_attempt is not None:
-            lines.append(f"    next attempt at or after {_t(entry.next_attempt)}")
+            lines.append(f"    next attempt at or after {as_text(entry.next_attempt)}")
         if entry.receipt and entry.state == "delivered" and entry.receipt.startswith("run "):
             lines.append(f"    {entry.receipt}")
         if entry.error and entry.state != "delivered":
@@ -71,14 +71,14 @@ def recent_tells(root: Path, limit: int = 20) -> list[sqlite3.Row]:
     """The most recent messages to the owner (``rouse tell``), newest first.
 
     Always the tree's own SQLite ledger's, whatever ledger keeps the wakes."""
-    from rouse.sweep.ledger_tells import _TELL_COLUMNS
+    from rouse.sweep.ledger.tells import TELL_COLUMNS
 
     with ledger_reader(root) as db:
         if db is None:
             return []
         try:
             return db.execute(
-                f"SELECT {_TELL_COLUMNS} FROM tells ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                f"SELECT {TELL_COLUMNS} FROM tells ORDER BY made_at DESC, rowid DESC LIMIT ?",
                 (limit,),
             ).fetchall()
         except sqlite3.Error:  # an older ledger: no tells table yet

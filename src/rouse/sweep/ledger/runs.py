@@ -10,12 +10,12 @@ import json
 from datetime import datetime
 
 from rouse.core.sweepstate import TIME_FORMAT
-from rouse.sweep.ledger_db import Rows
-from rouse.sweep.ledger_entry import _t
+from rouse.sweep.ledger.db import Rows
+from rouse.sweep.ledger.entry import as_text
 
 
 class RunRows(Rows):
-    """Reading and writing agent runs (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
+    """Reading and writing agent runs (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
     def start_run(
         self, run_id: str, digest_id: str, wake_ids: list[str], command: str, now: datetime
@@ -29,7 +29,7 @@ class RunRows(Rows):
             digest_id,
             json.dumps(wake_ids),
             command,
-            _t(now),
+            as_text(now),
             len(wake_ids),
         )
 
@@ -61,7 +61,7 @@ class RunRows(Rows):
             "SELECT started FROM runs WHERE tree = ? AND started > ? AND "
             f"{'' if tasks else 'NOT '}(COALESCE(digest, '') LIKE 'task:%') ORDER BY started",
             self.tree,
-            _t(since),
+            as_text(since),
         )
         return [datetime.strptime(row[0], TIME_FORMAT) for row in rows]
 

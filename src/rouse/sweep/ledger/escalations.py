@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from rouse.sweep.ledger_db import Rows
-from rouse.sweep.ledger_entry import _dt, _t
+from rouse.sweep.ledger.db import Rows
+from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake
 
 
 class EscalationRows(Rows):
-    """Reading and writing escalations (mixed into :class:`~rouse.sweep.ledger.Ledger`)."""
+    """Reading and writing escalations (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
     def streak(self, path: str, last_moved: str) -> tuple[datetime | None, int]:
         """Since the record at ``path`` last moved (``last_moved``): when it was first
@@ -27,7 +27,7 @@ class EscalationRows(Rows):
             path,
             last_moved,
         ).fetchone()
-        return (_dt(row[0]) if row and row[0] else None), int(row[1] or 0) if row else 0
+        return (as_time(row[0]) if row and row[0] else None), int(row[1] or 0) if row else 0
 
     def last_landed(self, path: str, last_moved: str) -> Wake | None:
         """The latest wake of the streak (see :meth:`streak`) that landed, or None."""
@@ -64,7 +64,7 @@ class EscalationRows(Rows):
             message.last_moved,
             level,
             wake_id,
-            _t(now),
+            as_text(now),
             json.dumps(message.as_dict(), ensure_ascii=False),
             sink,
         )
@@ -76,9 +76,9 @@ class EscalationRows(Rows):
         self.run(
             "UPDATE escalations SET attempts = attempts + 1, last_attempt = ?, state = ?, "
             "finished = ?, receipt = ?, error = ? WHERE tree = ? AND id = ?",
-            _t(now),
+            as_text(now),
             "pending" if error else "delivered",
-            None if error else _t(now),
+            None if error else as_text(now),
             receipt,
             error,
             self.tree,
@@ -89,7 +89,7 @@ class EscalationRows(Rows):
         self.run(
             "UPDATE escalations SET state = 'withdrawn', finished = ?, receipt = ? "
             "WHERE tree = ? AND id = ?",
-            _t(now),
+            as_text(now),
             why,
             self.tree,
             escalation_id,

@@ -1,0 +1,30 @@
+"""The delivery ledger: every wake, digest, escalation, run and tell, and what became of it.
+
+Every wake is written here before it is sent and marked when it lands, so an
+undelivered wake is never silently lost (:mod:`~rouse.sweep.ledger.wakes`).
+:class:`Ledger` (:mod:`~rouse.sweep.ledger.sqlite`) is the read-write handle on
+``.rouse/ledger.sqlite3``, made of one part per table: ``wakes``, ``digests``,
+``escalations``, ``runs``, ``tells``; ``db`` is the seam to a database (a
+fleet's PostgreSQL ledger is a subclass, :mod:`rouse.fleet.pg_ledger`),
+``schema`` its migrations, ``entry`` a wake's row and ``views`` the read-only
+views of ``rouse log``.
+
+Outside this package, import the names below from here; the parts import each
+other by their own paths.
+"""
+
+from rouse.sweep.ledger.entry import Entry
+from rouse.sweep.ledger.sqlite import Ledger
+from rouse.sweep.ledger.views import log_lines, recent
+from rouse.sweep.ledger.wakes import GIVE_UP_AFTER, STATES, WORKERS, backoff
+
+__all__ = [
+    "GIVE_UP_AFTER",
+    "STATES",
+    "WORKERS",
+    "Entry",
+    "Ledger",
+    "backoff",
+    "log_lines",
+    "recent",
+]
