@@ -560,19 +560,21 @@ class AcpSession:
 def test_gemini_a_wake_between_two_prompts_of_an_open_session_reaches_the_second_only(
     machine: Machine,
 ) -> None:
-    """In one open Gemini CLI session (ACP, as an editor runs it), a wake delivered after
-    the first prompt reaches the model at the second, through BeforeAgent, once."""
+    """In one open Gemini CLI session (ACP, as an editor runs it), which runs no
+    SessionStart hook, the first prompt brings the pack (through BeforeAgent), and a wake
+    delivered after it reaches the model at the second prompt, once."""
     machine.rouse_on_path = True  # .gemini/settings.json is the project's: rouse by name
     machine.wire(gemini=True)
     talk = AcpSession(machine)
     try:
         sent = talk.say("first")
-        assert WOKE not in sent  # nothing delivered yet: nothing injected
+        assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent and WOKE not in sent
 
         deliver_a_wake(machine)
 
         sent = talk.say("second")
         assert sent.count(WOKE) == 1 and "reminder/call-bank" in sent
+        assert sent.count(PACK_HEADER) == 1  # the first prompt's, in the history
 
         sent = talk.say("third")  # nothing new since: nothing more injected
         assert sent.count(WOKE) == 1  # (the second prompt's, in the history)

@@ -83,7 +83,39 @@ def test_a_wake_after_session_start_reaches_the_next_prompt_once(tree: Path) -> 
     assert "  reminder/call-bank — woke you 5m ago (due, nudge 1)\n" in text
     assert "    at: inventory/reminders/call-bank\n" in text
     assert prompt(tree) == ""  # once per session
-    assert prompt(tree, "s2") != ""  # another session has not seen it
+    assert "reminder/call-bank" in prompt(tree, "s2")  # another session has not seen it
+
+
+def test_a_session_no_session_start_served_gets_its_pack_at_its_first_prompt(tree: Path) -> None:
+    """Gemini CLI over ACP runs no SessionStart hook: the first prompt brings the pack
+    (the wakes standing then are in it, as woken), and only new wakes after that."""
+    sweep(tree)
+    for kind in ("claude", "gemini"):
+        session = f"acp-{kind}"
+        first = prompt(tree, session, kind)
+        text = (
+            json.loads(first)["hookSpecificOutput"]["additionalContext"]
+            if kind == "gemini"
+            else first
+        )
+        if kind == "gemini":
+            assert json.loads(first)["hookSpecificOutput"]["hookEventName"] == "BeforeAgent"
+        assert text.startswith("now: ") and "woken: 1 record(s)" in text and "call-bank" in text
+        assert prompt(tree, session, kind) == ""  # the pack once; its wake not again
+    remind(tree, "pay-rent", "2026-03-14 13:06")
+    sweep(tree, "2026-03-14 13:07")
+    text = prompt(tree, "acp-claude")
+    assert text.startswith("rouse: 1 record(s) woke you") and "pay-rent" in text
+    assert "now: " not in text and "call-bank" not in text
+
+
+def test_no_pack_at_every_prompt_where_no_seen_set_can_be_kept(tree: Path) -> None:
+    """A sessions folder that cannot be written (here: a file where it should be) keeps no
+    seen-set: the prompt says nothing rather than repeating the pack at every prompt."""
+    state = tree / ".rouse"
+    state.mkdir(exist_ok=True)
+    (state / "sessions").write_text("not a folder\n")
+    assert prompt(tree, "no-start") == "" and prompt(tree, "no-start") == ""
 
 
 def test_wakes_the_session_start_pack_showed_are_not_repeated(tree: Path) -> None:

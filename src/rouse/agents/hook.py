@@ -242,57 +242,12 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     args.memory = hook_memory(getattr(args, "memory", None), session)
     event = session.get("hook_event_name")
     if event in ("UserPromptSubmit", "BeforeAgent"):  # BeforeAgent: Gemini CLI's
-        return prompt_hook(kind, args, session)
+        return prompt_hook(kind, args, session, run)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)
-    return _session_start(kind, args, session, run)
+    from rouse.agents import session_pack
 
-
-def _session_start(
-    kind: str, args: Namespace, session: Mapping[str, Any], run: Callable[[Namespace], int]
-) -> int:
-    import contextlib
-    import io
-
-    from rouse.core.errors import RouseError
-    from rouse.pack.render import HardWall
-
-    out = io.StringIO()
-    try:
-        memory = getattr(args, "memory", None)
-        if gives_way(kind, memory, session, os.environ):
-            return 0
-        shown = _nudges_now(memory, session)  # before the pack is built: it shows these
-        with contextlib.redirect_stdout(out), HardWall(HOOK_WALL, MEASURES.get(kind, len)):
-            run(args)
-        text = out.getvalue()
-        if shown is not None:
-            from rouse.agents.prompt_hook import mark_seen
-
-            mark_seen(shown[0], session.get("session_id"), *shown[1:])
-    except RouseError as exc:
-        text = f"rouse: no memory pack this session: {exc.render()}\n"
-    except Exception as exc:  # a session-start hook must never fail the session
-        text = (
-            f"rouse: no memory pack this session: internal error {type(exc).__name__}: {exc} "
-            "(run `rouse pack` by hand to see it)\n"
-        )
-    sys.stdout.write(hook_output(kind, text))
-    return 0
-
-
-def _nudges_now(
-    memory: str | None, session: Mapping[str, Any]
-) -> tuple[Path, list[str], list[int] | None] | None:
-    """The tree, the nudge files in it now and the folder's stamp, when this session
-    can keep a seen-set."""
-    if not session.get("session_id"):
-        return None
-    from rouse.agents.prompt_hook import listing
-    from rouse.core.home import find_tree
-
-    root = find_tree(memory, os.environ)
-    return (root, *listing(root))
+    return session_pack.start(kind, args, session, run)
 
 
 def _detail(exc: Exception) -> str:
@@ -301,8 +256,11 @@ def _detail(exc: Exception) -> str:
     return exc.render() if isinstance(exc, RouseError) else f"{type(exc).__name__}: {exc}"
 
 
-def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
-    """UserPromptSubmit: the wakes this session has not seen yet, or nothing at all.
+def prompt_hook(
+    kind: str, args: Namespace, session: Mapping[str, Any], run: Callable[[Namespace], int]
+) -> int:
+    """UserPromptSubmit: the wakes this session has not seen yet, or nothing at all;
+    the pack itself at the first prompt of a session no SessionStart hook served.
 
     It never fails the prompt: a problem is one line on stderr (the agent
     shows it in its debug output) and no context; the SessionStart hook has
@@ -310,15 +268,26 @@ def prompt_hook(kind: str, args: Namespace, session: Mapping[str, Any]) -> int:
     """
     from rouse.agents import prompt_hook as prompt
 
+    sid = session.get("session_id")
     try:
         memory = getattr(args, "memory", None)
         named = hookstate.explicit_tree(memory, os.environ)
-        if named is not None and prompt.nothing_new(named, session.get("session_id")):
+        if (
+            named is not None
+            and not prompt.unstarted(named, sid)
+            and prompt.nothing_new(named, sid)
+        ):
             return 0  # nothing new prints nothing, whether or not this hook gives way
         root = _serving(kind, memory, session)
-        if root is None or prompt.nothing_new(root, session.get("session_id")):
+        if root is None:
             return 0
-        found = prompt.new_wakes(root, session.get("session_id"))
+        if prompt.unstarted(root, sid):
+            from rouse.agents import session_pack
+
+            return session_pack.late_start(kind, args, session, run, root)
+        if prompt.nothing_new(root, sid):
+            return 0
+        found = prompt.new_wakes(root, sid)
         if not found:
             return 0
         now = _now(getattr(args, "now", None))

@@ -153,17 +153,33 @@ def _prune(folder: str, now: float) -> None:
 
 def mark_seen(
     root: str | Path, session_id: object, names: list[str], stamp: list[int] | None = None
-) -> None:
+) -> bool:
     """The SessionStart side: every nudge in ``names`` (listed when ``stamp`` was
-    taken) was in this session's pack."""
+    taken) was in this session's pack. False when the seen-set could not be kept."""
     path = seen_file(root, session_id)
     if path is None or hookstate.through_link(path):
-        return
+        return False
     with _Taking(os.path.dirname(path)):
         old = _load_seen(path)
         if old is None:
             _prune(os.path.dirname(path), time.time())
-        _save_seen(path, (old or set()) | set(names), names, stamp)
+        return _save_seen(path, (old or set()) | set(names), names, stamp)
+
+
+def unstarted(root: str | Path, session_id: object) -> bool:
+    """Has this session no seen-set at all, so no SessionStart hook gave it a pack?
+    (Gemini CLI runs none over ACP; a seen-set idle for :data:`KEEP_SECONDS` is gone
+    too.) One ``lstat``; a session without an id is never unstarted."""
+    path = seen_file(root, session_id)
+    if path is None:
+        return False
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def nothing_new(root: str | Path, session_id: object) -> bool:
