@@ -26,10 +26,12 @@ import json
 import os
 import stat
 import time
+from datetime import datetime
 from pathlib import Path
 
 from rouse.core import layout
 from rouse.core.header import Entry, Header, read_header
+from rouse.core.planned import SIZE, make_plan, micros
 from rouse.core.statefile import Damaged, load_bytes, save_bytes
 from rouse.core.stateshapes import WALK_CACHE
 from rouse.core.tree import Listing, Tree, scan_dir, walk
@@ -40,7 +42,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION = 6
+VERSION = 7
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
 #: the first line of the file: magic, version, MAC (or "-" when unkeyed)
@@ -157,9 +159,16 @@ def _read_cache(path: Path, secret: bytes | None) -> Any:
         return None
 
 
+def _zone() -> str:
+    """What the clock's local times hang on (a file's mtime is read as local time):
+    plans kept under another zone are not used."""
+    return f"{os.environ.get('TZ', '')}|{time.timezone}|{time.altzone}|{'|'.join(time.tzname)}"
+
+
 def _write_cache(path: Path, secret: bytes | None, dirs: dict[str, list[Any]]) -> None:
     """Save the cache (best effort), MACed when there is a secret."""
-    body = json.dumps({"version": VERSION, "dirs": dirs}, separators=(",", ":")).encode()
+    state = {"version": VERSION, "zone": _zone(), "dirs": dirs}
+    body = json.dumps(state, separators=(",", ":")).encode()
     mac = _mac(secret, body) if secret is not None else b"-"
     save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
 
@@ -168,7 +177,7 @@ class HeaderCache:
     """A ``tree.walk`` reader and lister that redo only what changed.
 
     The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
-    links, {name: [size, mtime_ns, ctime_ns, inode, header]}]``: each file's header lives in its
+    links, {name: [size, mtime_ns, ctime_ns, inode, header, plan]}]``: each file's header lives in its
     directory's entry (one small dict lookup per file, no repeated full
     paths), and the next state is built as the walk goes, so whatever the
     walk did not see is dropped without a set of every path. ``mtime_ns`` is
@@ -190,11 +199,16 @@ class HeaderCache:
         self._dir: str | None = None
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
+        # what this walk could not vouch for: files re-read, directories listed afresh
+        self.missed: list[str] = []
+        self.relisted: list[str] = []
+        self.plans_ok = False  # the stored plans were made under this time zone
         raw = _read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
             if isinstance(dirs, dict):
                 self.dirs = dirs  # each entry is checked when used
+                self.plans_ok = raw.get("zone") == _zone()
 
     def _settled(self, mtime_ns: int) -> bool:
         return self.now_ns - mtime_ns > RACY_NS
@@ -241,9 +255,10 @@ class HeaderCache:
             except (ValueError, TypeError, IndexError, KeyError, OverflowError):
                 pass
         self.misses += 1
+        self.missed.append(rel)
         header = read_header(path, rel)
         if self._settled(mtime_ns):
-            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, _dump(header)]
+            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, _dump(header), None]
             self.dirty = True
         # (a racy file is left out: if it was cached, save sees the count drop)
         return header
@@ -270,6 +285,7 @@ class HeaderCache:
             self.next[rel] = [mtime_ns, old[1], old[2], old[3], new]
         else:
             self.listed += 1
+            self.relisted.append(rel)
             listing = scan_dir(path, rel)
             if self._settled(mtime_ns):
                 entry = [mtime_ns, *listing, new]
@@ -289,21 +305,60 @@ class HeaderCache:
         self._new = new
         return listing
 
-    def walk(self) -> Tree:
+    def walk(self, plan_at: datetime | None = None) -> Tree:
         """One walk of the tree through this cache, then save it (best-effort).
 
         A cache so damaged that the walk trips over it is dropped: the tree is
         walked again from the files alone, and the cache rewritten.
+
+        Each record gets the clock plan the cache kept for it while neither it
+        nor any record below it changed; with ``plan_at``, every other record
+        gets a plan made now, valid from ``plan_at`` on (kept for the next walk).
         """
         self.next, self._dir = {}, None
+        self.missed, self.relisted = [], []
         self.now_ns = time.time_ns()
         try:
             tree = walk(self.root, self, self.list_dir)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
             self.dirs, self.next, self._dir, self.dirty = {}, {}, None, True
+            self.missed, self.relisted, self.plans_ok = [], [], False
             tree = walk(self.root, self, self.list_dir)
+        self.plan(tree, plan_at)
         self.save()
         return tree
+
+    def plan(self, tree: Tree, now: datetime | None) -> None:
+        """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
+        changed = (
+            _changed(tree, self.missed, self.relisted) if self.plans_ok else tree.records.keys()
+        )
+        at = micros(now)
+        state = self.next
+        for directory, record in tree.records.items():
+            files = state[directory][4]
+            name = record.rel[len(directory) + 1 :]
+            entry = files.get(name)
+            if entry is None:
+                continue  # racy: not kept, so the clock decides afresh
+            kept = entry[5] if len(entry) == 6 else None
+            if kept is not None and directory not in changed:
+                if kept == 0:
+                    continue  # the clock evaluates it every time
+                if type(kept) is list and (
+                    at is None or (len(kept) == SIZE and type(kept[0]) is int and kept[0] <= at)
+                ):
+                    record.plan = kept  # (any other flaw in it: the clock decides afresh)
+                    continue
+            if now is None:
+                if kept is not None:  # made for a subtree that is not there any more
+                    files[name] = [*entry[:5], None]
+                    self.dirty = True
+                continue
+            made = make_plan(tree, record, now)
+            files[name] = [*entry[:5], made]
+            record.plan = made or None
+            self.dirty = True
 
     def save(self) -> None:
         """Write this walk's state (what it did not see is dropped); skip if we can't."""
@@ -321,9 +376,25 @@ class HeaderCache:
         _write_cache(self.path, self.secret, new)
 
 
-def cached_walk(root: Path, secret: bytes | None = None) -> Tree:
+def _changed(tree: Tree, missed: list[str], relisted: list[str]) -> set[str]:
+    """The records whose plan this walk cannot vouch for: each one over a file it
+    re-read or a directory it listed afresh, and every record above those."""
+    records = tree.records
+    changed: set[str] = set()
+    for path in [*(rel.rpartition("/")[0] for rel in missed), *relisted]:
+        directory = path
+        while directory and directory not in records:
+            directory = directory.rpartition("/")[0]
+        while directory and directory not in changed:
+            changed.add(directory)
+            directory = records[directory].parent or ""
+    return changed
+
+
+def cached_walk(root: Path, secret: bytes | None = None, plan_at: datetime | None = None) -> Tree:
     """``tree.walk`` through the cache, saving it afterwards (best-effort).
 
     ``secret``: the stamp key's secret, when there is one (the cache is MACed).
+    ``plan_at``: make a clock plan, valid from then on, for every record without one.
     """
-    return HeaderCache(root, secret).walk()
+    return HeaderCache(root, secret).walk(plan_at)

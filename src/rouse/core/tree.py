@@ -19,6 +19,12 @@ from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header, read_header
 from rouse.core.value import Value
 
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 HeaderReader = Callable[[str, str, os.stat_result], Header]
 #: A directory's (subdirectory names, .md file names, symlink names), sorted.
 Listing = tuple[list[str], list[str], list[str]]
@@ -51,7 +57,7 @@ class File(Value):
 
 
 class Record(File):
-    __slots__ = ("type", "dir", "parent", "children", "open_memo")
+    __slots__ = ("type", "dir", "parent", "children", "open_memo", "plan")
     _fields = (*File._fields, "type", "dir", "parent", "children")
 
     def __init__(
@@ -73,6 +79,8 @@ class Record(File):
         self.parent = parent  # dir of the nearest enclosing trackable record
         self.children: list[str] = []
         self.open_memo: bool | None = None  # the clock's is_open, once computed
+        #: the clock's plan, when the walk cache vouches for it (rouse.core.planned)
+        self.plan: list[Any] | None = None
 
     @property
     def slug(self) -> str:

@@ -17,7 +17,9 @@ from rouse.core import body, clock, header, layout, nudges, statedir, sweepstate
 from rouse.core.body import log_entries, split_log
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
+from rouse.core.clockfields import FieldProblem
 from rouse.core.errors import HeaderError
+from rouse.core.planned import survey
 from rouse.core.stateshapes import WORK
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
@@ -354,7 +356,7 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
 
 def _warnings(
     tree: Tree,
-    every: list[clock.Decision],
+    unreadable: list[FieldProblem],
     layers: Mapping[str, Any],
     extra: list[str],
     now: datetime,
@@ -369,7 +371,7 @@ def _warnings(
     warnings += _sweeper_warnings(tree.root, now)
     warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(tree.root)]
     warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
-    warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(every)]
+    warnings += [f"unreadable clock field: {p.render()}" for p in unreadable]
     return warnings
 
 
@@ -386,7 +388,7 @@ def build_pack(
     cache_secret: bytes | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``."""
-    tree = cached_walk(root, cache_secret)
+    tree = cached_walk(root, cache_secret, now)
     origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
@@ -401,13 +403,14 @@ def build_pack(
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     woken = _woken(root, tree, ids, now, origin_of)
-    every = clock.decisions(tree, now)
-    found = [d for d in every if d.is_due]  # _due puts them in its own order
+    # the clock's verdicts, from the plans the walk cache kept where nothing changed
+    surveyed = survey(tree, now)
+    found = surveyed.due  # _due puts them in its own order
     due, due_total = _due(root, found, ids, now, {w["path"] for w in woken}, origin_of)
     layers, quarantined = _context(root, tree, origin_of, query, now)
     index, index_total = _index(root, tree, origin_of, now, known)
     ladder, closed = _ladder(tree)
-    ladder["snoozed"] = sum(1 for d in every if d.snoozed_until is not None)  # (counted open)
+    ladder["snoozed"] = surveyed.snoozed  # (counted open)
     data: dict[str, Any] = {
         "now": _now_line(now),
         "probes": [{"name": name, "reading": value} for name, value in measured],
@@ -424,11 +427,11 @@ def build_pack(
         "index": index,
         "index_total": index_total,
         "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
-        "warnings": _warnings(tree, every, layers, probe_notes, now),
+        "warnings": _warnings(tree, surveyed.problems, layers, probe_notes, now),
     }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
-    built.tree, built.decisions = tree, every
+    built.tree, built.decisions = tree, found
     return built
 
 

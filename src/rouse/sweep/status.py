@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, layout, sweepstate
+from rouse.core.planned import survey
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Tree, walk
 
@@ -48,7 +49,7 @@ def status(
         "tree": str(tree.root),
         "now": iso_stamp(now),
         "levels": levels,
-        "due": len(clock.due(tree, now)),
+        "due": len(survey(tree, now).due),  # (plans, where the walk cache kept them)
         "context": len(tree.context),
         "notes": len(tree.notes),
         "untrackable": len(tree.untrackable),
