@@ -751,6 +751,43 @@ def test_quick_pack_leaves_everything_else_to_argparse(argv: list[str]) -> None:
     assert _quick_pack(argv) is None
 
 
+QUICK_STATUS = [
+    ["status"],
+    ["status", "--json"],
+    ["--memory", "/tmp/m", "status"],
+    ["--now", "2026-03-14 12:00", "--memory", "m", "status", "--json"],
+]
+ARGPARSE_STATUS = [
+    ["status", "--check"],
+    ["status", "--json", "--json"],
+    ["status", "--ledger", "postgresql://x"],
+    ["--memory", "--json", "status"],
+    ["--memory=m", "status"],
+    ["status", "--memory", "m"],
+    ["status", "extra"],
+    ["status", "status"],
+    ["--memory", "", "status"],
+    ["status", "--jso"],
+]
+
+
+@pytest.mark.parametrize("argv", QUICK_STATUS, ids=" ".join)
+def test_quick_status_reads_like_argparse(argv: list[str]) -> None:
+    from rouse.cli.main import _quick_status
+    from rouse.cli.parser import build_parser
+
+    quick = _quick_status(argv)
+    assert quick is not None
+    assert vars(quick) == vars(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", ARGPARSE_STATUS, ids=" ".join)
+def test_quick_status_leaves_everything_else_to_argparse(argv: list[str]) -> None:
+    from rouse.cli.main import _quick_status
+
+    assert _quick_status(argv) is None
+
+
 def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:
     done = rouse(home, "pack", "--max-chars", "many")
     assert done.returncode == 2 and "invalid int value: 'many'" in done.stderr

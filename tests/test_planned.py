@@ -19,10 +19,10 @@ import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from conftest import INTENTIONS, NOW, REMINDERS, set_mtime, stamp, write_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import INTENTIONS, NOW, REMINDERS, set_mtime, stamp, write_tree
 from rouse.core import clock
 from rouse.core.cache import HeaderCache, cached_walk
 from rouse.core.planned import survey

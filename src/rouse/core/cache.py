@@ -177,8 +177,8 @@ class HeaderCache:
     """A ``tree.walk`` reader and lister that redo only what changed.
 
     The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
-    links, {name: [size, mtime_ns, ctime_ns, inode, header, plan]}]``: each file's header lives in its
-    directory's entry (one small dict lookup per file, no repeated full
+    links, {name: [size, mtime_ns, ctime_ns, inode, header, plan]}]``: each file's
+    header (and a record's clock plan, :mod:`rouse.core.planned`) lives in its directory's entry (one small dict lookup per file, no repeated full
     paths), and the next state is built as the walk goes, so whatever the
     walk did not see is dropped without a set of every path. ``mtime_ns`` is
     null when the listing is not trusted (racy, or never listed).
@@ -256,7 +256,7 @@ class HeaderCache:
                 pass
         self.misses += 1
         self.missed.append(rel)
-        header = read_header(path, rel)
+        header = read_header(path, rel, info)
         if self._settled(mtime_ns):
             self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, _dump(header), None]
             self.dirty = True

@@ -181,11 +181,12 @@ class Tree:
 
 
 def _plain_reader(path: str, rel: str, info: os.stat_result) -> Header:
-    return read_header(path, rel)
+    return read_header(path, rel, info)
 
 
 _by_name = operator.attrgetter("name")
 RECORD_FILES = frozenset(f"{kind}.md" for kind in layout.RECORD_TYPES)
+_NOTES_PREFIX = f"{layout.NOTES}/"
 
 
 class _Walker:
@@ -230,7 +231,8 @@ class _Walker:
             record_files
             and rel
             and rel not in NEVER_RECORDS
-            and not layout.is_inside(rel, layout.NOTES)
+            and rel != layout.NOTES
+            and not rel.startswith(_NOTES_PREFIX)
         ):
             parent = self.add_record(path, rel, record_files, parent)
             record_dir = True
@@ -364,7 +366,7 @@ def _plain(dirs: list[str], names: list[str]) -> bool:
     joined = "".join(dirs) + "".join(names)
     if not (joined.isascii() and joined.isprintable()):
         return False
-    return all(len(name) <= layout.MAX_NAME for name in dirs)
+    return max(map(len, dirs), default=0) <= layout.MAX_NAME
 
 
 def walk(root: Path, read: HeaderReader | None = None, list_dir: Lister | None = None) -> Tree:
