@@ -178,7 +178,8 @@ class HeaderCache:
 
     The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
     links, {name: [size, mtime_ns, ctime_ns, inode, header, plan]}]``: each file's
-    header (and a record's clock plan, :mod:`rouse.core.planned`) lives in its directory's entry (one small dict lookup per file, no repeated full
+    header (and a record's clock plan, :mod:`rouse.core.planned`) lives in its
+    directory's entry (one small dict lookup per file, no repeated full
     paths), and the next state is built as the walk goes, so whatever the
     walk did not see is dropped without a set of every path. ``mtime_ns`` is
     null when the listing is not trusted (racy, or never listed).
