@@ -244,12 +244,20 @@ class HeaderCache:
         if cached is not None:
             try:
                 if (
-                    cached[0] == size
-                    and cached[1] == mtime_ns
+                    cached[1] == mtime_ns
+                    and cached[0] == size
                     and cached[2] == info.st_ctime_ns
                     and cached[3] == info.st_ino
                 ):
-                    header = _load(cached[4])
+                    data = cached[4]
+                    if type(data) is dict:  # compact (_load inlined: once per file)
+                        "".join(data)  # (TypeError unless every key and value is a string)
+                        "".join(data.values())
+                        count = len(data)
+                        header = Header(True, data, count + 2)
+                        header.lines = _COMPACT_LINES[count]
+                    else:
+                        header = _load(data)
                     self.hits += 1
                     self._new[name] = cached
                     return header
@@ -274,16 +282,18 @@ class HeaderCache:
         if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
             old = None
         new: dict[str, list[Any]] = {}
-        if (
-            old is not None
-            and old[0] == mtime_ns
-            and type(old[1]) is list
-            and type(old[2]) is list
-            and type(old[3]) is list
-            and _names_ok(old[1] + old[2] + old[3], not rel)
-        ):
-            listing: Listing = (old[1], old[2], old[3])
-            self.next[rel] = [mtime_ns, old[1], old[2], old[3], new]
+        trusted = False
+        if old is not None and old[0] == mtime_ns:
+            subdirs, names, links = old[1], old[2], old[3]
+            trusted = (
+                type(subdirs) is list
+                and type(names) is list
+                and type(links) is list
+                and _names_ok(subdirs + names + links if links else subdirs + names, not rel)
+            )
+        if trusted:
+            listing: Listing = (subdirs, names, links)
+            self.next[rel] = [mtime_ns, subdirs, names, links, new]
         else:
             self.listed += 1
             self.relisted.append(rel)
@@ -331,9 +341,10 @@ class HeaderCache:
 
     def plan(self, tree: Tree, now: datetime | None) -> None:
         """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
-        changed = (
-            _changed(tree, self.missed, self.relisted) if self.plans_ok else tree.records.keys()
-        )
+        if self.plans_ok:
+            changed = _changed(tree, self.missed, self.relisted)
+        else:
+            changed = set(tree.records)
         at = micros(now)
         state = self.next
         for directory, record in tree.records.items():
@@ -343,14 +354,13 @@ class HeaderCache:
             if entry is None:
                 continue  # racy: not kept, so the clock decides afresh
             kept = entry[5] if len(entry) == 6 else None
-            if kept is not None and directory not in changed:
-                if kept == 0:
+            if kept is not None and (not changed or directory not in changed):
+                if type(kept) is list:
+                    if at is None or (len(kept) == SIZE and type(kept[0]) is int and kept[0] <= at):
+                        record.plan = kept  # (any other flaw in it: the clock decides afresh)
+                        continue
+                elif type(kept) is int and kept == 0:
                     continue  # the clock evaluates it every time
-                if type(kept) is list and (
-                    at is None or (len(kept) == SIZE and type(kept[0]) is int and kept[0] <= at)
-                ):
-                    record.plan = kept  # (any other flaw in it: the clock decides afresh)
-                    continue
             if now is None:
                 if kept is not None:  # made for a subtree that is not there any more
                     files[name] = [*entry[:5], None]

@@ -107,8 +107,8 @@ def make_plan(tree: Tree, record: Record, now: datetime) -> list[Any] | int:
 def _planned(record: Record, plan: list[Any], now: datetime, at: int) -> clock.Decision:
     """The decision for a record its plan says is due at ``at`` (``now`` in microseconds).
 
-    It carries what a due line shows: reason, due_at, moved_at, moved_from,
-    nudge, review_at and stale_at (``rouse explain`` asks the clock itself).
+    It carries what a due line shows: reason, due_at, moved_at, moved_from and
+    nudge (``rouse explain`` asks the clock itself).
     """
     kind, wake = plan[1], plan[2]
     if kind == REMINDER:
@@ -135,8 +135,6 @@ def _planned(record: Record, plan: list[Any], now: datetime, at: int) -> clock.D
     decision.moved_at = instant(plan[10])
     decision.moved_from = MOVED_FROM[plan[11]]
     decision.nudge = nudge
-    decision.review_at = instant(plan[4])
-    decision.stale_at = instant(plan[5])
     return decision
 
 

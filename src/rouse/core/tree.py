@@ -215,17 +215,19 @@ class _Walker:
             self.tree.symlinks.extend(layout.shown(prefix + name) for name in links)
         files: list[tuple[str, os.stat_result]] = []
         record_files: list[tuple[str, os.stat_result]] = []
-        if not _plain(dirs, names):
+        # (_plain inlined: once per directory)
+        joined = "".join(dirs) + "".join(names)
+        if not (joined.isascii() and joined.isprintable()) or (
+            dirs and max(map(len, dirs)) > layout.MAX_NAME
+        ):
             dirs, names = self.untrackable_names(rel, prefix, dirs, names)
+        lstat = os.lstat
         for name in names:
             try:
-                info = os.lstat(f"{path}/{name}")
+                info = lstat(f"{path}/{name}")
             except OSError:
                 continue  # gone since the listing: it will not be there next time either
-            if name in RECORD_FILES:
-                record_files.append((name, info))
-            else:
-                files.append((name, info))
+            (record_files if name in RECORD_FILES else files).append((name, info))
         record_dir = False
         if (
             record_files
@@ -238,10 +240,13 @@ class _Walker:
             record_dir = True
         elif record_files:
             files = sorted(files + record_files)
-        for name, info in files:
-            self.add_file(path, rel, name, info, record_dir or parent is not None)
+        if files:
+            owned = record_dir or parent is not None
+            for name, info in files:
+                self.add_file(path, rel, name, info, owned)
+        walk = self.walk
         for name in dirs:
-            self.walk(f"{path}/{name}", prefix + name, parent)
+            walk(f"{path}/{name}", prefix + name, parent)
 
     def untrackable_names(
         self, rel: str, prefix: str, dirs: list[str], names: list[str]
