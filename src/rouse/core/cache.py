@@ -341,10 +341,7 @@ class HeaderCache:
 
     def plan(self, tree: Tree, now: datetime | None) -> None:
         """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
-        if self.plans_ok:
-            changed = _changed(tree, self.missed, self.relisted)
-        else:
-            changed = set(tree.records)
+        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
         at = micros(now)
         state = self.next
         for directory, record in tree.records.items():

@@ -13,17 +13,17 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, layout, nudges, statedir, sweepstate
+from rouse.core import body, clock, header, layout, nudges, sweepstate
 from rouse.core.body import log_entries, split_log
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
-from rouse.core.clockfields import FieldProblem
 from rouse.core.errors import HeaderError
 from rouse.core.planned import survey
 from rouse.core.stateshapes import WORK
-from rouse.core.timefmt import format_stamp, human_age, iso_stamp
+from rouse.core.timefmt import human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
+from rouse.pack.warnings import pack_warnings
 from rouse.probes import definitions as probes
 from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
@@ -36,11 +36,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_MAX_CHARS = 9000
-CONTEXT_BUDGET = 8000
 INDEX_CAP = 40
 FRESH = timedelta(hours=36)
-STOPPED_AFTER = timedelta(hours=1)  # or 3 × the sweeper's interval, whichever is longer
-GIVEN_UP_SHOWN = timedelta(days=1)
 MAX_CONTEXT_BYTES = 1024 * 1024
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -290,91 +287,6 @@ def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
     return counts, closed
 
 
-def _context_chars(layers: Mapping[str, Any]) -> int:
-    entries = [layers["persona"]] if layers["persona"] else []
-    entries += layers["beliefs"] + layers["motivations"]
-    return sum(len(e["body"] or "") for e in entries)
-
-
-def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
-    """A sweeper that has stopped ticking, and wakes the ledger still owes."""
-    warnings = []
-    last, interval = sweepstate.last_tick(root)
-    if last is not None:
-        allowed = max(STOPPED_AFTER, timedelta(seconds=3 * (interval or 0)))
-        if now - last > allowed:
-            warnings.append(
-                f"the sweeper has stopped: its last tick was {human_age(last, now)} "
-                f"({format_stamp(last)}); wakes are not being delivered — restart `rouse sweep`"
-            )
-    damaged = sweepstate.ledger_problem(root)
-    if damaged is not None:
-        warnings.append(damaged)
-    owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_SHOWN)
-    if owed["pending"]:
-        warnings.append(f"{owed['pending']} wake(s) not delivered yet (retrying) — `rouse log`")
-    if owed["given_up"]:
-        warnings.append(
-            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last "
-            "day, written as nudge files instead — `rouse log`"
-        )
-    told = sweepstate.escalation_counts(root, since=now - GIVEN_UP_SHOWN)
-    if told["delivered"]:
-        warnings.append(
-            f"{told['delivered']} record(s) escalated to the owner in the last day: woken "
-            "again and again without moving — `rouse log`"
-        )
-    if told["pending"]:
-        warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
-    tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
-    if tells["pending"]:
-        warnings.append(
-            f"{tells['pending']} message(s) to the owner (rouse tell) not delivered yet: the "
-            "sweeper sends them at its next tick — `rouse log`"
-        )
-    if tells["waiting"]:
-        warnings.append(
-            f"{tells['waiting']} message(s) to the owner wait: the sweeper has no channel for "
-            "them (it needs --notify SINK or --channel NAME=SINK) — `rouse log`"
-        )
-    if tells["given_up"]:
-        warnings.append(
-            f"{tells['given_up']} message(s) to the owner given up after 24h of failed "
-            "delivery in the last day, written as nudge files: reach the owner another way"
-        )
-    spent = sweepstate.run_budget_spent(root, now)
-    if spent is not None:
-        warnings.append(
-            f"the agent run budget ({spent['budget']}) is spent: wakes wait until "
-            f"{format_stamp(spent['until'])} — `rouse log`"
-        )
-    stalled = sweepstate.stalled_queue(sweepstate.fleet_queue(root), now)
-    if stalled:
-        warnings.append(f"{stalled}: nothing is delivering them — `rouse fleet status`")
-    return warnings
-
-
-def _warnings(
-    tree: Tree,
-    unreadable: list[FieldProblem],
-    layers: Mapping[str, Any],
-    extra: list[str],
-    now: datetime,
-) -> list[str]:
-    warnings = list(extra)
-    size = _context_chars(layers)
-    if size > CONTEXT_BUDGET:
-        warnings.append(
-            f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
-            "merge or retire beliefs and motivations"
-        )
-    warnings += _sweeper_warnings(tree.root, now)
-    warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(tree.root)]
-    warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
-    warnings += [f"unreadable clock field: {p.render()}" for p in unreadable]
-    return warnings
-
-
 def build_pack(
     root: Path,
     now: datetime,
@@ -402,33 +314,34 @@ def build_pack(
         measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
-    woken = _woken(root, tree, ids, now, origin_of)
-    # the clock's verdicts, from the plans the walk cache kept where nothing changed
-    surveyed = survey(tree, now)
-    found = surveyed.due  # _due puts them in its own order
-    due, due_total = _due(root, found, ids, now, {w["path"] for w in woken}, origin_of)
-    layers, quarantined = _context(root, tree, origin_of, query, now)
-    index, index_total = _index(root, tree, origin_of, now, known)
-    ladder, closed = _ladder(tree)
-    ladder["snoozed"] = surveyed.snoozed  # (counted open)
-    data: dict[str, Any] = {
-        "now": _now_line(now),
-        "probes": [{"name": name, "reading": value} for name, value in measured],
-        "woken": woken,
-        "due": due,
-        "due_total": due_total,
-        "persona": layers["persona"],
-        "beliefs": layers["beliefs"],
-        "motivations": layers["motivations"],
-        "quarantined": quarantined,
-        "ladder": ladder,
-        "tasks": _tasks(root, tree, ids),
-        "plugins": [Path(p.rel).stem for p in tree.plugins],
-        "index": index,
-        "index_total": index_total,
-        "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
-        "warnings": _warnings(tree, surveyed.problems, layers, probe_notes, now),
-    }
+    with sweepstate.one_reader(root):  # (the ledger reads below share one connection)
+        woken = _woken(root, tree, ids, now, origin_of)
+        # the clock's verdicts, from the plans the walk cache kept where nothing changed
+        surveyed = survey(tree, now)
+        found = surveyed.due  # _due puts them in its own order
+        due, due_total = _due(root, found, ids, now, {w["path"] for w in woken}, origin_of)
+        layers, quarantined = _context(root, tree, origin_of, query, now)
+        index, index_total = _index(root, tree, origin_of, now, known)
+        ladder, closed = _ladder(tree)
+        ladder["snoozed"] = surveyed.snoozed  # (counted open)
+        data: dict[str, Any] = {
+            "now": _now_line(now),
+            "probes": [{"name": name, "reading": value} for name, value in measured],
+            "woken": woken,
+            "due": due,
+            "due_total": due_total,
+            "persona": layers["persona"],
+            "beliefs": layers["beliefs"],
+            "motivations": layers["motivations"],
+            "quarantined": quarantined,
+            "ladder": ladder,
+            "tasks": _tasks(root, tree, ids),
+            "plugins": [Path(p.rel).stem for p in tree.plugins],
+            "index": index,
+            "index_total": index_total,
+            "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
+            "warnings": pack_warnings(tree, surveyed.problems, layers, probe_notes, now),
+        }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
     built.tree, built.decisions = tree, found
