@@ -365,7 +365,7 @@ class HeaderCache:
                 continue
             made = make_plan(tree, record, now)
             files[name] = [*entry[:5], made]
-            record.plan = made or None
+            record.plan = made if type(made) is list else None
             self.dirty = True
 
     def save(self) -> None:
