@@ -367,6 +367,7 @@ class HeaderCache:
             files[name] = [*entry[:5], made]
             record.plan = made if type(made) is list else None
             self.dirty = True
+        self.plans_ok = True  # what is kept now was kept or made under this zone
 
     def save(self) -> None:
         """Write this walk's state (what it did not see is dropped); skip if we can't."""
