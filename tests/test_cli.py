@@ -759,6 +759,7 @@ QUICK_STATUS = [
 ]
 ARGPARSE_STATUS = [
     ["status", "--check"],
+    ["status", "--until", "tomorrow"],
     ["status", "--json", "--json"],
     ["status", "--ledger", "postgresql://x"],
     ["--memory", "--json", "status"],
@@ -771,21 +772,27 @@ ARGPARSE_STATUS = [
 ]
 
 
+@pytest.mark.parametrize("verb", ["status", "due"])
 @pytest.mark.parametrize("argv", QUICK_STATUS, ids=" ".join)
-def test_quick_status_reads_like_argparse(argv: list[str]) -> None:
-    from rouse.cli.main import _quick_status
+def test_quick_status_and_due_read_like_argparse(argv: list[str], verb: str) -> None:
+    from rouse.cli.main import _quick_due, _quick_status
     from rouse.cli.parser import build_parser
 
-    quick = _quick_status(argv)
+    argv = [verb if token == "status" else token for token in argv]
+    quick = (_quick_status if verb == "status" else _quick_due)(argv)
     assert quick is not None
     assert vars(quick) == vars(build_parser().parse_args(argv))
 
 
+@pytest.mark.parametrize("verb", ["status", "due"])
 @pytest.mark.parametrize("argv", ARGPARSE_STATUS, ids=" ".join)
-def test_quick_status_leaves_everything_else_to_argparse(argv: list[str]) -> None:
-    from rouse.cli.main import _quick_status
+def test_quick_status_and_due_leave_everything_else_to_argparse(
+    argv: list[str], verb: str
+) -> None:
+    from rouse.cli.main import _quick_due, _quick_status
 
-    assert _quick_status(argv) is None
+    argv = [verb if token == "status" else token for token in argv]
+    assert (_quick_status if verb == "status" else _quick_due)(argv) is None
 
 
 def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:

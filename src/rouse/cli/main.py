@@ -100,25 +100,8 @@ def _quick_status(argv: Sequence[str]) -> argparse.Namespace | None:
 
     Only these exact spellings; tests/test_cli.py checks that both read them alike.
     """
-    values: dict[str, Any] = {"memory": None, "now": None, "json": False}
-    verb = False
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        index += 1
-        if token == "status" and not verb:
-            verb = True
-        elif token == "--json" and verb and not values["json"]:
-            values["json"] = True
-        elif token in ("--memory", "--now") and not verb and index < len(argv):
-            value = argv[index]
-            if value.startswith("-") or not value:
-                return None
-            values[token[2:]] = value
-            index += 1
-        else:
-            return None
-    if not verb:
+    values = _quick_plain(argv, "status")
+    if values is None:
         return None
     from rouse.cli.sweeping import cmd_status
 
@@ -128,9 +111,46 @@ def _quick_status(argv: Sequence[str]) -> argparse.Namespace | None:
     return args
 
 
+def _quick_due(argv: Sequence[str]) -> argparse.Namespace | None:
+    """``rouse [--memory DIR] [--now WHEN] due [--json]`` without argparse, as status."""
+    values = _quick_plain(argv, "due")
+    if values is None:
+        return None
+    from rouse.cli.read import cmd_due
+
+    args: argparse.Namespace = SimpleNamespace(  # type: ignore[assignment]
+        verb="due", handler=cmd_due, until=None, **values
+    )
+    return args
+
+
+def _quick_plain(argv: Sequence[str], verb: str) -> dict[str, Any] | None:
+    """The values of ``[--memory DIR] [--now WHEN] VERB [--json]``, or None for any
+    other spelling (argparse reads it and says what is wrong)."""
+    values: dict[str, Any] = {"memory": None, "now": None, "json": False}
+    seen = False
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token == verb and not seen:
+            seen = True
+        elif token == "--json" and seen and not values["json"]:
+            values["json"] = True
+        elif token in ("--memory", "--now") and not seen and index < len(argv):
+            value = argv[index]
+            if value.startswith("-") or not value:
+                return None
+            values[token[2:]] = value
+            index += 1
+        else:
+            return None
+    return values if seen else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = _quick_pack(argv) or _quick_status(argv)
+    args = _quick_pack(argv) or _quick_status(argv) or _quick_due(argv)
     if args is None:
         from rouse.cli.parser import build_parser, mistyped_verb, verb_named
 

@@ -418,6 +418,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    from rouse.core import sweepstate
     from rouse.core.cache import cached_walk
     from rouse.sweep import status
     from rouse.trust.stampkey import cache_secret
@@ -445,8 +446,10 @@ def cmd_status(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"rouse status --check: {line}\n")
             return 1 if problems else 0
         # the pack's walk cache, warm: headers and clock plans of what did not change
-        tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()), now)
-        data = status.status(tree, now, ledger=book, leader=leader)
+        root = tree_root(args)
+        tree = cached_walk(root, cache_secret(stamp_key_path()), now)
+        with sweepstate.one_reader(root):  # (its ledger reads share one connection)
+            data = status.status(tree, now, ledger=book, leader=leader)
     finally:
         if book is not None:
             book.close()

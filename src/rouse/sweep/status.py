@@ -75,14 +75,13 @@ def _lease(found: dict[str, Any] | None) -> dict[str, Any] | None:
 
 def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
     """The last tick, the sweeper lock's holder, and the ledger's counts (``book``'s if given)."""
-    from rouse.sweep import ledger
-
     tick, interval = sweepstate.last_tick(root)
     holder = sweepstate.holder(root)
     if holder is not None:
         holder["interval"] = interval
         holder["since"] = _since(holder.get("since"))
-    counts = book.counts() if book is not None else ledger.counts(root)
+    # (sweepstate's read-only counts: the ledger's own, without loading the ledger package)
+    counts = book.counts() if book is not None else sweepstate.counts(root)
     return {
         "last_tick": iso_stamp(tick),
         "sweeper": holder,
