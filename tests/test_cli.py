@@ -786,9 +786,7 @@ def test_quick_status_and_due_read_like_argparse(argv: list[str], verb: str) -> 
 
 @pytest.mark.parametrize("verb", ["status", "due"])
 @pytest.mark.parametrize("argv", ARGPARSE_STATUS, ids=" ".join)
-def test_quick_status_and_due_leave_everything_else_to_argparse(
-    argv: list[str], verb: str
-) -> None:
+def test_quick_status_and_due_leave_everything_else_to_argparse(argv: list[str], verb: str) -> None:
     from rouse.cli.main import _quick_due, _quick_status
 
     argv = [verb if token == "status" else token for token in argv]

@@ -11,6 +11,7 @@ sometimes in between).
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import random
@@ -121,7 +122,20 @@ def _planned_verdicts(tree: Tree, when: datetime) -> tuple[object, ...]:
     due = sorted(
         (d.record.dir, d.reason, d.due_at, d.moved_at, d.moved_from, d.nudge) for d in found.due
     )
+    assert found.count == len(due)
     return due, found.snoozed, sorted(p.render() for p in found.problems)
+
+
+def _first_shown(tree: Tree, when: datetime, skip: set[str]) -> tuple[object, ...]:
+    """The pack's due list from plans: the 3 still longest, and how many in all."""
+    shown, total = survey(tree, when).first(3, skip)
+    return [(d.record.dir, d.reason, d.due_at) for d in shown], total
+
+
+def _first_fresh(tree: Tree, when: datetime, skip: set[str]) -> tuple[object, ...]:
+    wanted = [d for d in clock.due(tree, when) if d.record.dir not in skip]
+    shown = heapq.nsmallest(3, wanted, key=lambda d: (clock.still_since(d), d.record.dir))
+    return [(d.record.dir, d.reason, d.due_at) for d in shown], len(wanted)
 
 
 def _mutate(rng: random.Random, root: Path, when: datetime) -> None:
@@ -164,6 +178,8 @@ def test_plans_from_the_cache_decide_as_the_clock(seed: int) -> None:
             for _ in range(12):
                 when = planned_at + timedelta(minutes=rng.randint(0, 60 * 24 * 8))
                 assert _planned_verdicts(tree, when) == _verdicts(fresh, when), (seed, when)
+                skip = {r for r in fresh.records if rng.random() < 0.2}  # (as woken)
+                assert _first_shown(tree, when, skip) == _first_fresh(fresh, when, skip)
             _mutate(rng, root, settled + timedelta(days=round_ + 1))
             _settle(root, settled + timedelta(days=round_ + 1))
             if rng.random() < 0.5:

@@ -30,7 +30,8 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.header import Entry, Header, read_header
+from rouse.core.cachefmt import COMPACT_LINES, dump_header, load_header, names_ok
+from rouse.core.header import Header, read_header
 from rouse.core.planned import SIZE, make_plan, micros
 from rouse.core.statefile import Damaged, load_bytes, save_bytes
 from rouse.core.stateshapes import WALK_CACHE
@@ -47,87 +48,6 @@ FILE = "walk.json"
 RACY_NS = 2_000_000_000
 #: the first line of the file: magic, version, MAC (or "-" when unkeyed)
 MAGIC = b"rouse-walk-cache"
-#: names a cached listing may never hold (besides anything with "/" or NUL)
-_BAD_NAMES = frozenset({"", ".", "..", layout.STATE_DIR, ".git"})
-
-
-#: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
-_COMPACT_LINES = [range(2, 2 + count) for count in range(64)]
-
-
-def _dump(header: Header) -> dict[str, str] | list[Any]:
-    """A header as JSON. Almost every header is compact: fenced, one line per key
-    right under the opening fence, closed on the next line; it is stored as its
-    fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
-    (one line per key, in order), else with its entries and findings spelled out."""
-    entries = header.entries
-    plain = not (header.duplicates or header.continued or header.bad_lines)
-    if plain and list(header.fields) == [e.key for e in entries]:
-        lines = [e.line for e in entries]
-        count = len(lines)
-        if (
-            header.fenced
-            and count < len(_COMPACT_LINES)
-            and lines == list(_COMPACT_LINES[count])
-            and header.end_line == count + 2
-        ):
-            return header.fields
-        return [int(header.fenced), header.fields, lines, header.end_line]
-    return [
-        int(header.fenced),
-        header.fields,
-        [[e.key, e.value, e.line] for e in entries],
-        header.end_line,
-        [e.line for e in header.duplicates],
-        header.continued,
-        [list(bad) for bad in header.bad_lines],
-    ]
-
-
-def _strings(fields: dict[str, str]) -> None:
-    """TypeError unless every key and value is a string (checked at C speed)."""
-    "".join(fields)
-    "".join(fields.values())
-
-
-def _names_ok(names: list[str], at_root: bool) -> bool:
-    """Are these (cached) names single path components rouse would list itself?"""
-    try:
-        joined = "".join(names)
-    except TypeError:
-        return False
-    if "/" in joined or "\0" in joined or not _BAD_NAMES.isdisjoint(names):
-        return False
-    return not at_root or not any(name.startswith(".") for name in names)
-
-
-def _load(data: dict[str, str] | list[Any]) -> Header:
-    if type(data) is dict:  # compact
-        _strings(data)
-        count = len(data)
-        header = Header(True, data, count + 2)
-        header.lines = _COMPACT_LINES[count]
-        return header
-    if not isinstance(data, list):
-        raise ValueError("cached header is neither fields nor a list")
-    fenced, fields, lines, end_line = data[:4]
-    if not isinstance(fields, dict):
-        raise ValueError("cached fields are not a mapping")
-    _strings(fields)
-    header = Header(bool(fenced), fields, int(end_line))
-    if len(data) == 4:  # plain: made into Entry objects only if someone asks
-        if len(lines) != len(fields) or any(type(line) is not int for line in lines):
-            raise ValueError("cached lines do not match the fields")
-        header.lines = lines
-        return header
-    duplicate_lines, continued, bad_lines = data[4:]
-    header.continued = tuple(int(line) for line in continued)
-    header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
-    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
-    dupes = set(duplicate_lines)
-    header._entries = entries
-    header.duplicates = tuple(e for e in entries if e.line in dupes)
-    return header
 
 
 def _mac(secret: bytes, body: bytes) -> bytes:
@@ -255,9 +175,9 @@ class HeaderCache:
                         "".join(data.values())
                         count = len(data)
                         header = Header(True, data, count + 2)
-                        header.lines = _COMPACT_LINES[count]
+                        header.lines = COMPACT_LINES[count]
                     else:
-                        header = _load(data)
+                        header = load_header(data)
                     self.hits += 1
                     self._new[name] = cached
                     return header
@@ -267,7 +187,14 @@ class HeaderCache:
         self.missed.append(rel)
         header = read_header(path, rel, info)
         if self._settled(mtime_ns):
-            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, _dump(header), None]
+            self._new[name] = [
+                size,
+                mtime_ns,
+                info.st_ctime_ns,
+                info.st_ino,
+                dump_header(header),
+                None,
+            ]
             self.dirty = True
         # (a racy file is left out: if it was cached, save sees the count drop)
         return header
@@ -289,7 +216,7 @@ class HeaderCache:
                 type(subdirs) is list
                 and type(names) is list
                 and type(links) is list
-                and _names_ok(subdirs + names + links if links else subdirs + names, not rel)
+                and names_ok(subdirs + names + links if links else subdirs + names, not rel)
             )
         if trusted:
             listing: Listing = (subdirs, names, links)

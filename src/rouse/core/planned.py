@@ -25,6 +25,7 @@ field it cannot read, a repeating reminder, a nag stuck at fired).
 
 from __future__ import annotations
 
+import heapq
 from datetime import datetime, timedelta
 
 from rouse.core import clock
@@ -104,20 +105,24 @@ def make_plan(tree: Tree, record: Record, now: datetime) -> list[Any] | int:
     ]
 
 
-def _planned(record: Record, plan: list[Any], now: datetime, at: int) -> clock.Decision:
-    """The decision for a record its plan says is due at ``at`` (``now`` in microseconds).
+#: the instants a stored plan may hold (what a datetime can be): anything else is a miss
+FIRST = (datetime.min - EPOCH) // MICROSECOND
+LAST = (datetime.max - EPOCH) // MICROSECOND
 
-    It carries what a due line shows: reason, due_at, moved_at, moved_from and
-    nudge (``rouse explain`` asks the clock itself).
-    """
-    kind, wake = plan[1], plan[2]
+
+def _verdict(record: Record, plan: list[Any], at: int) -> tuple[Any, ...]:
+    """What a plan says of a record it has due at ``at`` (microseconds): ``(still, dir,
+    record, reason, due_at, moved_at, moved_from, nudge)``, instants in microseconds
+    (``still``: what the pack orders its due list by, as :func:`clock.still_since`).
+    Every value checked, so that making the decision cannot fail."""
+    kind = plan[1]
     if kind == REMINDER:
         expires = plan[6]
         if (expires is not None and at >= expires) or plan[7]:
             reason = "expire"
         else:
             reason = REMINDER_WHY[plan[3]]
-        due_at = wake
+        due_at = plan[2]
     elif kind == STALE:
         review = plan[4]
         if review is not None and at >= review:
@@ -126,36 +131,77 @@ def _planned(record: Record, plan: list[Any], now: datetime, at: int) -> clock.D
             reason, due_at = "stale", plan[5]
     else:
         raise ValueError("a plan that is never due has a wake")
-    nudge = plan[9]
-    if type(nudge) is not int:
-        raise TypeError("a plan's nudge is not a number")
+    moved, nudge, moved_from = plan[10], plan[9], MOVED_FROM[plan[11]]
+    if not (
+        type(due_at) is int
+        and type(moved) is int
+        and type(nudge) is int
+        and FIRST <= due_at <= LAST
+        and FIRST <= moved <= LAST
+    ):
+        raise TypeError("a plan's instants or nudge are not whole numbers in range")
+    still = due_at if kind == REMINDER else moved
+    return (still, record.dir, record, reason, due_at, moved, moved_from, nudge)
+
+
+def _decision(verdict: tuple[Any, ...], now: datetime) -> clock.Decision:
+    """The decision a plan's verdict stands for. It carries what a due line shows:
+    reason, due_at, moved_at, moved_from and nudge (``rouse explain`` asks the clock)."""
+    _, _, record, reason, due_at, moved, moved_from, nudge = verdict
     decision = clock.Decision(record, now)
     decision.reason = reason
     decision.due_at = instant(due_at)
-    decision.moved_at = instant(plan[10])
-    decision.moved_from = MOVED_FROM[plan[11]]
+    decision.moved_at = instant(moved)
+    decision.moved_from = moved_from
     decision.nudge = nudge
     return decision
 
 
 class Survey:
-    """What the clock says of a whole tree at one instant: the due decisions
-    (in tree order), how many records are snoozed, and the fields it could not read."""
+    """What the clock says of a whole tree at one instant: the records due (how many,
+    the decisions themselves, the ones still longest), how many are snoozed, and the
+    fields it could not read. A planned decision is only made when it is asked for."""
 
-    __slots__ = ("due", "snoozed", "problems", "evaluated")
+    __slots__ = ("now", "planned", "fresh", "snoozed", "problems", "evaluated", "_due")
 
-    def __init__(self) -> None:
-        self.due: list[clock.Decision] = []
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.planned: list[tuple[Any, ...]] = []  # verdicts of plans (see _verdict)
+        self.fresh: list[clock.Decision] = []  # due, as the clock evaluated afresh
         self.snoozed = 0
         self.problems: list[FieldProblem] = []
         self.evaluated = 0  # records the clock evaluated afresh (no usable plan)
+        self._due: list[clock.Decision] | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.planned) + len(self.fresh)
+
+    @property
+    def due(self) -> list[clock.Decision]:
+        """Every due decision (planned ones first, then the clock's own)."""
+        if self._due is None:
+            self._due = [_decision(v, self.now) for v in self.planned] + self.fresh
+        return self._due
+
+    def first(self, count: int, skip: set[str]) -> tuple[list[clock.Decision], int]:
+        """The ``count`` due records still longest, oldest first (by ``still_since``,
+        then path), and how many are due in all, leaving out the records in ``skip``."""
+        keyed = [v for v in self.planned if v[1] not in skip]
+        keyed += [
+            (micros(clock.still_since(d)), d.record.dir, d)
+            for d in self.fresh
+            if d.record.dir not in skip
+        ]
+        top = heapq.nsmallest(count, keyed, key=lambda v: (v[0], v[1]))
+        return [v[2] if len(v) == 3 else _decision(v, self.now) for v in top], len(keyed)
 
 
 def survey(tree: Tree, now: datetime) -> Survey:
-    """Every record due at ``now`` (as :func:`rouse.core.clock.due` finds, in tree
-    order), from the records' plans where the walk cache vouches for them."""
-    found = Survey()
-    due = found.due
+    """Every record due at ``now`` (as :func:`rouse.core.clock.due` finds), from the
+    records' plans where the walk cache vouches for them, else from the clock."""
+    found = Survey(now)
+    planned = found.planned
     at = micros(now)
     assert at is not None
     for record in tree.records.values():
@@ -170,14 +216,14 @@ def survey(tree: Tree, now: datetime) -> Survey:
                     wake = plan[2]
                     if wake is None or at < wake:
                         continue
-                    due.append(_planned(record, plan, now, at))
+                    planned.append(_verdict(record, plan, at))
                     continue
             except BAD_PLAN:
                 pass  # not a plan after all: the clock decides
         decision = clock.evaluate(tree, record, now)
         found.evaluated += 1
         if decision.reason is not None:
-            due.append(decision)
+            found.fresh.append(decision)
         if decision.snoozed_until is not None:
             found.snoozed += 1
         if decision.problems:

@@ -7,7 +7,6 @@ header cache only saves re-reading files whose size and mtime are unchanged).
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
@@ -137,18 +136,15 @@ def _woken(
 
 def _due(
     root: Path,
-    found: list[clock.Decision],
+    shown: list[clock.Decision],
     ids: Mapping[str, str],
     now: datetime,
-    skip: set[str],
     origin_of: OriginOf,
-) -> tuple[list[dict[str, Any]], int]:
-    """The first LIST_CAP due records, oldest first, and how many are due in all."""
-    wanted = [d for d in found if d.record.dir not in skip]
+) -> list[dict[str, Any]]:
+    """The due list's items: ``shown`` (the LIST_CAP records still longest, oldest first)."""
     fenced = quoted_origins(origin_of)
     items = []
-    # (the same as sorting them all and taking the first LIST_CAP, in one pass)
-    for decision in heapq.nsmallest(LIST_CAP, wanted, key=lambda d: (still_since(d), d.record.dir)):
+    for decision in shown:
         record = decision.record
         line = None
         for key in ("closes-when", "success-when", "due"):
@@ -171,7 +167,7 @@ def _due(
                 "message": _message(root, record, origin_of),
             }
         )
-    return items, len(wanted)
+    return items
 
 
 def _context(
@@ -318,8 +314,8 @@ def build_pack(
         woken = _woken(root, tree, ids, now, origin_of)
         # the clock's verdicts, from the plans the walk cache kept where nothing changed
         surveyed = survey(tree, now)
-        found = surveyed.due  # _due puts them in its own order
-        due, due_total = _due(root, found, ids, now, {w["path"] for w in woken}, origin_of)
+        shown, due_total = surveyed.first(LIST_CAP, {w["path"] for w in woken})
+        due = _due(root, shown, ids, now, origin_of)
         layers, quarantined = _context(root, tree, origin_of, query, now)
         index, index_total = _index(root, tree, origin_of, now, known)
         ladder, closed = _ladder(tree)
@@ -344,7 +340,7 @@ def build_pack(
         }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
-    built.tree, built.decisions = tree, found
+    built.tree, built.decisions = tree, shown
     return built
 
 

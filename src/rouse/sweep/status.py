@@ -49,7 +49,7 @@ def status(
         "tree": str(tree.root),
         "now": iso_stamp(now),
         "levels": levels,
-        "due": len(survey(tree, now).due),  # (plans, where the walk cache kept them)
+        "due": survey(tree, now).count,  # (plans, where the walk cache kept them)
         "context": len(tree.context),
         "notes": len(tree.notes),
         "untrackable": len(tree.untrackable),
