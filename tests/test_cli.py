@@ -751,6 +751,48 @@ def test_quick_pack_leaves_everything_else_to_argparse(argv: list[str]) -> None:
     assert _quick_pack(argv) is None
 
 
+QUICK_STATUS = [
+    ["status"],
+    ["status", "--json"],
+    ["--memory", "/tmp/m", "status"],
+    ["--now", "2026-03-14 12:00", "--memory", "m", "status", "--json"],
+]
+ARGPARSE_STATUS = [
+    ["status", "--check"],
+    ["status", "--until", "tomorrow"],
+    ["status", "--json", "--json"],
+    ["status", "--ledger", "postgresql://x"],
+    ["--memory", "--json", "status"],
+    ["--memory=m", "status"],
+    ["status", "--memory", "m"],
+    ["status", "extra"],
+    ["status", "status"],
+    ["--memory", "", "status"],
+    ["status", "--jso"],
+]
+
+
+@pytest.mark.parametrize("verb", ["status", "due"])
+@pytest.mark.parametrize("argv", QUICK_STATUS, ids=" ".join)
+def test_quick_status_and_due_read_like_argparse(argv: list[str], verb: str) -> None:
+    from rouse.cli.main import _quick_due, _quick_status
+    from rouse.cli.parser import build_parser
+
+    argv = [verb if token == "status" else token for token in argv]
+    quick = (_quick_status if verb == "status" else _quick_due)(argv)
+    assert quick is not None
+    assert vars(quick) == vars(build_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("verb", ["status", "due"])
+@pytest.mark.parametrize("argv", ARGPARSE_STATUS, ids=" ".join)
+def test_quick_status_and_due_leave_everything_else_to_argparse(argv: list[str], verb: str) -> None:
+    from rouse.cli.main import _quick_due, _quick_status
+
+    argv = [verb if token == "status" else token for token in argv]
+    assert (_quick_status if verb == "status" else _quick_due)(argv) is None
+
+
 def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:
     done = rouse(home, "pack", "--max-chars", "many")
     assert done.returncode == 2 and "invalid int value: 'many'" in done.stderr

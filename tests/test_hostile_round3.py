@@ -54,7 +54,7 @@ def answered(done: subprocess.CompletedProcess[str]) -> None:
 
 NESTED = "[" * 1000 + "\n"
 STATE_FILES = {
-    "cache/walk.json": "rouse-walk-cache 6 -\n" + NESTED,
+    "cache/walk.json": "rouse-walk-cache 7 -\n" + NESTED,
     "cache/origins.json": NESTED,
     "sweep.json": NESTED,
     "sweep.lock": NESTED,
@@ -95,7 +95,7 @@ def test_the_walk_cache_is_rewritten_after_it_was_refused(memory: Path) -> None:
     answered(rouse(memory, "pack"))
     cache.write_text(STATE_FILES["cache/walk.json"])
     answered(rouse(memory, "pack"))
-    assert cache.read_bytes().startswith(b"rouse-walk-cache 6 ")
+    assert cache.read_bytes().startswith(b"rouse-walk-cache 7 ")
     assert b"[[[[" not in cache.read_bytes()
 
 

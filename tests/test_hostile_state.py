@@ -202,7 +202,7 @@ def test_a_cached_value_of_the_wrong_type_is_a_rewalk_not_an_error(
     data = _warm(memory)
     where, name = TASK.rsplit("/", 1)
     entry = data["dirs"][where][4][name]
-    fields = entry[-1] if isinstance(entry[-1], dict) else entry[-1][1]
+    fields = entry[4] if isinstance(entry[4], dict) else entry[4][1]  # (5: the clock plan)
     fields["status"] = value
     _save_cache(memory, data)
     for verb in (["pack"], ["due", "--now", OVERDUE], ["tree"], ["recall", "nightly"]):
@@ -212,7 +212,7 @@ def test_a_cached_value_of_the_wrong_type_is_a_rewalk_not_an_error(
     assert TASK_ID in rouse(memory, "due", "--now", OVERDUE).stdout
     # and the cache was rewritten from the files
     fresh = _cache(memory)["dirs"][where][4][name]
-    fresh_fields = fresh[-1] if isinstance(fresh[-1], dict) else fresh[-1][1]
+    fresh_fields = fresh[4] if isinstance(fresh[4], dict) else fresh[4][1]
     assert fresh_fields["status"] == "pending"
 
 
@@ -393,7 +393,7 @@ def test_a_cached_directory_that_is_now_a_link_is_never_walked(
 def test_a_cached_number_too_big_for_an_int_is_a_rewalk(memory: Path) -> None:
     data = _warm(memory)
     where, name = TASK.rsplit("/", 1)
-    data["dirs"][where][4][name][-1] = [1, {"status": "pending"}, [2], float("inf")]
+    data["dirs"][where][4][name][4] = [1, {"status": "pending"}, [2], float("inf")]
     path = memory / ".rouse" / "cache" / "walk.json"
     first = path.read_bytes().split(b"\n", 1)[0]
     path.write_bytes(first + b"\n" + json.dumps(data).encode())  # Infinity in the JSON

@@ -559,9 +559,9 @@ def test_an_idle_tick_reads_no_unchanged_file(
     reads: list[str] = []
     real = cache.read_header
 
-    def counting(path: Path, rel: str | None = None):  # type: ignore[no-untyped-def]
+    def counting(path: Path, rel: str | None = None, info=None):  # type: ignore[no-untyped-def]
         reads.append(str(rel))
-        return real(path, rel)
+        return real(path, rel, info)
 
     monkeypatch.setattr(cache, "read_header", counting)
     with make_sweeper(stale, Recorder(), logs) as sw:

@@ -79,3 +79,27 @@ def quick_values(argv: Sequence[str]) -> dict[str, Any] | None:
     if not verb or values["hook"] not in (None, *HOOK_KINDS):
         return None
     return values
+
+
+def plain_values(argv: Sequence[str], verb: str) -> dict[str, Any] | None:
+    """The values of ``[--memory DIR] [--now WHEN] VERB [--json]``, or None for any
+    other spelling (argparse reads it and says what is wrong)."""
+    values: dict[str, Any] = {"memory": None, "now": None, "json": False}
+    seen = False
+    index = 0
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token == verb and not seen:
+            seen = True
+        elif token == "--json" and seen and not values["json"]:
+            values["json"] = True
+        elif token in ("--memory", "--now") and not seen and index < len(argv):
+            value = argv[index]
+            if value.startswith("-") or not value:
+                return None
+            values[token[2:]] = value
+            index += 1
+        else:
+            return None
+    return values if seen else None

@@ -144,6 +144,7 @@ def cmd_tree(args: argparse.Namespace) -> int:
 def cmd_due(args: argparse.Namespace) -> int:
     from rouse.core import clock
     from rouse.core.cache import cached_walk
+    from rouse.core.planned import survey
     from rouse.core.tree import display_ids
     from rouse.pack.views import due_header, due_item, due_lines, due_order
     from rouse.trust.stampkey import cache_secret
@@ -155,10 +156,16 @@ def cmd_due(args: argparse.Namespace) -> int:
             until = parse_when(args.until, now)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
-    tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
-    every = clock.decisions(tree, until or now)
-    # a forecast lists a repeating reminder once per occurrence in the window
-    found = due_order(clock.select_due(every) if until is None else clock.forecast(every, until))
+    if until is None:  # what is due now: from the plans the walk cache keeps
+        tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()), now)
+        surveyed = survey(tree, now)
+        found = due_order(surveyed.due)
+        unreadable = surveyed.problems
+    else:  # a forecast lists a repeating reminder once per occurrence in the window
+        tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
+        every = clock.decisions(tree, until)
+        found = due_order(clock.forecast(every, until))
+        unreadable = clock.field_problems(every)
     if args.json:
         ids = display_ids(tree)
         emit_json([due_item(d, ids[d.record.dir]) for d in found])
@@ -169,7 +176,7 @@ def cmd_due(args: argparse.Namespace) -> int:
             print(header, file=sys.stderr, flush=True)
         emit(due_lines(tree, found, now))
     skipped = [p.render() for p in tree.untrackable]
-    skipped += [p.render() for p in clock.field_problems(every)]
+    skipped += [p.render() for p in unreadable]
     for line in skipped:
         print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
     return 0

@@ -81,8 +81,10 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rouse.core.tree import walk
+    from rouse.core import sweepstate
+    from rouse.core.cache import cached_walk
     from rouse.sweep import status
+    from rouse.trust.stampkey import cache_secret
 
     now = resolve_now(args)
     book = _fleet_ledger(args)
@@ -106,7 +108,11 @@ def cmd_status(args: argparse.Namespace) -> int:
             for line in problems:
                 sys.stderr.write(f"rouse status --check: {line}\n")
             return 1 if problems else 0
-        data = status.status(walk(tree_root(args)), now, ledger=book, leader=leader)
+        # the pack's walk cache, warm: headers and clock plans of what did not change
+        root = tree_root(args)
+        tree = cached_walk(root, cache_secret(stamp_key_path()), now)
+        with sweepstate.one_reader(root):  # (its ledger reads share one connection)
+            data = status.status(tree, now, ledger=book, leader=leader)
     finally:
         if book is not None:
             book.close()

@@ -26,10 +26,13 @@ import json
 import os
 import stat
 import time
+from datetime import datetime
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.header import Entry, Header, read_header
+from rouse.core.cachefmt import COMPACT_LINES, dump_header, load_header, names_ok
+from rouse.core.header import Header, read_header
+from rouse.core.planned import SIZE, make_plan, micros
 from rouse.core.statefile import Damaged, load_bytes, save_bytes
 from rouse.core.stateshapes import WALK_CACHE
 from rouse.core.tree import Listing, Tree, scan_dir, walk
@@ -40,92 +43,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION = 6
+VERSION = 7
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
 #: the first line of the file: magic, version, MAC (or "-" when unkeyed)
 MAGIC = b"rouse-walk-cache"
-#: names a cached listing may never hold (besides anything with "/" or NUL)
-_BAD_NAMES = frozenset({"", ".", "..", layout.STATE_DIR, ".git"})
-
-
-#: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
-_COMPACT_LINES = [range(2, 2 + count) for count in range(64)]
-
-
-def _dump(header: Header) -> dict[str, str] | list[Any]:
-    """A header as JSON. Almost every header is compact: fenced, one line per key
-    right under the opening fence, closed on the next line; it is stored as its
-    fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
-    (one line per key, in order), else with its entries and findings spelled out."""
-    entries = header.entries
-    plain = not (header.duplicates or header.continued or header.bad_lines)
-    if plain and list(header.fields) == [e.key for e in entries]:
-        lines = [e.line for e in entries]
-        count = len(lines)
-        if (
-            header.fenced
-            and count < len(_COMPACT_LINES)
-            and lines == list(_COMPACT_LINES[count])
-            and header.end_line == count + 2
-        ):
-            return header.fields
-        return [int(header.fenced), header.fields, lines, header.end_line]
-    return [
-        int(header.fenced),
-        header.fields,
-        [[e.key, e.value, e.line] for e in entries],
-        header.end_line,
-        [e.line for e in header.duplicates],
-        header.continued,
-        [list(bad) for bad in header.bad_lines],
-    ]
-
-
-def _strings(fields: dict[str, str]) -> None:
-    """TypeError unless every key and value is a string (checked at C speed)."""
-    "".join(fields)
-    "".join(fields.values())
-
-
-def _names_ok(names: list[str], at_root: bool) -> bool:
-    """Are these (cached) names single path components rouse would list itself?"""
-    try:
-        joined = "".join(names)
-    except TypeError:
-        return False
-    if "/" in joined or "\0" in joined or not _BAD_NAMES.isdisjoint(names):
-        return False
-    return not at_root or not any(name.startswith(".") for name in names)
-
-
-def _load(data: dict[str, str] | list[Any]) -> Header:
-    if type(data) is dict:  # compact
-        _strings(data)
-        count = len(data)
-        header = Header(True, data, count + 2)
-        header.lines = _COMPACT_LINES[count]
-        return header
-    if not isinstance(data, list):
-        raise ValueError("cached header is neither fields nor a list")
-    fenced, fields, lines, end_line = data[:4]
-    if not isinstance(fields, dict):
-        raise ValueError("cached fields are not a mapping")
-    _strings(fields)
-    header = Header(bool(fenced), fields, int(end_line))
-    if len(data) == 4:  # plain: made into Entry objects only if someone asks
-        if len(lines) != len(fields) or any(type(line) is not int for line in lines):
-            raise ValueError("cached lines do not match the fields")
-        header.lines = lines
-        return header
-    duplicate_lines, continued, bad_lines = data[4:]
-    header.continued = tuple(int(line) for line in continued)
-    header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
-    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
-    dupes = set(duplicate_lines)
-    header._entries = entries
-    header.duplicates = tuple(e for e in entries if e.line in dupes)
-    return header
 
 
 def _mac(secret: bytes, body: bytes) -> bytes:
@@ -157,9 +79,16 @@ def _read_cache(path: Path, secret: bytes | None) -> Any:
         return None
 
 
+def _zone() -> str:
+    """What the clock's local times hang on (a file's mtime is read as local time):
+    plans kept under another zone are not used."""
+    return f"{os.environ.get('TZ', '')}|{time.timezone}|{time.altzone}|{'|'.join(time.tzname)}"
+
+
 def _write_cache(path: Path, secret: bytes | None, dirs: dict[str, list[Any]]) -> None:
     """Save the cache (best effort), MACed when there is a secret."""
-    body = json.dumps({"version": VERSION, "dirs": dirs}, separators=(",", ":")).encode()
+    state = {"version": VERSION, "zone": _zone(), "dirs": dirs}
+    body = json.dumps(state, separators=(",", ":")).encode()
     mac = _mac(secret, body) if secret is not None else b"-"
     save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
 
@@ -168,7 +97,8 @@ class HeaderCache:
     """A ``tree.walk`` reader and lister that redo only what changed.
 
     The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
-    links, {name: [size, mtime_ns, ctime_ns, inode, header]}]``: each file's header lives in its
+    links, {name: [size, mtime_ns, ctime_ns, inode, header, plan]}]``: each file's
+    header (and a record's clock plan, :mod:`rouse.core.planned`) lives in its
     directory's entry (one small dict lookup per file, no repeated full
     paths), and the next state is built as the walk goes, so whatever the
     walk did not see is dropped without a set of every path. ``mtime_ns`` is
@@ -190,11 +120,16 @@ class HeaderCache:
         self._dir: str | None = None
         self._old: dict[str, list[Any]] = {}
         self._new: dict[str, list[Any]] = {}
+        # what this walk could not vouch for: files re-read, directories listed afresh
+        self.missed: list[str] = []
+        self.relisted: list[str] = []
+        self.plans_ok = False  # the stored plans were made under this time zone
         raw = _read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
             if isinstance(dirs, dict):
                 self.dirs = dirs  # each entry is checked when used
+                self.plans_ok = raw.get("zone") == _zone()
 
     def _settled(self, mtime_ns: int) -> bool:
         return self.now_ns - mtime_ns > RACY_NS
@@ -229,21 +164,37 @@ class HeaderCache:
         if cached is not None:
             try:
                 if (
-                    cached[0] == size
-                    and cached[1] == mtime_ns
+                    cached[1] == mtime_ns
+                    and cached[0] == size
                     and cached[2] == info.st_ctime_ns
                     and cached[3] == info.st_ino
                 ):
-                    header = _load(cached[4])
+                    data = cached[4]
+                    if type(data) is dict:  # compact (_load inlined: once per file)
+                        "".join(data)  # (TypeError unless every key and value is a string)
+                        "".join(data.values())
+                        count = len(data)
+                        header = Header(True, data, count + 2)
+                        header.lines = COMPACT_LINES[count]
+                    else:
+                        header = load_header(data)
                     self.hits += 1
                     self._new[name] = cached
                     return header
             except (ValueError, TypeError, IndexError, KeyError, OverflowError):
                 pass
         self.misses += 1
-        header = read_header(path, rel)
+        self.missed.append(rel)
+        header = read_header(path, rel, info)
         if self._settled(mtime_ns):
-            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, _dump(header)]
+            self._new[name] = [
+                size,
+                mtime_ns,
+                info.st_ctime_ns,
+                info.st_ino,
+                dump_header(header),
+                None,
+            ]
             self.dirty = True
         # (a racy file is left out: if it was cached, save sees the count drop)
         return header
@@ -258,18 +209,21 @@ class HeaderCache:
         if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
             old = None
         new: dict[str, list[Any]] = {}
-        if (
-            old is not None
-            and old[0] == mtime_ns
-            and type(old[1]) is list
-            and type(old[2]) is list
-            and type(old[3]) is list
-            and _names_ok(old[1] + old[2] + old[3], not rel)
-        ):
-            listing: Listing = (old[1], old[2], old[3])
-            self.next[rel] = [mtime_ns, old[1], old[2], old[3], new]
+        trusted = False
+        if old is not None and old[0] == mtime_ns:
+            subdirs, names, links = old[1], old[2], old[3]
+            trusted = (
+                type(subdirs) is list
+                and type(names) is list
+                and type(links) is list
+                and names_ok(subdirs + names + links if links else subdirs + names, not rel)
+            )
+        if trusted:
+            listing: Listing = (subdirs, names, links)
+            self.next[rel] = [mtime_ns, subdirs, names, links, new]
         else:
             self.listed += 1
+            self.relisted.append(rel)
             listing = scan_dir(path, rel)
             if self._settled(mtime_ns):
                 entry = [mtime_ns, *listing, new]
@@ -289,21 +243,58 @@ class HeaderCache:
         self._new = new
         return listing
 
-    def walk(self) -> Tree:
+    def walk(self, plan_at: datetime | None = None) -> Tree:
         """One walk of the tree through this cache, then save it (best-effort).
 
         A cache so damaged that the walk trips over it is dropped: the tree is
         walked again from the files alone, and the cache rewritten.
+
+        Each record gets the clock plan the cache kept for it while neither it
+        nor any record below it changed; with ``plan_at``, every other record
+        gets a plan made now, valid from ``plan_at`` on (kept for the next walk).
         """
         self.next, self._dir = {}, None
+        self.missed, self.relisted = [], []
         self.now_ns = time.time_ns()
         try:
             tree = walk(self.root, self, self.list_dir)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
             self.dirs, self.next, self._dir, self.dirty = {}, {}, None, True
+            self.missed, self.relisted, self.plans_ok = [], [], False
             tree = walk(self.root, self, self.list_dir)
+        self.plan(tree, plan_at)
         self.save()
         return tree
+
+    def plan(self, tree: Tree, now: datetime | None) -> None:
+        """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
+        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
+        at = micros(now)
+        state = self.next
+        for directory, record in tree.records.items():
+            files = state[directory][4]
+            name = record.rel[len(directory) + 1 :]
+            entry = files.get(name)
+            if entry is None:
+                continue  # racy: not kept, so the clock decides afresh
+            kept = entry[5] if len(entry) == 6 else None
+            if kept is not None and (not changed or directory not in changed):
+                if type(kept) is list:
+                    if at is None or (len(kept) == SIZE and type(kept[0]) is int and kept[0] <= at):
+                        record.plan = kept  # (any other flaw in it: the clock decides afresh)
+                        continue
+                elif type(kept) is int and kept == 0:
+                    continue  # the clock evaluates it every time
+            if now is None:
+                if kept is not None:  # made for a subtree that is not there any more
+                    files[name] = [*entry[:5], None]
+                    self.dirty = True
+                continue
+            made = make_plan(tree, record, now)
+            files[name] = [*entry[:5], made]
+            record.plan = made if type(made) is list else None
+            self.dirty = True
+        self.plans_ok = True  # what is kept now was kept or made under this zone
 
     def save(self) -> None:
         """Write this walk's state (what it did not see is dropped); skip if we can't."""
@@ -321,9 +312,25 @@ class HeaderCache:
         _write_cache(self.path, self.secret, new)
 
 
-def cached_walk(root: Path, secret: bytes | None = None) -> Tree:
+def _changed(tree: Tree, missed: list[str], relisted: list[str]) -> set[str]:
+    """The records whose plan this walk cannot vouch for: each one over a file it
+    re-read or a directory it listed afresh, and every record above those."""
+    records = tree.records
+    changed: set[str] = set()
+    for path in [*(rel.rpartition("/")[0] for rel in missed), *relisted]:
+        directory = path
+        while directory and directory not in records:
+            directory = directory.rpartition("/")[0]
+        while directory and directory not in changed:
+            changed.add(directory)
+            directory = records[directory].parent or ""
+    return changed
+
+
+def cached_walk(root: Path, secret: bytes | None = None, plan_at: datetime | None = None) -> Tree:
     """``tree.walk`` through the cache, saving it afterwards (best-effort).
 
     ``secret``: the stamp key's secret, when there is one (the cache is MACed).
+    ``plan_at``: make a clock plan, valid from then on, for every record without one.
     """
-    return HeaderCache(root, secret).walk()
+    return HeaderCache(root, secret).walk(plan_at)

@@ -12,11 +12,16 @@ as time passes, without the file.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from rouse.core import clock
 from rouse.core.clockfields import FieldReader
 from rouse.core.tree import Record, Tree
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def aware(value: datetime | None) -> datetime | None:
@@ -54,7 +59,12 @@ def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     changes. Instants are naive local times, as the clock's; the rows hold
     them aware (with the local offset), for a database shared across time zones.
     """
-    decision = clock.evaluate(tree, record, now)
+    return plan_of(tree, clock.evaluate(tree, record, now))
+
+
+def plan_of(tree: Tree, decision: clock.Decision) -> dict[str, Any]:
+    """:func:`clock_plan` from the clock's decision at its ``now`` (already made)."""
+    record = decision.record
     is_open = clock.is_open(record)
     plan = no_plan()
     plan.update(

@@ -180,26 +180,40 @@ def split(data: bytes, path: str | None = None) -> tuple[Header, bytes]:
     return header, b"".join(lines[body_index:])
 
 
-def read_header(path: str | Path, rel: str | None = None) -> Header:
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def read_header(
+    path: str | Path, rel: str | None = None, info: os.stat_result | None = None
+) -> Header:
     """Read only the header of ``path``; never follow a symlink.
 
+    ``info``: the file's ``lstat``, when the caller (the walk) has just made it.
     Raises HeaderError for a non-regular file, binary or non-UTF-8 header
     data, or an unterminated header.
     """
     where = rel or str(path)
-    try:
-        info = os.lstat(path)
-    except OSError as exc:
-        raise HeaderError(f"cannot stat: {exc.strerror}", path=where) from None
+    if info is None:
+        try:
+            info = os.lstat(path)
+        except OSError as exc:
+            raise HeaderError(f"cannot stat: {exc.strerror}", path=where) from None
     if not stat.S_ISREG(info.st_mode):
         raise HeaderError("not a regular file (symlinks are never followed)", path=where)
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        # (never follows a link, never blocks on a FIFO swapped in since the stat)
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         raise HeaderError(f"cannot open: {exc.strerror}", path=where) from None
-    with os.fdopen(fd, "rb") as handle:
-        head = handle.read(MAX_HEADER_BYTES + 8)
+    try:
+        head = chunk = os.read(fd, MAX_HEADER_BYTES + 8)
+        while chunk and len(head) < MAX_HEADER_BYTES + 8:  # (a short read of a regular file)
+            chunk = os.read(fd, MAX_HEADER_BYTES + 8 - len(head))
+            head += chunk
+    except OSError as exc:  # a directory swapped in since the stat, say
+        raise HeaderError(f"cannot read: {exc.strerror}", path=where) from None
+    finally:
+        os.close(fd)
     if b"\x00" in head.split(b"\n", 1)[0]:
         raise HeaderError("binary data: not a text file", path=where, line=1)
     _, lines = _split_lines(head)

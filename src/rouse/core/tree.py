@@ -11,13 +11,19 @@ import operator
 import os
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from datetime import datetime
 from pathlib import Path, PurePosixPath
 
 from rouse.core import layout
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header, read_header
-from rouse.core.value import Value
+
+# the files a walk finds (re-exported: ``from rouse.core.tree import Record`` is how
+# the rest of rouse names them)
+from rouse.core.treefiles import Context as Context
+from rouse.core.treefiles import File as File
+from rouse.core.treefiles import Note as Note
+from rouse.core.treefiles import Problem as Problem
+from rouse.core.treefiles import Record as Record
 
 HeaderReader = Callable[[str, str, os.stat_result], Header]
 #: A directory's (subdirectory names, .md file names, symlink names), sorted.
@@ -28,95 +34,6 @@ SKIP_NAMES = frozenset({layout.STATE_DIR, ".git"})
 NEVER_RECORDS = frozenset(
     {layout.ENTRYPOINT, layout.BELIEFS, layout.MOTIVATIONS, layout.INTENTIONS}
 )
-
-
-class File(Value):
-    """A markdown file the tree knows, with its header and stat."""
-
-    __slots__ = ("rel", "header", "size", "mtime_ns")
-    _fields: tuple[str, ...] = __slots__
-
-    def __init__(self, rel: str, header: Header, size: int, mtime_ns: int):
-        self.rel = rel  # tree-relative path of the .md file
-        self.header = header
-        self.size = size
-        self.mtime_ns = mtime_ns
-
-    @property
-    def mtime(self) -> datetime:
-        return datetime.fromtimestamp(self.mtime_ns / 1e9)
-
-    def get(self, key: str) -> str | None:
-        return self.header.fields.get(key)
-
-
-class Record(File):
-    __slots__ = ("type", "dir", "parent", "children", "open_memo")
-    _fields = (*File._fields, "type", "dir", "parent", "children")
-
-    def __init__(
-        self,
-        rel: str,
-        header: Header,
-        size: int,
-        mtime_ns: int,
-        type: str = "",
-        dir: str = "",
-        parent: str | None = None,
-    ):
-        self.rel = rel  # (File.__init__ inlined: thousands of records per walk)
-        self.header = header
-        self.size = size
-        self.mtime_ns = mtime_ns
-        self.type = type
-        self.dir = dir  # tree-relative record directory (the record's path)
-        self.parent = parent  # dir of the nearest enclosing trackable record
-        self.children: list[str] = []
-        self.open_memo: bool | None = None  # the clock's is_open, once computed
-
-    @property
-    def slug(self) -> str:
-        return self.dir.rpartition("/")[2]
-
-    @property
-    def id(self) -> str:
-        return f"{self.type}/{self.slug}"
-
-
-class Context(File):
-    __slots__ = ("kind", "slug")
-    _fields = (*File._fields, *__slots__)
-
-    def __init__(
-        self, rel: str, header: Header, size: int, mtime_ns: int, kind: str = "", slug: str = ""
-    ):
-        File.__init__(self, rel, header, size, mtime_ns)
-        self.kind = kind  # persona, belief, motivation
-        self.slug = slug
-
-
-class Note(File):
-    __slots__ = ("slug",)
-    _fields = (*File._fields, *__slots__)
-
-    def __init__(self, rel: str, header: Header, size: int, mtime_ns: int, slug: str = ""):
-        File.__init__(self, rel, header, size, mtime_ns)
-        self.slug = slug
-
-
-class Problem(Value):
-    """A file rouse could not use, or a shape it does not expect."""
-
-    __slots__ = _fields = ("path", "message", "line")
-
-    def __init__(self, path: str, message: str, line: int | None = None):
-        self.path = path
-        self.message = message
-        self.line = line
-
-    def render(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.message}"
 
 
 class Tree:
@@ -173,11 +90,12 @@ class Tree:
 
 
 def _plain_reader(path: str, rel: str, info: os.stat_result) -> Header:
-    return read_header(path, rel)
+    return read_header(path, rel, info)
 
 
 _by_name = operator.attrgetter("name")
 RECORD_FILES = frozenset(f"{kind}.md" for kind in layout.RECORD_TYPES)
+_NOTES_PREFIX = f"{layout.NOTES}/"
 
 
 class _Walker:
@@ -206,32 +124,38 @@ class _Walker:
             self.tree.symlinks.extend(layout.shown(prefix + name) for name in links)
         files: list[tuple[str, os.stat_result]] = []
         record_files: list[tuple[str, os.stat_result]] = []
-        if not _plain(dirs, names):
+        # (_plain inlined: once per directory)
+        joined = "".join(dirs) + "".join(names)
+        if not (joined.isascii() and joined.isprintable()) or (
+            dirs and max(map(len, dirs)) > layout.MAX_NAME
+        ):
             dirs, names = self.untrackable_names(rel, prefix, dirs, names)
+        lstat = os.lstat
         for name in names:
             try:
-                info = os.lstat(f"{path}/{name}")
+                info = lstat(f"{path}/{name}")
             except OSError:
                 continue  # gone since the listing: it will not be there next time either
-            if name in RECORD_FILES:
-                record_files.append((name, info))
-            else:
-                files.append((name, info))
+            (record_files if name in RECORD_FILES else files).append((name, info))
         record_dir = False
         if (
             record_files
             and rel
             and rel not in NEVER_RECORDS
-            and not layout.is_inside(rel, layout.NOTES)
+            and rel != layout.NOTES
+            and not rel.startswith(_NOTES_PREFIX)
         ):
             parent = self.add_record(path, rel, record_files, parent)
             record_dir = True
         elif record_files:
             files = sorted(files + record_files)
-        for name, info in files:
-            self.add_file(path, rel, name, info, record_dir or parent is not None)
+        if files:
+            owned = record_dir or parent is not None
+            for name, info in files:
+                self.add_file(path, rel, name, info, owned)
+        walk = self.walk
         for name in dirs:
-            self.walk(f"{path}/{name}", prefix + name, parent)
+            walk(f"{path}/{name}", prefix + name, parent)
 
     def untrackable_names(
         self, rel: str, prefix: str, dirs: list[str], names: list[str]
@@ -279,6 +203,13 @@ class _Walker:
     ) -> None:
         rel = f"{where}/{name}" if where else name
         tree = self.tree
+        if name != layout.PERSONA and (where == layout.NOTES or where.startswith(_NOTES_PREFIX)):
+            # notes first (the most files here), as the branch below would take them
+            header = self.load(f"{path}/{name}", rel, info)
+            if header is not None:
+                slug = where.rpartition("/")[2] if name == layout.NOTE_FILE else name[:-3]
+                tree.notes.append(Note(rel, header, info.st_size, info.st_mtime_ns, slug))
+            return
 
         def make(cls: type[File], **extra: str) -> File | None:
             header = self.load(f"{path}/{name}", rel, info)
@@ -356,7 +287,7 @@ def _plain(dirs: list[str], names: list[str]) -> bool:
     joined = "".join(dirs) + "".join(names)
     if not (joined.isascii() and joined.isprintable()):
         return False
-    return all(len(name) <= layout.MAX_NAME for name in dirs)
+    return max(map(len, dirs), default=0) <= layout.MAX_NAME
 
 
 def walk(root: Path, read: HeaderReader | None = None, list_dir: Lister | None = None) -> Tree:

@@ -7,21 +7,22 @@ header cache only saves re-reading files whose size and mtime are unchanged).
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, layout, nudges, statedir, sweepstate
+from rouse.core import body, clock, header, layout, nudges, sweepstate
 from rouse.core.body import log_entries, split_log
 from rouse.core.cache import cached_walk
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
+from rouse.core.planned import survey
 from rouse.core.stateshapes import WORK
-from rouse.core.timefmt import format_stamp, human_age, iso_stamp
+from rouse.core.timefmt import human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
+from rouse.pack.warnings import pack_warnings
 from rouse.probes import definitions as probes
 from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
@@ -34,11 +35,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_MAX_CHARS = 9000
-CONTEXT_BUDGET = 8000
 INDEX_CAP = 40
 FRESH = timedelta(hours=36)
-STOPPED_AFTER = timedelta(hours=1)  # or 3 × the sweeper's interval, whichever is longer
-GIVEN_UP_SHOWN = timedelta(days=1)
 MAX_CONTEXT_BYTES = 1024 * 1024
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -138,18 +136,15 @@ def _woken(
 
 def _due(
     root: Path,
-    found: list[clock.Decision],
+    shown: list[clock.Decision],
     ids: Mapping[str, str],
     now: datetime,
-    skip: set[str],
     origin_of: OriginOf,
-) -> tuple[list[dict[str, Any]], int]:
-    """The first LIST_CAP due records, oldest first, and how many are due in all."""
-    wanted = [d for d in found if d.record.dir not in skip]
+) -> list[dict[str, Any]]:
+    """The due list's items: ``shown`` (the LIST_CAP records still longest, oldest first)."""
     fenced = quoted_origins(origin_of)
     items = []
-    # (the same as sorting them all and taking the first LIST_CAP, in one pass)
-    for decision in heapq.nsmallest(LIST_CAP, wanted, key=lambda d: (still_since(d), d.record.dir)):
+    for decision in shown:
         record = decision.record
         line = None
         for key in ("closes-when", "success-when", "due"):
@@ -172,7 +167,7 @@ def _due(
                 "message": _message(root, record, origin_of),
             }
         )
-    return items, len(wanted)
+    return items
 
 
 def _context(
@@ -288,91 +283,6 @@ def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
     return counts, closed
 
 
-def _context_chars(layers: Mapping[str, Any]) -> int:
-    entries = [layers["persona"]] if layers["persona"] else []
-    entries += layers["beliefs"] + layers["motivations"]
-    return sum(len(e["body"] or "") for e in entries)
-
-
-def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
-    """A sweeper that has stopped ticking, and wakes the ledger still owes."""
-    warnings = []
-    last, interval = sweepstate.last_tick(root)
-    if last is not None:
-        allowed = max(STOPPED_AFTER, timedelta(seconds=3 * (interval or 0)))
-        if now - last > allowed:
-            warnings.append(
-                f"the sweeper has stopped: its last tick was {human_age(last, now)} "
-                f"({format_stamp(last)}); wakes are not being delivered — restart `rouse sweep`"
-            )
-    damaged = sweepstate.ledger_problem(root)
-    if damaged is not None:
-        warnings.append(damaged)
-    owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_SHOWN)
-    if owed["pending"]:
-        warnings.append(f"{owed['pending']} wake(s) not delivered yet (retrying) — `rouse log`")
-    if owed["given_up"]:
-        warnings.append(
-            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last "
-            "day, written as nudge files instead — `rouse log`"
-        )
-    told = sweepstate.escalation_counts(root, since=now - GIVEN_UP_SHOWN)
-    if told["delivered"]:
-        warnings.append(
-            f"{told['delivered']} record(s) escalated to the owner in the last day: woken "
-            "again and again without moving — `rouse log`"
-        )
-    if told["pending"]:
-        warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
-    tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
-    if tells["pending"]:
-        warnings.append(
-            f"{tells['pending']} message(s) to the owner (rouse tell) not delivered yet: the "
-            "sweeper sends them at its next tick — `rouse log`"
-        )
-    if tells["waiting"]:
-        warnings.append(
-            f"{tells['waiting']} message(s) to the owner wait: the sweeper has no channel for "
-            "them (it needs --notify SINK or --channel NAME=SINK) — `rouse log`"
-        )
-    if tells["given_up"]:
-        warnings.append(
-            f"{tells['given_up']} message(s) to the owner given up after 24h of failed "
-            "delivery in the last day, written as nudge files: reach the owner another way"
-        )
-    spent = sweepstate.run_budget_spent(root, now)
-    if spent is not None:
-        warnings.append(
-            f"the agent run budget ({spent['budget']}) is spent: wakes wait until "
-            f"{format_stamp(spent['until'])} — `rouse log`"
-        )
-    stalled = sweepstate.stalled_queue(sweepstate.fleet_queue(root), now)
-    if stalled:
-        warnings.append(f"{stalled}: nothing is delivering them — `rouse fleet status`")
-    return warnings
-
-
-def _warnings(
-    tree: Tree,
-    every: list[clock.Decision],
-    layers: Mapping[str, Any],
-    extra: list[str],
-    now: datetime,
-) -> list[str]:
-    warnings = list(extra)
-    size = _context_chars(layers)
-    if size > CONTEXT_BUDGET:
-        warnings.append(
-            f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
-            "merge or retire beliefs and motivations"
-        )
-    warnings += _sweeper_warnings(tree.root, now)
-    warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(tree.root)]
-    warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
-    warnings += [f"unreadable clock field: {p.render()}" for p in clock.field_problems(every)]
-    return warnings
-
-
 def build_pack(
     root: Path,
     now: datetime,
@@ -386,7 +296,7 @@ def build_pack(
     cache_secret: bytes | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``."""
-    tree = cached_walk(root, cache_secret)
+    tree = cached_walk(root, cache_secret, now)
     origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
@@ -400,35 +310,37 @@ def build_pack(
         measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
-    woken = _woken(root, tree, ids, now, origin_of)
-    every = clock.decisions(tree, now)
-    found = [d for d in every if d.is_due]  # _due puts them in its own order
-    due, due_total = _due(root, found, ids, now, {w["path"] for w in woken}, origin_of)
-    layers, quarantined = _context(root, tree, origin_of, query, now)
-    index, index_total = _index(root, tree, origin_of, now, known)
-    ladder, closed = _ladder(tree)
-    ladder["snoozed"] = sum(1 for d in every if d.snoozed_until is not None)  # (counted open)
-    data: dict[str, Any] = {
-        "now": _now_line(now),
-        "probes": [{"name": name, "reading": value} for name, value in measured],
-        "woken": woken,
-        "due": due,
-        "due_total": due_total,
-        "persona": layers["persona"],
-        "beliefs": layers["beliefs"],
-        "motivations": layers["motivations"],
-        "quarantined": quarantined,
-        "ladder": ladder,
-        "tasks": _tasks(root, tree, ids),
-        "plugins": [Path(p.rel).stem for p in tree.plugins],
-        "index": index,
-        "index_total": index_total,
-        "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
-        "warnings": _warnings(tree, every, layers, probe_notes, now),
-    }
+    with sweepstate.one_reader(root):  # (the ledger reads below share one connection)
+        woken = _woken(root, tree, ids, now, origin_of)
+        # the clock's verdicts, from the plans the walk cache kept where nothing changed
+        surveyed = survey(tree, now)
+        shown, due_total = surveyed.first(LIST_CAP, {w["path"] for w in woken})
+        due = _due(root, shown, ids, now, origin_of)
+        layers, quarantined = _context(root, tree, origin_of, query, now)
+        index, index_total = _index(root, tree, origin_of, now, known)
+        ladder, closed = _ladder(tree)
+        ladder["snoozed"] = surveyed.snoozed  # (counted open)
+        data: dict[str, Any] = {
+            "now": _now_line(now),
+            "probes": [{"name": name, "reading": value} for name, value in measured],
+            "woken": woken,
+            "due": due,
+            "due_total": due_total,
+            "persona": layers["persona"],
+            "beliefs": layers["beliefs"],
+            "motivations": layers["motivations"],
+            "quarantined": quarantined,
+            "ladder": ladder,
+            "tasks": _tasks(root, tree, ids),
+            "plugins": [Path(p.rel).stem for p in tree.plugins],
+            "index": index,
+            "index_total": index_total,
+            "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
+            "warnings": pack_warnings(tree, surveyed.problems, layers, probe_notes, now),
+        }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
-    built.tree, built.decisions = tree, every
+    built.tree, built.decisions = tree, shown
     return built
 
 

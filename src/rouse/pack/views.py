@@ -61,7 +61,25 @@ def clock_time(value: datetime, now: datetime) -> str:
 
 def due_order(found: list[Decision]) -> list[Decision]:
     """Earliest due first; records due at the same instant in natural order of path."""
-    return sorted(found, key=lambda d: (d.due_at or d.now, natural_key(d.record.dir)))
+    ordered = sorted(found, key=_due_instant)
+    # (only records tied at an instant need the natural key: the same order, less work)
+    shown: list[Decision] = []
+    start = 0
+    while start < len(ordered):
+        at = _due_instant(ordered[start])
+        end = start + 1
+        while end < len(ordered) and _due_instant(ordered[end]) == at:
+            end += 1
+        if end - start == 1:
+            shown.append(ordered[start])
+        else:
+            shown += sorted(ordered[start:end], key=lambda d: natural_key(d.record.dir))
+        start = end
+    return shown
+
+
+def _due_instant(decision: Decision) -> datetime:
+    return decision.due_at or decision.now
 
 
 def due_item(decision: Decision, record_id: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import clock, layout, locks, sweepstate
+from rouse.core.planned import survey
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Tree, walk
 
@@ -48,7 +49,7 @@ def status(
         "tree": str(tree.root),
         "now": iso_stamp(now),
         "levels": levels,
-        "due": len(clock.due(tree, now)),
+        "due": survey(tree, now).count,  # (plans, where the walk cache kept them)
         "context": len(tree.context),
         "notes": len(tree.notes),
         "untrackable": len(tree.untrackable),
@@ -79,6 +80,7 @@ def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
     if holder is not None:
         holder["interval"] = interval
         holder["since"] = _since(holder.get("since"))
+    # (sweepstate's read-only counts: the ledger's own, without loading the ledger package)
     counts = book.counts() if book is not None else sweepstate.counts(root)
     return {
         "last_tick": iso_stamp(tick),

@@ -1,0 +1,95 @@
+"""How the walk cache (:mod:`rouse.core.cache`) writes a header as JSON and reads
+it back, and which cached names it may believe."""
+
+from __future__ import annotations
+
+from rouse.core import layout
+from rouse.core.header import Entry, Header
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: names a cached listing may never hold (besides anything with "/" or NUL)
+_BAD_NAMES = frozenset({"", ".", "..", layout.STATE_DIR, ".git"})
+
+
+#: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
+COMPACT_LINES = [range(2, 2 + count) for count in range(64)]
+
+
+def dump_header(header: Header) -> dict[str, str] | list[Any]:
+    """A header as JSON. Almost every header is compact: fenced, one line per key
+    right under the opening fence, closed on the next line; it is stored as its
+    fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
+    (one line per key, in order), else with its entries and findings spelled out."""
+    entries = header.entries
+    plain = not (header.duplicates or header.continued or header.bad_lines)
+    if plain and list(header.fields) == [e.key for e in entries]:
+        lines = [e.line for e in entries]
+        count = len(lines)
+        if (
+            header.fenced
+            and count < len(COMPACT_LINES)
+            and lines == list(COMPACT_LINES[count])
+            and header.end_line == count + 2
+        ):
+            return header.fields
+        return [int(header.fenced), header.fields, lines, header.end_line]
+    return [
+        int(header.fenced),
+        header.fields,
+        [[e.key, e.value, e.line] for e in entries],
+        header.end_line,
+        [e.line for e in header.duplicates],
+        header.continued,
+        [list(bad) for bad in header.bad_lines],
+    ]
+
+
+def _strings(fields: dict[str, str]) -> None:
+    """TypeError unless every key and value is a string (checked at C speed)."""
+    "".join(fields)
+    "".join(fields.values())
+
+
+def names_ok(names: list[str], at_root: bool) -> bool:
+    """Are these (cached) names single path components rouse would list itself?"""
+    try:
+        joined = "".join(names)
+    except TypeError:
+        return False
+    if "/" in joined or "\0" in joined or not _BAD_NAMES.isdisjoint(names):
+        return False
+    return not at_root or not any(name.startswith(".") for name in names)
+
+
+def load_header(data: dict[str, str] | list[Any]) -> Header:
+    if type(data) is dict:  # compact
+        _strings(data)
+        count = len(data)
+        header = Header(True, data, count + 2)
+        header.lines = COMPACT_LINES[count]
+        return header
+    if not isinstance(data, list):
+        raise ValueError("cached header is neither fields nor a list")
+    fenced, fields, lines, end_line = data[:4]
+    if not isinstance(fields, dict):
+        raise ValueError("cached fields are not a mapping")
+    _strings(fields)
+    header = Header(bool(fenced), fields, int(end_line))
+    if len(data) == 4:  # plain: made into Entry objects only if someone asks
+        if len(lines) != len(fields) or any(type(line) is not int for line in lines):
+            raise ValueError("cached lines do not match the fields")
+        header.lines = lines
+        return header
+    duplicate_lines, continued, bad_lines = data[4:]
+    header.continued = tuple(int(line) for line in continued)
+    header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
+    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
+    dupes = set(duplicate_lines)
+    header._entries = entries
+    header.duplicates = tuple(e for e in entries if e.line in dupes)
+    return header

@@ -1,0 +1,231 @@
+"""Clock plans kept in the walk cache: what is due now, without re-deriving it.
+
+A record's plan (:func:`rouse.core.clockplan.plan_of`) holds the instants at
+which it comes due, and stays right at every later instant while neither the
+record nor its subtree changes. The walk cache (:mod:`rouse.core.cache`)
+keeps one per record file, beside the header it came from, and drops it when
+the file, or any record below it, changes. :func:`survey` then answers "what
+is due at ``now``" by comparing ``now`` with stored instants, and asks the
+clock itself (:func:`rouse.core.clock.evaluate`) for every record without a
+usable plan. The clock stays the one authority: a plan is only ever made
+from its decision, and tests/test_planned.py checks that plans decide
+exactly as a fresh evaluation at random instants, after edits, moves and
+deletes.
+
+A stored plan is a JSON list of whole microseconds since the naive epoch (the
+clock's instants are naive local times; this keeps their order exactly)::
+
+    [since, kind, wake, why, review, stale, expires, fires_out, snooze, nudge,
+     moved, moved_from]
+
+``kind`` is 0 (never due), 1 (the stale rule) or 2 (a reminder); ``0`` in
+place of the list marks a record the clock must always evaluate afresh (a
+field it cannot read, a repeating reminder, a nag stuck at fired).
+"""
+
+from __future__ import annotations
+
+import heapq
+from datetime import datetime, timedelta
+
+from rouse.core import clock
+from rouse.core.clockplan import plan_of
+from rouse.core.tree import Record, Tree
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from rouse.core.clockfields import FieldProblem
+
+EPOCH = datetime(1970, 1, 1)
+MICROSECOND = timedelta(microseconds=1)
+MOVED_FROM = ("last-moved", "opened", "mtime")
+REMINDER_WHY = ("due", "nag")
+NEVER, STALE, REMINDER = 0, 1, 2
+#: a plan's length (anything else is not a plan: the clock evaluates afresh)
+SIZE = 12
+#: what a malformed stored plan can raise while it is read (then: evaluate afresh)
+BAD_PLAN = (TypeError, ValueError, IndexError, OverflowError, KeyError)
+
+
+def micros(value: datetime | None) -> int | None:
+    """A naive instant as whole microseconds since the naive epoch (None stays None)."""
+    if value is None:
+        return None
+    return (value - EPOCH) // MICROSECOND
+
+
+def instant(value: int | None) -> datetime | None:
+    """The inverse of :func:`micros`."""
+    if value is None:
+        return None
+    return EPOCH + timedelta(microseconds=value)
+
+
+def make_plan(tree: Tree, record: Record, now: datetime) -> list[Any] | int:
+    """The clock's plan for ``record`` from ``now`` on, as the cache stores it;
+    0 when the clock must evaluate it afresh every time."""
+    decision = clock.evaluate(tree, record, now)
+    if decision.problems or decision.every is not None:
+        return 0  # its warnings are the clock's to give; a series counts what it missed
+    is_open = clock.is_open(record)
+    if (
+        is_open
+        and record.type == "reminder"
+        and clock.is_nagging(record)
+        and clock.status_of(record) == "fired"
+    ):
+        return 0  # due since "now", whenever now is
+    plan = plan_of(tree, decision)
+    if not is_open:
+        kind = NEVER
+    elif record.type == "reminder":
+        kind = REMINDER
+    elif clock.LEVELS[record.type].stale_after is None:
+        kind = NEVER
+    else:
+        kind = STALE
+    why = plan["wake_why"]
+    return [
+        micros(now),
+        kind,
+        micros(plan["wake_at"]) if kind != NEVER else None,
+        REMINDER_WHY.index(why) if kind == REMINDER and why in REMINDER_WHY else 0,
+        micros(plan["review_at"]),
+        micros(plan["stale_at"]),
+        micros(plan["expires_at"]),
+        int(bool(plan["fires_out"])),
+        micros(decision.snoozed_until),
+        decision.nudge,
+        micros(decision.moved_at),
+        MOVED_FROM.index(decision.moved_from),
+    ]
+
+
+#: the instants a stored plan may hold (what a datetime can be): anything else is a miss
+FIRST = (datetime.min - EPOCH) // MICROSECOND
+LAST = (datetime.max - EPOCH) // MICROSECOND
+
+
+def _verdict(record: Record, plan: list[Any], at: int) -> tuple[Any, ...]:
+    """What a plan says of a record it has due at ``at`` (microseconds): ``(still, dir,
+    record, reason, due_at, moved_at, moved_from, nudge)``, instants in microseconds
+    (``still``: what the pack orders its due list by, as :func:`clock.still_since`).
+    Every value checked, so that making the decision cannot fail."""
+    kind = plan[1]
+    if kind == REMINDER:
+        expires = plan[6]
+        if (expires is not None and at >= expires) or plan[7]:
+            reason = "expire"
+        else:
+            reason = REMINDER_WHY[plan[3]]
+        due_at = plan[2]
+    elif kind == STALE:
+        review = plan[4]
+        if review is not None and at >= review:
+            reason, due_at = "review", review
+        else:
+            reason, due_at = "stale", plan[5]
+    else:
+        raise ValueError("a plan that is never due has a wake")
+    moved, nudge, moved_from = plan[10], plan[9], MOVED_FROM[plan[11]]
+    if not (
+        type(due_at) is int
+        and type(moved) is int
+        and type(nudge) is int
+        and FIRST <= due_at <= LAST
+        and FIRST <= moved <= LAST
+    ):
+        raise TypeError("a plan's instants or nudge are not whole numbers in range")
+    still = due_at if kind == REMINDER else moved
+    return (still, record.dir, record, reason, due_at, moved, moved_from, nudge)
+
+
+def _decision(verdict: tuple[Any, ...], now: datetime) -> clock.Decision:
+    """The decision a plan's verdict stands for. It carries what a due line shows:
+    reason, due_at, moved_at, moved_from and nudge (``rouse explain`` asks the clock)."""
+    _, _, record, reason, due_at, moved, moved_from, nudge = verdict
+    decision = clock.Decision(record, now)
+    decision.reason = reason
+    decision.due_at = instant(due_at)
+    decision.moved_at = instant(moved)
+    decision.moved_from = moved_from
+    decision.nudge = nudge
+    return decision
+
+
+class Survey:
+    """What the clock says of a whole tree at one instant: the records due (how many,
+    the decisions themselves, the ones still longest), how many are snoozed, and the
+    fields it could not read. A planned decision is only made when it is asked for."""
+
+    __slots__ = ("now", "planned", "fresh", "snoozed", "problems", "evaluated", "_due")
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.planned: list[tuple[Any, ...]] = []  # verdicts of plans (see _verdict)
+        self.fresh: list[clock.Decision] = []  # due, as the clock evaluated afresh
+        self.snoozed = 0
+        self.problems: list[FieldProblem] = []
+        self.evaluated = 0  # records the clock evaluated afresh (no usable plan)
+        self._due: list[clock.Decision] | None = None
+
+    @property
+    def count(self) -> int:
+        return len(self.planned) + len(self.fresh)
+
+    @property
+    def due(self) -> list[clock.Decision]:
+        """Every due decision (planned ones first, then the clock's own)."""
+        if self._due is None:
+            self._due = [_decision(v, self.now) for v in self.planned] + self.fresh
+        return self._due
+
+    def first(self, count: int, skip: set[str]) -> tuple[list[clock.Decision], int]:
+        """The ``count`` due records still longest, oldest first (by ``still_since``,
+        then path), and how many are due in all, leaving out the records in ``skip``."""
+        keyed = [v for v in self.planned if v[1] not in skip]
+        keyed += [
+            (micros(clock.still_since(d)), d.record.dir, d)
+            for d in self.fresh
+            if d.record.dir not in skip
+        ]
+        top = heapq.nsmallest(count, keyed, key=lambda v: (v[0], v[1]))
+        return [v[2] if len(v) == 3 else _decision(v, self.now) for v in top], len(keyed)
+
+
+def survey(tree: Tree, now: datetime) -> Survey:
+    """Every record due at ``now`` (as :func:`rouse.core.clock.due` finds), from the
+    records' plans where the walk cache vouches for them, else from the clock."""
+    found = Survey(now)
+    planned = found.planned
+    at = micros(now)
+    assert at is not None
+    for record in tree.records.values():
+        plan = record.plan
+        if plan is not None:
+            try:
+                if plan[0] <= at:
+                    snooze = plan[8]
+                    if snooze is not None and at < snooze:
+                        found.snoozed += 1
+                        continue
+                    wake = plan[2]
+                    if wake is None or at < wake:
+                        continue
+                    planned.append(_verdict(record, plan, at))
+                    continue
+            except BAD_PLAN:
+                pass  # not a plan after all: the clock decides
+        decision = clock.evaluate(tree, record, now)
+        found.evaluated += 1
+        if decision.reason is not None:
+            found.fresh.append(decision)
+        if decision.snoozed_until is not None:
+            found.snoozed += 1
+        if decision.problems:
+            found.problems += decision.problems
+    return found

@@ -1,0 +1,113 @@
+"""The pack's warnings: what the agent should know is wrong, said last.
+
+Context layers over their budget, a sweeper that stopped, wakes the ledger
+still owes, escalations and messages to the owner, a spent run budget, a
+stalled fleet queue, state files the pack ignored, untrackable files and
+unreadable clock fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from rouse.core import statedir, sweepstate
+from rouse.core.clockfields import FieldProblem
+from rouse.core.timefmt import format_stamp, human_age
+from rouse.core.tree import Tree
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+CONTEXT_BUDGET = 8000
+STOPPED_AFTER = timedelta(hours=1)  # or 3 × the sweeper's interval, whichever is longer
+GIVEN_UP_SHOWN = timedelta(days=1)
+
+
+def _context_chars(layers: Mapping[str, Any]) -> int:
+    entries = [layers["persona"]] if layers["persona"] else []
+    entries += layers["beliefs"] + layers["motivations"]
+    return sum(len(e["body"] or "") for e in entries)
+
+
+def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
+    """A sweeper that has stopped ticking, and wakes the ledger still owes."""
+    warnings = []
+    last, interval = sweepstate.last_tick(root)
+    if last is not None:
+        allowed = max(STOPPED_AFTER, timedelta(seconds=3 * (interval or 0)))
+        if now - last > allowed:
+            warnings.append(
+                f"the sweeper has stopped: its last tick was {human_age(last, now)} "
+                f"({format_stamp(last)}); wakes are not being delivered — restart `rouse sweep`"
+            )
+    damaged = sweepstate.ledger_problem(root)
+    if damaged is not None:
+        warnings.append(damaged)
+    owed = sweepstate.undelivered_counts(root, since=now - GIVEN_UP_SHOWN)
+    if owed["pending"]:
+        warnings.append(f"{owed['pending']} wake(s) not delivered yet (retrying) — `rouse log`")
+    if owed["given_up"]:
+        warnings.append(
+            f"{owed['given_up']} wake(s) given up after 24h of failed delivery in the last "
+            "day, written as nudge files instead — `rouse log`"
+        )
+    told = sweepstate.escalation_counts(root, since=now - GIVEN_UP_SHOWN)
+    if told["delivered"]:
+        warnings.append(
+            f"{told['delivered']} record(s) escalated to the owner in the last day: woken "
+            "again and again without moving — `rouse log`"
+        )
+    if told["pending"]:
+        warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
+    tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
+    if tells["pending"]:
+        warnings.append(
+            f"{tells['pending']} message(s) to the owner (rouse tell) not delivered yet: the "
+            "sweeper sends them at its next tick — `rouse log`"
+        )
+    if tells["waiting"]:
+        warnings.append(
+            f"{tells['waiting']} message(s) to the owner wait: the sweeper has no channel for "
+            "them (it needs --notify SINK or --channel NAME=SINK) — `rouse log`"
+        )
+    if tells["given_up"]:
+        warnings.append(
+            f"{tells['given_up']} message(s) to the owner given up after 24h of failed "
+            "delivery in the last day, written as nudge files: reach the owner another way"
+        )
+    spent = sweepstate.run_budget_spent(root, now)
+    if spent is not None:
+        warnings.append(
+            f"the agent run budget ({spent['budget']}) is spent: wakes wait until "
+            f"{format_stamp(spent['until'])} — `rouse log`"
+        )
+    stalled = sweepstate.stalled_queue(sweepstate.fleet_queue(root), now)
+    if stalled:
+        warnings.append(f"{stalled}: nothing is delivering them — `rouse fleet status`")
+    return warnings
+
+
+def pack_warnings(
+    tree: Tree,
+    unreadable: list[FieldProblem],
+    layers: Mapping[str, Any],
+    extra: list[str],
+    now: datetime,
+) -> list[str]:
+    warnings = list(extra)
+    size = _context_chars(layers)
+    if size > CONTEXT_BUDGET:
+        warnings.append(
+            f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
+            "merge or retire beliefs and motivations"
+        )
+    warnings += _sweeper_warnings(tree.root, now)
+    warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(tree.root)]
+    warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
+    warnings += [f"unreadable clock field: {p.render()}" for p in unreadable]
+    return warnings
