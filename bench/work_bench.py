@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,9 +48,12 @@ def drain(tasks: int, jobs: int, sleep: float) -> None:
         env = {**os.environ, "ROUSE_STAMP_KEY": str(Path(scratch) / "no-key")}
         command = [sys.executable, "-m", "rouse", "--memory", str(root), "work", "--once"]
         command += ["-q", "--jobs", str(jobs), "--run", "exec", "--", str(agent)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(command, env=env, check=True)
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         done = sum("status: done" in p.read_text() for p in root.glob("entrypoint/**/t*/task.md"))
         ideal = tasks * sleep / jobs
         print(f"drain: {tasks} tasks, --jobs {jobs}, agent sleeps {sleep:g}s")
@@ -60,13 +64,17 @@ def drain(tasks: int, jobs: int, sleep: float) -> None:
             "  overhead per task, (wall - ideal) × jobs / tasks: "
             f"{(wall - ideal) * jobs / tasks * 1000:.0f} ms"
         )
+        print(
+            f"  CPU (the worker, its supervisors and the agents): {cpu:.1f}s, "
+            f"{cpu / tasks * 1000:.0f} ms per task"
+        )
 
 
 def claims(count: int) -> None:
     from rouse.core import sweepstate
     from rouse.core.statedir import state_path
     from rouse.core.tree import walk
-    from rouse.records.lifecycle import start_task
+    from rouse.records.tasks import start_task
     from rouse.runs.handle import claim
 
     with tempfile.TemporaryDirectory() as scratch:

@@ -5,7 +5,7 @@ task: ends a cancelled one ``cancelled`` without running it; holds one that
 trust does not allow (:mod:`rouse.work.prompt`); else claims it. A claim is
 the task's lock (``.rouse/tasks/<key>.lock``), taken by the run's supervising
 process (:mod:`rouse.runs.supervisor`) before the task is stamped ``running``
-(:func:`rouse.records.lifecycle.start_task`), and held until the worker has
+(:func:`rouse.records.tasks.start_task`), and held until the worker has
 recorded how the run ended — so a task has one live run across any number
 of workers, and a claim dies with the process that holds it. A task found
 ``running`` with its lock free lost its worker: it goes back to pending, and
@@ -334,7 +334,7 @@ class Worker:
         if isinstance(held, str):
             return  # another worker holds it
         try:
-            lifecycle.start_task(self.root, record.dir, now, self.worker)
+            tasks.start_task(self.root, record.dir, now, self.worker)
         except RouseError:
             held.release()  # no longer pending, or cancelled meanwhile: not ours
             return
