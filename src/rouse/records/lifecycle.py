@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, clock
+from rouse.core import acts, body, clock, header
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import (
@@ -53,13 +53,31 @@ def _record(root: Path, ref: str) -> Record:
 
 
 def _logged(
-    root: Path, record: Record, now: datetime, updates: dict[str, str | None], line: str
+    root: Path,
+    record: Record,
+    now: datetime,
+    updates: dict[str, str | None],
+    line: str,
+    before: str | None = None,
 ) -> None:
     """Write ``updates`` and a dated line in the record's log under the writers' lock, and
-    note that a verb acted on the record (what answers its wake)."""
+    note that a verb acted on the record (what answers its wake). ``before``: a dated
+    line that goes just above it, in the same write."""
     store = Store(root)
     with store.lock():
-        store.append_log(record.rel, updates, _dated(now, line))
+        if before is None:
+            store.append_log(record.rel, updates, _dated(now, line))
+        else:
+            lines = (_dated(now, before), _dated(now, line))
+
+            def change(data: bytes) -> bytes:
+                data = header.set_fields(data, updates, record.rel)
+                for each in lines:
+                    _, rest = header.split(data, record.rel)
+                    data = body.append_log(data, len(data) - len(rest), each)
+                return data
+
+            store.update(record.rel, change)
         acts.note(root, record.dir, now)
 
 
@@ -208,6 +226,7 @@ def close(
     *,
     force: bool = False,
     series: bool = False,
+    before: str | None = None,
 ) -> Changed:
     """End a record out loud: status, last-moved, and the reason in the body.
 
@@ -215,7 +234,8 @@ def close(
     ended again, and ``now`` may not be earlier than its ``last-moved``,
     unless ``force``: then the body line says what it was. ``done`` on a
     repeating reminder re-arms its next occurrence instead (:func:`_rearm`),
-    unless ``series``: then it ends for good.
+    unless ``series``: then it ends for good. ``before``: a log line written just above
+    the ending's, in the same write (a task's ``result: …``, from its worker).
     """
     record = _record(root, ref)
     if series and (ending != "done" or record.type != "reminder"):
@@ -259,7 +279,7 @@ def close(
     reason = one_line(why) if why else None
     line = ending + (f" (was {status})" if ended and status != ending else "")
     line += f": {reason}" if reason else ""
-    _logged(root, record, now, updates, line)
+    _logged(root, record, now, updates, line, before)
     return Changed(
         record.rel,
         f"{record.id} is {ending}",

@@ -169,12 +169,17 @@ def requeue(root: Path, record: Record, now: datetime, why: str) -> bool:
     return moved
 
 
+def result_line(result: str) -> str:
+    """The run's final message as one log line's text: ``result: …``."""
+    return "result: " + (" ".join(result.split()) or "(the run gave no final message)")
+
+
 def add_result(root: Path, record: Record, now: datetime, result: str) -> None:
-    """The run's final message as one log line (``result: …``), before the task ends."""
-    line = " ".join(result.split()) or "(the run gave no final message)"
+    """The run's final message as one log line (``result: …``), before the task ends
+    (its worker writes it with the ending: ``close(…, before=result_line(…))``)."""
     store = Store(root)
     with store.lock():
-        store.append_log(record.rel, {}, f"- {format_stamp(now)}: result: {line}")
+        store.append_log(record.rel, {}, f"- {format_stamp(now)}: {result_line(result)}")
 
 
 def checkpoints(data: bytes, rel: str) -> list[str]:

@@ -20,11 +20,13 @@ from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, display_ids, walk
 from rouse.records.tasks import checkpoint_line
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.sink_base import SinkError
+from rouse.sweep.sinks import Sink
 from rouse.sweep.wake import NOTICES, Wake
 
 #: The ledger's sink for a notice nobody has sent yet (whoever sends it records its own).
 NOTICE_SINK = "notice"
-__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "queue"]
+__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue"]
 
 
 @dataclass
@@ -59,6 +61,19 @@ def queue(root: Path, record: Record, shown: str, reason: str, text: str, now: d
     with Ledger(root) as book:
         book.add(made, NOTICE_SINK, now, held=True)
     return wake_id
+
+
+def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
+    """Send the notices queued in ``book`` through ``sink`` at once (``rouse work --sink``)."""
+    owed = [e for e in book.open_entries() if e.wake.reason in NOTICES and e.sink == NOTICE_SINK]
+    for entry in owed:
+        book.start_attempt(entry.id, sink.kind, now)
+        try:
+            receipt = sink.send(entry.wake, now)
+        except SinkError as exc:
+            book.failed(entry.id, now, str(exc))
+            continue
+        book.delivered(entry.id, now, receipt, stamped=True)
 
 
 def checkpoint(root: Path, ref: str, text: str, now: datetime) -> Checkpointed:

@@ -12,6 +12,7 @@ close`` does.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from collections.abc import Callable, Container
@@ -147,12 +148,20 @@ class TaskQueue:
         )
         notices.queue(self.root, record, shown, "lost", text, now)
 
-    def end(self, record: Record, now: datetime, ending: str, why: str) -> bool:
-        """End the task as ``rouse close`` does; False if it had ended otherwise meanwhile."""
+    def end(
+        self, record: Record, now: datetime, ending: str, why: str, *, result: str = ""
+    ) -> bool:
+        """End the task as ``rouse close`` does, its run's ``result`` (if any) logged in
+        the same write; False if it had ended otherwise meanwhile (the result is logged
+        all the same)."""
+        before = tasks.result_line(result) if result else None
         try:
-            lifecycle.close(self.root, record.dir, now, ending, why)
+            lifecycle.close(self.root, record.dir, now, ending, why, before=before)
         except UsageError as exc:  # ended by hand meanwhile, or moved into the future
             self.say(f"{record.id}: not ended {ending}: {exc}")
+            if result:  # (if it cannot be written either, run.log has the output)
+                with contextlib.suppress(RouseError, OSError):
+                    tasks.add_result(self.root, record, now, result)
             return False
         self.report.ended[record.dir] = ending
         self.say(f"{format_stamp(now)} {record.id} is {ending}: {why}")

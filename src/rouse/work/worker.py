@@ -20,7 +20,6 @@ second one stops them (their process groups) and hands them back to pending.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
@@ -42,7 +41,7 @@ from rouse.runs.handle import ANSWER_WITHIN, Ended, Supervised, SupervisorError,
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Budget
-from rouse.sweep.sink_base import SinkError, child_environment
+from rouse.sweep.sink_base import child_environment
 from rouse.sweep.sinks import Sink
 from rouse.trust.origins import OriginReader
 from rouse.work import notices
@@ -75,12 +74,18 @@ class Options:
 
 @dataclass
 class Slot:
-    """One task's claim: its supervisor answering, then its run in flight (``live``)."""
+    """One task's claim: its supervisor asked (``asked``), holding the task's lock and
+    waiting for a free job (``ready``), its run in flight (``live``), being recorded
+    (``ending``)."""
 
     record: Record
     held: Supervised
     launch: Launch
-    live: bool = False
+    state: str = "asked"
+
+    @property
+    def live(self) -> bool:
+        return self.state == "live"
 
 
 class Worker:
@@ -145,20 +150,21 @@ class Worker:
         told = 0
         while True:
             blocked = True
-            if not self.stopping and self._free() > 0:
+            if not self.stopping and self._room() > 0:
                 rescan = not scanned or (
                     not self.options.once and time.monotonic() - last_scan >= IDLE
                 )
                 if not queue and rescan:
                     queue = deque(self.tasks.scan(self.now(), self.slots))
                     scanned, last_scan = True, time.monotonic()
-                while queue and self._free() > 0 and not self.stopping:
+                while queue and self._room() > 0 and not self.stopping:
                     if not self._may_start(self.now()):
                         if self.options.once:
                             queue.clear()
                         break
                     self.claim(queue.popleft())
-                blocked = not (queue and self._free() > 0)
+                blocked = not (queue and self._room() > 0)
+            self.promote()
             self.hear(LOOK if self.slots and blocked else 0.0)
             self.releasing = [held for held in self.releasing if not held.gone()]
             self.deliver_notices()
@@ -172,8 +178,14 @@ class Worker:
                 self._idle()
         self.write_state()
 
-    def _free(self) -> int:
-        return self.options.jobs - len(self.slots)
+    def _count(self, state: str) -> int:
+        return sum(slot.state == state for slot in self.slots.values())
+
+    def _room(self) -> int:
+        """How many more tasks may be claimed now: ``jobs`` runs, and as many claims
+        ahead of them (supervisors started and holding their task, so a job that
+        ends is taken up again at once)."""
+        return 2 * self.options.jobs - len(self.slots)
 
     def _idle(self) -> None:
         end = time.monotonic() + IDLE
@@ -181,17 +193,24 @@ class Worker:
             time.sleep(0.05)
             self.releasing = [held for held in self.releasing if not held.gone()]
 
-    def _may_start(self, now: datetime) -> bool:
+    def _quiet_now(self, now: datetime) -> bool:
         quiet = self.options.quiet
         if quiet is not None and quiet.holds(now):
             self._wait(f"quiet hours ({quiet}): no task starts until they end")
+            return True
+        return False
+
+    def _may_start(self, now: datetime) -> bool:
+        """Whether one more task may be claimed: not in quiet hours, within the budget
+        (the runs started, and the claims that will start)."""
+        if self._quiet_now(now):
             return False
         budget = self.options.budget
         if budget is not None:
             assert self.book is not None
             started = self.book.runs_since(now - budget.period, tasks=True)
-            claiming = sum(not slot.live for slot in self.slots.values())
-            if len(started) + claiming >= budget.count:
+            ahead = sum(slot.state in ("asked", "ready") for slot in self.slots.values())
+            if len(started) + ahead >= budget.count:
                 if len(started) >= budget.count:
                     until = started[-budget.count] + budget.period
                     self._wait(
@@ -210,8 +229,8 @@ class Worker:
     # -- a claim --------------------------------------------------------------
 
     def claim(self, record: Record) -> None:
-        """Start ``record``'s supervisor (it takes the task's lock); the claim goes on in
-        :meth:`claimed` when it answers."""
+        """Start ``record``'s supervisor (it takes the task's lock); the claim goes on
+        when it answers (:meth:`promote`)."""
         now = self.now()
         try:
             head = header.read_header(self.root / record.rel, record.rel)
@@ -240,13 +259,28 @@ class Worker:
             return
         self.slots[record.dir] = Slot(record, held, made)
 
-    def claimed(self, slot: Slot) -> None:
-        """The supervisor holds the task's lock: stamp it ``running`` and start the run —
-        unless another worker took the task first, or this one is stopping."""
-        record, made, now = slot.record, slot.launch, self.now()
+    def promote(self) -> None:
+        """Start runs for the claims that hold their task's lock, while a job is free:
+        each task stamped ``running``, then its run started. Stopping (or quiet hours
+        under ``--once``): the claims waiting are let go instead."""
+        ready = [slot for slot in self.slots.values() if slot.state == "ready"]
+        if not ready:
+            return
+        now = self.now()
+        if self.stopping or self._quiet_now(now):
+            if self.stopping or self.options.once:
+                for slot in ready:
+                    self._let_go(slot)
+            return
+        free = self.options.jobs - self._count("live")
+        for slot in ready[:free]:
+            self.begin(slot, now)
+
+    def begin(self, slot: Slot, now: datetime) -> None:
+        """Stamp the task ``running`` and start its run — unless another worker took the
+        task first, or it was cancelled meanwhile."""
+        record, made = slot.record, slot.launch
         try:
-            if self.stopping:
-                raise RouseError("stopping")
             tasks.start_task(self.root, record.dir, now, self.worker)
         except (RouseError, OSError):
             self._let_go(slot)  # no longer pending, or cancelled meanwhile: not ours
@@ -254,14 +288,14 @@ class Worker:
         assert self.book is not None
         self.book.start_run(made.run_id, f"task:{record.dir}", [], " ".join(made.argv), now)
         slot.held.go()
-        slot.live = True
+        slot.state = "live"
         self.report.started.append(record.dir)
         self.say(
             f"{format_stamp(now)} started {record.id} (attempt {made.attempt}, run {made.run_id})"
         )
 
     def _let_go(self, slot: Slot) -> None:
-        del self.slots[slot.record.dir]
+        self.slots.pop(slot.record.dir, None)
         slot.held.release(wait=False)
         self.releasing.append(slot.held)
 
@@ -274,20 +308,21 @@ class Worker:
         for held in ready(slots, timeout):
             self._news(slots[held])
         for slot in list(self.slots.values()):  # one that never answers is given up
-            if not slot.live and time.monotonic() - slot.held.started > ANSWER_WITHIN:
+            if slot.state == "asked" and time.monotonic() - slot.held.started > ANSWER_WITHIN:
                 self._news(slot)
 
     def _news(self, slot: Slot) -> None:
         record = slot.record
         try:
-            if not slot.live:
+            if slot.state == "asked":
                 refused = slot.held.answer(0)
                 if refused == "":
-                    self.claimed(slot)
+                    slot.state = "ready"
+                    self.promote()
                 elif refused is not None:  # another worker's run holds it
                     self._let_go(slot)
                 return
-            ended = slot.held.poll(0)
+            ended = slot.held.poll(0)  # (a ready one says nothing until it goes: only its end)
         except SupervisorError as exc:
             del self.slots[record.dir]
             slot.held.kill()
@@ -300,6 +335,8 @@ class Worker:
             return
         if ended is None:
             return
+        slot.state = "ending"
+        self.promote()  # its job is free: the next claim's run starts before this is recorded
         try:
             self.finish(slot, ended)
         finally:
@@ -326,34 +363,14 @@ class Worker:
             self.report.ended[record.dir] = "pending"
             self.say(f"{record.id}: {found.why}")
             return
-        if found.result:
-            # (if it cannot be written, the ending is all the same; run.log has the output)
-            with contextlib.suppress(RouseError, OSError):
-                tasks.add_result(self.root, record, now, found.result)
-        self.tasks.end(record, now, found.ending, found.why)
+        self.tasks.end(record, now, found.ending, found.why, result=found.result)
 
     # -- news -----------------------------------------------------------------
 
     def deliver_notices(self) -> None:
         """With ``--sink``: send the tasks' queued notices at once (else the sweeper does)."""
-        sink = self.options.sink
-        if sink is None or self.book is None:
-            return
-        now = self.now()
-        book = self.book
-        owed = [
-            e
-            for e in book.open_entries()
-            if e.wake.reason in notices.NOTICES and e.sink == notices.NOTICE_SINK
-        ]
-        for entry in owed:
-            book.start_attempt(entry.id, sink.kind, now)
-            try:
-                receipt = sink.send(entry.wake, now)
-            except SinkError as exc:
-                book.failed(entry.id, now, str(exc))
-                continue
-            book.delivered(entry.id, now, receipt, stamped=True)
+        if self.options.sink is not None and self.book is not None:
+            notices.deliver(self.book, self.options.sink, self.now())
 
     def write_state(self) -> None:
         save_json(
