@@ -26,7 +26,7 @@ from rouse.sweep.wake import NOTICES, Wake
 
 #: The ledger's sink for a notice nobody has sent yet (whoever sends it records its own).
 NOTICE_SINK = "notice"
-__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue"]
+__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue", "take"]
 
 
 @dataclass
@@ -63,10 +63,29 @@ def queue(root: Path, record: Record, shown: str, reason: str, text: str, now: d
     return wake_id
 
 
+def take(book: Ledger, wake_id: str, sink: str) -> bool:
+    """Claim a queued notice for ``sink``: one taker only (a worker's ``--sink``, or a fleet
+    sweeper carrying it, :mod:`rouse.work.outbox`); False: another took it first."""
+    taken = book.run(
+        "UPDATE wakes SET sink = ? WHERE tree = ? AND id = ? AND sink = ? AND state = 'held'",
+        sink,
+        book.tree,
+        wake_id,
+        NOTICE_SINK,
+    )
+    return taken.rowcount == 1
+
+
 def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
     """Send the notices queued in ``book`` through ``sink`` at once (``rouse work --sink``)."""
-    owed = [e for e in book.open_entries() if e.wake.reason in NOTICES and e.sink == NOTICE_SINK]
+    owed = [
+        e
+        for e in book.open_entries()
+        if e.wake.reason in NOTICES and e.sink == NOTICE_SINK and e.state == "held"
+    ]
     for entry in owed:
+        if not take(book, entry.id, sink.kind):
+            continue
         book.start_attempt(entry.id, sink.kind, now)
         try:
             receipt = sink.send(entry.wake, now)
