@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import selectors
+import signal
 import subprocess
 import sys
 import time
@@ -77,6 +78,8 @@ class Supervised:
         #: None until it answered; then "" (it holds the locks) or why not (busy)
         self.refused: str | None = None
         self.ended: Ended | None = None
+        #: the run's pid, which is its process group's (None until it started)
+        self.run_pid: int | None = None
         self.released = False
         self.started = time.monotonic()
 
@@ -140,16 +143,33 @@ class Supervised:
         self._send("stop")
 
     def poll(self, timeout: float = 0) -> Ended | None:
-        """The run's result if it has ended (waiting at most ``timeout`` seconds)."""
-        if self.ended is None:
-            event = self._read(timeout)
+        """The run's result if it has ended (waiting at most ``timeout`` seconds).
+
+        SupervisorError if the supervisor died first: its run, which nothing keeps
+        to its deadline or lock any more, is killed (its whole process group) here.
+        """
+        end = time.monotonic() + timeout
+        while self.ended is None:
+            event = self._read(max(0.0, end - time.monotonic()))
+            if event is not None and event.get("event") == "running":
+                self.run_pid = int(event["pid"])
+                continue
             if event is not None and event.get("event") == "ended":
                 self.ended = Ended(
                     event["code"], float(event["seconds"]), event["stopped"], event["tail"]
                 )
             elif event is None and self.eof:
+                self._orphaned()
                 raise SupervisorError(f"the run's supervisor (pid {self.pid}) died")
+            break
         return self.ended
+
+    def _orphaned(self) -> None:
+        """The supervisor died mid-run: kill the run's process group, if it started."""
+        if self.run_pid is not None and self.run_pid > 1:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.run_pid, signal.SIGKILL)
+            self.run_pid = None
 
     def wait(self) -> Ended:
         while True:

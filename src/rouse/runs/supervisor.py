@@ -19,8 +19,9 @@ It talks to its starter over its stdin and stdout in framed messages
 ``go`` (start it), ``stop``, ``release`` (the result is recorded: let the
 locks go); end of input means the starter is gone (a run in flight goes on to
 its end). Supervisor → starter: events, ``busy`` (a lock is taken: nothing
-ran) or ``locked``, then ``ended`` with the exit code, the seconds and why it
-was stopped, if it was. Nothing here knows what a wake or a task is.
+ran) or ``locked``, ``running`` with the run's pid (its process group's), then
+``ended`` with the exit code, the seconds and why it was stopped, if it was.
+Nothing here knows what a wake or a task is.
 
 It starts once per run, so it is kept light: it loads no ``subprocess``,
 ``json``, ``re``, ``tempfile``, nor the enums of ``signal`` (the run is forked
@@ -180,6 +181,7 @@ def run(spec: dict[str, Any], control: Control) -> dict[str, Any]:
     except OSError as exc:
         output.add(f"cannot run {argv[0]}: {exc.strerror or exc}".encode())
         return finish(spec, output, 127, 0.0, None)
+    control.say(event="running", pid=child.pid)  # (its starter stops it if this dies)
     watch = Watch(spec.get("watch"))
     stopped: str | None = None
     code: int | None = None

@@ -148,6 +148,16 @@ class TaskQueue:
         )
         notices.queue(self.root, record, shown, "lost", text, now)
 
+    def end_if_cancelled(self, record: Record, now: datetime) -> None:
+        """End a pending task ``cancelled`` if it carries a ``cancel:`` stamp."""
+        try:
+            head = header.read_header(self.root / record.rel, record.rel)
+        except (OSError, RouseError):
+            return
+        status = (head.fields.get("status") or "pending").strip().lower()
+        if status == "pending" and (head.fields.get("cancel") or "").strip():
+            self.end(record, now, "cancelled", "cancelled before it ran")
+
     def end(
         self, record: Record, now: datetime, ending: str, why: str, *, result: str = ""
     ) -> bool:

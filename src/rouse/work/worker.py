@@ -284,6 +284,7 @@ class Worker:
             tasks.start_task(self.root, record.dir, now, self.worker)
         except (RouseError, OSError):
             self._let_go(slot)  # no longer pending, or cancelled meanwhile: not ours
+            self.tasks.end_if_cancelled(record, now)  # (it waited for a job meanwhile)
             return
         assert self.book is not None
         self.book.start_run(made.run_id, f"task:{record.dir}", [], " ".join(made.argv), now)
