@@ -383,9 +383,7 @@ def test_once_exits_1_when_a_task_of_the_round_failed_and_says_which(
 ) -> None:
     root = make_tree({**task_file("good"), **task_file("bad", "category: fail")})
     agent = standin.parent / "bin/picky"
-    agent.write_text(
-        '#!/bin/sh\ncat > /dev/null\n[ "$ROUSE_CATEGORY" = fail ] && exit 3\nexit 0\n'
-    )
+    agent.write_text('#!/bin/sh\ncat > /dev/null\n[ "$ROUSE_CATEGORY" = fail ] && exit 3\nexit 0\n')
     agent.chmod(0o755)
     assert work(root, "--jobs", "2", "--json", "--run", "exec", "--", "picky") == 1
     said = json.loads(capsys.readouterr().out)
