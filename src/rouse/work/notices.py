@@ -4,9 +4,11 @@ A checkpoint is a dated line in the task's log and a wake with reason
 ``checkpoint`` queued in the tree's ledger (state ``held``, sink ``notice``),
 which the sweeper's next tick delivers through its sink like any wake it owes
 (its nudge file is shown by the pack), or the worker at once through its own
-``--sink``. A task that lost its third attempt says so the same way (reason
-``lost``). A notice is not a record coming due: it is never withdrawn because
-its record is not due, and delivering it stamps nothing.
+``--sink`` (:func:`deliver`; one taker only, :func:`take`). A task that lost
+its third attempt says so the same way (reason ``lost``). In a fleet, its
+sweepers carry the tree's notices into the fleet's ledger
+(:mod:`rouse.work.outbox`). A notice is not a record coming due: it is never
+withdrawn because its record is not due, and delivering it stamps nothing.
 """
 
 from __future__ import annotations
