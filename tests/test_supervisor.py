@@ -99,6 +99,8 @@ def test_a_killed_sweeper_leaves_its_run_supervised_and_no_second_run_starts(
     pid = int(agent.read_text().split()[1])
     wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 30)
     assert "end" not in agent.read_text()
+    # (written just after the agent is reaped: on a loaded machine, a moment later)
+    wait_for(lambda: list((tree / ".rouse/runs").glob("*.log")), 10)
     logs = list((tree / ".rouse/runs").glob("*.log"))
     assert len(logs) == 1 and "killed (its process group) at the deadline" in logs[0].read_text()
 
