@@ -454,3 +454,27 @@ def test_a_task_cancelled_while_its_claim_waits_for_a_job_ends_cancelled(
     assert worker.wait(timeout=60) == 0
     assert fields(root, f"{INTENTIONS}/ship/second/task.md")["status"] == "cancelled"
     assert len(calls(standin)) == 1
+
+
+def test_the_worker_s_sink_delivers_a_checkpoint_at_once(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "checkpoint")
+    assert work(tree, "--sink", "stdout", "--run", "exec", "--", "agent") == 0
+    assert "emailed the vendor" in capsys.readouterr().out
+    (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+    assert entry.state == "delivered" and entry.sink == "stdout"
+    assert main(["--memory", str(tree), "sweep", "--once", "-q"]) == 0  # nothing owed: not twice
+    (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+    assert entry.state == "delivered" and entry.sink == "stdout"
+
+
+def test_the_run_budget_counts_the_claims_ahead(
+    make_tree: MakeTree, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree({k: v for n in range(5) for k, v in task_file(f"t{n}").items()})
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    assert work(root, "--jobs", "2", "--max-runs", "3/day", "--run", "exec", "--", "agent") == 0
+    statuses = [fields(root, f"{INTENTIONS}/ship/t{n}/task.md")["status"] for n in range(5)]
+    assert statuses.count("done") == 3 and statuses.count("pending") == 2
+    assert len(calls(standin)) == 3

@@ -117,6 +117,7 @@ class Worker:
         self.stopping = 0  # signals received
         self.waiting_reason = ""
         self.book: Ledger | None = None
+        self.delivered_at = 0.0  # when the notices were last looked at (--sink)
 
     # -- the loop -------------------------------------------------------------
 
@@ -176,6 +177,8 @@ class Worker:
             if not self.slots and not queue:
                 self.write_state()
                 self._idle()
+        self.delivered_at = 0.0
+        self.deliver_notices()  # what the last runs said, before the worker goes
         self.write_state()
 
     def _count(self, state: str) -> int:
@@ -261,16 +264,15 @@ class Worker:
 
     def promote(self) -> None:
         """Start runs for the claims that hold their task's lock, while a job is free:
-        each task stamped ``running``, then its run started. Stopping (or quiet hours
-        under ``--once``): the claims waiting are let go instead."""
+        each task stamped ``running``, then its run started. Stopping, or in quiet
+        hours: the claims waiting are let go instead (no task is held for hours)."""
         ready = [slot for slot in self.slots.values() if slot.state == "ready"]
         if not ready:
             return
         now = self.now()
         if self.stopping or self._quiet_now(now):
-            if self.stopping or self.options.once:
-                for slot in ready:
-                    self._let_go(slot)
+            for slot in ready:
+                self._let_go(slot)
             return
         free = self.options.jobs - self._count("live")
         for slot in ready[:free]:
@@ -370,7 +372,10 @@ class Worker:
 
     def deliver_notices(self) -> None:
         """With ``--sink``: send the tasks' queued notices at once (else the sweeper does)."""
-        if self.options.sink is not None and self.book is not None:
+        if self.options.sink is None or self.book is None:
+            return
+        if time.monotonic() - self.delivered_at >= LOOK:  # (not at every event)
+            self.delivered_at = time.monotonic()
             notices.deliver(self.book, self.options.sink, self.now())
 
     def write_state(self) -> None:
