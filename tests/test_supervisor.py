@@ -147,3 +147,36 @@ def test_a_lock_held_elsewhere_means_busy_and_nothing_runs(tmp_path: Path) -> No
     ended = again.wait()
     again.release()
     assert ended.ok and ended.code == 0
+
+
+@pytest.mark.parametrize(
+    ("argv0", "says"),
+    [
+        ("/nonexistent/agent", "No such file or directory"),
+        ("no-such-agent", "not found on PATH (absolute entries only)"),  # never looked up
+        ("plain.txt", "Permission denied"),  # not executable
+    ],
+)
+def test_a_run_that_cannot_start_ends_127_and_its_log_says_why(
+    tmp_path: Path, argv0: str, says: str
+) -> None:
+    (tmp_path / "plain.txt").write_text("not a program\n")
+    (tmp_path / "no-such-agent").write_text("#!/bin/sh\necho ran\n")  # in cwd: never run
+    (tmp_path / "no-such-agent").chmod(0o755)
+    argv = [str(tmp_path / argv0) if argv0 == "plain.txt" else argv0]
+    spec = {
+        "argv": argv,
+        "cwd": str(tmp_path),
+        "env": {"PATH": "."},
+        "timeout": 5,
+        "locks": [str(tmp_path / "run.lock")],
+        "log": str(tmp_path / "run.log"),
+    }
+    held = claim(spec)
+    assert not isinstance(held, str)
+    held.go()
+    ended = held.wait()
+    held.release()
+    assert ended.code == 127 and not ended.ok
+    log = (tmp_path / "run.log").read_text()
+    assert f"cannot run {argv[0]}: {says}" in log and "ran" not in log.split("---", 1)[1]
