@@ -478,3 +478,24 @@ def test_the_run_budget_counts_the_claims_ahead(
     statuses = [fields(root, f"{INTENTIONS}/ship/t{n}/task.md")["status"] for n in range(5)]
     assert statuses.count("done") == 3 and statuses.count("pending") == 2
     assert len(calls(standin)) == 3
+
+
+def test_tasks_start_oldest_first_though_their_claims_answer_in_any_order(
+    make_tree: MakeTree, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files: dict[str, str] = {}
+    for n, slug in enumerate(("zeta", "alpha", "mid", "omega")):  # opened in this order
+        opened = stamp(NOW_OPENED.replace(minute=n))
+        files.update(task_file(slug))
+        rel = f"{INTENTIONS}/ship/{slug}/task.md"
+        files[rel] = files[rel].replace(f"opened: {stamp(NOW_OPENED)}", f"opened: {opened}")
+    root = make_tree(files)
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "0.1")
+    assert work(root, "--jobs", "1", "--run", "exec", "--", "agent") == 0
+    starts = [
+        line.split()[1].rsplit("/", 1)[1]
+        for line in (standin / "effects.log").read_text().splitlines()
+        if line.startswith("start")
+    ]
+    assert starts == ["zeta", "alpha", "mid", "omega"]

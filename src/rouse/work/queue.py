@@ -29,6 +29,10 @@ from rouse.records import lifecycle, tasks
 from rouse.trust.origins import OriginReader
 from rouse.work import notices, prompt
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rouse.work.endings import Verdict
+
 #: The attempt whose run is lost ends the task failed: no fourth run.
 MAX_LOST = 3
 
@@ -147,6 +151,14 @@ class TaskQueue:
             "again (a new task) or close what it was for.\n"
         )
         notices.queue(self.root, record, shown, "lost", text, now)
+
+    def settle(self, record: Record, now: datetime, found: Verdict) -> None:
+        """Write a run's verdict in its task: handed back to pending, or ended."""
+        if found.ending != "pending":
+            self.end(record, now, found.ending, found.why, result=found.result)
+        elif tasks.requeue(self.root, record, now, found.why):
+            self.report.ended[record.dir] = "pending"
+            self.say(f"{record.id}: {found.why}")
 
     def end_if_cancelled(self, record: Record, now: datetime) -> None:
         """End a pending task ``cancelled`` if it carries a ``cancel:`` stamp."""

@@ -34,6 +34,7 @@ from rouse.core import header, sweepstate
 from rouse.core.errors import RouseError
 from rouse.core.statedir import state_path
 from rouse.core.statefile import save_json
+from rouse.core.store import prepare_leases
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
 from rouse.records import tasks
@@ -48,6 +49,7 @@ from rouse.work import notices
 from rouse.work.endings import verdict
 from rouse.work.launch import Launch, launch
 from rouse.work.queue import Report, TaskQueue, as_count, lock_rel
+from rouse.work.recorder import Recorder
 
 DEFAULT_TIMEOUT = timedelta(hours=1)
 #: Seconds between a run's SIGTERM and SIGKILL (cancel, deadline, hand back).
@@ -118,6 +120,7 @@ class Worker:
         self.waiting_reason = ""
         self.book: Ledger | None = None
         self.delivered_at = 0.0  # when the notices were last looked at (--sink)
+        self.recorder = Recorder(root, self.finish, say)
 
     # -- the loop -------------------------------------------------------------
 
@@ -126,11 +129,14 @@ class Worker:
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
         }
         self.book = Ledger(self.root)
+        prepare_leases()  # (the recorder's thread writes the tasks' files too)
+        self.recorder.start()
         try:
             self._loop()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            self.releasing += self.recorder.stop()
             for held in self.releasing:
                 held.release()
             self.releasing.clear()
@@ -167,14 +173,18 @@ class Worker:
                 blocked = not (queue and self._room() > 0)
             self.promote()
             self.hear(LOOK if self.slots and blocked else 0.0)
+            waiting = not self.slots and self.recorder.busy  # (only the recorder is at work)
+            self.releasing += self.recorder.collect(LOOK if waiting else 0.0)
             self.releasing = [held for held in self.releasing if not held.gone()]
             self.deliver_notices()
             if self.stopping != told:  # say that it heard: status and the tests read it
                 told = self.stopping
                 self.write_state()
-            if not self.slots and (self.stopping or (self.options.once and not queue)):
+            if self.slots or self.recorder.busy:
+                continue
+            if self.stopping or (self.options.once and not queue):
                 break
-            if not self.slots and not queue:
+            if not queue:
                 self.write_state()
                 self._idle()
         self.delivered_at = 0.0
@@ -265,7 +275,10 @@ class Worker:
     def promote(self) -> None:
         """Start runs for the claims that hold their task's lock, while a job is free:
         each task stamped ``running``, then its run started. Stopping, or in quiet
-        hours: the claims waiting are let go instead (no task is held for hours)."""
+        hours: the claims waiting are let go instead (no task is held for hours).
+
+        In the order they were claimed (oldest task first): a claim whose supervisor
+        has not answered yet holds back the ones after it."""
         ready = [slot for slot in self.slots.values() if slot.state == "ready"]
         if not ready:
             return
@@ -275,19 +288,22 @@ class Worker:
                 self._let_go(slot)
             return
         free = self.options.jobs - self._count("live")
-        for slot in ready[:free]:
-            self.begin(slot, now)
+        for slot in list(self.slots.values()):
+            if free <= 0 or slot.state == "asked":
+                return
+            if slot.state == "ready" and self.begin(slot, now):
+                free -= 1
 
-    def begin(self, slot: Slot, now: datetime) -> None:
-        """Stamp the task ``running`` and start its run — unless another worker took the
-        task first, or it was cancelled meanwhile."""
+    def begin(self, slot: Slot, now: datetime) -> bool:
+        """Stamp the task ``running`` and start its run (True) — unless another worker
+        took the task first, or it was cancelled meanwhile."""
         record, made = slot.record, slot.launch
         try:
             tasks.start_task(self.root, record.dir, now, self.worker)
         except (RouseError, OSError):
             self._let_go(slot)  # no longer pending, or cancelled meanwhile: not ours
             self.tasks.end_if_cancelled(record, now)  # (it waited for a job meanwhile)
-            return
+            return False
         assert self.book is not None
         self.book.start_run(made.run_id, f"task:{record.dir}", [], " ".join(made.argv), now)
         slot.held.go()
@@ -296,6 +312,7 @@ class Worker:
         self.say(
             f"{format_stamp(now)} started {record.id} (attempt {made.attempt}, run {made.run_id})"
         )
+        return True
 
     def _let_go(self, slot: Slot) -> None:
         self.slots.pop(slot.record.dir, None)
@@ -338,20 +355,16 @@ class Worker:
             return
         if ended is None:
             return
+        del self.slots[record.dir]
         slot.state = "ending"
         self.promote()  # its job is free: the next claim's run starts before this is recorded
-        try:
-            self.finish(slot, ended)
-        finally:
-            self._let_go(slot)
+        self.recorder.put(slot, ended)  # (which lets its lock go once it is written)
 
-    def finish(self, slot: Slot, ended: Ended) -> None:
-        """Write how the run ended in the task: its result and its ending."""
-        assert self.book is not None
-        record, now = slot.record, self.now()
-        self.book.end_run(
-            slot.launch.run_id, "ran" if ended.ok else "failed", ended.code, ended.seconds
-        )
+    def finish(self, slot: Slot, ended: Ended, book: Ledger) -> None:
+        """Write how the run ended in the task: its result and its ending (in the
+        recorder's thread, with its own ``book``)."""
+        book.end_run(slot.launch.run_id, "ran" if ended.ok else "failed", ended.code, ended.seconds)
+        record = slot.record
         found = verdict(
             ended,
             kind=self.options.kind,
@@ -361,12 +374,7 @@ class Worker:
             log=self.root / record.dir / "run.log",
             last_message=slot.launch.last_message,
         )
-        if found.ending == "pending":
-            tasks.requeue(self.root, record, now, found.why)
-            self.report.ended[record.dir] = "pending"
-            self.say(f"{record.id}: {found.why}")
-            return
-        self.tasks.end(record, now, found.ending, found.why, result=found.result)
+        self.tasks.settle(record, self.now(), found)
 
     # -- news -----------------------------------------------------------------
 
