@@ -499,3 +499,30 @@ def test_tasks_start_oldest_first_though_their_claims_answer_in_any_order(
         if line.startswith("start")
     ]
     assert starts == ["zeta", "alpha", "mid", "omega"]
+
+
+def test_in_quiet_hours_the_loop_starts_nothing_and_holds_no_claim(
+    tree: Path, standin: Path
+) -> None:
+    hour = datetime.now().hour
+    window = f"{hour:02d}:00-{(hour + 2) % 24:02d}:00"  # now is inside it
+    worker = rouse(tree, "work", "--quiet", window, "--run", "exec", "--", "agent")
+    try:
+        wait_for(lambda: "quiet hours" in str(work_state(tree).get("waiting", "")))
+        time.sleep(1)
+        assert calls(standin) == [] and fields(tree)["status"] == "pending"
+        assert all(_free(lock) for lock in (tree / ".rouse/tasks").glob("*.lock"))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0
+
+
+def _free(lock: Path) -> bool:
+    import fcntl
+
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True

@@ -156,7 +156,7 @@ class Worker:
         last_scan = 0.0
         told = 0
         while True:
-            blocked = True
+            blocked, gated = True, False
             if not self.stopping and self._room() > 0:
                 rescan = not scanned or (
                     not self.options.once and time.monotonic() - last_scan >= IDLE
@@ -168,9 +168,10 @@ class Worker:
                     if not self._may_start(self.now()):
                         if self.options.once:
                             queue.clear()
+                        gated = True  # quiet hours, or the budget: wait, do not spin
                         break
                     self.claim(queue.popleft())
-                blocked = not (queue and self._room() > 0)
+                blocked = gated or not (queue and self._room() > 0)
             self.promote()
             self.hear(LOOK if self.slots and blocked else 0.0)
             waiting = not self.slots and self.recorder.busy  # (only the recorder is at work)
@@ -184,7 +185,7 @@ class Worker:
                 continue
             if self.stopping or (self.options.once and not queue):
                 break
-            if not queue:
+            if not queue or gated:
                 self.write_state()
                 self._idle()
         self.delivered_at = 0.0
