@@ -2,7 +2,8 @@
 
 Drains TASKS pending tasks with ``rouse work --once --jobs JOBS`` and a
 stand-in agent that sleeps SLEEP seconds: the wall time against the ideal
-(TASKS × SLEEP / JOBS). Then measures one claim on its own — the supervisor
+(TASKS × SLEEP / JOBS), and the CPU time the worker, its supervisors and the
+agents used. Then measures one claim on its own — the supervisor
 started and holding the task's lock, the guarded ``running`` stamp, the
 release — over CLAIMS tasks, and prints the mean.
 
@@ -103,6 +104,17 @@ def claims(count: int) -> None:
         print(f"claim: {count} tasks in a {count}-task tree: {total:.1f} ms per claim ({parts})")
 
 
+def precompile() -> None:
+    """Byte-compile rouse first, as an installed one is: every run's supervisor is a new
+    Python, which (under PYTHONDONTWRITEBYTECODE, or in a fresh checkout) would
+    otherwise compile its modules again each time, and the bench would measure that."""
+    import compileall
+
+    import rouse
+
+    compileall.compile_dir(Path(rouse.__file__).parent, quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=200)
@@ -110,6 +122,7 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.2)
     parser.add_argument("--claims", type=int, default=50)
     args = parser.parse_args()
+    precompile()
     drain(args.tasks, args.jobs, args.sleep)
     claims(args.claims)
 
