@@ -2,7 +2,8 @@
 
 Drains TASKS pending tasks with ``rouse work --once --jobs JOBS`` and a
 stand-in agent that sleeps SLEEP seconds: the wall time against the ideal
-(TASKS × SLEEP / JOBS). Then measures one claim on its own — the supervisor
+(TASKS × SLEEP / JOBS), and the CPU time the worker, its supervisors and the
+agents used. Then measures one claim on its own — the supervisor
 started and holding the task's lock, the guarded ``running`` stamp, the
 release — over CLAIMS tasks, and prints the mean.
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -47,9 +49,12 @@ def drain(tasks: int, jobs: int, sleep: float) -> None:
         env = {**os.environ, "ROUSE_STAMP_KEY": str(Path(scratch) / "no-key")}
         command = [sys.executable, "-m", "rouse", "--memory", str(root), "work", "--once"]
         command += ["-q", "--jobs", str(jobs), "--run", "exec", "--", str(agent)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(command, env=env, check=True)
         wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         done = sum("status: done" in p.read_text() for p in root.glob("entrypoint/**/t*/task.md"))
         ideal = tasks * sleep / jobs
         print(f"drain: {tasks} tasks, --jobs {jobs}, agent sleeps {sleep:g}s")
@@ -60,13 +65,17 @@ def drain(tasks: int, jobs: int, sleep: float) -> None:
             "  overhead per task, (wall - ideal) × jobs / tasks: "
             f"{(wall - ideal) * jobs / tasks * 1000:.0f} ms"
         )
+        print(
+            f"  CPU (the worker, its supervisors and the agents): {cpu:.1f}s, "
+            f"{cpu / tasks * 1000:.0f} ms per task"
+        )
 
 
 def claims(count: int) -> None:
     from rouse.core import locks
     from rouse.core.statedir import state_path
     from rouse.core.tree import walk
-    from rouse.records.lifecycle import start_task
+    from rouse.records.tasks import start_task
     from rouse.runs.handle import claim
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -95,6 +104,17 @@ def claims(count: int) -> None:
         print(f"claim: {count} tasks in a {count}-task tree: {total:.1f} ms per claim ({parts})")
 
 
+def precompile() -> None:
+    """Byte-compile rouse first, as an installed one is: every run's supervisor is a new
+    Python, which (under PYTHONDONTWRITEBYTECODE, or in a fresh checkout) would
+    otherwise compile its modules again each time, and the bench would measure that."""
+    import compileall
+
+    import rouse
+
+    compileall.compile_dir(Path(rouse.__file__).parent, quiet=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=200)
@@ -102,6 +122,7 @@ def main() -> None:
     parser.add_argument("--sleep", type=float, default=0.2)
     parser.add_argument("--claims", type=int, default=50)
     args = parser.parse_args()
+    precompile()
     drain(args.tasks, args.jobs, args.sleep)
     claims(args.claims)
 

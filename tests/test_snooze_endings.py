@@ -26,7 +26,7 @@ from conftest import INTENTIONS, NOW, stamp, write_tree
 from rouse.core import clock, clockplan
 from rouse.core.errors import UsageError
 from rouse.core.tree import walk
-from rouse.records import lifecycle
+from rouse.records import tasks
 from rouse.records.scaffold import init
 
 T = stamp(NOW)  # Saturday 2026-03-14 12:00
@@ -210,16 +210,16 @@ def test_the_mcp_close_tool_takes_failed_and_cancelled(tree: Path) -> None:
 
 def test_start_task_claims_a_pending_task_once(tree: Path) -> None:
     ok(tree, "new", "task", "build", "--under", "ship", "--now", T)
-    changed = lifecycle.start_task(tree, "build", NOW, "host-a:101")
+    changed = tasks.start_task(tree, "build", NOW, "host-a:101")
     assert changed.facts["attempts"] == 1
     fields = walk(tree).records[f"{SHIP}/build"].header.fields
     assert fields["status"] == "running" and fields["worker"] == "host-a:101"
     assert fields["started"] == T and fields["attempts"] == "1"
     with pytest.raises(UsageError, match="only a pending task is started"):
-        lifecycle.start_task(tree, "build", NOW, "host-b:202")
+        tasks.start_task(tree, "build", NOW, "host-b:202")
     ok(tree, "new", "task", "stopped", "--under", "ship", "--set", f"cancel={T}", "--now", T)
     with pytest.raises(UsageError, match="cancel"):
-        lifecycle.start_task(tree, "stopped", NOW, "host-a:101")
+        tasks.start_task(tree, "stopped", NOW, "host-a:101")
     assert walk(tree).records[f"{SHIP}/stopped"].header.fields["status"] == "pending"
 
 

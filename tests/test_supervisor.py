@@ -99,6 +99,8 @@ def test_a_killed_sweeper_leaves_its_run_supervised_and_no_second_run_starts(
     pid = int(agent.read_text().split()[1])
     wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 30)
     assert "end" not in agent.read_text()
+    # (written just after the agent is reaped: on a loaded machine, a moment later)
+    wait_for(lambda: list((tree / ".rouse/runs").glob("*.log")), 10)
     logs = list((tree / ".rouse/runs").glob("*.log"))
     assert len(logs) == 1 and "killed (its process group) at the deadline" in logs[0].read_text()
 
@@ -145,3 +147,36 @@ def test_a_lock_held_elsewhere_means_busy_and_nothing_runs(tmp_path: Path) -> No
     ended = again.wait()
     again.release()
     assert ended.ok and ended.code == 0
+
+
+@pytest.mark.parametrize(
+    ("argv0", "says"),
+    [
+        ("/nonexistent/agent", "No such file or directory"),
+        ("no-such-agent", "not found on PATH (absolute entries only)"),  # never looked up
+        ("plain.txt", "Permission denied"),  # not executable
+    ],
+)
+def test_a_run_that_cannot_start_ends_127_and_its_log_says_why(
+    tmp_path: Path, argv0: str, says: str
+) -> None:
+    (tmp_path / "plain.txt").write_text("not a program\n")
+    (tmp_path / "no-such-agent").write_text("#!/bin/sh\necho ran\n")  # in cwd: never run
+    (tmp_path / "no-such-agent").chmod(0o755)
+    argv = [str(tmp_path / argv0) if argv0 == "plain.txt" else argv0]
+    spec = {
+        "argv": argv,
+        "cwd": str(tmp_path),
+        "env": {"PATH": "."},
+        "timeout": 5,
+        "locks": [str(tmp_path / "run.lock")],
+        "log": str(tmp_path / "run.log"),
+    }
+    held = claim(spec)
+    assert not isinstance(held, str)
+    held.go()
+    ended = held.wait()
+    held.release()
+    assert ended.code == 127 and not ended.ok
+    log = (tmp_path / "run.log").read_text()
+    assert f"cannot run {argv[0]}: {says}" in log and "ran" not in log.split("---", 1)[1]

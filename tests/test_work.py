@@ -190,7 +190,7 @@ def test_exec_fails_on_a_non_zero_exit_with_the_reason_and_the_tail(
     tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("STANDIN_MODE", "fail")
-    assert work(tree, "--run", "exec", "--", "agent") == 0
+    assert work(tree, "--run", "exec", "--", "agent") == 1  # --once: a task failed
     (call,) = calls(standin)
     assert "model asked for: opus" in str(call["stdin"])  # exec has no flag: said instead
     assert fields(tree)["status"] == "failed"
@@ -203,7 +203,7 @@ def test_the_task_timeout_kills_the_run_and_fails_the_task(
 ) -> None:
     monkeypatch.setenv("STANDIN_MODE", "sleep")
     monkeypatch.setenv("STANDIN_SLEEP", "60")
-    assert work(tree, "--run", "exec", "--task-timeout", "1s", "--", "agent") == 0
+    assert work(tree, "--run", "exec", "--task-timeout", "1s", "--", "agent") == 1
     assert fields(tree)["status"] == "failed"
     assert "killed at its deadline (--task-timeout 1s)" in text(tree)
 
@@ -299,7 +299,7 @@ def test_a_task_left_running_by_a_dead_worker_goes_back_then_fails_at_the_third(
 ) -> None:
     root = make_tree(task_file("notes", "status: running\nattempts: 3\nworker: gone pid 1"))
     (root / f"{TASK_DIR}/task.md").write_text(text(root).replace("status: pending\n", "", 1))
-    assert work(root, "--run", "exec", "--", "agent") == 0
+    assert work(root, "--run", "exec", "--", "agent") == 1  # failed: its third attempt lost
     assert calls(standin) == []  # no fourth run
     assert fields(root)["status"] == "failed" and "lost 3 times" in text(root)
     (entry,) = [e for e in ledger.recent(root) if e.wake.reason == "lost"]
@@ -376,3 +376,153 @@ def test_without_a_key_check_warns_that_nothing_vouches_for_the_tasks_a_worker_r
     main(["--memory", str(root), "check"])
     out = capsys.readouterr()
     assert "2 pending task(s) and no stamp key" in out.out + out.err
+
+
+def test_once_exits_1_when_a_task_of_the_round_failed_and_says_which(
+    make_tree: MakeTree, standin: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_tree({**task_file("good"), **task_file("bad", "category: fail")})
+    agent = standin.parent / "bin/picky"
+    agent.write_text('#!/bin/sh\ncat > /dev/null\n[ "$ROUSE_CATEGORY" = fail ] && exit 3\nexit 0\n')
+    agent.chmod(0o755)
+    assert work(root, "--jobs", "2", "--json", "--run", "exec", "--", "picky") == 1
+    said = json.loads(capsys.readouterr().out)
+    assert said["failed"] == [f"{INTENTIONS}/ship/bad"] and said["lost"] == []
+    assert fields(root, f"{INTENTIONS}/ship/good/task.md")["status"] == "done"
+    # a round where nothing fails (nothing left to do, here) exits 0
+    assert work(root, "--run", "exec", "--", "picky") == 0
+
+
+def test_claims_ahead_never_run_more_than_jobs_at_once(
+    make_tree: MakeTree, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree({k: v for n in range(6) for k, v in task_file(f"t{n}").items()})
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "0.4")
+    assert work(root, "--jobs", "2", "--run", "exec", "--", "agent") == 0
+    events = []
+    for line in (standin / "effects.log").read_text().splitlines():
+        what, _task, _attempt, at = line.split()
+        events.append((float(at), 1 if what == "start" else -1))
+    live = most = 0
+    for _at, step in sorted(events):
+        live += step
+        most = max(most, live)
+    assert len(events) == 12 and most == 2  # both jobs used, never a third run
+
+
+def test_a_run_whose_supervisor_dies_is_killed_handed_back_and_once_exits_1(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "60")
+    args = ["work", "--once", "--json", "--run", "exec", "--", "agent"]
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "rouse", "--memory", str(tree), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    wait_for(lambda: calls(standin))
+    (lock,) = (tree / ".rouse/tasks").glob("*.lock")
+    supervisor = json.loads(lock.read_text())["pid"]
+    (argv,) = standin.glob("argv*.json")
+    agent = int(argv.stem.split("-")[1])
+    os.kill(supervisor, signal.SIGKILL)
+    out, _ = worker.communicate(timeout=60)
+    assert worker.returncode == 1  # --once: a run of the round was lost
+    assert json.loads(out)["lost"] == [TASK_DIR]
+    assert fields(tree)["status"] == "pending" and "attempt 1 lost" in text(tree)
+    wait_for(lambda: not Path(f"/proc/{agent}").exists() or _zombie(agent), 10)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
+def test_a_task_cancelled_while_its_claim_waits_for_a_job_ends_cancelled(
+    make_tree: MakeTree, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree({**task_file("first"), **task_file("second")})
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "3")
+    worker = rouse(root, "work", "--once", "--jobs", "1", "--run", "exec", "--", "agent")
+    wait_for(lambda: calls(standin))  # the first runs; the second's claim waits for the job
+    assert main(["--memory", str(root), "cancel", f"{INTENTIONS}/ship/second"]) == 0
+    assert worker.wait(timeout=60) == 0
+    assert fields(root, f"{INTENTIONS}/ship/second/task.md")["status"] == "cancelled"
+    assert len(calls(standin)) == 1
+
+
+def test_the_worker_s_sink_delivers_a_checkpoint_at_once(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("STANDIN_MODE", "checkpoint")
+    assert work(tree, "--sink", "stdout", "--run", "exec", "--", "agent") == 0
+    assert "emailed the vendor" in capsys.readouterr().out
+    (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+    assert entry.state == "delivered" and entry.sink == "stdout"
+    assert main(["--memory", str(tree), "sweep", "--once", "-q"]) == 0  # nothing owed: not twice
+    (entry,) = [e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"]
+    assert entry.state == "delivered" and entry.sink == "stdout"
+
+
+def test_the_run_budget_counts_the_claims_ahead(
+    make_tree: MakeTree, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree({k: v for n in range(5) for k, v in task_file(f"t{n}").items()})
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    assert work(root, "--jobs", "2", "--max-runs", "3/day", "--run", "exec", "--", "agent") == 0
+    statuses = [fields(root, f"{INTENTIONS}/ship/t{n}/task.md")["status"] for n in range(5)]
+    assert statuses.count("done") == 3 and statuses.count("pending") == 2
+    assert len(calls(standin)) == 3
+
+
+def test_tasks_start_oldest_first_though_their_claims_answer_in_any_order(
+    make_tree: MakeTree, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files: dict[str, str] = {}
+    for n, slug in enumerate(("zeta", "alpha", "mid", "omega")):  # opened in this order
+        opened = stamp(NOW_OPENED.replace(minute=n))
+        files.update(task_file(slug))
+        rel = f"{INTENTIONS}/ship/{slug}/task.md"
+        files[rel] = files[rel].replace(f"opened: {stamp(NOW_OPENED)}", f"opened: {opened}")
+    root = make_tree(files)
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "0.1")
+    assert work(root, "--jobs", "1", "--run", "exec", "--", "agent") == 0
+    starts = [
+        line.split()[1].rsplit("/", 1)[1]
+        for line in (standin / "effects.log").read_text().splitlines()
+        if line.startswith("start")
+    ]
+    assert starts == ["zeta", "alpha", "mid", "omega"]
+
+
+def test_in_quiet_hours_the_loop_starts_nothing_and_holds_no_claim(
+    tree: Path, standin: Path
+) -> None:
+    hour = datetime.now().hour
+    window = f"{hour:02d}:00-{(hour + 2) % 24:02d}:00"  # now is inside it
+    worker = rouse(tree, "work", "--quiet", window, "--run", "exec", "--", "agent")
+    try:
+        wait_for(lambda: "quiet hours" in str(work_state(tree).get("waiting", "")))
+        time.sleep(1)
+        assert calls(standin) == [] and fields(tree)["status"] == "pending"
+        assert all(_free(lock) for lock in (tree / ".rouse/tasks").glob("*.lock"))
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(timeout=60) == 0
+
+
+def _free(lock: Path) -> bool:
+    import fcntl
+
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True

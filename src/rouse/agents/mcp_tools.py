@@ -254,7 +254,9 @@ class Tools(ReadTools):
 
     def promote(self, slug: str, closes_when: str, under: str | None = None) -> str:
         closes_when = _one_line(closes_when, "closes_when")
-        return lifecycle.promote(self.root, slug, closes_when, self.now(), under).summary
+        from rouse.records import promoting
+
+        return promoting.promote(self.root, slug, closes_when, self.now(), under).summary
 
 
 def _todo(todo: list[str]) -> str:

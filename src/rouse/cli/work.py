@@ -61,9 +61,9 @@ def cmd_work(args: argparse.Namespace) -> int:
     def now() -> datetime:
         return resolve_now(args) if given else datetime.now().replace(microsecond=0)
 
-    def say(line: str) -> None:
+    def say(line: str) -> None:  # (with --json, stdout is the JSON object's alone)
         if not args.quiet_output:
-            print(line, flush=True)
+            print(line, flush=True, file=sys.stderr if args.json else sys.stdout)
 
     worker = Worker(
         root,
@@ -81,6 +81,8 @@ def cmd_work(args: argparse.Namespace) -> int:
                 "ended": report.ended,
                 "held": report.held,
                 "recovered": report.recovered,
+                "lost": report.lost,
+                "failed": report.failures,
             }
         )
     elif args.once and not args.quiet_output:
@@ -88,10 +90,12 @@ def cmd_work(args: argparse.Namespace) -> int:
         print(
             f"work: {len(report.started)} run(s) started, "
             f"{ended.count('done')} done, {ended.count('failed')} failed, "
-            f"{ended.count('cancelled')} cancelled, {len(report.held)} held",
+            f"{ended.count('cancelled')} cancelled, {len(report.held)} held"
+            + (f", {len(report.lost)} lost" if report.lost else ""),
             file=sys.stdout,
         )
-    return 0
+    # --once, as cron runs it: 1 when a task of the round failed or its run was lost
+    return 1 if args.once and report.failures else 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
@@ -114,7 +118,10 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 def args_work(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
-        "--once", action="store_true", help="run the pending tasks found now, then exit"
+        "--once",
+        action="store_true",
+        help="run the pending tasks found now, then exit: 0 if none failed, 1 if a task "
+        "failed or its run was lost, 2 for bad options",
     )
     sub.add_argument("--jobs", type=int, default=1, metavar="N", help="runs at once (default 1)")
     sub.add_argument(

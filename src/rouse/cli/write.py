@@ -217,9 +217,9 @@ def cmd_close(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    from rouse.records import lifecycle
+    from rouse.records import promoting
 
-    changed = lifecycle.promote(
+    changed = promoting.promote(
         tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under
     )
     return report_changed(changed, args)

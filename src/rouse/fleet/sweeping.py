@@ -12,7 +12,9 @@ only, the one-way mirror of its files (:class:`~rouse.fleet.mirror.Mirror`).
 Every sweeper of the tree also notes, in its clone's ``.rouse/fleet.json``, the
 wakes queued for delivery workers and whether a live worker serves the tree
 (:func:`rouse.fleet.workers.queue_state`), which the pack and ``status
---check`` read without reaching the database.
+--check`` read without reaching the database. Before it asks for the lease,
+every sweeper carries the task notices its clone's SQLite ledger holds into the
+fleet's ledger (:mod:`rouse.work.outbox`), for the leader to deliver.
 
 A sweeper joins without reaching the database: if it is down, the first tick
 meets the outage (said once, retried with backoff) instead of the start failing.
@@ -50,6 +52,7 @@ from rouse.sweep import build
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.parts import Parts
 from rouse.trust.origins import OriginReader, origin_reader
+from rouse.work.outbox import carry
 
 #: The leader's tick: the tree is at its root, on its host.
 _UPSERT_TREE = """
@@ -108,6 +111,7 @@ def join(
     member = Member(
         root, db, tree, Lease(db, tree, lease), Mirror(root, db, tree, origins), ledger.prepare
     )
+    member.outbox = lambda: carry(root, ledger, datetime.now().replace(microsecond=0))
     return Joined(ledger, member, made)
 
 
@@ -167,6 +171,8 @@ class Member:
         self.host = socket.gethostname()
         #: meets the schema (migrates once) before the lease's table is used
         self.prepare = prepare
+        #: carries this clone's task notices into the fleet's ledger (rouse.work.outbox)
+        self.outbox: Callable[[], object] | None = None
 
     @property
     def leading(self) -> bool:
@@ -179,6 +185,8 @@ class Member:
     def lead(self) -> bool:
         if self.prepare is not None:
             self.prepare()  # the first statement of a sweeper started with the database down
+        if self.outbox is not None:
+            self.outbox()  # every clone's, before the leader plans: delivered this tick
         return self.held.lead()
 
     def renew(self, cover: float) -> bool:

@@ -1,19 +1,20 @@
-"""Changing records: ``move``, ``snooze``, ``close`` and ``promote``.
+"""Changing records: ``move``, ``snooze`` and ``close``.
 
 Each verb writes through the store (atomic, under the writers' lock), notes
 that it acted on the record (``rouse.core.acts``: what answers a wake, to the
-second) and returns what it did, for the CLI or the MCP server to print.
+second) and returns what it did, for the CLI or the MCP server to print. A
+record named by its path is read on its own (:mod:`rouse.records.locate`), not
+found by walking the tree. ``promote`` is :mod:`rouse.records.promoting`'s; a
+task's claim, cancel and checkpoints are :mod:`rouse.records.tasks`'s.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, clock, header, layout
+from rouse.core import acts, body, clock, header
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import (
@@ -22,9 +23,10 @@ from rouse.core.timefmt import (
     parse_stamp,
     parse_when,
 )
-from rouse.core.tree import Record, Tree, walk
-from rouse.records.inputs import check_body, check_value
-from rouse.records.scaffold import article, check_parent
+from rouse.core.tree import Record, walk
+from rouse.records.inputs import check_body
+from rouse.records.locate import find
+from rouse.records.scaffold import article
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
 Fact = str | int | datetime | timedelta | None
@@ -46,19 +48,37 @@ class Changed:
     facts: dict[str, Fact] = field(default_factory=dict)  # snake_case keys, for --json
 
 
-def _record(root: Path, ref: str) -> tuple[Tree, Record]:
-    tree = walk(root)
-    return tree, tree.resolve(ref)
+def _record(root: Path, ref: str) -> Record:
+    """The record ``ref`` names: read on its own when ``ref`` is its path (no walk)."""
+    return find(root, ref)
 
 
 def _logged(
-    root: Path, record: Record, now: datetime, updates: dict[str, str | None], line: str
+    root: Path,
+    record: Record,
+    now: datetime,
+    updates: dict[str, str | None],
+    line: str,
+    before: str | None = None,
 ) -> None:
     """Write ``updates`` and a dated line in the record's log under the writers' lock, and
-    note that a verb acted on the record (what answers its wake)."""
+    note that a verb acted on the record (what answers its wake). ``before``: a dated
+    line that goes just above it, in the same write."""
     store = Store(root)
     with store.lock():
-        store.append_log(record.rel, updates, _dated(now, line))
+        if before is None:
+            store.append_log(record.rel, updates, _dated(now, line))
+        else:
+            lines = (_dated(now, before), _dated(now, line))
+
+            def change(data: bytes) -> bytes:
+                data = header.set_fields(data, updates, record.rel)
+                for each in lines:
+                    _, rest = header.split(data, record.rel)
+                    data = body.append_log(data, len(data) - len(rest), each)
+                return data
+
+            store.update(record.rel, change)
         acts.note(root, record.dir, now)
 
 
@@ -96,11 +116,11 @@ def move(
 
     A ``now`` earlier than the record's ``last-moved`` is refused unless ``force``.
     """
-    _, record = _record(root, ref)
+    record = _record(root, ref)
     _not_back(record, now, force)
     store = Store(root)
     updates: dict[str, str | None] = {"last-moved": format_stamp(now)}
-    line = _one_line(note) if note else None
+    line = one_line(note) if note else None
     with store.lock():
         if line:
             store.append_log(record.rel, updates, _dated(now, line))
@@ -112,7 +132,7 @@ def move(
         f"moved {record.id} at {format_stamp(now)}",
         record=record.id,
         path=record.dir,
-        facts={"moved_at": _minute(now), "note": line},
+        facts={"moved_at": minute(now), "note": line},
     )
 
 
@@ -144,13 +164,13 @@ def snooze(
         when = parse_when(until, now) if until else now + parse_interval(duration or "")
     except ValueError as exc:
         raise UsageError(f"bad snooze time: {exc}") from None
-    if _minute(when) <= _minute(now):  # stamps are minutes: so is every comparison here
-        past = "is in the past" if _minute(when) < _minute(now) else "is now"
+    if minute(when) <= minute(now):  # stamps are minutes: so is every comparison here
+        past = "is in the past" if minute(when) < minute(now) else "is now"
         raise UsageError(
             f"{format_stamp(when)} {past} (now is {format_stamp(now)}): snooze puts a record "
             "off until later — give a later --until, or --for INTERVAL"
         )
-    _, record = _record(root, ref)
+    record = _record(root, ref)
     if record.type == "backlog":
         raise UsageError(f"{record.id} is a backlog item: it is never swept, so never snoozed")
     rearmable = record.type == "reminder" and clock.status_of(record) in REARMABLE
@@ -163,15 +183,15 @@ def snooze(
         updates.update(dict.fromkeys(("fires", "set", "fired", "ended")))
     else:
         updates = {SNOOZED: format_stamp(when)}
-    line = f"snoozed until {format_stamp(when)}" + (f": {_one_line(note)}" if note else "")
-    return _snoozed(root, record, now, updates, line, _minute(when))
+    line = f"snoozed until {format_stamp(when)}" + (f": {one_line(note)}" if note else "")
+    return _snoozed(root, record, now, updates, line, minute(when))
 
 
 def _unsnooze(root: Path, ref: str, now: datetime, note: str | None) -> Changed:
-    _, record = _record(root, ref)
+    record = _record(root, ref)
     if not (record.get(SNOOZED) or "").strip():
         raise UsageError(f"{record.id} is not snoozed: nothing to clear")
-    line = "snooze cleared" + (f": {_one_line(note)}" if note else "")
+    line = "snooze cleared" + (f": {one_line(note)}" if note else "")
     return _snoozed(root, record, now, {SNOOZED: None}, line, None)
 
 
@@ -207,6 +227,7 @@ def close(
     *,
     force: bool = False,
     series: bool = False,
+    before: str | None = None,
 ) -> Changed:
     """End a record out loud: status, last-moved, and the reason in the body.
 
@@ -214,9 +235,10 @@ def close(
     ended again, and ``now`` may not be earlier than its ``last-moved``,
     unless ``force``: then the body line says what it was. ``done`` on a
     repeating reminder re-arms its next occurrence instead (:func:`_rearm`),
-    unless ``series``: then it ends for good.
+    unless ``series``: then it ends for good. ``before``: a log line written just above
+    the ending's, in the same write (a task's ``result: …``, from its worker).
     """
-    _, record = _record(root, ref)
+    record = _record(root, ref)
     if series and (ending != "done" or record.type != "reminder"):
         raise UsageError("--series goes with --done on a repeating reminder: it ends the series")
     if ending == "done" and not series and record.type == "reminder":
@@ -255,10 +277,10 @@ def close(
         if outcome not in clock.OUTCOMES:
             raise UsageError(f"unknown outcome {outcome!r}: use {', '.join(clock.OUTCOMES)}")
         updates["outcome"] = outcome
-    reason = _one_line(why) if why else None
+    reason = one_line(why) if why else None
     line = ending + (f" (was {status})" if ended and status != ending else "")
     line += f": {reason}" if reason else ""
-    _logged(root, record, now, updates, line)
+    _logged(root, record, now, updates, line, before)
     return Changed(
         record.rel,
         f"{record.id} is {ending}",
@@ -266,7 +288,7 @@ def close(
         path=record.dir,
         facts={
             "status": ending,
-            "ended_at": _minute(now),
+            "ended_at": minute(now),
             "reason": reason,
             "outcome": outcome,
             "previous_status": status,
@@ -300,7 +322,7 @@ def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | 
         path=record.dir,
         facts={
             "status": "pending",
-            "ended_at": _minute(now),
+            "ended_at": minute(now),
             "reason": None,
             "outcome": None,
             "previous_status": status,
@@ -317,148 +339,11 @@ def _has_ended(record: Record, status: str) -> bool:
     return not (record.type == "reminder" and status == "fired")
 
 
-def promote(
-    root: Path, slug: str, closes_when: str, now: datetime, under: str | None = None
-) -> Changed:
-    """Move a backlog item into the intentions as an open intention (all or nothing)."""
-    layout.validate_slug(slug)
-    closes_when = check_value("closes-when", closes_when)
-    if not closes_when:
-        raise UsageError("--closes-when needs one line saying how you will know it is done")
-    tree = walk(root)
-    source = f"{layout.BACKLOG}/{slug}"
-    record = tree.records.get(source)
-    if record is None or record.type != "backlog":
-        raise UsageError(f"no backlog item at {source} (see `rouse tree`)")
-    if clock.status_of(record) != "open":
-        raise UsageError(f"{record.id} is {clock.status_of(record)}: only open backlog promotes")
-    home = layout.INTENTIONS
-    if under is not None:
-        home = check_parent("intention", tree.resolve(under))
-    target = f"{home}/{slug}"
-    store = Store(root)
-    stamp = format_stamp(now)
-    updates: dict[str, str | None] = {
-        "status": "open",
-        "last-moved": stamp,
-        "closes-when": closes_when,
-        "promoted": stamp,
-        "was": source,
-    }
-    with store.lock():
-        if store.path(target).exists():
-            raise UsageError(f"{target} already exists: refusing to promote over it")
-        mover = _Mover(root, store)
-        try:
-            mover.move(source, target)
-            mover.move(f"{target}/backlog.md", f"{target}/intention.md")
-            store.set_fields(f"{target}/intention.md", updates)
-        except BaseException:
-            mover.undo()
-            raise
-        acts.note(root, target, now)
-    return Changed(
-        f"{target}/intention.md",
-        f"promoted {source} to {target}",
-        record=f"intention/{slug}",
-        path=target,
-        facts={"was": source, "promoted_at": _minute(now), "closes_when": closes_when},
-    )
-
-
-class _Mover:
-    """Renames inside the tree (``git mv`` when tracked) that can be undone."""
-
-    def __init__(self, root: Path, store: Store):
-        self.root = root
-        self.store = store
-        self.done: list[tuple[str, str]] = []
-
-    def _tracked(self, rel: str) -> bool:
-        git = shutil.which("git")
-        if git is None:
-            return False
-        found = subprocess.run(
-            [git, "ls-files", "--error-unmatch", "--", rel],
-            cwd=self.root,
-            capture_output=True,
-            check=False,
-        )
-        return found.returncode == 0
-
-    def move(self, src: str, dst: str) -> None:
-        self.store.path(dst)  # refuses escapes and symlinks
-        if self._tracked(src):
-            self.store.path(dst).parent.mkdir(parents=True, exist_ok=True)
-            subprocess.run(
-                ["git", "mv", "--", src, dst], cwd=self.root, capture_output=True, check=True
-            )
-        else:
-            self.store.rename(src, dst)
-        self.done.append((src, dst))
-
-    def undo(self) -> None:
-        for src, dst in reversed(self.done):
-            if self._tracked(dst):
-                subprocess.run(["git", "mv", "--", dst, src], cwd=self.root, check=False)
-            else:
-                self.store.rename(dst, src)
-        self.done.clear()
-
-
-def _minute(value: datetime) -> datetime:
+def minute(value: datetime) -> datetime:
     """``value`` to the minute, as a stamp holds it."""
     return value.replace(second=0, microsecond=0)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     """A note or reason as one body line: whitespace collapsed, and text (no NUL)."""
     return " ".join(check_body(text, "the note").split())
-
-
-def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
-    """The task worker's claim (``rouse work``): ``status: running`` with the machine
-    fields ``started``, ``worker`` (host and pid) and ``attempts`` (n + 1), and
-    ``last-moved`` (a running task is moving).
-
-    Decided on the file as it is under the writers' lock, so of two workers only
-    one starts a task: refused (UsageError, nothing written) unless the task is
-    pending and carries no ``cancel:`` stamp.
-    """
-    _, record = _record(root, ref)
-    if record.type != "task":
-        raise UsageError(f"{record.id} is {article(record.type)}: only a task is worked on")
-    attempts = 0
-
-    def claim(data: bytes) -> bytes:
-        nonlocal attempts
-        head, _ = header.split(data, record.rel)
-        status = (head.fields.get("status") or "pending").strip().lower()
-        if status != "pending":
-            raise UsageError(f"{record.id} is {status}: only a pending task is started")
-        if (head.fields.get("cancel") or "").strip():
-            raise UsageError(f"{record.id} carries a cancel: stamp: it is not started")
-        try:
-            attempts = max(0, int((head.fields.get("attempts") or "0").strip())) + 1
-        except ValueError:
-            attempts = 1
-        updates = {
-            "status": "running",
-            "started": format_stamp(now),
-            "worker": _one_line(worker),
-            "attempts": str(attempts),
-            "last-moved": format_stamp(now),
-        }
-        return header.set_fields(data, updates, record.rel)
-
-    store = Store(root)
-    with store.lock():
-        store.update(record.rel, claim)
-        acts.note(root, record.dir, now)
-    return Changed(
-        record.rel,
-        f"{record.id} is running (attempt {attempts}, worker {worker})",
-        record=record.id,
-        path=record.dir,
-        facts={"status": "running", "started": _minute(now), "attempts": attempts},
-    )

@@ -1,6 +1,7 @@
-"""A task's own writes besides its claim and its ending (:mod:`rouse.records.lifecycle`).
+"""A task's own writes besides its ending (:mod:`rouse.records.lifecycle`'s ``close``).
 
-``cancel`` (the ``cancel:`` stamp: the operator calls the task off),
+``start_task`` (a worker's claim: ``status: running``), ``cancel`` (the
+``cancel:`` stamp: the operator calls the task off),
 ``checkpoint_line`` (a dated progress line in the task's log), ``requeue``
 (a running task whose worker died goes back to pending), ``add_result`` (the
 run's final message in the log) and ``checkpoints`` (what a task reported, for
@@ -17,8 +18,9 @@ from rouse.core import acts, body, header
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp
-from rouse.core.tree import Record, walk
-from rouse.records.lifecycle import Changed, close
+from rouse.core.tree import Record
+from rouse.records.lifecycle import Changed, close, minute, one_line
+from rouse.records.locate import find
 from rouse.records.scaffold import article
 
 CHECKPOINT = body.CHECKPOINT
@@ -27,7 +29,7 @@ MAX_CHECKPOINT = 500
 
 
 def _task(root: Path, ref: str) -> Record:
-    record = walk(root).resolve(ref)
+    record = find(root, ref)
     if record.type != "task":
         raise UsageError(f"{record.id} is {article(record.type)}: only a task has this")
     return record
@@ -45,6 +47,52 @@ def _one_line(text: str, limit: int, what: str) -> str:
     if len(line) > limit:
         raise UsageError(f"the {what} is {len(line)} characters, over {limit}: shorten it")
     return line
+
+
+def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
+    """The task worker's claim (``rouse work``): ``status: running`` with the machine
+    fields ``started``, ``worker`` (host and pid) and ``attempts`` (n + 1), and
+    ``last-moved`` (a running task is moving).
+
+    Decided on the file as it is under the writers' lock, so of two workers only
+    one starts a task: refused (UsageError, nothing written) unless the task is
+    pending and carries no ``cancel:`` stamp.
+    """
+    record = _task(root, ref)
+    attempts = 0
+
+    def claim(data: bytes) -> bytes:
+        nonlocal attempts
+        head, _ = header.split(data, record.rel)
+        status = (head.fields.get("status") or "pending").strip().lower()
+        if status != "pending":
+            raise UsageError(f"{record.id} is {status}: only a pending task is started")
+        if (head.fields.get("cancel") or "").strip():
+            raise UsageError(f"{record.id} carries a cancel: stamp: it is not started")
+        try:
+            attempts = max(0, int((head.fields.get("attempts") or "0").strip())) + 1
+        except ValueError:
+            attempts = 1
+        updates = {
+            "status": "running",
+            "started": format_stamp(now),
+            "worker": one_line(worker),
+            "attempts": str(attempts),
+            "last-moved": format_stamp(now),
+        }
+        return header.set_fields(data, updates, record.rel)
+
+    store = Store(root)
+    with store.lock():
+        store.update(record.rel, claim)
+        acts.note(root, record.dir, now)
+    return Changed(
+        record.rel,
+        f"{record.id} is running (attempt {attempts}, worker {worker})",
+        record=record.id,
+        path=record.dir,
+        facts={"status": "running", "started": minute(now), "attempts": attempts},
+    )
 
 
 def cancel(root: Path, ref: str, now: datetime) -> Changed:
@@ -121,12 +169,17 @@ def requeue(root: Path, record: Record, now: datetime, why: str) -> bool:
     return moved
 
 
+def result_line(result: str) -> str:
+    """The run's final message as one log line's text: ``result: …``."""
+    return "result: " + (" ".join(result.split()) or "(the run gave no final message)")
+
+
 def add_result(root: Path, record: Record, now: datetime, result: str) -> None:
-    """The run's final message as one log line (``result: …``), before the task ends."""
-    line = " ".join(result.split()) or "(the run gave no final message)"
+    """The run's final message as one log line (``result: …``), before the task ends
+    (its worker writes it with the ending: ``close(…, before=result_line(…))``)."""
     store = Store(root)
     with store.lock():
-        store.append_log(record.rel, {}, f"- {format_stamp(now)}: result: {line}")
+        store.append_log(record.rel, {}, f"- {format_stamp(now)}: {result_line(result)}")
 
 
 def checkpoints(data: bytes, rel: str) -> list[str]:

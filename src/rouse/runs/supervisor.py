@@ -14,74 +14,85 @@ session of its own, it owns what must not die with its starter:
 - the run's log: a head the starter wrote, the exit and duration, the last
   64 KiB of output.
 
-It talks to its starter over its stdin and stdout, one line each way at a
-time. Starter → supervisor: the spec (one JSON object), then ``go`` (start
-it), ``stop``, ``release`` (the result is recorded: let the locks go); end
-of input means the starter is gone (a run in flight goes on to its end).
-Supervisor → starter: JSON events, ``busy`` (a lock is taken: nothing ran)
-or ``locked``, then ``ended`` with the exit code, the seconds and why it was
-stopped, if it was. Nothing here knows what a wake or a task is.
+It talks to its starter over its stdin and stdout in framed messages
+(:mod:`rouse.runs.wire`). Starter → supervisor: the spec (a dict), then
+``go`` (start it), ``stop``, ``release`` (the result is recorded: let the
+locks go); end of input means the starter is gone (a run in flight goes on to
+its end). Supervisor → starter: events, ``busy`` (a lock is taken: nothing
+ran) or ``locked``, ``running`` with the run's pid (its process group's), then
+``ended`` with the exit code, the seconds and why it was stopped, if it was.
+Nothing here knows what a wake or a task is.
+
+It starts once per run, so it is kept light: it loads no ``subprocess``,
+``json``, ``re``, ``tempfile``, nor the enums of ``signal`` (the run is forked
+by :mod:`rouse.runs.child`), and reads a watched record's header with
+:mod:`rouse.core.header` only when the file holds the word ``cancel`` at all.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
-import json
 import os
-import signal
-import subprocess
+import select
 import sys
-import tempfile
 import time
-from datetime import datetime
-from pathlib import Path
-from typing import Any
 
-from rouse.core import header
-from rouse.runs.capture import MAX_OUTPUT, Output, run_until_exit, stop_group
+from rouse.runs.child import MAX_OUTPUT, Child, Output, drain_until_exit, signal
+from rouse.runs.wire import Frames, WireError, frame
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 #: How often (seconds) the supervisor looks at the watched record and its starter.
 LOOK = 0.2
+_OPEN = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+#: bytes of a watched record read to look for ``cancel`` (more than the header reader's
+#: 64 KiB, so a stamp it would see is never missed)
+_HEAD = 128 * 1024
 
 
 class Control:
-    """The starter's side of the conversation: lines in (unbuffered), JSON out."""
+    """The starter's side of the conversation: messages in (unbuffered), messages out."""
 
     def __init__(self) -> None:
-        self.buffer = b""
+        self.frames = Frames()
         self.gone = False  # end of input: the starter is gone
 
-    def line(self, timeout: float | None) -> str | None:
-        """The next line, None at the end of input or when ``timeout`` passes."""
-        import selectors
-
+    def next(self, timeout: float | None) -> object | None:
+        """The next message, None at the end of input or when ``timeout`` passes."""
         end = None if timeout is None else time.monotonic() + timeout
-        with selectors.DefaultSelector() as selector:
-            selector.register(0, selectors.EVENT_READ)
-            while b"\n" not in self.buffer and not self.gone:
-                left = None if end is None else max(0.0, end - time.monotonic())
-                if not selector.select(left):
-                    return None
+        waiting = select.poll()
+        waiting.register(0, select.POLLIN)
+        while not self.frames.whole and not self.gone:
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if not waiting.poll(None if left is None else left * 1000):
+                return None
+            try:
                 chunk = os.read(0, 65536)
-                if not chunk:
-                    self.gone = True
-                self.buffer += chunk
-        if b"\n" not in self.buffer:
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.gone = True
+            self.frames.feed(chunk)
+        try:
+            return self.frames.next()
+        except WireError:
+            self.gone = True  # nonsense from the starter: treat it as gone
             return None
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return line.decode("utf-8", "replace").strip()
 
     def say(self, **event: Any) -> None:
-        with contextlib.suppress(OSError):  # a starter gone is no error of ours
-            os.write(1, (json.dumps(event) + "\n").encode())
+        try:
+            os.write(1, frame(event))
+        except OSError:
+            return  # a starter gone is no error of ours
 
 
 def take_locks(paths: list[str]) -> tuple[list[int], str | None]:
     """Flock each path without waiting: (the open descriptors, the first one taken)."""
     held: list[int] = []
     for path in paths:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, _OPEN, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -90,68 +101,110 @@ def take_locks(paths: list[str]) -> tuple[list[int], str | None]:
                 os.close(other)
             return [], path
         os.ftruncate(fd, 0)
-        since = datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-        os.write(fd, json.dumps({"pid": os.getpid(), "since": since}).encode())
+        since = time.strftime("%Y-%m-%d %H:%M:%S")
+        os.write(fd, f'{{"pid": {os.getpid()}, "since": "{since}"}}'.encode())
         held.append(fd)
     return held, None
 
 
-def cancelled(path: str | None) -> bool:
-    """Whether the record at ``path`` carries a ``cancel:`` stamp (unreadable: no)."""
-    if not path:
-        return False
+class Watch:
+    """Whether a record has been cancelled: looked at again only when its file changed."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.seen: tuple[int, int, int] | None = None
+
+    def cancelled(self) -> bool:
+        """Whether the record carries a ``cancel:`` stamp (unreadable: no)."""
+        if not self.path:
+            return False
+        try:
+            info = os.lstat(self.path)
+        except OSError:
+            return False
+        seen = (info.st_ino, info.st_size, info.st_mtime_ns)
+        if seen == self.seen:
+            return False
+        self.seen = seen
+        try:
+            return _cancel_stamp(self.path)
+        except Exception:  # a file being replaced, or not a record: no cancel seen
+            self.seen = None
+            return False
+
+
+def _cancel_stamp(path: str) -> bool:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        found = header.read_header(path)
-    except (OSError, ValueError):
-        return False
+        head = os.read(fd, _HEAD)
+    finally:
+        os.close(fd)
+    if b"cancel" not in head.lower():
+        return False  # (the header reader, and its re, only when the word is there)
+    from rouse.core.header import read_header
+
+    found = read_header(path)
     return bool((found.fields.get("cancel") or "").strip())
+
+
+def _prompt_file(text: str) -> int:
+    """An unlinked scratch file holding the prompt, opened for reading (the run's stdin)."""
+    scratch = os.environ.get("TMPDIR") or "/tmp"
+    data = text.encode("utf-8")
+    for n in range(100):
+        path = os.path.join(scratch, f".rouse-prompt-{os.getpid()}-{time.time_ns()}-{n}")
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        except FileExistsError:
+            continue
+        os.unlink(path)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+    raise FileExistsError(17, f"no scratch file for the prompt in {scratch}")
 
 
 def run(spec: dict[str, Any], control: Control) -> dict[str, Any]:
     """Start the run and supervise it to its end; the ``ended`` event's fields."""
     output = Output()
     started = time.monotonic()
-    timeout = float(spec["timeout"])
-    deadline = started + timeout
-    with tempfile.TemporaryFile() as stdin:
-        stdin.write(str(spec.get("prompt", "")).encode("utf-8"))
-        stdin.seek(0)
+    deadline = started + float(spec["timeout"])
+    argv = list(spec["argv"])
+    try:
+        stdin = _prompt_file(str(spec.get("prompt", "")))
         try:
-            proc = subprocess.Popen(
-                spec["argv"],
-                cwd=spec["cwd"],
-                stdin=stdin,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                env=spec["env"],
-                start_new_session=True,  # its own process group, stopped whole
-            )
-        except OSError as exc:
-            output.add(f"cannot run {spec['argv'][0]}: {exc.strerror or exc}".encode())
-            return finish(spec, output, 127, 0.0, None)
+            child = Child.spawn(argv, spec["cwd"], spec["env"], stdin)
+        finally:
+            os.close(stdin)
+    except OSError as exc:
+        output.add(f"cannot run {argv[0]}: {exc.strerror or exc}".encode())
+        return finish(spec, output, 127, 0.0, None)
+    control.say(event="running", pid=child.pid)  # (its starter stops it if this dies)
+    watch = Watch(spec.get("watch"))
     stopped: str | None = None
     code: int | None = None
     try:
         while True:
             slice_end = min(deadline, time.monotonic() + LOOK)
-            code = run_until_exit(proc, output, slice_end)
+            code = drain_until_exit(child.out, child.poll, output, slice_end)
             if code is not None:
                 break
             if time.monotonic() >= deadline:
                 stopped = "deadline"
-            elif STOP[0] or (not control.gone and control.line(0) == "stop"):
+            elif STOP[0] or (not control.gone and control.next(0) == "stop"):
                 stopped = "stop"
-            elif cancelled(spec.get("watch")):
+            elif watch.cancelled():
                 stopped = "cancel"
             if stopped:
-                stop_group(proc, float(spec.get("grace", 5)))
-                run_until_exit(proc, output, time.monotonic() + 0.5)
+                child.stop_group(float(spec.get("grace", 5)))
+                drain_until_exit(child.out, child.poll, output, time.monotonic() + 0.5)
                 break
     finally:
-        if proc.poll() is None:
-            stop_group(proc, 0.5)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        if child.poll() is None:
+            child.stop_group(0.5)
+        child.close()
     return finish(spec, output, None if stopped else code, time.monotonic() - started, stopped)
 
 
@@ -175,7 +228,7 @@ def finish(
     )
     log = spec.get("log")
     if log:
-        write_atomic(Path(log), head.encode() + bytes(output.kept))
+        write_atomic(str(log), head.encode() + bytes(output.kept))
     return {
         "event": "ended",
         "code": code,
@@ -185,19 +238,33 @@ def finish(
     }
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: str, data: bytes) -> None:
     """``data`` at ``path``: a temp file beside it, renamed over (never through a link)."""
-    with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    directory, name = os.path.split(path)
+    temp = os.path.join(directory, f".{name}.{os.getpid()}-{time.time_ns()}")
+    try:
+        os.makedirs(directory or ".", exist_ok=True)
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except OSError:
+        return
+    try:
         try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(temp, 0o644)
-            os.replace(temp, path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, 0o644)
+        finally:
+            os.close(fd)
+        os.replace(temp, path)
+    except OSError:
+        _unlink(temp)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        return  # (not contextlib.suppress: the supervisor does without contextlib)
 
 
 #: set by SIGTERM: stop the run (the starter hands it back)
@@ -213,10 +280,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, _on_term)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     control = Control()
-    first = control.line(None)
-    if not first:
+    spec = control.next(None)
+    if not isinstance(spec, dict):
         return 2
-    spec = json.loads(first)
     try:
         held, busy = take_locks(list(spec.get("locks", [])))
     except OSError as exc:
@@ -226,13 +292,13 @@ def main() -> int:
         control.say(event="busy", lock=busy)
         return 0
     control.say(event="locked", pid=os.getpid())
-    if control.line(None) != "go" or STOP[0]:
+    if control.next(None) != "go" or STOP[0]:
         return 0  # the starter changed its mind, or is gone: nothing ran
     result = run(spec, control)
     control.say(**result)
     # keep the locks until the starter has recorded the result (or is gone)
     while not control.gone:
-        said = control.line(None)
+        said = control.next(None)
         if said in ("release", None):
             break
     for fd in held:

@@ -4,9 +4,11 @@ A checkpoint is a dated line in the task's log and a wake with reason
 ``checkpoint`` queued in the tree's ledger (state ``held``, sink ``notice``),
 which the sweeper's next tick delivers through its sink like any wake it owes
 (its nudge file is shown by the pack), or the worker at once through its own
-``--sink``. A task that lost its third attempt says so the same way (reason
-``lost``). A notice is not a record coming due: it is never withdrawn because
-its record is not due, and delivering it stamps nothing.
+``--sink`` (:func:`deliver`; one taker only, :func:`take`). A task that lost
+its third attempt says so the same way (reason ``lost``). In a fleet, its
+sweepers carry the tree's notices into the fleet's ledger
+(:mod:`rouse.work.outbox`). A notice is not a record coming due: it is never
+withdrawn because its record is not due, and delivering it stamps nothing.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, display_ids, walk
 from rouse.records.tasks import checkpoint_line
 from rouse.sweep.ledger import Ledger
+from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.wake import NOTICES, Wake
 
 #: The ledger's sink for a notice nobody has sent yet (whoever sends it records its own).
 NOTICE_SINK = "notice"
-__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "queue"]
+__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue", "take"]
 
 
 @dataclass
@@ -59,6 +62,38 @@ def queue(root: Path, record: Record, shown: str, reason: str, text: str, now: d
     with Ledger(root) as book:
         book.add(made, NOTICE_SINK, now, held=True)
     return wake_id
+
+
+def take(book: Ledger, wake_id: str, sink: str) -> bool:
+    """Claim a queued notice for ``sink``: one taker only (a worker's ``--sink``, or a fleet
+    sweeper carrying it, :mod:`rouse.work.outbox`); False: another took it first."""
+    taken = book.run(
+        "UPDATE wakes SET sink = ? WHERE tree = ? AND id = ? AND sink = ? AND state = 'held'",
+        sink,
+        book.tree,
+        wake_id,
+        NOTICE_SINK,
+    )
+    return taken.rowcount == 1
+
+
+def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
+    """Send the notices queued in ``book`` through ``sink`` at once (``rouse work --sink``)."""
+    owed = [
+        e
+        for e in book.open_entries()
+        if e.wake.reason in NOTICES and e.sink == NOTICE_SINK and e.state == "held"
+    ]
+    for entry in owed:
+        if not take(book, entry.id, sink.kind):
+            continue
+        book.start_attempt(entry.id, sink.kind, now)
+        try:
+            receipt = sink.send(entry.wake, now)
+        except SinkError as exc:
+            book.failed(entry.id, now, str(exc))
+            continue
+        book.delivered(entry.id, now, receipt, stamped=True)
 
 
 def checkpoint(root: Path, ref: str, text: str, now: datetime) -> Checkpointed:

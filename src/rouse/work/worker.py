@@ -1,15 +1,18 @@
 """``rouse work``: the task worker — pending tasks claimed once, run, ended.
 
-Each round it walks the tree's headers and, oldest first, for each pending
-task: ends a cancelled one ``cancelled`` without running it; holds one that
-trust does not allow (:mod:`rouse.work.prompt`); else claims it. A claim is
-the task's lock (``.rouse/tasks/<key>.lock``), taken by the run's supervising
-process (:mod:`rouse.runs.supervisor`) before the task is stamped ``running``
-(:func:`rouse.records.lifecycle.start_task`), and held until the worker has
-recorded how the run ended — so a task has one live run across any number
-of workers, and a claim dies with the process that holds it. A task found
-``running`` with its lock free lost its worker: it goes back to pending, and
-its third lost attempt ends it ``failed`` (with a ``lost`` notice).
+Each round takes the tree's pending tasks, oldest first (:mod:`rouse.work.queue`:
+cancelled ones ended, untrusted ones held, lost runs handed back) and keeps
+``--jobs`` runs going. A claim is the task's lock (``.rouse/tasks/<key>.lock``),
+taken by the run's supervising process (:mod:`rouse.runs.supervisor`) before
+the task is stamped ``running`` (:func:`rouse.records.tasks.start_task`), and
+held until the worker has recorded how the run ended
+(:mod:`rouse.work.endings`) — so a task has one live run across any number of
+workers, and a claim dies with the process that holds it.
+
+The loop never waits on one run: supervisors are started for every free slot
+at once, and their answers (the lock taken, or busy), their runs' endings and
+their exits are read as they come, so a slot is claimed again while others are
+being recorded.
 
 SIGTERM/SIGINT: no new claims; the runs in flight finish and are recorded. A
 second one stops them (their process groups) and hands them back to pending.
@@ -17,8 +20,6 @@ second one stops them (their process groups) and hands them back to pending.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
 import signal
 import socket
@@ -29,29 +30,33 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, header, locks, sweepstate
-from rouse.core.errors import RouseError, UsageError
+from rouse.core import header, sweepstate
+from rouse.core.errors import RouseError
 from rouse.core.statedir import state_path
 from rouse.core.statefile import save_json
-from rouse.core.timefmt import format_interval, format_stamp
-from rouse.core.tree import Record, Tree, display_ids, walk
-from rouse.records import lifecycle, tasks
-from rouse.runs import presets
-from rouse.runs.handle import Ended, Supervised, SupervisorError, claim, resolve
+from rouse.core.store import prepare_leases
+from rouse.core.timefmt import format_stamp
+from rouse.core.tree import Record
+from rouse.records import tasks
+from rouse.runs.handle import ANSWER_WITHIN, Ended, Supervised, SupervisorError, ready, start
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Budget
-from rouse.sweep.sinks import Sink, SinkError, child_environment
+from rouse.sweep.sinks import Sink, child_environment
 from rouse.trust.origins import OriginReader
-from rouse.work import notices, prompt
+from rouse.work import notices
+from rouse.work.endings import verdict
+from rouse.work.launch import Launch, launch
+from rouse.work.queue import Report, TaskQueue, as_count, lock_rel
+from rouse.work.recorder import Recorder
 
 DEFAULT_TIMEOUT = timedelta(hours=1)
-#: The attempt whose run is lost ends the task failed: no fourth run.
-MAX_LOST = 3
 #: Seconds between a run's SIGTERM and SIGKILL (cancel, deadline, hand back).
 GRACE = 5.0
 #: Seconds between rounds when there is nothing to reap.
 IDLE = 2.0
+#: The longest the loop waits for news from its supervisors before looking around.
+LOOK = 0.2
 
 
 @dataclass
@@ -70,26 +75,18 @@ class Options:
 
 @dataclass
 class Slot:
-    """One task's run in flight."""
+    """One task's claim: its supervisor asked (``asked``), holding the task's lock and
+    waiting for a free job (``ready``), its run in flight (``live``), being recorded
+    (``ending``)."""
 
     record: Record
     held: Supervised
-    run_id: str
-    last_message: Path | None
-    started: float = field(default_factory=time.monotonic)
+    launch: Launch
+    state: str = "asked"
 
-
-@dataclass
-class Report:
-    started: list[str] = field(default_factory=list)
-    ended: dict[str, str] = field(default_factory=dict)  # task dir → its ending
-    held: list[str] = field(default_factory=list)  # why each held task waits
-    recovered: list[str] = field(default_factory=list)
-
-
-def lock_rel(record: Record) -> str:
-    """The task's claim under .rouse/: one lock file per task directory."""
-    return locks.task_lock(record.dir)
+    @property
+    def live(self) -> bool:
+        return self.state == "live"
 
 
 class Worker:
@@ -112,11 +109,17 @@ class Worker:
         self.say = say
         self.env = child_environment(env)
         self.worker = f"{socket.gethostname()} pid {os.getpid()}"
-        self.slots: dict[str, Slot] = {}
+        self.slots: dict[str, Slot] = {}  # task dir → its claim
+        self.releasing: list[Supervised] = []  # released, not yet exited
         self.report = Report()
+        self.tasks = TaskQueue(
+            root, reader, self.report, allow_untrusted=options.allow_untrusted, say=say
+        )
         self.stopping = 0  # signals received
         self.waiting_reason = ""
-        self._tree: Tree | None = None
+        self.book: Ledger | None = None
+        self.delivered_at = 0.0  # when the notices were last looked at (--sink)
+        self.recorder = Recorder(root, self.finish, say)
 
     # -- the loop -------------------------------------------------------------
 
@@ -124,18 +127,27 @@ class Worker:
         previous = {
             sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGTERM, signal.SIGINT)
         }
+        self.book = Ledger(self.root)
+        prepare_leases()  # (the recorder's thread writes the tasks' files too)
+        self.recorder.start()
         try:
             self._loop()
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            self.releasing += self.recorder.stop()
+            for held in self.releasing:
+                held.release()
+            self.releasing.clear()
+            self.book.close()
         return self.report
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.stopping += 1
         if self.stopping > 1:
             for slot in self.slots.values():
-                slot.held.stop()
+                if slot.live:
+                    slot.held.stop()
 
     def _loop(self) -> None:
         queue: deque[Record] = deque()
@@ -143,52 +155,81 @@ class Worker:
         last_scan = 0.0
         told = 0
         while True:
-            free = self.options.jobs - len(self.slots)
-            if not self.stopping and free > 0:
+            blocked, gated = True, False
+            if not self.stopping and self._room() > 0:
                 rescan = not scanned or (
                     not self.options.once and time.monotonic() - last_scan >= IDLE
                 )
                 if not queue and rescan:
-                    queue = deque(self.scan(self.now()))
+                    queue = deque(self.tasks.scan(self.now(), self.slots))
                     scanned, last_scan = True, time.monotonic()
-                while queue and len(self.slots) < self.options.jobs and not self.stopping:
+                while queue and self._room() > 0 and not self.stopping:
                     if not self._may_start(self.now()):
                         if self.options.once:
                             queue.clear()
+                        gated = True  # quiet hours, or the budget: wait, do not spin
                         break
-                    self.start(queue.popleft())
-            self.reap(0.1 if self.slots else 0.0)
+                    self.claim(queue.popleft())
+                blocked = gated or not (queue and self._room() > 0)
+            self.promote()
+            self.hear(LOOK if self.slots and blocked else 0.0)
+            waiting = not self.slots and self.recorder.busy  # (only the recorder is at work)
+            self.releasing += self.recorder.collect(LOOK if waiting else 0.0)
+            self.releasing = [held for held in self.releasing if not held.gone()]
             self.deliver_notices()
             if self.stopping != told:  # say that it heard: status and the tests read it
                 told = self.stopping
                 self.write_state()
-            if not self.slots and (self.stopping or (self.options.once and not queue)):
+            if self.slots or self.recorder.busy:
+                continue
+            if self.stopping or (self.options.once and not queue):
                 break
-            if not self.slots and not queue:
+            if not queue or gated:
                 self.write_state()
                 self._idle()
+        self.delivered_at = 0.0
+        self.deliver_notices()  # what the last runs said, before the worker goes
         self.write_state()
+
+    def _count(self, state: str) -> int:
+        return sum(slot.state == state for slot in self.slots.values())
+
+    def _room(self) -> int:
+        """How many more tasks may be claimed now: ``jobs`` runs, and as many claims
+        ahead of them (supervisors started and holding their task, so a job that
+        ends is taken up again at once)."""
+        return 2 * self.options.jobs - len(self.slots)
 
     def _idle(self) -> None:
         end = time.monotonic() + IDLE
         while not self.stopping and time.monotonic() < end:
             time.sleep(0.05)
+            self.releasing = [held for held in self.releasing if not held.gone()]
 
-    def _may_start(self, now: datetime) -> bool:
+    def _quiet_now(self, now: datetime) -> bool:
         quiet = self.options.quiet
         if quiet is not None and quiet.holds(now):
             self._wait(f"quiet hours ({quiet}): no task starts until they end")
+            return True
+        return False
+
+    def _may_start(self, now: datetime) -> bool:
+        """Whether one more task may be claimed: not in quiet hours, within the budget
+        (the runs started, and the claims that will start)."""
+        if self._quiet_now(now):
             return False
         budget = self.options.budget
         if budget is not None:
-            with Ledger(self.root) as book:
-                started = book.runs_since(now - budget.period, tasks=True)
-            if len(started) >= budget.count:
-                until = started[-budget.count] + budget.period
-                self._wait(
-                    f"the run budget ({budget.text}) is spent: tasks wait until "
-                    f"{until:%Y-%m-%d %H:%M}"
-                )
+            assert self.book is not None
+            started = self.book.runs_since(now - budget.period, tasks=True)
+            ahead = sum(slot.state in ("asked", "ready") for slot in self.slots.values())
+            if len(started) + ahead >= budget.count:
+                if len(started) >= budget.count:
+                    until = started[-budget.count] + budget.period
+                    self._wait(
+                        f"the run budget ({budget.text}) is spent: tasks wait until "
+                        f"{until:%Y-%m-%d %H:%M}"
+                    )
                 return False
         self.waiting_reason = ""
         return True
@@ -198,252 +239,152 @@ class Worker:
             self.say(why)
         self.waiting_reason = why
 
-    # -- a round --------------------------------------------------------------
+    # -- a claim --------------------------------------------------------------
 
-    def scan(self, now: datetime) -> list[Record]:
-        """Recover lost runs, end cancelled pending tasks; the pending ones, oldest first."""
-        tree = walk(self.root)
-        pending: list[Record] = []
-        held: list[str] = []
-        for record in tree.records.values():
-            if record.type != "task" or record.dir in self.slots:
-                continue
-            status = clock.status_of(record)
-            if status == "running":
-                if not self.recover(record, now):
-                    continue
-                status = "pending"  # handed back: it runs again in this round
-            if status == "pending":
-                if (record.get("cancel") or "").strip():
-                    self._end(record, now, "cancelled", "cancelled before it ran")
-                    continue
-                why = prompt.held_for_trust(record, self.reader, self.options.allow_untrusted)
-                if why is not None:
-                    held.append(why)
-                    continue
-                pending.append(record)
-        if held != self.report.held:
-            for why in held:
-                self.say(why)
-        self.report.held = held
-        self._tree = tree
-        return sorted(pending, key=lambda r: (_opened(r), r.dir))
-
-    def recover(self, record: Record, now: datetime) -> bool:
-        """A running task whose lock is free lost its worker: back to pending (True), or
-        failed at its third lost attempt."""
-        path = state_path(self.root, lock_rel(record))
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return False  # its run is live
-            try:
-                head = header.read_header(self.root / record.rel, record.rel)
-            except (OSError, RouseError):
-                return False
-            if (head.fields.get("status") or "").strip().lower() != "running":
-                return False
-            attempts = _int(head.fields.get("attempts"))
-            who = (head.fields.get("worker") or "?").strip()
-            if attempts >= MAX_LOST:
-                why = (
-                    f"its run was lost {attempts} times (its worker died each time): not run again"
-                )
-                self._end(record, now, "failed", why)
-                shown = display_ids(walk(self.root)).get(record.dir, record.id)
-                text = (
-                    f"{shown} — failed: {attempts} attempts lost\n"
-                    f"at: {record.dir}\n"
-                    f"The task's worker died during each of its {attempts} runs, so rouse ended it "
-                    "failed rather than run it a fourth time. Look at its run.log, then run it "
-                    "again (a new task) or close what it was for.\n"
-                )
-                notices.queue(self.root, record, shown, "lost", text, now)
-                return False
-            line = f"attempt {attempts} lost: its worker ({who}) is gone; back to pending"
-            if tasks.requeue(self.root, record, now, line):
-                self.say(f"{record.id}: {line}")
-                self.report.recovered.append(record.dir)
-                return True
-            return False
-        finally:
-            os.close(fd)
-
-    def start(self, record: Record) -> None:
-        """Claim ``record`` (its lock, then the guarded stamp) and start its run."""
+    def claim(self, record: Record) -> None:
+        """Start ``record``'s supervisor (it takes the task's lock); the claim goes on
+        when it answers (:meth:`promote`)."""
         now = self.now()
         try:
             head = header.read_header(self.root / record.rel, record.rel)
         except (OSError, RouseError):
             return
-        attempt = _int(head.fields.get("attempts")) + 1
-        fields = prompt.fields_of(record)
-        run_id = f"w{now:%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
-        last = (
-            state_path(self.root, f"runs/{run_id}.last") if self.options.kind == "codex" else None
-        )
-        argv, unflagged = presets.task_command(
-            self.options.kind, self.options.extra, fields, str(last) if last else None
-        )
-        verdict = self.reader.verdict(record)
-        origin = verdict.origin
-        tree = self._tree or walk(self.root)
-        text = prompt.build(
+        tree = self.tasks.tree
+        assert tree is not None
+        made = launch(
             self.root,
             tree,
             record,
-            origin,
-            prompt.is_quoted(self.reader, origin),
-            unflagged,
-            attempt,
+            as_count(head.fields.get("attempts")) + 1,
+            now,
+            kind=self.options.kind,
+            extra=self.options.extra,
+            timeout=self.options.timeout,
+            grace=self.options.grace,
+            reader=self.reader,
+            env=self.env,
+            worker=self.worker,
         )
-        env = {
-            **self.env,
-            "ROUSE_MEMORY": str(self.root),
-            "ROUSE_TASK": record.dir,
-            "ROUSE_TASK_ATTEMPT": str(attempt),
-            "ROUSE_RUN_ID": run_id,
-            "ROUSE_REPO": fields["repo"],
-            "ROUSE_CATEGORY": fields["category"],
-        }
-        directory = self.root / record.dir
-        spec = {
-            "argv": resolve(argv, env),
-            "cwd": str(directory),
-            "env": env,
-            "prompt": text,
-            "timeout": self.options.timeout.total_seconds(),
-            "grace": self.options.grace,
-            "locks": [str(state_path(self.root, lock_rel(record)))],
-            "watch": str(self.root / record.rel),
-            "log": str(directory / "run.log"),
-            "log_head": (
-                f"run: {run_id}\ntask: {record.dir}\nattempt: {attempt}\n"
-                f"started: {now:%Y-%m-%d %H:%M:%S}\ncommand: {' '.join(argv)}\n"
-                f"directory: {directory}\nworker: {self.worker}\n"
-            ),
-        }
         try:
-            held = claim(spec)
-        except (SupervisorError, OSError) as exc:
+            held = start(made.spec)
+        except SupervisorError as exc:
             self.say(f"{record.id}: could not start its supervisor: {exc}")
             return
-        if isinstance(held, str):
-            return  # another worker holds it
-        try:
-            lifecycle.start_task(self.root, record.dir, now, self.worker)
-        except RouseError:
-            held.release()  # no longer pending, or cancelled meanwhile: not ours
+        self.slots[record.dir] = Slot(record, held, made)
+
+    def promote(self) -> None:
+        """Start runs for the claims that hold their task's lock, while a job is free:
+        each task stamped ``running``, then its run started. Stopping, or in quiet
+        hours: the claims waiting are let go instead (no task is held for hours).
+
+        In the order they were claimed (oldest task first): a claim whose supervisor
+        has not answered yet holds back the ones after it."""
+        ready = [slot for slot in self.slots.values() if slot.state == "ready"]
+        if not ready:
             return
-        with Ledger(self.root) as book:
-            book.start_run(run_id, f"task:{record.dir}", [], " ".join(argv), now)
-        held.go()
-        self.slots[record.dir] = Slot(record, held, run_id, last)
+        now = self.now()
+        if self.stopping or self._quiet_now(now):
+            for slot in ready:
+                self._let_go(slot)
+            return
+        free = self.options.jobs - self._count("live")
+        for slot in list(self.slots.values()):
+            if free <= 0 or slot.state == "asked":
+                return
+            if slot.state == "ready" and self.begin(slot, now):
+                free -= 1
+
+    def begin(self, slot: Slot, now: datetime) -> bool:
+        """Stamp the task ``running`` and start its run (True) — unless another worker
+        took the task first, or it was cancelled meanwhile."""
+        record, made = slot.record, slot.launch
+        try:
+            tasks.start_task(self.root, record.dir, now, self.worker)
+        except (RouseError, OSError):
+            self._let_go(slot)  # no longer pending, or cancelled meanwhile: not ours
+            self.tasks.end_if_cancelled(record, now)  # (it waited for a job meanwhile)
+            return False
+        assert self.book is not None
+        self.book.start_run(made.run_id, f"task:{record.dir}", [], " ".join(made.argv), now)
+        slot.held.go()
+        slot.state = "live"
         self.report.started.append(record.dir)
-        self.say(f"{format_stamp(now)} started {record.id} (attempt {attempt}, run {run_id})")
+        self.say(
+            f"{format_stamp(now)} started {record.id} (attempt {made.attempt}, run {made.run_id})"
+        )
+        return True
 
-    def reap(self, timeout: float) -> None:
-        """Record every run that has ended (waiting at most ``timeout`` for the first)."""
-        for key, slot in list(self.slots.items()):
-            try:
-                ended = slot.held.poll(timeout)
-            except SupervisorError as exc:
-                self.say(f"{slot.record.id}: {exc}; it goes back to pending")
-                del self.slots[key]
-                self.recover(slot.record, self.now())
-                continue
-            timeout = 0.0
-            if ended is not None:
-                try:
-                    self.finish(slot, ended)
-                finally:
-                    slot.held.release()
-                    del self.slots[key]
+    def _let_go(self, slot: Slot) -> None:
+        self.slots.pop(slot.record.dir, None)
+        slot.held.release(wait=False)
+        self.releasing.append(slot.held)
 
-    def finish(self, slot: Slot, ended: Ended) -> None:
-        """Write how the run ended in the task: its result and its ending."""
-        record, now = slot.record, self.now()
-        with Ledger(self.root) as book:
-            book.end_run(slot.run_id, "ran" if ended.ok else "failed", ended.code, ended.seconds)
-        log = self.root / record.dir / "run.log"
+    # -- news from the supervisors --------------------------------------------
+
+    def hear(self, timeout: float) -> None:
+        """Act on what the supervisors said (waiting at most ``timeout`` for the first):
+        claims answered, runs ended, supervisors that died."""
+        slots = {slot.held: slot for slot in self.slots.values()}
+        for held in ready(slots, timeout):
+            self._news(slots[held])
+        for slot in list(self.slots.values()):  # one that never answers is given up
+            if slot.state == "asked" and time.monotonic() - slot.held.started > ANSWER_WITHIN:
+                self._news(slot)
+
+    def _news(self, slot: Slot) -> None:
+        record = slot.record
         try:
-            output = log.read_bytes().split(b"\n---\n", 1)[-1]
-        except OSError:
-            output = b""
-        last = None
-        if slot.last_message is not None:
-            with contextlib.suppress(OSError):
-                last = slot.last_message.read_bytes()
-                slot.last_message.unlink()
-        result = presets.result_of(self.options.kind, output, last)
-        took = f"after {ended.seconds:.1f}s (output in {record.dir}/run.log)"
-        if ended.stopped == "stop":
-            line = f"handed back by its worker (stopped {took}); back to pending"
-            tasks.requeue(self.root, record, now, line)
-            self.report.ended[record.dir] = "pending"
-            self.say(f"{record.id}: {line}")
+            if slot.state == "asked":
+                refused = slot.held.answer(0)
+                if refused == "":
+                    slot.state = "ready"
+                    self.promote()
+                elif refused is not None:  # another worker's run holds it
+                    self._let_go(slot)
+                return
+            ended = slot.held.poll(0)  # (a ready one says nothing until it goes: only its end)
+        except SupervisorError as exc:
+            del self.slots[record.dir]
+            slot.held.kill()
+            if not slot.live:
+                self.say(f"{record.id}: could not start its supervisor: {exc}")
+                return
+            self.say(f"{record.id}: {exc}; it goes back to pending")
+            self.report.lost.append(record.dir)
+            self.tasks.recover(record, self.now())
             return
-        if ended.stopped == "cancel":
-            try:
-                data = (self.root / record.rel).read_bytes()
-            except OSError:
-                data = b""
-            said = tasks.checkpoints(data, record.rel)
-            listed = "; ".join(said) if said else "none"
-            self._end(
-                record,
-                now,
-                "cancelled",
-                f"cancelled while it ran ({took}); its checkpoints: {listed}",
-            )
+        if ended is None:
             return
-        if result:
-            with contextlib.suppress(RouseError, OSError):
-                tasks.add_result(self.root, record, now, result)
-        if ended.ok:
-            self._end(record, now, "done", f"exit 0 {took}")
-        elif ended.stopped == "deadline":
-            seconds = self.options.timeout.total_seconds()
-            limit = f"{seconds:g}s" if seconds < 60 else format_interval(self.options.timeout)
-            self._end(
-                record, now, "failed", f"killed at its deadline (--task-timeout {limit}) {took}"
-            )
-        else:
-            self._end(record, now, "failed", f"exit {ended.code} {took}")
+        del self.slots[record.dir]
+        slot.state = "ending"
+        self.promote()  # its job is free: the next claim's run starts before this is recorded
+        self.recorder.put(slot, ended)  # (which lets its lock go once it is written)
 
-    def _end(self, record: Record, now: datetime, ending: str, why: str) -> None:
-        try:
-            lifecycle.close(self.root, record.dir, now, ending, why)
-        except UsageError as exc:  # ended by hand meanwhile, or moved into the future
-            self.say(f"{record.id}: not ended {ending}: {exc}")
-            return
-        self.report.ended[record.dir] = ending
-        self.say(f"{format_stamp(now)} {record.id} is {ending}: {why}")
+    def finish(self, slot: Slot, ended: Ended, book: Ledger) -> None:
+        """Write how the run ended in the task: its result and its ending (in the
+        recorder's thread, with its own ``book``)."""
+        book.end_run(slot.launch.run_id, "ran" if ended.ok else "failed", ended.code, ended.seconds)
+        record = slot.record
+        found = verdict(
+            ended,
+            kind=self.options.kind,
+            timeout=self.options.timeout,
+            task_dir=record.dir,
+            task_file=self.root / record.rel,
+            log=self.root / record.dir / "run.log",
+            last_message=slot.launch.last_message,
+        )
+        self.tasks.settle(record, self.now(), found)
 
     # -- news -----------------------------------------------------------------
 
     def deliver_notices(self) -> None:
         """With ``--sink``: send the tasks' queued notices at once (else the sweeper does)."""
-        sink = self.options.sink
-        if sink is None:
+        if self.options.sink is None or self.book is None:
             return
-        now = self.now()
-        with Ledger(self.root) as book:
-            owed = [
-                e
-                for e in book.open_entries()
-                if e.wake.reason in notices.NOTICES and e.sink == notices.NOTICE_SINK
-            ]
-            for entry in owed:
-                book.start_attempt(entry.id, sink.kind, now)
-                try:
-                    receipt = sink.send(entry.wake, now)
-                except SinkError as exc:
-                    book.failed(entry.id, now, str(exc))
-                    continue
-                book.delivered(entry.id, now, receipt, stamped=True)
+        if time.monotonic() - self.delivered_at >= LOOK:  # (not at every event)
+            self.delivered_at = time.monotonic()
+            notices.deliver(self.book, self.options.sink, self.now())
 
     def write_state(self) -> None:
         save_json(
@@ -453,27 +394,12 @@ class Worker:
                 "wall": datetime.now().strftime("%Y-%m-%d %H:%M:%S"),
                 "pid": os.getpid(),
                 "jobs": self.options.jobs,
-                "running": sorted(self.slots),
+                "running": sorted(d for d, slot in self.slots.items() if slot.live),
                 "held": self.report.held,
                 "waiting": self.waiting_reason,
                 "stopping": self.stopping,
             },
         )
-
-
-def _int(value: str | None) -> int:
-    try:
-        return max(0, int((value or "0").strip()))
-    except ValueError:
-        return 0
-
-
-def _opened(record: Record) -> str:
-    """Oldest first: by ``opened``, else the file's mtime (as a sortable text)."""
-    opened = (record.get("opened") or "").strip()
-    if opened:
-        return opened
-    return datetime.fromtimestamp(record.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
 
 
 __all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "Worker", "lock_rel"]

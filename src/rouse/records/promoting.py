@@ -1,0 +1,111 @@
+"""``promote``: a backlog item moved into the intentions as an open intention.
+
+All or nothing: the directory is renamed (``git mv`` when tracked), its
+``backlog.md`` becomes ``intention.md`` with its new fields, and any step that
+fails undoes the ones before it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core import acts, clock, layout
+from rouse.core.errors import UsageError
+from rouse.core.store import Store
+from rouse.core.timefmt import format_stamp
+from rouse.core.tree import walk
+from rouse.records.inputs import check_value
+from rouse.records.lifecycle import Changed, minute
+from rouse.records.scaffold import check_parent
+
+
+def promote(
+    root: Path, slug: str, closes_when: str, now: datetime, under: str | None = None
+) -> Changed:
+    """Move a backlog item into the intentions as an open intention (all or nothing)."""
+    layout.validate_slug(slug)
+    closes_when = check_value("closes-when", closes_when)
+    if not closes_when:
+        raise UsageError("--closes-when needs one line saying how you will know it is done")
+    tree = walk(root)
+    source = f"{layout.BACKLOG}/{slug}"
+    record = tree.records.get(source)
+    if record is None or record.type != "backlog":
+        raise UsageError(f"no backlog item at {source} (see `rouse tree`)")
+    if clock.status_of(record) != "open":
+        raise UsageError(f"{record.id} is {clock.status_of(record)}: only open backlog promotes")
+    home = layout.INTENTIONS
+    if under is not None:
+        home = check_parent("intention", tree.resolve(under))
+    target = f"{home}/{slug}"
+    store = Store(root)
+    stamp = format_stamp(now)
+    updates: dict[str, str | None] = {
+        "status": "open",
+        "last-moved": stamp,
+        "closes-when": closes_when,
+        "promoted": stamp,
+        "was": source,
+    }
+    with store.lock():
+        if store.path(target).exists():
+            raise UsageError(f"{target} already exists: refusing to promote over it")
+        mover = _Mover(root, store)
+        try:
+            mover.move(source, target)
+            mover.move(f"{target}/backlog.md", f"{target}/intention.md")
+            store.set_fields(f"{target}/intention.md", updates)
+        except BaseException:
+            mover.undo()
+            raise
+        acts.note(root, target, now)
+    return Changed(
+        f"{target}/intention.md",
+        f"promoted {source} to {target}",
+        record=f"intention/{slug}",
+        path=target,
+        facts={"was": source, "promoted_at": minute(now), "closes_when": closes_when},
+    )
+
+
+class _Mover:
+    """Renames inside the tree (``git mv`` when tracked) that can be undone."""
+
+    def __init__(self, root: Path, store: Store):
+        self.root = root
+        self.store = store
+        self.done: list[tuple[str, str]] = []
+
+    def _tracked(self, rel: str) -> bool:
+        git = shutil.which("git")
+        if git is None:
+            return False
+        found = subprocess.run(
+            [git, "ls-files", "--error-unmatch", "--", rel],
+            cwd=self.root,
+            capture_output=True,
+            check=False,
+        )
+        return found.returncode == 0
+
+    def move(self, src: str, dst: str) -> None:
+        self.store.path(dst)  # refuses escapes and symlinks
+        if self._tracked(src):
+            self.store.path(dst).parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(
+                ["git", "mv", "--", src, dst], cwd=self.root, capture_output=True, check=True
+            )
+        else:
+            self.store.rename(src, dst)
+        self.done.append((src, dst))
+
+    def undo(self) -> None:
+        for src, dst in reversed(self.done):
+            if self._tracked(dst):
+                subprocess.run(["git", "mv", "--", dst, src], cwd=self.root, check=False)
+            else:
+                self.store.rename(dst, src)
+        self.done.clear()

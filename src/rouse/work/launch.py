@@ -1,0 +1,92 @@
+"""What a task's run is started with: its command, prompt, environment and log head.
+
+:func:`launch` builds the supervisor's spec (:mod:`rouse.runs.supervisor`) for
+one attempt of one task: the preset's command with the task's ``model`` and
+``reasoning`` flags (:func:`rouse.runs.presets.task_command`), the prompt
+(:func:`rouse.work.prompt.build`), the environment (``ROUSE_MEMORY``,
+``ROUSE_TASK``, ``ROUSE_TASK_ATTEMPT``, ``ROUSE_RUN_ID``, ``ROUSE_REPO``,
+``ROUSE_CATEGORY``), the deadline, the claim's lock and the ``run.log`` beside
+the task, and the task's file to watch for a ``cancel:`` stamp.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rouse.core.statedir import state_path
+from rouse.core.tree import Record, Tree
+from rouse.runs import presets
+from rouse.runs.handle import resolve
+from rouse.trust.origins import OriginReader
+from rouse.work import prompt
+from rouse.work.queue import lock_rel
+
+
+@dataclass
+class Launch:
+    """One attempt of a task, ready for its supervisor."""
+
+    spec: dict[str, Any]
+    run_id: str
+    attempt: int
+    argv: list[str]
+    #: where Codex writes its last message (None for the other presets)
+    last_message: Path | None
+
+
+def launch(
+    root: Path,
+    tree: Tree,
+    record: Record,
+    attempt: int,
+    now: datetime,
+    *,
+    kind: str,
+    extra: list[str],
+    timeout: timedelta,
+    grace: float,
+    reader: OriginReader,
+    env: Mapping[str, str],
+    worker: str,
+) -> Launch:
+    """The spec of ``record``'s run, attempt ``attempt``."""
+    fields = prompt.fields_of(record)
+    run_id = f"w{now:%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
+    last = state_path(root, f"runs/{run_id}.last") if kind == "codex" else None
+    argv, unflagged = presets.task_command(kind, extra, fields, str(last) if last else None)
+    origin = reader.verdict(record).origin
+    text = prompt.build(
+        root, tree, record, origin, prompt.is_quoted(reader, origin), unflagged, attempt
+    )
+    run_env = {
+        **env,
+        "ROUSE_MEMORY": str(root),
+        "ROUSE_TASK": record.dir,
+        "ROUSE_TASK_ATTEMPT": str(attempt),
+        "ROUSE_RUN_ID": run_id,
+        "ROUSE_REPO": fields["repo"],
+        "ROUSE_CATEGORY": fields["category"],
+    }
+    directory = root / record.dir
+    spec = {
+        "argv": resolve(argv, run_env),
+        "cwd": str(directory),
+        "env": run_env,
+        "prompt": text,
+        "timeout": timeout.total_seconds(),
+        "grace": grace,
+        "locks": [str(state_path(root, lock_rel(record)))],
+        "watch": str(root / record.rel),
+        "log": str(directory / "run.log"),
+        "log_head": (
+            f"run: {run_id}\ntask: {record.dir}\nattempt: {attempt}\n"
+            f"started: {now:%Y-%m-%d %H:%M:%S}\ncommand: {' '.join(argv)}\n"
+            f"directory: {directory}\nworker: {worker}\n"
+        ),
+    }
+    return Launch(spec, run_id, attempt, argv, last)

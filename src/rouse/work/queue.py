@@ -1,0 +1,208 @@
+"""Which tasks a worker's round takes, and how a task is ended.
+
+:meth:`TaskQueue.scan` walks the tree's headers once: the ``pending`` tasks,
+oldest first, to claim; a pending one with a ``cancel:`` stamp is ended
+``cancelled`` without running; one that trust does not allow is held
+(:func:`rouse.work.prompt.held_for_trust`). A task found ``running`` with its
+claim free lost its worker (:meth:`TaskQueue.recover`): it goes back to
+pending, and its third lost attempt ends it ``failed`` with a ``lost`` notice.
+Every ending goes through :func:`rouse.records.lifecycle.close`, as ``rouse
+close`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Callable, Container
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core import clock, header, locks
+from rouse.core.errors import RouseError, UsageError
+from rouse.core.statedir import state_path
+from rouse.core.timefmt import format_stamp
+from rouse.core.tree import Record, Tree, display_ids, walk
+from rouse.records import lifecycle, tasks
+from rouse.trust.origins import OriginReader
+from rouse.work import notices, prompt
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from rouse.work.endings import Verdict
+
+#: The attempt whose run is lost ends the task failed: no fourth run.
+MAX_LOST = 3
+
+
+@dataclass
+class Report:
+    started: list[str] = field(default_factory=list)
+    ended: dict[str, str] = field(default_factory=dict)  # task dir → its ending
+    held: list[str] = field(default_factory=list)  # why each held task waits
+    recovered: list[str] = field(default_factory=list)
+    #: tasks whose run this worker lost (its supervisor died): back to pending, unfinished
+    lost: list[str] = field(default_factory=list)
+
+    @property
+    def failures(self) -> list[str]:
+        """The tasks that failed in this worker's hands (ended failed, a third lost attempt
+        included) or whose run it lost: ``rouse work --once`` exits 1 if there are any."""
+        return sorted({d for d, e in self.ended.items() if e == "failed"} | set(self.lost))
+
+
+def lock_rel(record: Record) -> str:
+    """The task's claim under .rouse/: one lock file per task directory."""
+    return locks.task_lock(record.dir)
+
+
+class TaskQueue:
+    """The tree's tasks as one worker sees them."""
+
+    def __init__(
+        self,
+        root: Path,
+        reader: OriginReader,
+        report: Report,
+        *,
+        allow_untrusted: bool,
+        say: Callable[[str], None],
+    ) -> None:
+        self.root = root
+        self.reader = reader
+        self.report = report
+        self.allow_untrusted = allow_untrusted
+        self.say = say
+        #: the tree as the last scan walked it (a task's prompt reads its chain there)
+        self.tree: Tree | None = None
+
+    def scan(self, now: datetime, busy: Container[str]) -> list[Record]:
+        """Recover lost runs, end cancelled pending tasks; the pending ones, oldest first
+        (``busy``: the task dirs this worker is running or claiming, left alone)."""
+        tree = walk(self.root)
+        pending: list[Record] = []
+        held: list[str] = []
+        for record in tree.records.values():
+            if record.type != "task" or record.dir in busy:
+                continue
+            status = clock.status_of(record)
+            if status == "running":
+                if not self.recover(record, now):
+                    continue
+                status = "pending"  # handed back: it runs again in this round
+            if status == "pending":
+                if (record.get("cancel") or "").strip():
+                    self.end(record, now, "cancelled", "cancelled before it ran")
+                    continue
+                why = prompt.held_for_trust(record, self.reader, self.allow_untrusted)
+                if why is not None:
+                    held.append(why)
+                    continue
+                pending.append(record)
+        if held != self.report.held:
+            for why in held:
+                self.say(why)
+        self.report.held = held
+        self.tree = tree
+        return sorted(pending, key=lambda r: (_opened(r), r.dir))
+
+    def recover(self, record: Record, now: datetime) -> bool:
+        """A running task whose lock is free lost its worker: back to pending (True), or
+        failed at its third lost attempt."""
+        path = state_path(self.root, lock_rel(record))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return False  # its run is live
+            try:
+                head = header.read_header(self.root / record.rel, record.rel)
+            except (OSError, RouseError):
+                return False
+            if (head.fields.get("status") or "").strip().lower() != "running":
+                return False
+            attempts = as_count(head.fields.get("attempts"))
+            who = (head.fields.get("worker") or "?").strip()
+            if attempts >= MAX_LOST:
+                self._give_up(record, now, attempts)
+                return False
+            line = f"attempt {attempts} lost: its worker ({who}) is gone; back to pending"
+            if tasks.requeue(self.root, record, now, line):
+                self.say(f"{record.id}: {line}")
+                self.report.recovered.append(record.dir)
+                return True
+            return False
+        finally:
+            os.close(fd)
+
+    def _give_up(self, record: Record, now: datetime, attempts: int) -> None:
+        why = f"its run was lost {attempts} times (its worker died each time): not run again"
+        if not self.end(record, now, "failed", why):
+            return
+        shown = display_ids(walk(self.root)).get(record.dir, record.id)
+        text = (
+            f"{shown} — failed: {attempts} attempts lost\n"
+            f"at: {record.dir}\n"
+            f"The task's worker died during each of its {attempts} runs, so rouse ended it "
+            "failed rather than run it a fourth time. Look at its run.log, then run it "
+            "again (a new task) or close what it was for.\n"
+        )
+        notices.queue(self.root, record, shown, "lost", text, now)
+
+    def settle(self, record: Record, now: datetime, found: Verdict) -> None:
+        """Write a run's verdict in its task: handed back to pending, or ended."""
+        if found.ending != "pending":
+            self.end(record, now, found.ending, found.why, result=found.result)
+        elif tasks.requeue(self.root, record, now, found.why):
+            self.report.ended[record.dir] = "pending"
+            self.say(f"{record.id}: {found.why}")
+
+    def end_if_cancelled(self, record: Record, now: datetime) -> None:
+        """End a pending task ``cancelled`` if it carries a ``cancel:`` stamp."""
+        try:
+            head = header.read_header(self.root / record.rel, record.rel)
+        except (OSError, RouseError):
+            return
+        status = (head.fields.get("status") or "pending").strip().lower()
+        if status == "pending" and (head.fields.get("cancel") or "").strip():
+            self.end(record, now, "cancelled", "cancelled before it ran")
+
+    def end(
+        self, record: Record, now: datetime, ending: str, why: str, *, result: str = ""
+    ) -> bool:
+        """End the task as ``rouse close`` does, its run's ``result`` (if any) logged in
+        the same write; False if it had ended otherwise meanwhile (the result is logged
+        all the same)."""
+        before = tasks.result_line(result) if result else None
+        try:
+            lifecycle.close(self.root, record.dir, now, ending, why, before=before)
+        except UsageError as exc:  # ended by hand meanwhile, or moved into the future
+            self.say(f"{record.id}: not ended {ending}: {exc}")
+            if result:  # (if it cannot be written either, run.log has the output)
+                with contextlib.suppress(RouseError, OSError):
+                    tasks.add_result(self.root, record, now, result)
+            return False
+        self.report.ended[record.dir] = ending
+        self.say(f"{format_stamp(now)} {record.id} is {ending}: {why}")
+        return True
+
+
+def as_count(value: str | None) -> int:
+    try:
+        return max(0, int((value or "0").strip()))
+    except ValueError:
+        return 0
+
+
+def _opened(record: Record) -> str:
+    """Oldest first: by ``opened``, else the file's mtime (as a sortable text)."""
+    opened = (record.get("opened") or "").strip()
+    if opened:
+        return opened
+    return datetime.fromtimestamp(record.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
+
+
+__all__ = ["MAX_LOST", "Report", "TaskQueue", "as_count", "lock_rel"]
