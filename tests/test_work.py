@@ -526,3 +526,23 @@ def _free(lock: Path) -> bool:
         except BlockingIOError:
             return False
         return True
+
+
+def test_a_notice_another_taker_holds_is_not_sent_by_the_sweeper_too(tree: Path) -> None:
+    """A worker's ``--sink`` takes a queued notice, then sends it; a tick that reads the
+    ledger between the two must not send it as well (and one that reads it before the
+    take loses the take). A notice nobody took goes out with that tick."""
+    from rouse.core.tree import walk
+    from rouse.work import notices
+
+    (task,) = [r for r in walk(tree).records.values() if r.type == "task"]
+    now = datetime.now().replace(microsecond=0)
+    taken = notices.queue(tree, task, "task/x", "checkpoint", "emailed the vendor", now)
+    free = notices.queue(tree, task, "task/x", "checkpoint", "paid the invoice", now)
+    with ledger.Ledger(tree) as book:
+        assert notices.take(book, taken, "stdout")  # the worker's --sink has it now
+        assert not notices.take(book, taken, "file")  # one taker only
+    assert main(["--memory", str(tree), "sweep", "--once", "-q"]) == 0
+    entries = {e.id: e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"}
+    assert entries[taken].state == "held" and entries[taken].sink == "stdout"  # left to it
+    assert entries[free].state == "delivered" and entries[free].sink == "file"

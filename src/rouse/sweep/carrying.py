@@ -145,6 +145,10 @@ class Carrier:
         if step.action == "send":
             assert step.decision is not None
             if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
+                # queued (held) for whoever takes it first: a worker's --sink, a fleet
+                # carrier or this tick; one of ours that failed is retried (pending)
+                if entry.state == "held" and not self.ledger.take_notice(entry.id, self.sink.kind):
+                    return
                 self.ledger.start_attempt(entry.id, self.sink.kind, now)
                 self.send(entry.wake, step.decision, now, report)
                 return

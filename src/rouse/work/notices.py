@@ -21,12 +21,11 @@ from pathlib import Path
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, display_ids, walk
 from rouse.records.tasks import checkpoint_line
-from rouse.sweep.ledger import Ledger
+from rouse.sweep.ledger import NOTICE_SINK, Ledger
 from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.wake import NOTICES, Wake
 
 #: The ledger's sink for a notice nobody has sent yet (whoever sends it records its own).
-NOTICE_SINK = "notice"
 __all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue", "take"]
 
 
@@ -65,16 +64,10 @@ def queue(root: Path, record: Record, shown: str, reason: str, text: str, now: d
 
 
 def take(book: Ledger, wake_id: str, sink: str) -> bool:
-    """Claim a queued notice for ``sink``: one taker only (a worker's ``--sink``, or a fleet
-    sweeper carrying it, :mod:`rouse.work.outbox`); False: another took it first."""
-    taken = book.run(
-        "UPDATE wakes SET sink = ? WHERE tree = ? AND id = ? AND sink = ? AND state = 'held'",
-        sink,
-        book.tree,
-        wake_id,
-        NOTICE_SINK,
-    )
-    return taken.rowcount == 1
+    """Claim a queued notice for ``sink``: one taker only (a worker's ``--sink``, a
+    sweeper, or a fleet sweeper carrying it, :mod:`rouse.work.outbox`); False: another
+    took it first."""
+    return book.take_notice(wake_id, sink)
 
 
 def deliver(book: Ledger, sink: Sink, now: datetime) -> None:

@@ -25,6 +25,8 @@ MAX_RETRY = timedelta(hours=1)
 STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 #: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
 WORKERS = "workers"
+#: The ``sink`` of a task's notice queued for whoever sends it first (:mod:`rouse.work.notices`).
+NOTICE_SINK = "notice"
 
 
 def backoff(attempts: int) -> timedelta:
@@ -177,6 +179,18 @@ class WakeRows(Rows):
             self.tree,
             wake_id,
         )
+
+    def take_notice(self, wake_id: str, sink: str) -> bool:
+        """Claim a queued notice for ``sink``: one taker only (the sweeper, a worker's
+        ``--sink``, a fleet sweeper carrying it); False: another took it first."""
+        taken = self.run(
+            "UPDATE wakes SET sink = ? WHERE tree = ? AND id = ? AND sink = ? AND state = 'held'",
+            sink,
+            self.tree,
+            wake_id,
+            NOTICE_SINK,
+        )
+        return bool(taken.rowcount == 1)
 
     def take_back(self, wake_id: str, sink: str, now: datetime) -> bool:
         """Take a wake queued for the delivery workers to send it here, starting an attempt.
