@@ -83,6 +83,7 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     from rouse.core import sweepstate
     from rouse.core.cache import cached_walk
+    from rouse.core.home import stamp_key_path
     from rouse.sweep import status
     from rouse.trust.stampkey import cache_secret
 
