@@ -65,6 +65,7 @@ def _pack(args: argparse.Namespace) -> int:
 
     return cmd_pack(args)
 
+
 def _quick_status(argv: Sequence[str]) -> argparse.Namespace | None:
     """``rouse [--memory DIR] [--now WHEN] status [--json]`` read without argparse (a
     monitor's or an agent's look, ~9 ms less), or None to let argparse read it.
