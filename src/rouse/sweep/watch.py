@@ -94,6 +94,20 @@ class Watcher:
     def start(self) -> bool:
         """Watch and serve (a thread); False when this system cannot (not Linux,
         no inotify, the socket not makeable): the pack then walks, as without us."""
+        if not self.open():
+            return False
+        try:
+            self.server = self._bind()
+        except OSError:
+            self.close()
+            return False
+        self._stop_r, self._stop_w = os.pipe()
+        self.thread = threading.Thread(target=self._serve, name="rouse-fsmon", daemon=True)
+        self.thread.start()
+        return True
+
+    def open(self) -> bool:
+        """Start watching (no socket yet); False where inotify is not to be had."""
         if not sys.platform.startswith("linux"):
             return False
         try:
@@ -104,13 +118,12 @@ class Watcher:
             self._add = libc.inotify_add_watch
             self._rm = libc.inotify_rm_watch
             self.watch_tree("", mark=False)
-            self.server = self._bind()
         except (OSError, AttributeError):
             self.close()
             return False
-        self._stop_r, self._stop_w = os.pipe()
-        self.thread = threading.Thread(target=self._serve, name="rouse-fsmon", daemon=True)
-        self.thread.start()
+        if self.failed:  # (too many directories for the system's watches, say)
+            self.close()
+            return False
         return True
 
     def _watch(self, rel: str) -> bool:
