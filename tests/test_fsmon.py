@@ -25,8 +25,8 @@ import pytest
 from conftest import INTENTIONS, NOTES, OLD, MakeTree, set_mtime, stamp
 from rouse.core import fsmon
 from rouse.core.cache import HeaderCache
-from rouse.trust.stampkey import cache_secret
 from rouse.sweep.watch import IN_Q_OVERFLOW, Watcher
+from rouse.trust.stampkey import cache_secret
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
 
@@ -95,9 +95,9 @@ def saved_token(root: Path) -> str | None:
 
 @pytest.fixture
 def sweeper(tree: Path, env: dict[str, str]) -> Iterator[subprocess.Popen[bytes]]:
+    sweep = ["sweep", "--sink", "file", "--every", "3600", "--now", SWEEP_NOW]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rouse", "--memory", str(tree), "sweep", "--sink", "file"]
-        + ["--every", "3600", "--now", SWEEP_NOW],
+        [sys.executable, "-m", "rouse", "--memory", str(tree), *sweep],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -136,15 +136,24 @@ def _write(path: Path, text: str) -> None:
 INT = INTENTIONS
 N2 = f"{NOTES}/deep/n2/note.md"  # its keywords are in the pack's index
 EDITS: list[tuple[str, Callable[[Path], None]]] = [
-    ("an edited header", lambda r: _edit(r / f"{INT}/i01/intention.md", "status: open", "status: done")),
+    (
+        "an edited header",
+        lambda r: _edit(r / f"{INT}/i01/intention.md", "status: open", "status: done"),
+    ),
     # the same size, the mtime put back: only the watcher (and the ctime) can tell
     ("same size and mtime", lambda r: _edit(r / N2, "beta", "zeta", keep_times=True)),
     ("a new record", lambda r: _write(r / f"{INT}/new/intention.md", "---\nstatus: open\n---\n")),
-    ("a new nested dir", lambda r: _write(r / f"{INT}/i03/t03/sub/task.md", "---\nstatus: open\n---\n")),
+    (
+        "a new nested dir",
+        lambda r: _write(r / f"{INT}/i03/t03/sub/task.md", "---\nstatus: open\n---\n"),
+    ),
     ("a deleted record", lambda r: shutil.rmtree(r / f"{INT}/i04")),
     ("a moved record", lambda r: (r / f"{INT}/i05").rename(r / f"{INT}/i06/i05")),
     ("a renamed file", lambda r: (r / f"{NOTES}/n1.md").rename(r / f"{NOTES}/n1b.md")),
-    ("a new note", lambda r: _write(r / f"{NOTES}/deep/n3.md", "---\nkeywords: gamma\n---\nNew.\n")),
+    (
+        "a new note",
+        lambda r: _write(r / f"{NOTES}/deep/n3.md", "---\nkeywords: gamma\n---\nNew.\n"),
+    ),
     ("a deleted task", lambda r: (r / f"{INT}/i07/t07/task.md").unlink()),
 ]
 
@@ -197,9 +206,7 @@ def test_every_edit_in_turn_then_the_sweeper_killed(
     assert watched == fresh_pack(tree, env)
 
 
-def test_a_stopped_sweeper_removes_its_socket(
-    tree: Path, sweeper: subprocess.Popen[bytes]
-) -> None:
+def test_a_stopped_sweeper_removes_its_socket(tree: Path, sweeper: subprocess.Popen[bytes]) -> None:
     sweeper.send_signal(signal.SIGTERM)
     assert sweeper.wait(timeout=30) == 0
     assert not (tree / ".rouse" / fsmon.SOCKET).exists()
@@ -260,11 +267,11 @@ HOSTILE: dict[str, Callable[[bytes | None], Callable[[bytes, str | None], bytes 
     "a bad MAC": lambda secret: nothing_changed(b"not the key"),
     "no MAC": lambda secret: nothing_changed(None),
     "garbage": lambda secret: lambda nonce, since: b"\x00\xffrouse-fsmon 1 zz\n{[",
-    "a replayed token": lambda secret: lambda nonce, since: fsmon.reply(
-        secret, nonce, "liar:0", ("liar:1", [])
+    "a replayed token": lambda secret: (
+        lambda nonce, since: fsmon.reply(secret, nonce, "liar:0", ("liar:1", []))
     ),
-    "another nonce": lambda secret: lambda nonce, since: fsmon.reply(
-        secret, b"0" * 32, since, ("liar:1", [])
+    "another nonce": lambda secret: (
+        lambda nonce, since: fsmon.reply(secret, b"0" * 32, since, ("liar:1", []))
     ),
     "a hang": lambda secret: lambda nonce, since: None,
 }

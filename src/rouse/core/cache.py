@@ -267,7 +267,8 @@ class HeaderCache:
             old = None
         new = {}
         trusted = False
-        if old is not None and old[0] == mtime_ns:
+        # (a directory the watcher names is listed afresh, whatever its mtime says)
+        if old is not None and old[0] == mtime_ns and (changed is None or rel not in changed):
             subdirs, names, links = old[1], old[2], old[3]
             trusted = (
                 type(subdirs) is list
