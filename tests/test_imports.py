@@ -68,7 +68,7 @@ NOT_AT_START = {
     "rouse.lint",
     "rouse.sweep",
     # a watching sweeper's socket is asked only when it is there (issue 24)
-    "socket",
+    "_socket",
     # the semantic extra (issue 23): recall and the MCP server only
     *("numpy", "tokenizers", "safetensors", "wordllama", "rouse.pack.semantic"),
 }

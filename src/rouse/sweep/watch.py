@@ -234,10 +234,23 @@ class Watcher:
             if self.failed or token is None:
                 return now, None
             nonce, _, count = token.partition(":")
-            if nonce != self.nonce or not count.isdigit() or not self.floor <= int(count):
+            if (
+                nonce != self.nonce
+                or not (count.isascii() and count.isdigit())
+                or not self.floor <= int(count)
+            ):
                 return now, None
             since = int(count)
             return now, sorted(path for path, at in self.log.items() if at > since)
+
+    def ask(self, token: str | None) -> fsmon.Answer | None:
+        """:meth:`changes_since` for the sweeper's own walks: a fault is "walk", never
+        a failed tick."""
+        try:
+            return self.changes_since(token)
+        except Exception:
+            self.failed = True
+            return None
 
     def _bind(self) -> socket.socket:
         state = f"{self.root}/{layout.STATE_DIR}"
@@ -270,14 +283,19 @@ class Watcher:
                 return
             if self._stop_r in ready:
                 return
-            if self.fd in ready:
-                with self.lock:
-                    self.drain()
-            if self.server in ready:
-                with contextlib.suppress(OSError):
+            try:
+                if self.fd in ready:
+                    with self.lock:
+                        self.drain()
+                if self.server in ready:
                     conn, _ = self.server.accept()
                     with conn:
                         self._answer(conn)
+            except OSError:
+                continue  # a client gone, timed out or refused: the next one
+            except Exception:  # never let the watcher die silently with its socket up
+                with self.lock:
+                    self.failed = True  # the next answer resyncs first
 
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(0.5)  # a client that hangs holds no one up for long
@@ -324,7 +342,7 @@ def kept_hot(root: Path, headers: HeaderCache, *, on: bool) -> Iterator[Watcher 
     if watcher is not None and not watcher.start():
         watcher = None
     if watcher is not None:
-        headers.since = watcher.changes_since
+        headers.since = watcher.ask
     try:
         yield watcher
     finally:
