@@ -361,3 +361,9 @@ def test_more_changes_than_it_keeps_and_a_simulated_overflow(tree: Path) -> None
         assert watcher.changes_since("another:0")[1] is None  # another instance's token
     finally:
         watcher.close()
+
+
+def test_only_the_trees_owner_can_ask(tree: Path, sweeper: subprocess.Popen[bytes]) -> None:
+    """The socket is made 0600 (its umask at bind, not a chmod after), the owner's."""
+    info = (tree / ".rouse" / fsmon.SOCKET).lstat()
+    assert (info.st_mode & 0o777, info.st_uid) == (0o600, os.getuid())
