@@ -22,7 +22,6 @@ Without a key, editing the cache can do no more than editing the records.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import time
@@ -30,11 +29,18 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core import fsmon, layout
-from rouse.core.cachefmt import COMPACT_LINES, dump_header, load_header, names_ok
+from rouse.core.cachefmt import (
+    COMPACT_LINES,
+    VERSION,
+    dump_header,
+    load_header,
+    names_ok,
+    read_cache,
+    write_cache,
+    zone,
+)
 from rouse.core.header import Header, read_header
 from rouse.core.planned import SIZE, make_plan, micros
-from rouse.core.statefile import Damaged, load_bytes, save_bytes
-from rouse.core.stateshapes import WALK_CACHE
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -47,56 +53,8 @@ if TYPE_CHECKING:
     #: what changed since a token (rouse.core.fsmon.ask, or a sweeper's own watcher)
     Since = Callable[[str | None], fsmon.Answer | None]
 
-VERSION = 7
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
-#: the first line of the file: magic, version, MAC (or "-" when unkeyed)
-MAGIC = b"rouse-walk-cache"
-
-
-def _mac(secret: bytes, body: bytes) -> bytes:
-    """The cache file's MAC, under a key derived from the stamp key's secret."""
-    import hashlib
-    import hmac
-
-    derived = hmac.new(secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
-    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
-
-
-def _read_cache(path: Path, secret: bytes | None) -> Any:
-    """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
-    data = load_bytes(path, WALK_CACHE.max_bytes)
-    if data is None:
-        return None
-    first, _, body = data.partition(b"\n")
-    parts = first.split(b" ")
-    if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
-        return None
-    if secret is not None:
-        import hmac
-
-        if not hmac.compare_digest(parts[2], _mac(secret, body)):
-            return None
-    try:
-        return WALK_CACHE.decode(body)
-    except Damaged:  # too deep, not JSON, NaN, the wrong shape: no cache, rewritten
-        return None
-
-
-def _zone() -> str:
-    """What the clock's local times hang on (a file's mtime is read as local time):
-    plans kept under another zone are not used."""
-    return f"{os.environ.get('TZ', '')}|{time.timezone}|{time.altzone}|{'|'.join(time.tzname)}"
-
-
-def _write_cache(
-    path: Path, secret: bytes | None, dirs: dict[str, list[Any]], token: str | None
-) -> None:
-    """Save the cache (best effort), MACed when there is a secret."""
-    state = {"version": VERSION, "zone": _zone(), "token": token, "dirs": dirs}
-    body = json.dumps(state, separators=(",", ":")).encode()
-    mac = _mac(secret, body) if secret is not None else b"-"
-    save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
 
 
 class Known:
@@ -151,12 +109,12 @@ class HeaderCache:
         self.changed: set[str] | None = None
         #: how to ask what changed since a token (None: the socket in .rouse/, if any)
         self.since: Since | None = None
-        raw = _read_cache(self.path, secret)
+        raw = read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
             if isinstance(dirs, dict):
                 self.dirs = dirs  # each entry is checked when used
-                self.plans_ok = raw.get("zone") == _zone()
+                self.plans_ok = raw.get("zone") == zone()
                 token = raw.get("token")
                 self.token = token if type(token) is str else None
 
@@ -410,7 +368,7 @@ class HeaderCache:
         self.dirs, self.next, self._dir = new, {}, None
         if unchanged:
             return  # (the saved token stays: asked since it, the watcher says more, not less)
-        _write_cache(self.path, self.secret, new, self.token_next)
+        write_cache(self.path, self.secret, new, self.token_next)
         self.token = self.token_next
 
 
