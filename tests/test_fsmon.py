@@ -367,3 +367,34 @@ def test_only_the_trees_owner_can_ask(tree: Path, sweeper: subprocess.Popen[byte
     """The socket is made 0600 (its umask at bind, not a chmod after), the owner's."""
     info = (tree / ".rouse" / fsmon.SOCKET).lstat()
     assert (info.st_mode & 0o777, info.st_uid) == (0o600, os.getuid())
+
+
+def test_the_sweepers_own_ticks_see_through_the_watcher(tree: Path, env: dict[str, str]) -> None:
+    """A reminder made due by a same-size edit with its mtime put back is delivered
+    by the next tick: the sweeper's walks ask its watcher too, in process."""
+    reminder = tree / "inventory" / "reminders" / "call" / "reminder.md"
+    _write(reminder, "---\nstatus: pending\ndue: 2099-01-01 00:10\n---\nCall Bob.\n")
+    settle(tree)
+    sweep = ["sweep", "--sink", "file", "--every", "1", "--now", SWEEP_NOW]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rouse", "--memory", str(tree), *sweep],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    nudges = tree / ".rouse" / "nudges"
+    try:
+        deadline = time.monotonic() + 30
+        while not (tree / ".rouse" / fsmon.SOCKET).exists():
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        time.sleep(2.5)  # a few ticks: the cache is warm, at the watcher's token
+        assert not list(nudges.glob("*reminder-call*"))
+        _edit(reminder, "2099-01-01", "2020-01-01", keep_times=True)
+        deadline = time.monotonic() + 30
+        while not list(nudges.glob("*reminder-call*")):
+            assert time.monotonic() < deadline, "the tick never saw the edit"
+            time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
