@@ -7,6 +7,9 @@ as separate processes, interleaved in one run:
   - warm:   `rouse pack` again, cache in place
   - due:    `rouse due` (cache in place)
   - status: `rouse status` (cache in place)
+  - watched: `rouse pack`, cache in place, on a twin tree a long-running
+    `rouse sweep` watches (Linux; issue 24, item 4), after a pack that built
+    the cache at the watcher's token ("watched first")
 and prints medians (wall and CPU: on a loaded machine the CPU column says what
 each run itself cost) and the ratios of the wall medians against the targets
 (issue 24): warm ≤ 0.8× bare, first ≤ 1.5× bare, due and status ≤ 1.1× warm.
@@ -82,21 +85,50 @@ def _verbs(rouse: list[str], root: Path, prefix: str = "") -> dict[str, list[str
     }
 
 
+def watching(rouse: list[str], root: Path) -> subprocess.Popen[bytes]:
+    """A long-running sweeper on ``root`` whose clock stands before the tree was
+    made (nothing comes due, so it writes nothing), once its watcher answers."""
+    sweep = ["sweep", "--sink", "file", "--every", "3600", "--now", "2000-01-01 00:00"]
+    proc = subprocess.Popen(
+        [*rouse, "--memory", str(root), *sweep],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    sock = root / ".rouse" / "fsmon.sock"
+    deadline = time.monotonic() + 120
+    while not sock.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("the watching sweeper did not start")
+        time.sleep(0.1)
+    time.sleep(2)  # its first tick
+    return proc
+
+
 def measure(
-    roots: list[Path], runs: int, rouse: list[str], against: list[str] | None
+    roots: list[Path],
+    runs: int,
+    rouse: list[str],
+    against: list[str] | None,
+    watched: Path | None = None,
 ) -> dict[str, float]:
     """Medians of ``runs`` interleaved rounds; with ``against``, another rouse (the
-    code before a change, say) runs the same verbs on a twin tree in the same rounds."""
+    code before a change, say) runs the same verbs on a twin tree in the same rounds;
+    with ``watched``, the pack on a tree a sweeper watches, in the same rounds."""
     env = dict(os.environ)
     commands = {"bare": [sys.executable, "-c", BARE, str(roots[0])], **_verbs(rouse, roots[0])}
     if against is not None:
         commands.update(_verbs(against, roots[1], "before "))
+    if watched is not None:
+        commands["watched first"] = [*rouse, "--memory", str(watched), "pack"]
+        commands["watched"] = commands["watched first"]
     names = list(commands)
     samples: dict[str, list[float]] = {name: [] for name in names}
     cpu: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(runs):
         for root in roots:
             shutil.rmtree(root / ".rouse", ignore_errors=True)
+        if watched is not None:  # (its .rouse/ holds the sweeper's lock and socket)
+            (watched / ".rouse" / "cache" / "walk.json").unlink(missing_ok=True)
         for name in names:  # interleaved: each run times every command once, in turn
             wall, used = timed(commands[name], env)
             samples[name].append(wall)
@@ -112,6 +144,11 @@ def main() -> int:
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
     parser.add_argument(
         "--rouse", help="the command to run rouse as (default: the rouse script beside python)"
+    )
+    parser.add_argument(
+        "--no-watch",
+        action="store_true",
+        help="leave out the pack on a tree a running sweeper watches (Linux only anyway)",
     )
     parser.add_argument(
         "--against",
@@ -131,8 +168,21 @@ def main() -> int:
             files = generate(roots[0], scale, now)
             if against is not None:
                 generate(roots[1], scale, now)
+            watch = not args.no_watch and sys.platform.startswith("linux")
+            watched = Path(scratch) / f"x{scale}-watched" / "memory"
+            sweeper = None
+            if watch:
+                generate(watched, scale, now)
             time.sleep(2.5)  # past the caches' racy window: "warm" means warm
-            results[scale] = found = measure(roots, args.runs, rouse, against)
+            try:
+                if watch:
+                    sweeper = watching(rouse, watched)
+                found = measure(roots, args.runs, rouse, against, watched if watch else None)
+            finally:
+                if sweeper is not None:
+                    sweeper.terminate()
+                    sweeper.wait(timeout=60)
+            results[scale] = found
             print(f"\n§12 tree ×{scale}: {files} .md files, median of {args.runs} runs")
             print(f"  {'':<8}{'seconds':>9}{'vs bare':>9}{'vs warm':>9}{'cpu s':>9}{'vs bare':>9}")
             for name in COMMANDS:
@@ -141,6 +191,14 @@ def main() -> int:
                     f"  {name:<8}{value:>9.3f}{value / found['bare']:>8.2f}×"
                     f"{value / found['warm']:>8.2f}×{used:>9.3f}"
                     f"{used / found['bare cpu']:>8.2f}×"
+                )
+            if watch:
+                value, used = found["watched"], found["watched cpu"]
+                print(
+                    f"  {'watched':<8}{value:>9.3f}{value / found['bare']:>8.2f}×"
+                    f"{value / found['warm']:>8.2f}×{used:>9.3f}"
+                    f"{used / found['bare cpu']:>8.2f}×  (a sweeper watching; first "
+                    f"{found['watched first']:.3f})"
                 )
             if against is not None:
                 print(f"  before: {' '.join(against)}")

@@ -67,6 +67,8 @@ NOT_AT_START = {
     "rouse.agents.wire",
     "rouse.lint",
     "rouse.sweep",
+    # a watching sweeper's socket is asked only when it is there (issue 24)
+    "_socket",
     # the semantic extra (issue 23): recall and the MCP server only
     *("numpy", "tokenizers", "safetensors", "wordllama", "rouse.pack.semantic"),
 }

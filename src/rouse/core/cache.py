@@ -22,75 +22,53 @@ Without a key, editing the cache can do no more than editing the records.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 import time
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import layout
-from rouse.core.cachefmt import COMPACT_LINES, dump_header, load_header, names_ok
+from rouse.core import fsmon, layout
+from rouse.core.cachefmt import (
+    COMPACT_LINES,
+    VERSION,
+    dump_header,
+    load_header,
+    names_ok,
+    read_cache,
+    write_cache,
+    zone,
+)
 from rouse.core.header import Header, read_header
 from rouse.core.planned import SIZE, make_plan, micros
-from rouse.core.statefile import Damaged, load_bytes, save_bytes
-from rouse.core.stateshapes import WALK_CACHE
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
-VERSION = 7
+    #: what changed since a token (rouse.core.fsmon.ask, or a sweeper's own watcher)
+    Since = Callable[[str | None], fsmon.Answer | None]
+
 FILE = "walk.json"
 RACY_NS = 2_000_000_000
-#: the first line of the file: magic, version, MAC (or "-" when unkeyed)
-MAGIC = b"rouse-walk-cache"
 
 
-def _mac(secret: bytes, body: bytes) -> bytes:
-    """The cache file's MAC, under a key derived from the stamp key's secret."""
-    import hashlib
-    import hmac
+class Known:
+    """A file's identity as the cache kept it, standing in for its ``lstat`` when a
+    watching sweeper vouches that nothing happened to it since (no stat made)."""
 
-    derived = hmac.new(secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
-    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
+    __slots__ = ("st_size", "st_mtime_ns", "st_ctime_ns", "st_ino", "entry")
 
-
-def _read_cache(path: Path, secret: bytes | None) -> Any:
-    """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
-    data = load_bytes(path, WALK_CACHE.max_bytes)
-    if data is None:
-        return None
-    first, _, body = data.partition(b"\n")
-    parts = first.split(b" ")
-    if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
-        return None
-    if secret is not None:
-        import hmac
-
-        if not hmac.compare_digest(parts[2], _mac(secret, body)):
-            return None
-    try:
-        return WALK_CACHE.decode(body)
-    except Damaged:  # too deep, not JSON, NaN, the wrong shape: no cache, rewritten
-        return None
-
-
-def _zone() -> str:
-    """What the clock's local times hang on (a file's mtime is read as local time):
-    plans kept under another zone are not used."""
-    return f"{os.environ.get('TZ', '')}|{time.timezone}|{time.altzone}|{'|'.join(time.tzname)}"
-
-
-def _write_cache(path: Path, secret: bytes | None, dirs: dict[str, list[Any]]) -> None:
-    """Save the cache (best effort), MACed when there is a secret."""
-    state = {"version": VERSION, "zone": _zone(), "dirs": dirs}
-    body = json.dumps(state, separators=(",", ":")).encode()
-    mac = _mac(secret, body) if secret is not None else b"-"
-    save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
+    def __init__(self, entry: list[Any]):
+        size, mtime_ns, ctime_ns, ino = entry[0], entry[1], entry[2], entry[3]
+        if type(size) is not int or type(mtime_ns) is not int or type(ino) is not int:
+            raise TypeError("cached identity is not numbers")
+        self.st_size, self.st_mtime_ns = size, mtime_ns
+        self.st_ctime_ns, self.st_ino, self.entry = ctime_ns, ino, entry
 
 
 class HeaderCache:
@@ -124,12 +102,21 @@ class HeaderCache:
         self.missed: list[str] = []
         self.relisted: list[str] = []
         self.plans_ok = False  # the stored plans were made under this time zone
-        raw = _read_cache(self.path, secret)
+        #: the token of a watching sweeper the saved state was built at (rouse.core.fsmon)
+        self.token: str | None = None
+        self.token_next: str | None = None  # the token this walk was asked at
+        #: the paths changed since ``token`` (this walk), or None: stat everything
+        self.changed: set[str] | None = None
+        #: how to ask what changed since a token (None: the socket in .rouse/, if any)
+        self.since: Since | None = None
+        raw = read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
             if isinstance(dirs, dict):
                 self.dirs = dirs  # each entry is checked when used
-                self.plans_ok = raw.get("zone") == _zone()
+                self.plans_ok = raw.get("zone") == zone()
+                token = raw.get("token")
+                self.token = token if type(token) is str else None
 
     def _settled(self, mtime_ns: int) -> bool:
         return self.now_ns - mtime_ns > RACY_NS
@@ -155,10 +142,20 @@ class HeaderCache:
             return old
         return None
 
-    def __call__(self, path: str, rel: str, info: os.stat_result) -> Header:
+    def __call__(self, path: str, rel: str, seen: os.stat_result | Known) -> Header:
         where, _, name = rel.rpartition("/")
         if where != self._dir:
             self._enter(where)
+        if isinstance(seen, Known):  # vouched for by the watcher: no stat was made
+            try:
+                header = load_header(seen.entry[4])
+                self.hits += 1
+                self._new[name] = seen.entry
+                return header
+            except (ValueError, TypeError, IndexError, KeyError, OverflowError):
+                info = os.lstat(path)  # (a damaged entry: read it as a miss)
+        else:
+            info = seen
         cached = self._old.get(name)
         size, mtime_ns = info.st_size, info.st_mtime_ns
         if cached is not None:
@@ -200,7 +197,25 @@ class HeaderCache:
         return header
 
     def list_dir(self, path: str, rel: str) -> Listing:
-        """The directory's listing: from the cache while its mtime is unchanged."""
+        """The directory's listing: from the cache while its mtime is unchanged (or,
+        with a watching sweeper, while nothing happened in it: no stat made)."""
+        changed = self.changed
+        if changed is not None and rel not in changed:
+            old = self.dirs.get(rel)
+            if (
+                type(old) is list
+                and len(old) == 5
+                and old[0] is not None
+                and type(old[4]) is dict
+                and type(old[1]) is list
+                and type(old[2]) is list
+                and type(old[3]) is list
+                and names_ok(old[1] + old[2] + old[3], not rel)
+            ):
+                new: dict[str, list[Any]] = {}
+                self.next[rel] = [old[0], old[1], old[2], old[3], new]
+                self._dir, self._old, self._new = rel, old[4], new
+                return old[1], old[2], old[3]
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode):  # a cached name that is now a link or a file
             raise NotADirectoryError(errno.ENOTDIR, "not a directory (never followed)", path)
@@ -208,9 +223,10 @@ class HeaderCache:
         old = self.dirs.get(rel)  # (self._old_entry inlined: once per directory)
         if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
             old = None
-        new: dict[str, list[Any]] = {}
+        new = {}
         trusted = False
-        if old is not None and old[0] == mtime_ns:
+        # (a directory the watcher names is listed afresh, whatever its mtime says)
+        if old is not None and old[0] == mtime_ns and (changed is None or rel not in changed):
             subdirs, names, links = old[1], old[2], old[3]
             trusted = (
                 type(subdirs) is list
@@ -243,6 +259,44 @@ class HeaderCache:
         self._new = new
         return listing
 
+    def stat_names(self, path: str, rel: str, names: list[str]) -> list[tuple[str, Any]]:
+        """The walk's ``lstat`` of each name in the directory just listed, with a
+        watching sweeper: what it vouches for stands on the cache's word."""
+        old, changed = self._old, self.changed
+        assert changed is not None
+        prefix = f"{rel}/" if rel else ""
+        lstat = os.lstat
+        found: list[tuple[str, Any]] = []
+        for name in names:
+            entry = old.get(name)
+            if entry is not None and type(entry) is list and prefix + name not in changed:
+                found.append((name, Known(entry)))
+                continue
+            try:
+                found.append((name, lstat(f"{path}/{name}")))
+            except OSError:
+                continue  # gone since the listing
+        return found
+
+    def _ask(self) -> None:
+        """Ask the watching sweeper (if any) what changed since the saved state."""
+        self.changed, self.token_next = None, None
+        since = self.since
+        if since is None:
+            # (rouse.core.fsmon.ask inlined up to the lstat: most trees have no watcher)
+            try:
+                os.lstat(fsmon.socket_path(self.root))
+            except OSError:
+                return
+            answer = fsmon.ask(self.root, self.token, self.secret)
+        else:
+            answer = since(self.token)
+        if answer is None:
+            return
+        self.token_next, paths = answer
+        if paths is not None and self.token is not None and self.dirs:
+            self.changed = set(paths)
+
     def walk(self, plan_at: datetime | None = None) -> Tree:
         """One walk of the tree through this cache, then save it (best-effort).
 
@@ -255,12 +309,15 @@ class HeaderCache:
         """
         self.next, self._dir = {}, None
         self.missed, self.relisted = [], []
+        self._ask()  # before the walk: whatever changes during it is in the next answer
         self.now_ns = time.time_ns()
         try:
-            tree = walk(self.root, self, self.list_dir)
+            stat_names = self.stat_names if self.changed is not None else None
+            tree = walk(self.root, self, self.list_dir, stat_names)
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
             self.dirs, self.next, self._dir, self.dirty = {}, {}, None, True
             self.missed, self.relisted, self.plans_ok = [], [], False
+            self.changed = None
             tree = walk(self.root, self, self.list_dir)
         self.plan(tree, plan_at)
         self.save()
@@ -299,6 +356,8 @@ class HeaderCache:
     def save(self) -> None:
         """Write this walk's state (what it did not see is dropped); skip if we can't."""
         old, new = self.dirs, self.next
+        if self.token_next is not None and self.changed is None and self.token_next != self.token:
+            self.dirty = True  # walked in full under a watcher: keep its token
         # when not dirty, every key of `new` is in `old`: equal counts mean
         # nothing vanished
         unchanged = (
@@ -308,8 +367,9 @@ class HeaderCache:
         )
         self.dirs, self.next, self._dir = new, {}, None
         if unchanged:
-            return
-        _write_cache(self.path, self.secret, new)
+            return  # (the saved token stays: asked since it, the watcher says more, not less)
+        write_cache(self.path, self.secret, new, self.token_next)
+        self.token = self.token_next
 
 
 def _changed(tree: Tree, missed: list[str], relisted: list[str]) -> set[str]:

@@ -1,15 +1,22 @@
-"""How the walk cache (:mod:`rouse.core.cache`) writes a header as JSON and reads
-it back, and which cached names it may believe."""
+"""The walk cache's file (:mod:`rouse.core.cache`): its first line and MAC, how it
+writes a header as JSON and reads it back, and which cached names it may believe."""
 
 from __future__ import annotations
 
+import json
+import os
+import time
+
 from rouse.core import layout
 from rouse.core.header import Entry, Header
+from rouse.core.statefile import Damaged, load_bytes, save_bytes
+from rouse.core.stateshapes import WALK_CACHE
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
 #: names a cached listing may never hold (besides anything with "/" or NUL)
@@ -93,3 +100,53 @@ def load_header(data: dict[str, str] | list[Any]) -> Header:
     header._entries = entries
     header.duplicates = tuple(e for e in entries if e.line in dupes)
     return header
+
+
+VERSION = 7
+#: the first line of the file: magic, version, MAC (or "-" when unkeyed)
+MAGIC = b"rouse-walk-cache"
+
+
+def mac(secret: bytes, body: bytes) -> bytes:
+    """The cache file's MAC, under a key derived from the stamp key's secret."""
+    import hashlib
+    import hmac
+
+    derived = hmac.new(secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
+    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
+
+
+def read_cache(path: Path, secret: bytes | None) -> Any:
+    """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
+    data = load_bytes(path, WALK_CACHE.max_bytes)
+    if data is None:
+        return None
+    first, _, body = data.partition(b"\n")
+    parts = first.split(b" ")
+    if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
+        return None
+    if secret is not None:
+        import hmac
+
+        if not hmac.compare_digest(parts[2], mac(secret, body)):
+            return None
+    try:
+        return WALK_CACHE.decode(body)
+    except Damaged:  # too deep, not JSON, NaN, the wrong shape: no cache, rewritten
+        return None
+
+
+def zone() -> str:
+    """What the clock's local times hang on (a file's mtime is read as local time):
+    plans kept under another zone are not used."""
+    return f"{os.environ.get('TZ', '')}|{time.timezone}|{time.altzone}|{'|'.join(time.tzname)}"
+
+
+def write_cache(
+    path: Path, secret: bytes | None, dirs: dict[str, list[Any]], token: str | None
+) -> None:
+    """Save the cache (best effort), MACed when there is a secret."""
+    state = {"version": VERSION, "zone": zone(), "token": token, "dirs": dirs}
+    body = json.dumps(state, separators=(",", ":")).encode()
+    signed = mac(secret, body) if secret is not None else b"-"
+    save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)

@@ -29,6 +29,8 @@ HeaderReader = Callable[[str, str, os.stat_result], Header]
 #: A directory's (subdirectory names, .md file names, symlink names), sorted.
 Listing = tuple[list[str], list[str], list[str]]
 Lister = Callable[[str, str], Listing]
+#: (path, rel, names) -> each name still there with its lstat (or what stands in for it)
+StatNames = Callable[[str, str, list[str]], list[tuple[str, os.stat_result]]]
 SKIP_NAMES = frozenset({layout.STATE_DIR, ".git"})
 #: intentions/ and everything above it are never records (a top-level intention has no parent).
 NEVER_RECORDS = frozenset(
@@ -101,10 +103,13 @@ _NOTES_PREFIX = f"{layout.NOTES}/"
 class _Walker:
     """Walks with plain strings: this runs at every session start, so no pathlib here."""
 
-    def __init__(self, root: Path, read: HeaderReader, list_dir: Lister):
+    def __init__(
+        self, root: Path, read: HeaderReader, list_dir: Lister, stat_names: StatNames | None
+    ):
         self.tree = Tree(root)
         self.read = read
         self.list_dir = list_dir
+        self.stat_names = stat_names
 
     def load(self, path: str, rel: str, info: os.stat_result) -> Header | None:
         try:
@@ -130,13 +135,17 @@ class _Walker:
             dirs and max(map(len, dirs)) > layout.MAX_NAME
         ):
             dirs, names = self.untrackable_names(rel, prefix, dirs, names)
-        lstat = os.lstat
-        for name in names:
-            try:
-                info = lstat(f"{path}/{name}")
-            except OSError:
-                continue  # gone since the listing: it will not be there next time either
-            (record_files if name in RECORD_FILES else files).append((name, info))
+        if self.stat_names is not None:
+            for name, info in self.stat_names(path, rel, names):
+                (record_files if name in RECORD_FILES else files).append((name, info))
+        else:
+            lstat = os.lstat
+            for name in names:
+                try:
+                    info = lstat(f"{path}/{name}")
+                except OSError:
+                    continue  # gone since the listing: it will not be there next time either
+                (record_files if name in RECORD_FILES else files).append((name, info))
         record_dir = False
         if (
             record_files
@@ -290,9 +299,14 @@ def _plain(dirs: list[str], names: list[str]) -> bool:
     return max(map(len, dirs), default=0) <= layout.MAX_NAME
 
 
-def walk(root: Path, read: HeaderReader | None = None, list_dir: Lister | None = None) -> Tree:
+def walk(
+    root: Path,
+    read: HeaderReader | None = None,
+    list_dir: Lister | None = None,
+    stat_names: StatNames | None = None,
+) -> Tree:
     """Walk ``root`` once and build the Tree (header-only reads)."""
-    walker = _Walker(root, read or _plain_reader, list_dir or scan_dir)
+    walker = _Walker(root, read or _plain_reader, list_dir or scan_dir, stat_names)
     walker.walk(str(root), "", None)
     tree = walker.tree
     for directory in (layout.BELIEFS, layout.MOTIVATIONS):

@@ -39,6 +39,7 @@ from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
+from rouse.sweep.watch import kept_hot
 
 DEFAULT_EVERY = 60.0
 #: The longest ``--every`` and ``--timeout``, in seconds: one day.
@@ -83,6 +84,7 @@ def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int
     with (
         sweeper_lock(root),
         Sweeper(root, parts, log=log, interval=interval, verbosity=options.verbosity) as sw,
+        kept_hot(root, sw.headers, on=not once),  # the pack asks it what changed (Linux)
     ):
         # the loop says once what it is doing; --once only when asked (-v)
         line = starting(root, sw.sink, period, parts.quiet, now, once=once)
