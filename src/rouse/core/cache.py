@@ -290,7 +290,7 @@ class HeaderCache:
                     files[name] = [*entry[:5], None]
                     self.dirty = True
                 continue
-            made = make_plan(tree, record, now)
+            made = make_plan(tree, record, now, at)
             files[name] = [*entry[:5], made]
             record.plan = made if type(made) is list else None
             self.dirty = True
