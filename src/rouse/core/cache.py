@@ -88,7 +88,7 @@ def _zone() -> str:
 def _write_cache(path: Path, secret: bytes | None, dirs: dict[str, list[Any]]) -> None:
     """Save the cache (best effort), MACed when there is a secret."""
     state = {"version": VERSION, "zone": _zone(), "dirs": dirs}
-    body = json.dumps(state, separators=(",", ":")).encode()
+    body = json.dumps(state, separators=(",", ":"), check_circular=False).encode()
     mac = _mac(secret, body) if secret is not None else b"-"
     save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), mac)) + b"\n" + body)
 
@@ -268,9 +268,25 @@ class HeaderCache:
 
     def plan(self, tree: Tree, now: datetime | None) -> None:
         """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
-        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
         at = micros(now)
         state = self.next
+        if not self.plans_ok and now is not None:  # a first walk: a new plan for each record
+            for directory, record in tree.records.items():
+                files = state[directory][4]
+                name = record.rel[len(directory) + 1 :]
+                entry = files.get(name)
+                if entry is None:
+                    continue  # racy: not kept, so the clock decides afresh
+                made = make_plan(tree, record, now, at)
+                if len(entry) == 6:  # (this walk's entry: filled in, not copied)
+                    entry[5] = made
+                else:
+                    files[name] = [*entry[:5], made]
+                if type(made) is list:
+                    record.plan = made
+            self.plans_ok = self.dirty = True
+            return
+        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
         for directory, record in tree.records.items():
             files = state[directory][4]
             name = record.rel[len(directory) + 1 :]

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 EPOCH = datetime(1970, 1, 1)
 MICROSECOND = timedelta(microseconds=1)
 MOVED_FROM = ("last-moved", "opened", "mtime")
+_MOVED_FROM = {name: index for index, name in enumerate(MOVED_FROM)}
 REMINDER_WHY = ("due", "nag")
 NEVER, STALE, REMINDER = 0, 1, 2
 #: a plan's length (anything else is not a plan: the clock evaluates afresh)
@@ -79,39 +80,38 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
         at = micros(now)
     moved = decision.moved_at
     assert moved is not None
-    tail = [
-        None if decision.snoozed_until is None else micros(decision.snoozed_until),
-        decision.nudge,
-        (moved - EPOCH) // MICROSECOND,
-        MOVED_FROM.index(decision.moved_from),
-    ]
-    kind = record.type
-    if not record.open_memo:  # (evaluate has memoised is_open)
-        return [at, NEVER, None, 0, None, None, None, 0, *tail]
-    if kind == "reminder":
-        return _reminder_plan(tree, decision, at, tail)
-    if clock.LEVELS[kind].stale_after is None:
-        return [at, NEVER, None, 0, None, None, None, 0, *tail]
-    # (plan_of's rule: the earlier of review and — unless a child silences it —
-    # staleness, review first on a tie; a snooze that ends later puts it off)
-    review, stale = decision.review_at, decision.stale_at
-    wake = review
-    if stale is not None and not decision.silenced_by and (wake is None or stale < wake):
-        wake = stale
     snoozed = decision.snoozed_until
-    if wake is not None and snoozed is not None and snoozed > wake:
-        wake = snoozed
-    return [
-        at,
-        STALE,
-        None if wake is None else (wake - EPOCH) // MICROSECOND,
-        0,
-        None if review is None else (review - EPOCH) // MICROSECOND,
-        None if stale is None else (stale - EPOCH) // MICROSECOND,
-        None,
-        0,
-        *tail,
-    ]
+    snooze = None if snoozed is None else (snoozed - EPOCH) // MICROSECOND
+    moved_from = _MOVED_FROM[decision.moved_from]
+    moved_at = (moved - EPOCH) // MICROSECOND
+    if record.open_memo:  # (evaluate has memoised is_open)
+        kind = record.type
+        if kind == "reminder":
+            return _reminder_plan(tree, decision, at, [snooze, decision.nudge, moved_at, moved_from])
+        if kind in clock.STALE_LEVELS:
+            # (plan_of's rule: the earlier of review and — unless a child silences
+            # it — staleness; a snooze that ends later puts it off)
+            review, stale = decision.review_at, decision.stale_at
+            wake = review
+            if stale is not None and not decision.silenced_by and (wake is None or stale < wake):
+                wake = stale
+            if wake is not None and snoozed is not None and snoozed > wake:
+                wake = snoozed
+            return [
+                at,
+                STALE,
+                None if wake is None else (wake - EPOCH) // MICROSECOND,
+                0,
+                None if review is None else (review - EPOCH) // MICROSECOND,
+                None if stale is None else (stale - EPOCH) // MICROSECOND,
+                None,
+                0,
+                snooze,
+                decision.nudge,
+                moved_at,
+                moved_from,
+            ]
+    return [at, NEVER, None, 0, None, None, None, 0, snooze, decision.nudge, moved_at, moved_from]
 
 
 def _reminder_plan(tree: Tree, decision: clock.Decision, at: int, tail: list[Any]) -> list[Any] | int:

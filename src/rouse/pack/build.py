@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rouse.core import body, clock, header, layout, nudges, sweepstate
 from rouse.core.body import log_entries, split_log
-from rouse.core.cache import cached_walk
+from rouse.core.cache import HeaderCache
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
 from rouse.core.planned import survey
@@ -296,7 +296,8 @@ def build_pack(
     cache_secret: bytes | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``."""
-    tree = cached_walk(root, cache_secret, now)
+    walked = HeaderCache(root, cache_secret)
+    tree = walked.walk(now)
     origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
@@ -340,7 +341,7 @@ def build_pack(
         }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
-    built.tree, built.decisions = tree, shown
+    built.tree, built.decisions, built.walked = tree, shown, walked
     return built
 
 
