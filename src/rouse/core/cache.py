@@ -186,15 +186,15 @@ class HeaderCache:
         self.misses += 1
         self.missed.append(rel)
         header = read_header(path, rel, info)
-        if self._settled(mtime_ns):
-            self._new[name] = [
-                size,
-                mtime_ns,
-                info.st_ctime_ns,
-                info.st_ino,
-                dump_header(header),
-                None,
-            ]
+        if self.now_ns - mtime_ns > RACY_NS:  # (self._settled inlined: once per file)
+            fields = header.fields
+            # a compact header is stored as its fields (dump_header's first case, inlined)
+            data = (
+                fields
+                if header.lines is COMPACT_LINES[len(fields)] and header._entries is None
+                else dump_header(header)
+            )
+            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, data, None]
             self.dirty = True
         # (a racy file is left out: if it was cached, save sees the count drop)
         return header
