@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from rouse.core.errors import HeaderError
 from rouse.core.header import (
     BOM,
-    Header,
     MAX_HEADER_BYTES,
     MAX_HEADER_LINES,
+    Header,
     format_header,
     parse_header,
     read_header,
@@ -558,8 +558,19 @@ HEADER_LINE = st.one_of(
         st.sampled_from([b"status", b"due", b"Due", b"closes-when", b"a", b"x-1", b"-x", b"k"]),
         st.sampled_from([b": ", b":", b" : ", b":\t"]),
         st.sampled_from(
-            [b"open", b"", b"  padded  ", b"a: b", b"\xc3\xa9t\xc3\xa9", b"\xe2\x80\xa8x",
-             b"\xff", b"\x00", b"x\ry", b"\xc2\x85", b"#"]
+            [
+                b"open",
+                b"",
+                b"  padded  ",
+                b"a: b",
+                b"\xc3\xa9t\xc3\xa9",
+                b"\xe2\x80\xa8x",
+                b"\xff",
+                b"\x00",
+                b"x\ry",
+                b"\xc2\x85",
+                b"#",
+            ]
         ),
     ),
     st.sampled_from([b"", b"# comment", b"  continued", b"\tcontinued", b"no colon", b"---"]),

@@ -4,7 +4,8 @@ it back, and which cached names it may believe."""
 from __future__ import annotations
 
 from rouse.core import layout
-from rouse.core.header import COMPACT_LINES, Entry, Header
+from rouse.core.header import COMPACT_LINES as COMPACT_LINES  # (the cache reads it from here)
+from rouse.core.header import Entry, Header
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -16,14 +17,17 @@ if TYPE_CHECKING:
 _BAD_NAMES = frozenset({"", ".", "..", layout.STATE_DIR, ".git"})
 
 
-
 def dump_header(header: Header) -> dict[str, str] | list[Any]:
     """A header as JSON. Almost every header is compact: fenced, one line per key
     right under the opening fence, closed on the next line; it is stored as its
     fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
     (one line per key, in order), else with its entries and findings spelled out."""
     count = len(header.fields)
-    if header._entries is None and count < len(COMPACT_LINES) and header.lines is COMPACT_LINES[count]:
+    if (
+        header._entries is None
+        and count < len(COMPACT_LINES)
+        and header.lines is COMPACT_LINES[count]
+    ):
         return header.fields  # read compact (its Entry objects never made)
     entries = header.entries
     plain = not (header.duplicates or header.continued or header.bad_lines)

@@ -77,7 +77,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     if decision.problems or decision.every is not None:
         return 0  # its warnings are the clock's to give; a series counts what it missed
     if at is None:
-        at = micros(now)
+        at = (now - EPOCH) // MICROSECOND
     moved = decision.moved_at
     assert moved is not None
     snoozed = decision.snoozed_until
@@ -87,7 +87,9 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     if record.open_memo:  # (evaluate has memoised is_open)
         kind = record.type
         if kind == "reminder":
-            return _reminder_plan(tree, decision, at, [snooze, decision.nudge, moved_at, moved_from])
+            return _reminder_plan(
+                tree, decision, at, [snooze, decision.nudge, moved_at, moved_from]
+            )
         if kind in clock.STALE_LEVELS:
             # (plan_of's rule: the earlier of review and — unless a child silences
             # it — staleness; a snooze that ends later puts it off)
@@ -114,7 +116,9 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     return [at, NEVER, None, 0, None, None, None, 0, snooze, decision.nudge, moved_at, moved_from]
 
 
-def _reminder_plan(tree: Tree, decision: clock.Decision, at: int, tail: list[Any]) -> list[Any] | int:
+def _reminder_plan(
+    tree: Tree, decision: clock.Decision, at: int, tail: list[Any]
+) -> list[Any] | int:
     """An open reminder's plan (0 for a nag stuck at fired: due since "now", whenever now is)."""
     record = decision.record
     if clock.is_nagging(record) and clock.status_of(record) == "fired":
