@@ -15,6 +15,7 @@ from rouse.core.header import (
     BOM,
     MAX_HEADER_BYTES,
     MAX_HEADER_LINES,
+    Header,
     format_header,
     parse_header,
     read_header,
@@ -547,3 +548,84 @@ def test_set_fields_on_any_fenceless_text_keeps_it_as_body(
     # the BOM stays the file's first bytes; everything after the new fence is the old text
     assert out.startswith(BOM) == data.startswith(BOM)
     assert out.endswith(data.removeprefix(BOM))
+
+
+# -- the compact fast path: read_header reads a compact header as the parser does --
+
+HEADER_LINE = st.one_of(
+    st.builds(
+        lambda key, sep, value: key + sep + value,
+        st.sampled_from([b"status", b"due", b"Due", b"closes-when", b"a", b"x-1", b"-x", b"k"]),
+        st.sampled_from([b": ", b":", b" : ", b":\t"]),
+        st.sampled_from(
+            [
+                b"open",
+                b"",
+                b"  padded  ",
+                b"a: b",
+                b"\xc3\xa9t\xc3\xa9",
+                b"\xe2\x80\xa8x",
+                b"\xff",
+                b"\x00",
+                b"x\ry",
+                b"\xc2\x85",
+                b"#",
+            ]
+        ),
+    ),
+    st.sampled_from([b"", b"# comment", b"  continued", b"\tcontinued", b"no colon", b"---"]),
+)
+
+
+def _seen(h: Header) -> tuple[object, ...]:
+    """Everything a reader of a Header can observe."""
+    return (
+        h.fenced,
+        list(h.fields.items()),
+        h.end_line,
+        [(e.key, e.value, e.line) for e in h.entries],
+        [(e.key, e.value, e.line) for e in h.duplicates],
+        h.continued,
+        h.bad_lines,
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.sampled_from([b"---\n", b"---\r\n", b"--- \n", BOM + b"---\n", b"x\n"]),
+    st.lists(HEADER_LINE, max_size=6),
+    st.sampled_from([b"\n", b"\r\n"]),
+    st.sampled_from([b"---\n", b"---", b"--- \n", b"---\r\n", b"", b"----\n"]),
+    st.binary(max_size=20),
+)
+def test_read_header_reads_what_the_parser_reads(
+    tmp_path_factory: pytest.TempPathFactory,
+    opening: bytes,
+    lines: list[bytes],
+    newline: bytes,
+    closing: bytes,
+    body: bytes,
+) -> None:
+    data = opening + b"".join(line + newline for line in lines) + closing + body
+    path = tmp_path_factory.mktemp("h") / "f.md"
+    path.write_bytes(data)
+    expected: tuple[object, ...]
+    try:
+        expected = _seen(parse_header(data))
+    except HeaderError as exc:
+        expected = (exc.message, exc.line)
+    try:
+        got = _seen(read_header(path))
+    except HeaderError as exc:
+        got = (exc.message, exc.line)
+    assert got == expected
+
+
+def test_the_compact_path_keeps_the_line_and_byte_limits(tmp_path: Path) -> None:
+    # (the fast path's own edges: a duplicate key, and headers at each limit)
+    dup = read_header(write(tmp_path / "dup.md", b"---\na: 1\na: 2\n---\n"))
+    assert dup.fields == {"a": "1"} and [d.line for d in dup.duplicates] == [3]
+    keys = b"".join(b"k%d: v\n" % n for n in range(498))
+    assert len(read_header(write(tmp_path / "ok.md", b"---\n" + keys + b"---\n")).fields) == 498
+    with pytest.raises(HeaderError, match="unterminated"):
+        read_header(write(tmp_path / "over.md", b"---\n" + keys + b"k498: v\n---\n"))

@@ -183,15 +183,15 @@ class HeaderCache:
         self.misses += 1
         self.missed.append(rel)
         header = read_header(path, rel, info)
-        if self._settled(mtime_ns):
-            self._new[name] = [
-                size,
-                mtime_ns,
-                info.st_ctime_ns,
-                info.st_ino,
-                dump_header(header),
-                None,
-            ]
+        if self.now_ns - mtime_ns > RACY_NS:  # (self._settled inlined: once per file)
+            fields = header.fields
+            # a compact header is stored as its fields (dump_header's first case, inlined)
+            data = (
+                fields
+                if header.lines is COMPACT_LINES[len(fields)] and header._entries is None
+                else dump_header(header)
+            )
+            self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, data, None]
             self.dirty = True
         # (a racy file is left out: if it was cached, save sees the count drop)
         return header
@@ -325,9 +325,25 @@ class HeaderCache:
 
     def plan(self, tree: Tree, now: datetime | None) -> None:
         """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
-        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
         at = micros(now)
         state = self.next
+        if not self.plans_ok and now is not None:  # a first walk: a new plan for each record
+            for directory, record in tree.records.items():
+                files = state[directory][4]
+                name = record.rel[len(directory) + 1 :]
+                entry = files.get(name)
+                if entry is None:
+                    continue  # racy: not kept, so the clock decides afresh
+                made = make_plan(tree, record, now, at)
+                if len(entry) == 6:  # (this walk's entry: filled in, not copied)
+                    entry[5] = made
+                else:
+                    files[name] = [*entry[:5], made]
+                if type(made) is list:
+                    record.plan = made
+            self.plans_ok = self.dirty = True
+            return
+        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
         for directory, record in tree.records.items():
             files = state[directory][4]
             name = record.rel[len(directory) + 1 :]
@@ -347,7 +363,7 @@ class HeaderCache:
                     files[name] = [*entry[:5], None]
                     self.dirty = True
                 continue
-            made = make_plan(tree, record, now)
+            made = make_plan(tree, record, now, at)
             files[name] = [*entry[:5], made]
             record.plan = made if type(made) is list else None
             self.dirty = True

@@ -8,6 +8,7 @@ import os
 import time
 
 from rouse.core import layout
+from rouse.core.header import COMPACT_LINES as COMPACT_LINES  # (the cache reads it from here)
 from rouse.core.header import Entry, Header
 from rouse.core.statefile import Damaged, load_bytes, save_bytes
 from rouse.core.stateshapes import WALK_CACHE
@@ -23,15 +24,18 @@ if TYPE_CHECKING:
 _BAD_NAMES = frozenset({"", ".", "..", layout.STATE_DIR, ".git"})
 
 
-#: a compact header's line numbers: its keys sit on lines 2, 3, … under the fence
-COMPACT_LINES = [range(2, 2 + count) for count in range(64)]
-
-
 def dump_header(header: Header) -> dict[str, str] | list[Any]:
     """A header as JSON. Almost every header is compact: fenced, one line per key
     right under the opening fence, closed on the next line; it is stored as its
     fields alone. Else ``[fenced, fields, lines, end_line]`` when it is plain
     (one line per key, in order), else with its entries and findings spelled out."""
+    count = len(header.fields)
+    if (
+        header._entries is None
+        and count < len(COMPACT_LINES)
+        and header.lines is COMPACT_LINES[count]
+    ):
+        return header.fields  # read compact (its Entry objects never made)
     entries = header.entries
     plain = not (header.duplicates or header.continued or header.bad_lines)
     if plain and list(header.fields) == [e.key for e in entries]:
@@ -147,6 +151,6 @@ def write_cache(
 ) -> None:
     """Save the cache (best effort), MACed when there is a secret."""
     state = {"version": VERSION, "zone": zone(), "token": token, "dirs": dirs}
-    body = json.dumps(state, separators=(",", ":")).encode()
+    body = json.dumps(state, separators=(",", ":"), check_circular=False).encode()
     signed = mac(secret, body) if secret is not None else b"-"
     save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)

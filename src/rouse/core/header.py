@@ -7,6 +7,7 @@ Reads are header-only (stop at the closing fence; give up after 64 KiB or
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -180,6 +181,34 @@ def split(data: bytes, path: str | None = None) -> tuple[Header, bytes]:
     return header, b"".join(lines[body_index:])
 
 
+#: a compact header, as writers leave one: a fence, one ``key: value`` line per key
+#: (lowercase keys, no blank, comment or continued line, no carriage return), a fence
+_COMPACT = re.compile(rb"---\n((?:[a-z][a-z0-9-]*:[^\r\n\x00]*\n)*)---\n")
+_COMPACT_LINE = re.compile(r"([a-z][a-z0-9-]*):([^\n]*)\n")
+#: the line numbers of a compact header's keys: lines 2, 3, … under the fence
+COMPACT_LINES = [range(2, 2 + count) for count in range(MAX_HEADER_LINES)]
+
+
+def _compact(head: bytes) -> Header | None:
+    """The header of ``head`` when it is compact (what :func:`_scan` would find,
+    without an object per line); None for anything else, which :func:`_scan` reads."""
+    match = _COMPACT.match(head)
+    if match is None or match.end() > MAX_HEADER_BYTES:
+        return None
+    try:
+        text = match.group(1).decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # (the slow path says which line)
+    pairs = _COMPACT_LINE.findall(text)
+    fields = {key: value.strip() for key, value in pairs}
+    count = len(fields)
+    if count != len(pairs) or count + 1 >= MAX_HEADER_LINES:
+        return None  # a duplicate key, or past the line limit: the slow path's findings
+    header = Header(True, fields, count + 2)
+    header.lines = COMPACT_LINES[count]
+    return header
+
+
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
@@ -207,13 +236,18 @@ def read_header(
         raise HeaderError(f"cannot open: {exc.strerror}", path=where) from None
     try:
         head = chunk = os.read(fd, MAX_HEADER_BYTES + 8)
-        while chunk and len(head) < MAX_HEADER_BYTES + 8:  # (a short read of a regular file)
+        # (a short read of a regular file: read on; one read holds the whole of a
+        # file no longer than its stat said, and a file that grew since is racy)
+        while chunk and len(head) < MAX_HEADER_BYTES + 8 and len(head) < info.st_size:
             chunk = os.read(fd, MAX_HEADER_BYTES + 8 - len(head))
             head += chunk
     except OSError as exc:  # a directory swapped in since the stat, say
         raise HeaderError(f"cannot read: {exc.strerror}", path=where) from None
     finally:
         os.close(fd)
+    quick = _compact(head)
+    if quick is not None:
+        return quick
     if b"\x00" in head.split(b"\n", 1)[0]:
         raise HeaderError("binary data: not a text file", path=where, line=1)
     _, lines = _split_lines(head)

@@ -195,7 +195,11 @@ def woken(root: Path, tree: Tree) -> list[Nudge]:
     Such an entry has no ``path`` of a nudge file (``None``).
     """
     found = vouched(root, read_nudges(root))[0]
-    fired = [(r, at) for r in tree.records.values() if (at := fired_at(r)) is not None]
+    fired = [
+        (r, at)
+        for r in tree.records.values()
+        if r.type == "reminder" and (at := fired_at(r)) is not None  # (the type: thousands)
+    ]
     if not found and not fired:
         return []
     done = acts.load(root)

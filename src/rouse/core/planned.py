@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 EPOCH = datetime(1970, 1, 1)
 MICROSECOND = timedelta(microseconds=1)
 MOVED_FROM = ("last-moved", "opened", "mtime")
+_MOVED_FROM = {name: index for index, name in enumerate(MOVED_FROM)}
 REMINDER_WHY = ("due", "nag")
 NEVER, STALE, REMINDER = 0, 1, 2
 #: a plan's length (anything else is not a plan: the clock evaluates afresh)
@@ -65,43 +66,75 @@ def instant(value: int | None) -> datetime | None:
     return EPOCH + timedelta(microseconds=value)
 
 
-def make_plan(tree: Tree, record: Record, now: datetime) -> list[Any] | int:
+def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) -> list[Any] | int:
     """The clock's plan for ``record`` from ``now`` on, as the cache stores it;
-    0 when the clock must evaluate it afresh every time."""
+    0 when the clock must evaluate it afresh every time. ``at``: ``micros(now)``.
+
+    Runs for every record of a first walk: a record on the stale rule (almost
+    all of them) or a closed one is planned straight from the clock's decision;
+    a reminder through :func:`rouse.core.clockplan.plan_of`."""
     decision = clock.evaluate(tree, record, now)
     if decision.problems or decision.every is not None:
         return 0  # its warnings are the clock's to give; a series counts what it missed
-    is_open = clock.is_open(record)
-    if (
-        is_open
-        and record.type == "reminder"
-        and clock.is_nagging(record)
-        and clock.status_of(record) == "fired"
-    ):
-        return 0  # due since "now", whenever now is
+    if at is None:
+        at = (now - EPOCH) // MICROSECOND
+    moved = decision.moved_at
+    assert moved is not None
+    snoozed = decision.snoozed_until
+    snooze = None if snoozed is None else (snoozed - EPOCH) // MICROSECOND
+    moved_from = _MOVED_FROM[decision.moved_from]
+    moved_at = (moved - EPOCH) // MICROSECOND
+    if record.open_memo:  # (evaluate has memoised is_open)
+        kind = record.type
+        if kind == "reminder":
+            return _reminder_plan(
+                tree, decision, at, [snooze, decision.nudge, moved_at, moved_from]
+            )
+        if kind in clock.STALE_LEVELS:
+            # (plan_of's rule: the earlier of review and — unless a child silences
+            # it — staleness; a snooze that ends later puts it off)
+            review, stale = decision.review_at, decision.stale_at
+            wake = review
+            if stale is not None and not decision.silenced_by and (wake is None or stale < wake):
+                wake = stale
+            if wake is not None and snoozed is not None and snoozed > wake:
+                wake = snoozed
+            return [
+                at,
+                STALE,
+                None if wake is None else (wake - EPOCH) // MICROSECOND,
+                0,
+                None if review is None else (review - EPOCH) // MICROSECOND,
+                None if stale is None else (stale - EPOCH) // MICROSECOND,
+                None,
+                0,
+                snooze,
+                decision.nudge,
+                moved_at,
+                moved_from,
+            ]
+    return [at, NEVER, None, 0, None, None, None, 0, snooze, decision.nudge, moved_at, moved_from]
+
+
+def _reminder_plan(
+    tree: Tree, decision: clock.Decision, at: int, tail: list[Any]
+) -> list[Any] | int:
+    """An open reminder's plan (0 for a nag stuck at fired: due since "now", whenever now is)."""
+    record = decision.record
+    if clock.is_nagging(record) and clock.status_of(record) == "fired":
+        return 0
     plan = plan_of(tree, decision)
-    if not is_open:
-        kind = NEVER
-    elif record.type == "reminder":
-        kind = REMINDER
-    elif clock.LEVELS[record.type].stale_after is None:
-        kind = NEVER
-    else:
-        kind = STALE
     why = plan["wake_why"]
     return [
-        micros(now),
-        kind,
-        micros(plan["wake_at"]) if kind != NEVER else None,
-        REMINDER_WHY.index(why) if kind == REMINDER and why in REMINDER_WHY else 0,
+        at,
+        REMINDER,
+        micros(plan["wake_at"]),
+        REMINDER_WHY.index(why) if why in REMINDER_WHY else 0,
         micros(plan["review_at"]),
         micros(plan["stale_at"]),
         micros(plan["expires_at"]),
         int(bool(plan["fires_out"])),
-        micros(decision.snoozed_until),
-        decision.nudge,
-        micros(decision.moved_at),
-        MOVED_FROM.index(decision.moved_from),
+        *tail,
     ]
 
 

@@ -7,14 +7,16 @@ header cache only saves re-reading files whose size and mtime are unchanged).
 
 from __future__ import annotations
 
+import heapq
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import body, clock, header, layout, nudges, sweepstate
 from rouse.core.body import log_entries, split_log
-from rouse.core.cache import cached_walk
+from rouse.core.cache import HeaderCache
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
 from rouse.core.planned import survey
@@ -205,15 +207,21 @@ def _context(
 
 
 def _index(
-    root: Path, tree: Tree, origin_of: OriginOf, now: datetime, known: Mapping[str, probes.Probe]
+    root: Path,
+    tree: Tree,
+    origin_of: OriginOf,
+    now: datetime,
+    known: Mapping[str, probes.Probe],
+    backlog: list[Record],
 ) -> tuple[list[dict[str, Any]], int]:
     """The newest INDEX_CAP notes and open backlog items, and how many there are in all."""
-    files: list[File] = list(tree.notes)
-    files += [r for r in tree.records.values() if r.type == "backlog" and clock.is_open(r)]
-    files.sort(key=lambda f: (-f.mtime_ns, f.rel))
+    files: list[File] = [*tree.notes, *backlog]
+    total = len(files)
+    # (the newest first, then by path: only the first INDEX_CAP are shown)
+    files = heapq.nsmallest(INDEX_CAP, files, key=lambda f: (-f.mtime_ns, f.rel))
     cache = demand.load_cache(root, getattr(origin_of, "key_path", None))
     items = []
-    for file in files[:INDEX_CAP]:
+    for file in files:
         names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
         shown = {}
         for name in names:
@@ -232,16 +240,15 @@ def _index(
                 "probes": shown,
             }
         )
-    return items, len(files)
+    return items, total
 
 
-def _tasks(root: Path, tree: Tree, ids: Mapping[str, str]) -> dict[str, Any]:
-    """Running tasks, each with its latest checkpoint (read from the task file itself:
-    running tasks are few), and the tasks the worker holds for trust (its ``work.json``)."""
+def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> dict[str, Any]:
+    """Running tasks (``tasks``), each with its latest checkpoint (read from the task
+    file itself: running tasks are few), and the tasks the worker holds for trust (its
+    ``work.json``)."""
     running = []
-    for record in tree.records.values():
-        if record.type != "task" or clock.status_of(record) != "running":
-            continue
+    for record in tasks:
         latest = None
         try:
             data = (root / record.rel).read_bytes()
@@ -267,20 +274,39 @@ def _tasks(root: Path, tree: Tree, ids: Mapping[str, str]) -> dict[str, Any]:
     return {"running": running, "held": held}
 
 
-def _ladder(tree: Tree) -> tuple[dict[str, int], int]:
-    """Open records per level (and ``fired``: one-shot reminders waiting for done, which
-    are not closed), and how many records are closed (one pass)."""
-    counts = dict.fromkeys((*LADDER, "fired"), 0)
-    closed = 0
-    for record in tree.records.values():
-        if clock.is_open(record):
-            if record.type in counts:
-                counts[record.type] += 1
-        elif record.type == "reminder" and clock.status_of(record) == "fired":
-            counts["fired"] += 1
-        else:
-            closed += 1
-    return counts, closed
+class _Census:
+    """One pass over the records, for the ladder, the running tasks and the index: open
+    records per level (and ``fired``: one-shot reminders waiting for done, which are not
+    closed), how many records are closed, the running tasks, the open backlog items."""
+
+    def __init__(self, tree: Tree):
+        open_kinds: list[str] = []
+        fired = closed = 0
+        self.running: list[Record] = []
+        self.backlog: list[Record] = []
+        is_open, status_of = clock.is_open, clock.status_of
+        for record in tree.records.values():
+            kind = record.type
+            memo = record.open_memo  # (is_open, where the clock has already asked)
+            if memo is None:
+                memo = is_open(record)
+            if memo:
+                open_kinds.append(kind)
+                if kind == "task":
+                    if status_of(record) == "running":  # (running is open)
+                        self.running.append(record)
+                elif kind == "backlog":
+                    self.backlog.append(record)
+            elif kind == "reminder" and status_of(record) == "fired":
+                fired += 1
+            else:
+                closed += 1
+        self.ladder = dict.fromkeys((*LADDER, "fired"), 0)
+        for kind, count in Counter(open_kinds).items():
+            if kind in LADDER:
+                self.ladder[kind] = count
+        self.ladder["fired"] = fired
+        self.closed = closed
 
 
 def build_pack(
@@ -296,7 +322,8 @@ def build_pack(
     cache_secret: bytes | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``."""
-    tree = cached_walk(root, cache_secret, now)
+    walked = HeaderCache(root, cache_secret)
+    tree = walked.walk(now)
     origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
@@ -317,8 +344,9 @@ def build_pack(
         shown, due_total = surveyed.first(LIST_CAP, {w["path"] for w in woken})
         due = _due(root, shown, ids, now, origin_of)
         layers, quarantined = _context(root, tree, origin_of, query, now)
-        index, index_total = _index(root, tree, origin_of, now, known)
-        ladder, closed = _ladder(tree)
+        census = _Census(tree)
+        index, index_total = _index(root, tree, origin_of, now, known, census.backlog)
+        ladder, closed = census.ladder, census.closed
         ladder["snoozed"] = surveyed.snoozed  # (counted open)
         data: dict[str, Any] = {
             "now": _now_line(now),
@@ -331,7 +359,7 @@ def build_pack(
             "motivations": layers["motivations"],
             "quarantined": quarantined,
             "ladder": ladder,
-            "tasks": _tasks(root, tree, ids),
+            "tasks": _tasks(root, census.running, ids),
             "plugins": [Path(p.rel).stem for p in tree.plugins],
             "index": index,
             "index_total": index_total,
@@ -340,7 +368,7 @@ def build_pack(
         }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
-    built.tree, built.decisions = tree, shown
+    built.tree, built.decisions, built.walked = tree, shown, walked
     return built
 
 

@@ -79,6 +79,7 @@ class Pack:
         #: the process: tearing thousands of objects down costs more than it saves)
         self.tree: Tree | None = None
         self.decisions: list[clock.Decision] = []
+        self.walked: object = None  # the walk cache, with the state it saved
 
     def to_json(self) -> dict[str, Any]:
         return self.data
