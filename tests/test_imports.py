@@ -93,6 +93,24 @@ def test_session_start_loads_nothing_heavy(tmp_path: Path, extra: list[str]) -> 
     assert sorted(NOT_AT_START & set(json.loads(done.stderr))) == []
 
 
+#: What `rouse status` and `rouse due`, a monitor's and an agent's quick looks (issue 24,
+#: within 10% of the warm pack), must not pay for either (the sweeper's options do).
+NOT_AT_A_LOOK = {"argparse", "dataclasses", "inspect", "rouse.sweep.options", "rouse.fleet"}
+
+
+@pytest.mark.parametrize("verb", ["status", "due"])
+def test_status_and_due_load_nothing_heavy(tmp_path: Path, verb: str) -> None:
+    subprocess.run([sys.executable, "-m", "rouse", "init", str(tmp_path)], check=True)
+    argv = ["--memory", str(tmp_path / "memory"), verb]
+    done = subprocess.run(
+        [sys.executable, "-c", START.format(argv=argv)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stderr.splitlines()[-1]))  # (after what the verb said)
+    assert "rouse.core.cache" in loaded  # it did look
+    assert sorted(NOT_AT_A_LOOK & loaded) == []
+
+
 #: The semantic extra's libraries: loaded by recall when it searches by meaning.
 SEMANTIC = {"numpy", "tokenizers", "safetensors"}
 

@@ -99,3 +99,13 @@ def verbosity_options(sub: argparse.ArgumentParser, verbose: str) -> None:
         const=0,
         help="errors only (quiet hours are --quiet)",
     )
+
+
+def ledger_dsn(args: argparse.Namespace) -> str | None:
+    """``--ledger`` or ``ROUSE_LEDGER``; None (the SQLite ledger) without loading rouse.fleet."""
+    given = getattr(args, "ledger", None)
+    if given is None and not os.environ.get("ROUSE_LEDGER"):
+        return None
+    from rouse.fleet.pg import chosen_dsn
+
+    return chosen_dsn(given)

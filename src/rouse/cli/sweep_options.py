@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from rouse.cli.common import resolve_now, tree_root
+from rouse.cli.common import ledger_dsn, resolve_now, tree_root
 from rouse.core.errors import UsageError
 from rouse.sweep.options import CHANNEL_KINDS, NOTIFY, SweepOptions
 
@@ -117,16 +117,6 @@ def channel_specs(args: argparse.Namespace) -> dict[str, tuple[str, tuple[Any, .
         else:
             found[NOTIFY] = (first, tuple(rest))
     return found
-
-
-def ledger_dsn(args: argparse.Namespace) -> str | None:
-    """``--ledger`` or ``ROUSE_LEDGER``; None (the SQLite ledger) without loading rouse.fleet."""
-    given = getattr(args, "ledger", None)
-    if given is None and not os.environ.get("ROUSE_LEDGER"):
-        return None
-    from rouse.fleet.pg import chosen_dsn
-
-    return chosen_dsn(given)
 
 
 def check_fleet_options(args: argparse.Namespace, dsn: str | None) -> None:

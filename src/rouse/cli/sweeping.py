@@ -47,7 +47,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _fleet_ledger(args: argparse.Namespace) -> PgLedger | None:
     """The tree's ledger in the fleet when ``--ledger``/``ROUSE_LEDGER`` names one."""
-    from rouse.cli.sweep_options import ledger_dsn
+    from rouse.cli.common import ledger_dsn
 
     dsn = ledger_dsn(args)
     if dsn is None:
