@@ -17,7 +17,7 @@ from rouse.core.cache import HeaderCache
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import human_age
 from rouse.core.tree import walk
-from rouse.pack import index, schema, search
+from rouse.pack import index, indexdoc, schema, search
 from rouse.pack.index import Index
 from rouse.pack.recall import Hit, recall, render
 from rouse.trust import stamp as stamping
@@ -232,7 +232,7 @@ def test_query_words() -> None:
 
 
 def test_incremental_refresh_rereads_only_what_changed(tree: Path) -> None:
-    def refresh() -> index.Stats:
+    def refresh() -> indexdoc.Stats:
         cache = HeaderCache(tree)
         found = walk(tree, cache)
         cache.save()

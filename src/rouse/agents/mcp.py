@@ -205,7 +205,7 @@ def build_server(tools: Tools) -> Any:
     from pydantic import ValidationError
 
     import rouse
-    from rouse.pack.index import KINDS
+    from rouse.pack.indexdoc import KINDS
 
     takes: dict[str, list[str]] = {}
     enums: dict[str, dict[str, tuple[str, ...]]] = {

@@ -74,7 +74,7 @@ def probes_enabled() -> bool:
 
 
 #: What a read verb built and the process may leave behind at exit (see ``run``).
-_LEFT_BEHIND: list[object] = []
+LEFT_BEHIND: list[object] = []
 
 
 def verbosity_options(sub: argparse.ArgumentParser, verbose: str) -> None:

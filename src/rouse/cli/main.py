@@ -166,7 +166,7 @@ def run() -> None:
     """
     code = main()
     common = sys.modules.get("rouse.cli.common")  # not imported: nothing was left behind
-    if common is not None and common._LEFT_BEHIND:
+    if common is not None and common.LEFT_BEHIND:
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -10,7 +10,7 @@ import os
 import sys
 
 from rouse.cli.common import (
-    _LEFT_BEHIND,
+    LEFT_BEHIND,
     emit,
     emit_json,
     probes_enabled,
@@ -66,7 +66,7 @@ def cmd_pack(args: argparse.Namespace) -> int:
         emit_json(pack.to_json())
     else:
         sys.stdout.write(pack.text)
-    _LEFT_BEHIND.append(pack)
+    LEFT_BEHIND.append(pack)
     return 0
 
 

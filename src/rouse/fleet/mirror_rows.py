@@ -24,8 +24,8 @@ from rouse.core.clockplan import aware as _aware
 from rouse.core.clockplan import clock_plan, no_plan
 from rouse.core.errors import HeaderError
 from rouse.core.tree import Context, File, Note, Record, Tree
-from rouse.pack.index import DESCRIBED_BY, indexed_files
-from rouse.pack.search import _WORD_RE
+from rouse.pack.indexdoc import DESCRIBED_BY, indexed_files
+from rouse.pack.search import WORD_RE
 from rouse.trust.origins import OriginReader
 
 #: Body bytes a row keeps; a longer body is cut there, and ``body_note`` says so.
@@ -194,7 +194,7 @@ def read_row(root: Path, file: File, origins: OriginReader) -> dict[str, Any] | 
         "verified": verdict.state,
         "keywords": keywords,
         "s_keywords": keywords.replace(",", " "),
-        "s_path": " ".join(_WORD_RE.findall(file.rel.removesuffix(".md"))),
+        "s_path": " ".join(WORD_RE.findall(file.rel.removesuffix(".md"))),
         "s_body": search_body,
     }
 

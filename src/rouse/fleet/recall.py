@@ -17,7 +17,7 @@ from rouse.fleet.mirror import TEXT_CONFIG
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.views import only_trees, short
 from rouse.pack import written
-from rouse.pack.index import KINDS
+from rouse.pack.indexdoc import KINDS
 from rouse.pack.search import SNIPPET_TOKENS, one_line, query_words
 from rouse.trust.origins import VERIFIED
 

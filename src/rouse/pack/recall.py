@@ -25,7 +25,8 @@ from rouse.core.header import Header
 from rouse.core.timefmt import human_age, iso_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.pack import semantic
-from rouse.pack.index import KINDS, Current, Index, indexed_files
+from rouse.pack.index import Index
+from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, query_words
 from rouse.probes import definitions as probes
 from rouse.probes import demand, gate, readings

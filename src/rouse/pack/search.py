@@ -38,7 +38,7 @@ MEANING_FLOOR = 0.15
 #: How deep each list goes into the fusion.
 FUSED_DEPTH = 50
 
-_WORD_RE = re.compile(r"[^\W_]+")
+WORD_RE = re.compile(r"[^\W_]+")
 
 #: English words that say little on their own (our own list). A query made of
 #: nothing else is searched for them; otherwise they are left out.
@@ -58,7 +58,7 @@ def query_words(query: str) -> list[str]:
 
     Raises UsageError when nothing searchable is left.
     """
-    words = list(dict.fromkeys(_WORD_RE.findall(query.lower())))[:MAX_WORDS]
+    words = list(dict.fromkeys(WORD_RE.findall(query.lower())))[:MAX_WORDS]
     if not words:
         raise UsageError(
             f"nothing to search for in {query!r}: give at least one word of letters or digits"
