@@ -327,22 +327,6 @@ class HeaderCache:
         """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
         at = micros(now)
         state = self.next
-        if not self.plans_ok and now is not None:  # a first walk: a new plan for each record
-            for directory, record in tree.records.items():
-                files = state[directory][4]
-                name = record.rel[len(directory) + 1 :]
-                entry = files.get(name)
-                if entry is None:
-                    continue  # racy: not kept, so the clock decides afresh
-                made = make_plan(tree, record, now, at)
-                if len(entry) == 6:  # (this walk's entry: filled in, not copied)
-                    entry[5] = made
-                else:
-                    files[name] = [*entry[:5], made]
-                if type(made) is list:
-                    record.plan = made
-            self.plans_ok = self.dirty = True
-            return
         changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
         for directory, record in tree.records.items():
             files = state[directory][4]
