@@ -4,7 +4,7 @@ A checkpoint is a dated line in the task's log and a wake with reason
 ``checkpoint`` queued in the tree's ledger (state ``held``, sink ``notice``),
 which the sweeper's next tick delivers through its sink like any wake it owes
 (its nudge file is shown by the pack), or the worker at once through its own
-``--sink`` (:func:`deliver`; one taker only, :func:`take`). A task that lost
+``--sink`` (:func:`deliver`; one taker only, ``Ledger.take_notice``). A task that lost
 its third attempt says so the same way (reason ``lost``). In a fleet, its
 sweepers carry the tree's notices into the fleet's ledger
 (:mod:`rouse.work.outbox`). A notice is not a record coming due: it is never
@@ -26,7 +26,7 @@ from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.wake import NOTICES, Wake
 
 #: The ledger's sink for a notice nobody has sent yet (whoever sends it records its own).
-__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue", "take"]
+__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue"]
 
 
 @dataclass
@@ -63,13 +63,6 @@ def queue(root: Path, record: Record, shown: str, reason: str, text: str, now: d
     return wake_id
 
 
-def take(book: Ledger, wake_id: str, sink: str) -> bool:
-    """Claim a queued notice for ``sink``: one taker only (a worker's ``--sink``, a
-    sweeper, or a fleet sweeper carrying it, :mod:`rouse.work.outbox`); False: another
-    took it first."""
-    return book.take_notice(wake_id, sink)
-
-
 def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
     """Send the notices queued in ``book`` through ``sink`` at once (``rouse work --sink``)."""
     owed = [
@@ -78,7 +71,7 @@ def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
         if e.wake.reason in NOTICES and e.sink == NOTICE_SINK and e.state == "held"
     ]
     for entry in owed:
-        if not take(book, entry.id, sink.kind):
+        if not book.take_notice(entry.id, sink.kind):  # one taker only
             continue
         book.start_attempt(entry.id, sink.kind, now)
         try:

@@ -27,7 +27,7 @@ from pathlib import Path
 from rouse.core.errors import RouseError
 from rouse.core.statedir import state_path
 from rouse.sweep.ledger import Ledger
-from rouse.work.notices import NOTICE_SINK, NOTICES, take
+from rouse.work.notices import NOTICE_SINK, NOTICES
 
 #: An outbox row's sink once a sweeper has taken it to carry into the fleet's ledger.
 FLEET = "fleet"
@@ -49,7 +49,7 @@ def carry(root: Path, into: Ledger, now: datetime) -> list[str]:
             if entry.wake.reason not in NOTICES or entry.state != "held":
                 continue
             if entry.sink != FLEET and not (
-                entry.sink == NOTICE_SINK and take(outbox, entry.id, FLEET)
+                entry.sink == NOTICE_SINK and outbox.take_notice(entry.id, FLEET)
             ):
                 continue
             into.add(entry.wake, NOTICE_SINK, now, held=True)
