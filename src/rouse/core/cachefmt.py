@@ -111,13 +111,19 @@ VERSION = 7
 MAGIC = b"rouse-walk-cache"
 
 
-def mac(secret: bytes, body: bytes) -> bytes:
-    """The cache file's MAC, under a key derived from the stamp key's secret."""
+def keyed_mac(secret: bytes, label: bytes, body: bytes) -> bytes:
+    """HMAC-SHA256 of ``body`` (hex) under a key derived from the stamp key's secret for
+    ``label``: one key per use (the walk cache, a watching sweeper's replies)."""
     import hashlib
     import hmac
 
-    derived = hmac.new(secret, b"rouse-walk-cache-mac", hashlib.sha256).digest()
+    derived = hmac.new(secret, label, hashlib.sha256).digest()
     return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
+
+
+def mac(secret: bytes, body: bytes) -> bytes:
+    """The cache file's MAC."""
+    return keyed_mac(secret, b"rouse-walk-cache-mac", body)
 
 
 def read_cache(path: Path, secret: bytes | None) -> Any:

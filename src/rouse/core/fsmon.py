@@ -28,6 +28,7 @@ import sys
 import time
 
 from rouse.core import layout
+from rouse.core.cachefmt import keyed_mac
 
 SOCKET = "fsmon.sock"
 PROTOCOL = b"rouse-fsmon 1"
@@ -44,11 +45,7 @@ def mac(secret: bytes | None, nonce: bytes, body: bytes) -> bytes:
     """The reply's MAC over the client's nonce and the body, or ``-`` unkeyed."""
     if secret is None:
         return b"-"
-    import hashlib
-    import hmac
-
-    derived = hmac.new(secret, b"rouse-fsmon-mac", hashlib.sha256).digest()
-    return hmac.new(derived, nonce + b"\n" + body, hashlib.sha256).hexdigest().encode()
+    return keyed_mac(secret, b"rouse-fsmon-mac", nonce + b"\n" + body)
 
 
 def request(nonce: bytes, token: str | None) -> bytes:
