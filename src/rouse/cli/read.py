@@ -28,6 +28,8 @@ from rouse.core.timefmt import parse_when
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from datetime import datetime
+    from typing import Any
 
 
 #: The bounds of the read verbs' numbers (``--limit`` is also ``rouse log``'s).
@@ -142,41 +144,79 @@ def cmd_tree(args: argparse.Namespace) -> int:
 
 
 def cmd_due(args: argparse.Namespace) -> int:
-    from rouse.core import clock
-    from rouse.core.cache import cached_walk
-    from rouse.core.planned import survey
-    from rouse.core.tree import display_ids
-    from rouse.pack.views import due_header, due_item, due_lines, due_order
-    from rouse.trust.stampkey import cache_secret
-
     now = resolve_now(args)
-    until = None
     if args.until:
         try:
             until = parse_when(args.until, now)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
-    if until is None:  # what is due now: from the plans the walk cache keeps
-        tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()), now)
+        return _forecast(args, now, until)
+    from rouse.core import snapshot
+    from rouse.core.cache import HeaderCache
+    from rouse.core.planned import survey
+    from rouse.core.tree import display_ids
+    from rouse.pack.kept import keep
+    from rouse.pack.views import due_header, due_item, due_lines, due_order, row_items, row_lines
+    from rouse.trust.stampkey import cache_secret
+
+    root = tree_root(args)
+    secret = cache_secret(stamp_key_path())
+    # what is due now: the rows the last full walk kept, while they hold
+    rows = snapshot.load(root, secret, secret is not None, now, "due")
+    shown: list[Any] | None = None
+    if rows is not None:
+        try:
+            shown = row_items(rows) if args.json else row_lines(rows, now)
+        except snapshot.DAMAGED:
+            shown = None  # not what a walk kept: walk
+    skipped: list[str] = []
+    if shown is None:  # else from the plans the walk cache keeps
+        walked = HeaderCache(root, secret)
+        tree = walked.walk(now)
         surveyed = survey(tree, now)
+        keep(root, walked, tree, surveyed, now, secret, secret is not None)
         found = due_order(surveyed.due)
-        unreadable = surveyed.problems
-    else:  # a forecast lists a repeating reminder once per occurrence in the window
-        tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
-        every = clock.decisions(tree, until)
-        found = due_order(clock.forecast(every, until))
-        unreadable = clock.field_problems(every)
+        if args.json:
+            ids = display_ids(tree)
+            shown = [due_item(d, ids[d.record.dir]) for d in found]
+        else:
+            shown = due_lines(tree, found, now)
+        skipped = [p.render() for p in tree.untrackable]
+        skipped += [p.render() for p in surveyed.problems]
+    if args.json:
+        emit_json(shown)
+    else:
+        # stdout carries only the rows (for scripts); the header is for the reader
+        header = due_header(len(shown), now, None)
+        if header:
+            print(header, file=sys.stderr, flush=True)
+        emit(shown)
+    for line in skipped:
+        print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
+    return 0
+
+
+def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
+    """``rouse due --until``: a forecast lists a repeating reminder once per occurrence."""
+    from rouse.core import clock
+    from rouse.core.cache import cached_walk
+    from rouse.core.tree import display_ids
+    from rouse.pack.views import due_header, due_item, due_lines, due_order
+    from rouse.trust.stampkey import cache_secret
+
+    tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
+    every = clock.decisions(tree, until)
+    found = due_order(clock.forecast(every, until))
     if args.json:
         ids = display_ids(tree)
         emit_json([due_item(d, ids[d.record.dir]) for d in found])
     else:
-        # stdout carries only the rows (for scripts); the header is for the reader
         header = due_header(len(found), now, until)
         if header:
             print(header, file=sys.stderr, flush=True)
         emit(due_lines(tree, found, now))
     skipped = [p.render() for p in tree.untrackable]
-    skipped += [p.render() for p in unreadable]
+    skipped += [p.render() for p in clock.field_problems(every)]
     for line in skipped:
         print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
     return 0

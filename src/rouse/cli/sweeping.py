@@ -81,9 +81,12 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rouse.core import sweepstate
-    from rouse.core.cache import cached_walk
+    from rouse.core import snapshot, sweepstate
+    from rouse.core.cache import HeaderCache
+    from rouse.core.counts import kept_counts, tree_counts
     from rouse.core.home import stamp_key_path
+    from rouse.core.planned import survey
+    from rouse.pack.kept import keep
     from rouse.sweep import status
     from rouse.trust.stampkey import cache_secret
 
@@ -109,11 +112,19 @@ def cmd_status(args: argparse.Namespace) -> int:
             for line in problems:
                 sys.stderr.write(f"rouse status --check: {line}\n")
             return 1 if problems else 0
-        # the pack's walk cache, warm: headers and clock plans of what did not change
         root = tree_root(args)
-        tree = cached_walk(root, cache_secret(stamp_key_path()), now)
+        secret = cache_secret(stamp_key_path())
+        # the tree's counts: as the last full walk kept them while they hold, else from
+        # the walk cache, warm (headers and clock plans of what did not change)
+        counts = kept_counts(snapshot.load(root, secret, secret is not None, now, "status"))
+        if counts is None:
+            walked = HeaderCache(root, secret)
+            tree = walked.walk(now)
+            surveyed = survey(tree, now)
+            keep(root, walked, tree, surveyed, now, secret, secret is not None)
+            counts = tree_counts(tree, surveyed.count)
         with sweepstate.one_reader(root):  # (its ledger reads share one connection)
-            data = status.status(tree, now, ledger=book, leader=leader)
+            data = status.status_of(root, counts, now, ledger=book, leader=leader)
     finally:
         if book is not None:
             book.close()

@@ -101,6 +101,10 @@ class HeaderCache:
         # what this walk could not vouch for: files re-read, directories listed afresh
         self.missed: list[str] = []
         self.relisted: list[str] = []
+        #: this walk read a file too new to keep (inside the racy window)
+        self.unsettled = False
+        #: the listings this walk made of directories too new to keep (by path)
+        self.racy_listings: dict[str, Listing] = {}
         self.plans_ok = False  # the stored plans were made under this time zone
         #: the token of a watching sweeper the saved state was built at (rouse.core.fsmon)
         self.token: str | None = None
@@ -193,7 +197,8 @@ class HeaderCache:
             )
             self._new[name] = [size, mtime_ns, info.st_ctime_ns, info.st_ino, data, None]
             self.dirty = True
-        # (a racy file is left out: if it was cached, save sees the count drop)
+        else:  # (a racy file is left out: if it was cached, save sees the count drop)
+            self.unsettled = True
         return header
 
     def list_dir(self, path: str, rel: str) -> Listing:
@@ -245,6 +250,7 @@ class HeaderCache:
                 entry = [mtime_ns, *listing, new]
             else:
                 entry = [None, [], [], [], new]
+                self.racy_listings[rel] = listing
             self.next[rel] = entry
             # Worth a save: a new directory, or a trusted listing that changed.
             # A listing that was not trusted (the root, just after .rouse/ was
@@ -308,7 +314,8 @@ class HeaderCache:
         gets a plan made now, valid from ``plan_at`` on (kept for the next walk).
         """
         self.next, self._dir = {}, None
-        self.missed, self.relisted = [], []
+        self.missed, self.relisted, self.unsettled = [], [], False
+        self.racy_listings = {}
         self._ask()  # before the walk: whatever changes during it is in the next answer
         self.now_ns = time.time_ns()
         try:
@@ -317,7 +324,7 @@ class HeaderCache:
         except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError):
             self.dirs, self.next, self._dir, self.dirty = {}, {}, None, True
             self.missed, self.relisted, self.plans_ok = [], [], False
-            self.changed = None
+            self.changed, self.unsettled, self.racy_listings = None, False, {}
             tree = walk(self.root, self, self.list_dir)
         self.plan(tree, plan_at)
         self.save()

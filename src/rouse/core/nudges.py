@@ -97,6 +97,16 @@ def read_nudges(root: Path) -> list[Nudge]:
     return found
 
 
+def waiting(root: Path) -> bool:
+    """Is there a nudge file not yet archived, or anything that is not one (what
+    :func:`read_nudges` reads: no snapshot stands for the pack then)?"""
+    try:
+        with os.scandir(nudge_dir(root)) as entries:
+            return any(True for _ in entries)
+    except OSError:
+        return statedir.path_problem(root, DIR, directory=True) is not None
+
+
 def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "") -> bool:
     """Is the wake made at ``when`` for ``record`` answered (SPEC §5)?
 
@@ -148,6 +158,11 @@ def fired_at(record: Record) -> datetime | None:
     if clock.status_of(record) != "fired":
         return None
     return _stamp(record, "fired") or record.mtime.replace(microsecond=0)
+
+
+def any_fired(tree: Tree) -> bool:
+    """Is a one-shot reminder of ``tree`` at ``fired`` (:func:`fired_at`)?"""
+    return any(fired_at(r) is not None for r in tree.records.values() if r.type == "reminder")
 
 
 def rel_of(nudge: Nudge) -> str:

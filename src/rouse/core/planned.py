@@ -262,3 +262,32 @@ def survey(tree: Tree, now: datetime) -> Survey:
         if decision.problems:
             found.problems += decision.problems
     return found
+
+
+#: the instants in a plan at which what it says can change: a snooze ends, the wake,
+#: a review (stale turns review), an expiry (a reminder's last wake)
+_TURNS = (8, 2, 4, 6)
+
+
+def holds_until(tree: Tree, now: datetime) -> tuple[bool, datetime | None]:
+    """Till when :func:`survey` says of ``tree`` what it says at ``now``: ``(True, the
+    first later instant a plan turns at)``, ``(True, None)`` when none ever turns, and
+    ``(False, None)`` when a record has no usable plan (the clock decides it afresh,
+    so nothing says when it changes)."""
+    at = micros(now)
+    assert at is not None
+    soonest = LAST + 1
+    for record in tree.records.values():
+        plan = record.plan
+        if plan is None:
+            return False, None
+        try:
+            if not (type(plan[0]) is int and plan[0] <= at):
+                return False, None
+            for index in _TURNS:
+                turn = plan[index]
+                if turn is not None and at < turn < soonest:
+                    soonest = turn
+        except BAD_PLAN:
+            return False, None
+    return True, (None if soonest > LAST else instant(soonest))

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.statefile import MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
+from rouse.core.statefile import ANY, MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -89,6 +89,22 @@ WALK_CACHE = StateFile(
     max_bytes=CACHES,
     magic=True,
 )
+INSTANT = Num(-(2**63), 2**63 - 1, whole=True)  # (microseconds since the naive epoch)
+SNAPSHOT = StateFile(
+    "cache/snapshot.json",
+    {
+        "key": str,
+        "made": INSTANT,
+        "until": (INSTANT, type(None)),
+        "dirs": str,
+        "files": str,
+        "listed": {str: [[str]]},
+        "digest": str,
+        "parts": {str: ANY},
+    },
+    max_bytes=CACHES,
+    magic=True,
+)
 ORIGINS = StateFile(
     "cache/origins.json",
     {"version": WHOLE, "entries": {str: list}, "untrusted?": {str: str}},
@@ -136,7 +152,20 @@ WORK = StateFile(
     },
 )
 
-ALL = (WALK_CACHE, ORIGINS, SWEEP, SWEEP_LOCK, FLEET, BUDGET, PROBES, ACTS, SEEN, WAITER, WORK)
+ALL = (
+    WALK_CACHE,
+    SNAPSHOT,
+    ORIGINS,
+    SWEEP,
+    SWEEP_LOCK,
+    FLEET,
+    BUDGET,
+    PROBES,
+    ACTS,
+    SEEN,
+    WAITER,
+    WORK,
+)
 
 
 def _paths(root: Path, spec: StateFile) -> list[tuple[str, Path]]:

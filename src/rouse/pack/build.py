@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, layout, nudges, sweepstate
+from rouse.core import body, clock, header, layout, nudges, snapshot, sweepstate
 from rouse.core.body import log_entries, split_log
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import still_since
@@ -23,8 +23,9 @@ from rouse.core.planned import survey
 from rouse.core.stateshapes import WORK
 from rouse.core.timefmt import human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
+from rouse.pack.kept import keep
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
-from rouse.pack.warnings import pack_warnings
+from rouse.pack.warnings import live_warnings, standing_warnings
 from rouse.probes import definitions as probes
 from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
@@ -74,14 +75,16 @@ def _for_json(data: dict[str, Any], now: datetime) -> dict[str, Any]:
 
     Human ages are for the text only: ``now`` becomes ISO 8601 and the items
     keep their instants (``due_at``, ``moved_at``, ``at``, ``mtime``) without
-    the ``still`` and ``age`` the text was written from.
+    the ``still`` and ``age`` the text was written from (nor the naive instants,
+    ``_still``, ``_mtime``, ``_at``, they were measured from).
     """
 
     def without(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-        return [{k: v for k, v in item.items() if k != key} for item in items]
+        return [{k: v for k, v in item.items() if k != key and k[0] != "_"} for item in items]
 
     shaped = dict(data)
     shaped["now"] = iso_stamp(now)
+    shaped["woken"] = without(data["woken"], "_at")
     shaped["due"] = without(data["due"], "still")
     shaped["index"] = without(data["index"], "age")
     shaped["motivations"] = without(data["motivations"], "age")
@@ -109,26 +112,19 @@ def _message(root: Path, record: Record, origin_of: OriginOf) -> dict[str, Any] 
 
 
 def _woken(
-    root: Path, tree: Tree, ids: Mapping[str, str], now: datetime, origin_of: OriginOf
+    root: Path, tree: Tree, ids: Mapping[str, str], origin_of: OriginOf
 ) -> list[dict[str, Any]]:
     items = []
     for n in nudges.woken(root, tree):
-        record_id = ids.get(n.record_dir, n.record_dir)
         record = tree.records.get(n.record_dir)
-        # ages computed now, not copied from the wake (a 09:00 wake read at 12:00)
-        line = f"{record_id} — woke you {human_age(n.at, now)} ({n.reason}, nudge {n.number})"
-        if n.path is None:  # a fired reminder whose wake went elsewhere (or was archived)
-            line = f"{record_id} — fired {human_age(n.at, now)}, waiting for done"
-        elif n.reason == "tell":
-            line = f"{record_id} — your tell to the owner was given up {human_age(n.at, now)}"
         items.append(
             {
-                "record": record_id,
+                "record": ids.get(n.record_dir, n.record_dir),
                 "path": n.record_dir,
                 "at": iso_stamp(n.at),
+                "_at": n.at.isoformat(),  # (for its age, at render)
                 "reason": n.reason,
                 "nudge": n.number,
-                "wake": line,
                 "file": n.path.relative_to(root).as_posix() if n.path is not None else None,
                 "message": _message(root, record, origin_of) if record is not None else None,
             }
@@ -136,12 +132,18 @@ def _woken(
     return items
 
 
+def _wake_line(item: dict[str, Any], now: datetime) -> str:
+    """A woken entry's line, its age computed now (a 09:00 wake read at 12:00)."""
+    age = human_age(datetime.fromisoformat(item["_at"]), now)
+    if item["file"] is None:  # a fired reminder whose wake went elsewhere (or was archived)
+        return f"{item['record']} — fired {age}, waiting for done"
+    if item["reason"] == "tell":
+        return f"{item['record']} — your tell to the owner was given up {age}"
+    return f"{item['record']} — woke you {age} ({item['reason']}, nudge {item['nudge']})"
+
+
 def _due(
-    root: Path,
-    shown: list[clock.Decision],
-    ids: Mapping[str, str],
-    now: datetime,
-    origin_of: OriginOf,
+    root: Path, shown: list[clock.Decision], ids: Mapping[str, str], origin_of: OriginOf
 ) -> list[dict[str, Any]]:
     """The due list's items: ``shown`` (the LIST_CAP records still longest, oldest first)."""
     fenced = quoted_origins(origin_of)
@@ -159,7 +161,7 @@ def _due(
                 "record": ids[record.dir],
                 "path": record.dir,
                 "reason": decision.reason,
-                "still": human_age(still_since(decision), now),  # (text only)
+                "_still": still_since(decision).isoformat(),  # (for its age, at render)
                 "due_at": iso_stamp(decision.due_at),
                 "moved_at": iso_stamp(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
@@ -173,7 +175,7 @@ def _due(
 
 
 def _context(
-    root: Path, tree: Tree, origin_of: OriginOf, query: str | None, now: datetime
+    root: Path, tree: Tree, origin_of: OriginOf, query: str | None
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     layers: dict[str, Any] = {"persona": None, "beliefs": [], "motivations": []}
     quarantined: list[dict[str, str]] = []
@@ -193,8 +195,8 @@ def _context(
             keywords = _words((ctx.get("keywords") or "").replace(",", " "))
             # without keywords nothing says it is off-topic: it stays whole
             if keywords and not keywords & asked:
-                entry["age"] = human_age(ctx.mtime, now)  # (text only)
                 entry["mtime"] = iso_stamp(ctx.mtime)
+                entry["_mtime"] = ctx.mtime.isoformat()  # (for its age, at render)
                 entry["body"] = None  # on disk, thinned by --query
                 layers["motivations"].append(entry)
                 continue
@@ -210,7 +212,6 @@ def _index(
     root: Path,
     tree: Tree,
     origin_of: OriginOf,
-    now: datetime,
     known: Mapping[str, probes.Probe],
     backlog: list[Record],
 ) -> tuple[list[dict[str, Any]], int]:
@@ -233,9 +234,8 @@ def _index(
             {
                 "path": file.rel,
                 "origin": origin_of(file),
-                "age": human_age(file.mtime, now),  # (text only)
                 "mtime": iso_stamp(file.mtime),
-                "fresh": file.mtime >= now - FRESH,
+                "_mtime": file.mtime.isoformat(),  # (its age and freshness, at render)
                 "keywords": (file.get("keywords") or "").strip(),
                 "probes": shown,
             }
@@ -243,10 +243,9 @@ def _index(
     return items, total
 
 
-def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> dict[str, Any]:
+def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> list[dict[str, Any]]:
     """Running tasks (``tasks``), each with its latest checkpoint (read from the task
-    file itself: running tasks are few), and the tasks the worker holds for trust (its
-    ``work.json``)."""
+    file itself: running tasks are few)."""
     running = []
     for record in tasks:
         latest = None
@@ -267,11 +266,15 @@ def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> dict[str,
             }
         )
     running.sort(key=lambda item: (item["started"], item["path"]))
-    held = []
+    return running
+
+
+def _held(root: Path) -> list[str]:
+    """The tasks the worker holds for trust (its ``work.json``: read at every pack)."""
     state = WORK.read(root / layout.STATE_DIR / sweepstate.WORK_STATE)
     if isinstance(state, dict) and isinstance(state.get("held"), list):
-        held = [str(why) for why in state["held"][:LIST_CAP]]
-    return {"running": running, "held": held}
+        return [str(why) for why in state["held"][:LIST_CAP]]
+    return []
 
 
 class _Census:
@@ -321,10 +324,19 @@ def build_pack(
     probes_reason: str | None = None,
     cache_secret: bytes | None = None,
 ) -> Pack:
-    """Compute the pack for the tree at ``root`` at ``now``."""
+    """Compute the pack for the tree at ``root`` at ``now``: from the snapshot the last
+    full walk kept (:mod:`rouse.core.snapshot`) while it holds, else from a walk."""
+    origin_of = origin_of or effective_origin
+    keyed = bool(getattr(origin_of, "keyed", False))
+    part = f"pack {query}" if query else "pack"
+    kept = snapshot.load(root, cache_secret, keyed, now, part)
+    if kept is not None and not nudges.waiting(root):
+        try:
+            return _finish(root, kept, now, max_chars, [])
+        except snapshot.DAMAGED:
+            pass  # not what a pack kept: walk
     walked = HeaderCache(root, cache_secret)
     tree = walked.walk(now)
-    origin_of = origin_of or effective_origin
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
     known = {p.name: p for p in probe_list} if probes_enabled else {}
@@ -338,38 +350,94 @@ def build_pack(
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     with sweepstate.one_reader(root):  # (the ledger reads below share one connection)
-        woken = _woken(root, tree, ids, now, origin_of)
+        woken = _woken(root, tree, ids, origin_of)
         # the clock's verdicts, from the plans the walk cache kept where nothing changed
         surveyed = survey(tree, now)
         shown, due_total = surveyed.first(LIST_CAP, {w["path"] for w in woken})
-        due = _due(root, shown, ids, now, origin_of)
-        layers, quarantined = _context(root, tree, origin_of, query, now)
+        layers, quarantined = _context(root, tree, origin_of, query)
         census = _Census(tree)
-        index, index_total = _index(root, tree, origin_of, now, known, census.backlog)
-        ladder, closed = census.ladder, census.closed
+        index, index_total = _index(root, tree, origin_of, known, census.backlog)
+        ladder = census.ladder
         ladder["snoozed"] = surveyed.snoozed  # (counted open)
-        data: dict[str, Any] = {
-            "now": _now_line(now),
-            "probes": [{"name": name, "reading": value} for name, value in measured],
+        found: dict[str, Any] = {
             "woken": woken,
-            "due": due,
+            "due": _due(root, shown, ids, origin_of),
             "due_total": due_total,
             "persona": layers["persona"],
             "beliefs": layers["beliefs"],
             "motivations": layers["motivations"],
             "quarantined": quarantined,
             "ladder": ladder,
-            "tasks": _tasks(root, census.running, ids),
+            "running": _tasks(root, census.running, ids),
             "plugins": [Path(p.rel).stem for p in tree.plugins],
             "index": index,
             "index_total": index_total,
-            "not_listed": {"closed_records": closed, "index": 0, "due": 0, "woken": 0},
-            "warnings": pack_warnings(tree, surveyed.problems, layers, probe_notes, now),
+            "closed_records": census.closed,
+            "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes),
         }
+        # kept for the next pack while nothing changes: not when it runs probes, or when
+        # anything could wake the agent (what answers a wake is not the tree's to say)
+        if tree.probes is None and not nudges.waiting(root) and not nudges.any_fired(tree):
+            keep(root, walked, tree, surveyed, now, cache_secret, keyed, {part: found})
+        return _finish(root, found, now, max_chars, measured, tree, shown, walked)
+
+
+def _finish(
+    root: Path,
+    found: dict[str, Any],
+    now: datetime,
+    max_chars: int,
+    measured: list[tuple[str, str]],
+    *kept_alive: object,
+) -> Pack:
+    """The pack at ``now`` from what the tree says (``found``): ages measured now, and
+    what is read afresh at every pack (probe readings, the tasks held, the sweeper's
+    warnings: the ledger, not the tree, says those), then fitted to ``max_chars``."""
+    for item in found["woken"]:
+        item["wake"] = _wake_line(item, now)
+    for item in found["due"]:
+        item["still"] = human_age(datetime.fromisoformat(item["_still"]), now)  # (text only)
+    for entry in found["motivations"]:
+        if "_mtime" in entry:
+            entry["age"] = human_age(datetime.fromisoformat(entry["_mtime"]), now)
+    for item in found["index"]:
+        mtime = datetime.fromisoformat(item["_mtime"])
+        item["age"] = human_age(mtime, now)  # (text only)
+        item["fresh"] = mtime >= now - FRESH
+    before, after = found["warnings"]
+    data: dict[str, Any] = {
+        "now": _now_line(now),
+        "probes": [{"name": name, "reading": value} for name, value in measured],
+        **{key: found[key] for key in _FOUND_SHOWN},
+        "tasks": {"running": found["running"], "held": _held(root)},
+        "plugins": found["plugins"],
+        "index": found["index"],
+        "index_total": found["index_total"],
+        "not_listed": {
+            "closed_records": found["closed_records"],
+            "index": 0,
+            "due": 0,
+            "woken": 0,
+        },
+        "warnings": before + live_warnings(root, now) + after,
+    }
     built = fit(data, max_chars)
     built.data = _for_json(built.data, now)  # (the text is already rendered)
-    built.tree, built.decisions, built.walked = tree, shown, walked
+    built.kept = kept_alive
     return built
+
+
+#: what the pack shows of ``found`` as it is, in the order it shows it
+_FOUND_SHOWN = (
+    "woken",
+    "due",
+    "due_total",
+    "persona",
+    "beliefs",
+    "motivations",
+    "quarantined",
+    "ladder",
+)
 
 
 def pack(

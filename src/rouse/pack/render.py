@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rouse.core import body, clock, layout
-from rouse.core.tree import Tree
+from rouse.core import body, layout
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -75,11 +74,10 @@ class Pack:
         self.data = data
         self.text = text
         self.trimmed = trimmed or []  # what was cut to fit, in order
-        #: what it was computed from (the CLI keeps these alive to the end of
-        #: the process: tearing thousands of objects down costs more than it saves)
-        self.tree: Tree | None = None
-        self.decisions: list[clock.Decision] = []
-        self.walked: object = None  # the walk cache, with the state it saved
+        #: what it was computed from: the tree, the decisions, the walk cache (the CLI
+        #: keeps these alive to the end of the process: tearing thousands of objects
+        #: down costs more than it saves)
+        self.kept: tuple[object, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return self.data

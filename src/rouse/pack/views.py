@@ -105,12 +105,14 @@ def when_due(decision: Decision, now: datetime) -> str:
     yesterday (2026-03-13 09:00)``, ``nag #3 due 40m ago (06:20)``, ``last
     wake #10 due 5m ago (06:55)``.
     """
-    due_at = decision.due_at or decision.now
-    reason = decision.reason
+    return _when(decision.reason, decision.due_at or decision.now, decision.nudge, now)
+
+
+def _when(reason: str | None, due_at: datetime, nudge: int, now: datetime) -> str:
     if reason == "nag":
-        label = f"nag #{decision.nudge} due"
+        label = f"nag #{nudge} due"
     elif reason == "expire":
-        label = f"last wake #{decision.nudge} due"
+        label = f"last wake #{nudge} due"
     elif reason == "review":
         label = "review due"
     elif reason == "stale" and due_at <= now:
@@ -126,6 +128,72 @@ def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
     return [
         "\t".join((ids[d.record.dir], d.reason or "", when_due(d, now), d.record.dir))
         for d in found
+    ]
+
+
+def due_rows(tree: Tree, found: list[Decision]) -> list[list[Any]]:
+    """``rouse due``'s rows as the snapshot keeps them (naive instants, ISO 8601), for
+    :func:`row_lines` and :func:`row_items` to print as :func:`due_lines` and
+    :func:`due_item` do: ``[id, type, slug, path, reason, due_at, moved_at, nudge]``."""
+    ids = display_ids(tree)
+    rows = []
+    for d in found:
+        record, due_at, moved = d.record, d.due_at, d.moved_at
+        rows.append(
+            [
+                ids[record.dir],
+                record.type,
+                record.slug,
+                record.dir,
+                d.reason,
+                None if due_at is None else due_at.isoformat(),
+                None if moved is None else moved.isoformat(),
+                d.nudge,
+            ]
+        )
+    return rows
+
+
+_NONE = type(None)
+_ROW: tuple[Any, ...] = (str, str, str, str, (str, _NONE), (str, _NONE), (str, _NONE), int)
+
+
+def _rows_ok(rows: Any) -> list[list[Any]]:
+    """``rows`` if they are as :func:`due_rows` makes them; else ValueError."""
+    if type(rows) is not list or not all(
+        type(row) is list
+        and len(row) == 8
+        and all(isinstance(v, t) for v, t in zip(row, _ROW, strict=True))
+        for row in rows
+    ):
+        raise ValueError("kept due rows are not as rouse writes them")
+    return rows
+
+
+def row_lines(rows: list[list[Any]], now: datetime) -> list[str]:
+    """:func:`due_lines` of kept rows (ValueError if they are not what rouse kept)."""
+    lines = []
+    for row in _rows_ok(rows):
+        due_at = now if row[5] is None else datetime.fromisoformat(row[5])
+        lines.append("\t".join((row[0], row[4] or "", _when(row[4], due_at, row[7], now), row[3])))
+    return lines
+
+
+def row_items(rows: list[list[Any]]) -> list[dict[str, Any]]:
+    """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
+    parse = datetime.fromisoformat
+    return [
+        {
+            "record": row[0],
+            "type": row[1],
+            "slug": row[2],
+            "path": row[3],
+            "reason": row[4],
+            "due_at": None if row[5] is None else iso_stamp(parse(row[5])),
+            "moved_at": None if row[6] is None else iso_stamp(parse(row[6])),
+            "nudge": row[7],
+        }
+        for row in _rows_ok(rows)
     ]
 
 

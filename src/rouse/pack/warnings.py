@@ -92,22 +92,27 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
     return warnings
 
 
-def pack_warnings(
-    tree: Tree,
-    unreadable: list[FieldProblem],
-    layers: Mapping[str, Any],
-    extra: list[str],
-    now: datetime,
-) -> list[str]:
-    warnings = list(extra)
+def standing_warnings(
+    tree: Tree, unreadable: list[FieldProblem], layers: Mapping[str, Any], extra: list[str]
+) -> tuple[list[str], list[str]]:
+    """The warnings the tree itself gives, those said before :func:`live_warnings`
+    (``extra``, the context layers' size) and those said after (untrackable files,
+    unreadable clock fields): kept in the snapshot while the tree is unchanged."""
+    before = list(extra)
     size = _context_chars(layers)
     if size > CONTEXT_BUDGET:
-        warnings.append(
+        before.append(
             f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
             "merge or retire beliefs and motivations"
         )
-    warnings += _sweeper_warnings(tree.root, now)
-    warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(tree.root)]
-    warnings += [f"untrackable: {p.render()}" for p in tree.untrackable]
-    warnings += [f"unreadable clock field: {p.render()}" for p in unreadable]
+    after = [f"untrackable: {p.render()}" for p in tree.untrackable]
+    after += [f"unreadable clock field: {p.render()}" for p in unreadable]
+    return before, after
+
+
+def live_warnings(root: Path, now: datetime) -> list[str]:
+    """The warnings read afresh at every pack: the sweeper's and the ledger's, and state
+    files the pack ignored."""
+    warnings = _sweeper_warnings(root, now)
+    warnings += [f"{p}; the pack ignored it" for p in statedir.quick_problems(root)]
     return warnings

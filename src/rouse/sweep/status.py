@@ -9,7 +9,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import clock, layout, locks, sweepstate
+from rouse.core import locks, sweepstate
+from rouse.core.counts import tasks_of, tree_counts
 from rouse.core.planned import survey
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Tree, walk
@@ -39,23 +40,27 @@ def status(
     file; it adds ``fleet`` (the tree's id, the database, and ``leader``: the
     lease row given, or None when no sweeper has led the tree yet).
     """
-    levels: dict[str, dict[str, int]] = {
-        kind: {"open": 0, "total": 0} for kind in layout.RECORD_TYPES
-    }
-    for record in tree.records.values():
-        levels[record.type]["total"] += 1
-        levels[record.type]["open"] += int(clock.is_open(record))
+    # (plans, where the walk cache kept them)
+    return status_of(tree.root, tree_counts(tree, survey(tree, now).count), now, ledger, leader)
+
+
+def status_of(
+    root: Path,
+    counts: dict[str, Any],
+    now: datetime,
+    ledger: Ledger | None = None,
+    leader: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """:func:`status` from the tree's counts (:func:`rouse.core.counts.tree_counts`, as
+    the snapshot may keep them): the sweeper's, the ledger's and the worker's side read now."""
     data = {
-        "tree": str(tree.root),
+        "tree": str(root),
         "now": iso_stamp(now),
-        "levels": levels,
-        "due": survey(tree, now).count,  # (plans, where the walk cache kept them)
-        "context": len(tree.context),
-        "notes": len(tree.notes),
-        "untrackable": len(tree.untrackable),
-        "symlinks": len(tree.symlinks),
-        **sweeper_status(tree.root, ledger),
-        "tasks": task_status(tree),
+        **{key: counts[key] for key in ("levels", "due", "context", "notes")},
+        "untrackable": counts["untrackable"],
+        "symlinks": counts["symlinks"],
+        **sweeper_status(root, ledger),
+        "tasks": _tasks(root, counts),
     }
     if ledger is not None:
         data["fleet"] = {"tree": ledger.tree, "ledger": ledger.where, "leader": _lease(leader)}
@@ -117,29 +122,18 @@ GIVEN_UP_WINDOW = timedelta(days=1)
 def task_status(tree: Tree) -> dict[str, Any]:
     """The task worker's side: running tasks (stuck: no live claim holds one), pending
     ones, those held for trust, and the worker's last round (``rouse work``)."""
-    running: list[dict[str, Any]] = []
-    pending = 0
-    for record in tree.records.values():
-        if record.type != "task":
-            continue
-        state = clock.status_of(record)
-        pending += state == "pending"
-        if state == "running":
-            running.append(
-                {
-                    "record": record.id,
-                    "path": record.dir,
-                    "started": (record.get("started") or "").strip() or None,
-                    "attempts": (record.get("attempts") or "").strip() or None,
-                    "worker": (record.get("worker") or "").strip() or None,
-                    "stuck": not locks.claim_live(tree.root, record.dir),
-                }
-            )
-    running.sort(key=lambda item: str(item["path"]))
-    worker = locks.work_state(tree.root)
+    running, pending = tasks_of(tree)
+    return _tasks(tree.root, {"running": running, "pending": pending})
+
+
+def _tasks(root: Path, counts: dict[str, Any]) -> dict[str, Any]:
+    running = [
+        {**item, "stuck": not locks.claim_live(root, item["path"])} for item in counts["running"]
+    ]
+    worker = locks.work_state(root)
     return {
         "running": running,
-        "pending": pending,
+        "pending": counts["pending"],
         "held": list(worker.get("held") or []) if worker else [],
         "worker": (
             None

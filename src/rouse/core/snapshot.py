@@ -1,0 +1,226 @@
+"""What the read verbs last found, kept against the tree's state: a warm
+``rouse pack``, ``rouse due`` or ``rouse status`` at the cost of one ``lstat``
+per directory and per file (issue 24).
+
+A verb that walked the tree in full (through the walk cache) saves what it
+found in ``.rouse/cache/snapshot.json``, one *part* per verb, beside:
+
+- every directory of the walk and every file it read, by path, and a digest
+  of their identities as the walk cache trusts them (a directory's mtime; a
+  file's size, mtime, ctime and inode), taken from the state the walk cache
+  has just saved;
+- the window in which the parts hold: from the instant they were made until
+  the first instant at which any record's clock verdict changes
+  (:func:`rouse.core.planned.holds_until`; open-ended when none ever does).
+
+A later verb takes its part only when the file reads back whole (its first
+line, and its MAC with a stamp key), was made by this format, under this time
+zone and this key state, ``now`` lies inside the window, and a fresh
+``lstat`` of every path gives the same digest. Anything else — a path gone,
+an identity changed, a file added to a directory (its mtime moved), a part
+missing — and the verb walks in full, as it would without this file, and saves
+a new one. A snapshot is only saved when the walk vouched for every entry:
+nothing inside the walk cache's racy window, nothing untrackable, every
+record on a plan. Like the walk cache it is derived and disposable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+
+from rouse.core import layout
+from rouse.core.cachefmt import keyed_mac, zone
+from rouse.core.statefile import Damaged, conform, load_bytes, save_bytes
+from rouse.core.stateshapes import SNAPSHOT
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+    #: (directories, files: each one ``\n``-joined string of paths, each from the
+    #: tree's root and opening with ``/``; the directories that
+    #: stand on their listing; the digest of the identities)
+    Shape = tuple[str, str, dict[str, list[list[str]]], str]
+
+VERSION = 1
+MAGIC = b"rouse-snapshot"
+_LABEL = b"rouse-snapshot-mac"
+#: what reading a part that is not what the verb wrote can raise (then: walk in full)
+DAMAGED = (TypeError, KeyError, ValueError, AttributeError, IndexError, OverflowError)
+
+
+def path_of(root: Path) -> Path:
+    return root / layout.STATE_DIR / SNAPSHOT.rel
+
+
+def _digest(values: list[int]) -> str:
+    # (_blake2 is hashlib's own BLAKE2, without the ~3 ms of loading OpenSSL)
+    from _blake2 import blake2b
+
+    return blake2b(",".join(map(str, values)).encode(), digest_size=20).hexdigest()
+
+
+def shape_of(dirs: dict[str, list[Any]], listed: dict[str, Any]) -> Shape | None:
+    """The paths a snapshot depends on and their digest, from the state a walk cache
+    just saved (``HeaderCache.dirs``) and the listings it made of directories too new
+    for their mtime to be trusted (``listed``: the tree's root, just after ``.rouse/``
+    was made in it, say): those stand on their listing instead. None when a directory
+    has neither."""
+    dir_paths: list[str] = []
+    file_paths: list[str] = []
+    values: list[int] = []
+    kept: dict[str, list[list[str]]] = {}
+    for rel, entry in dirs.items():
+        mtime_ns = entry[0]
+        if type(mtime_ns) is int:
+            dir_paths.append(f"/{rel}")
+            values.append(mtime_ns)
+        elif rel in listed:
+            kept[rel] = [list(names) for names in listed[rel]]
+        else:
+            return None
+    for rel, entry in dirs.items():
+        prefix = f"/{rel}/" if rel else "/"
+        for name, known in entry[4].items():
+            file_paths.append(prefix + name)
+            values += known[:4]
+    return "\n".join(dir_paths), "\n".join(file_paths), kept, _digest(values)
+
+
+def _holds(root: Path, state: dict[str, Any]) -> bool:
+    """Do the snapshot's paths have the same identities now (and its listed directories
+    the same listing)?"""
+    from rouse.core.tree import scan_dir
+
+    base = str(root)
+    lstat = os.lstat
+    values: list[int] = []
+    add = values.append
+    extend = values.extend
+    try:
+        for rel, listing in state["listed"].items():
+            if [list(names) for names in scan_dir(f"{base}/{rel}", rel)] != listing:
+                return False
+        dir_text, file_text = state["dirs"], state["files"]
+        if dir_text:
+            for rel in dir_text.split("\n"):
+                add(lstat(base + rel).st_mtime_ns)
+        if file_text:
+            for rel in file_text.split("\n"):
+                info = lstat(base + rel)
+                extend((info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino))
+    except (OSError, ValueError):
+        return False
+    return bool(_digest(values) == state["digest"])
+
+
+def _micros(value: datetime) -> int:
+    from rouse.core.planned import micros
+
+    found = micros(value)
+    assert found is not None
+    return found
+
+
+def _key(keyed: bool) -> str:
+    from rouse import __version__
+
+    return f"{VERSION}|{__version__}|{zone()}|{int(keyed)}"
+
+
+def _read(root: Path, secret: bytes | None) -> dict[str, Any] | None:
+    """The saved snapshot, decoded and (with a key) verified; None if anything is off."""
+    data = load_bytes(path_of(root), SNAPSHOT.max_bytes)
+    if data is None:
+        return None
+    first, _, body = data.partition(b"\n")
+    words = first.split(b" ")
+    if len(words) != 3 or words[0] != MAGIC or words[1] != str(VERSION).encode():
+        return None
+    if secret is not None:
+        import hmac
+
+        if not hmac.compare_digest(words[2], keyed_mac(secret, _LABEL, body)):
+            return None
+    try:  # (parts are the verbs' to check as they read them: see load)
+        state: dict[str, Any] = json.loads(body, parse_constant=_no_constant)
+        conform(state, SNAPSHOT.shape)
+    except (ValueError, RecursionError, Damaged):
+        return None
+    return state
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name}, which rouse never writes")
+
+
+def load(root: Path, secret: bytes | None, keyed: bool, now: datetime, part: str) -> Any:
+    """The saved ``part``, if it holds at ``now`` for the tree as it is; else None.
+
+    The part is as the file holds it: a verb reads it as it wrote it, and anything it
+    raises (:data:`DAMAGED`) while it does means the part is not what it wrote — it walks
+    in full instead (without a stamp key anyone who can write the tree can write this
+    file, and so do no more than by writing the tree)."""
+    state = _read(root, secret)
+    if state is None or state["key"] != _key(keyed) or part not in state["parts"]:
+        return None
+    at = _micros(now)
+    until = state["until"]
+    if at < state["made"] or (until is not None and at >= until):
+        return None
+    return state["parts"][part] if _holds(root, state) else None
+
+
+def save(
+    root: Path,
+    secret: bytes | None,
+    keyed: bool,
+    shape: Shape,
+    made: datetime,
+    until: datetime | None,
+    parts: dict[str, Any],
+) -> None:
+    """Save ``parts`` as found at ``made`` for the tree of ``shape`` (best effort); the
+    parts of a snapshot already there for the same tree and window are kept beside."""
+    dir_text, file_text, listed, digest = shape
+    state: dict[str, Any] = {
+        "key": _key(keyed),
+        "made": _micros(made),
+        "until": None if until is None else _micros(until),
+        "dirs": dir_text,
+        "files": file_text,
+        "listed": listed,
+        "digest": digest,
+        "parts": parts,
+    }
+    old = _read(root, secret)
+    if old is not None and all(
+        old[k] == state[k] for k in ("key", "until", "digest", "files", "listed")
+    ):
+        state["parts"] = {**old["parts"], **parts}
+    body = json.dumps(state, separators=(",", ":"), check_circular=False).encode()
+    signed = keyed_mac(secret, _LABEL, body) if secret is not None else b"-"
+    save_bytes(path_of(root), b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)
+
+
+def keepable(
+    walked: Any, tree: Any, surveyed: Any, now: datetime
+) -> tuple[Shape, datetime | None] | None:
+    """What a snapshot of this walk (a ``HeaderCache`` that has just walked ``tree``)
+    and survey (``rouse.core.planned.survey(tree, now)``) would stand on: its shape and
+    the end of its window; None when the walk cannot vouch for every entry (a file
+    too new to trust, an untrackable one, a record the clock decides afresh)."""
+    from rouse.core.planned import holds_until
+
+    if walked.unsettled or tree.untrackable or surveyed.evaluated:
+        return None
+    holds, until = holds_until(tree, now)
+    if not holds:
+        return None
+    shape = shape_of(walked.dirs, walked.racy_listings)
+    return None if shape is None else (shape, until)

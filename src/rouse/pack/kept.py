@@ -1,0 +1,45 @@
+"""What a full walk keeps for the read verbs in the snapshot (:mod:`rouse.core.snapshot`):
+the pack's findings (``pack``, or ``pack QUERY``), ``rouse due``'s rows (``due``) and
+``rouse status``'s counts (``status``), so that whichever verb walks first, the others
+find theirs while nothing changes."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from rouse.core import snapshot
+from rouse.core.counts import tree_counts
+from rouse.core.planned import Survey
+from rouse.core.tree import Tree
+from rouse.pack.views import due_order, due_rows
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def keep(
+    root: Path,
+    walked: Any,
+    tree: Tree,
+    surveyed: Survey,
+    now: datetime,
+    secret: bytes | None,
+    keyed: bool,
+    parts: dict[str, Any] | None = None,
+) -> None:
+    """Save the snapshot of this walk and survey (with ``parts`` beside the due rows and
+    the status counts), when the walk can vouch for it."""
+    fits = snapshot.keepable(walked, tree, surveyed, now)
+    if fits is None:
+        return
+    shape, until = fits
+    every = {
+        **(parts or {}),
+        "due": due_rows(tree, due_order(surveyed.due)),
+        "status": tree_counts(tree, surveyed.count),
+    }
+    snapshot.save(root, secret, keyed, shape, now, until, every)
