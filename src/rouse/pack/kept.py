@@ -12,7 +12,7 @@ from rouse.core import snapshot
 from rouse.core.counts import tree_counts
 from rouse.core.planned import Survey
 from rouse.core.tree import Tree
-from rouse.pack.views import due_order, due_rows
+from rouse.pack.views import due_rows
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -39,7 +39,7 @@ def keep(
     shape, until = fits
     every = {
         **(parts or {}),
-        "due": due_rows(tree, due_order(surveyed.due)),
+        "due": due_rows(tree, surveyed),
         "status": tree_counts(tree, surveyed.count),
     }
     snapshot.save(root, secret, keyed, shape, now, until, every)

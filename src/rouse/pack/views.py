@@ -17,6 +17,7 @@ from rouse.core.body import log_entries
 from rouse.core.clock import Decision
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
+from rouse.core.planned import Survey, instant
 from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
 
@@ -131,57 +132,58 @@ def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
     ]
 
 
-def due_rows(tree: Tree, found: list[Decision]) -> list[list[Any]]:
-    """``rouse due``'s rows as the snapshot keeps them (naive instants, ISO 8601), for
-    :func:`row_lines` and :func:`row_items` to print as :func:`due_lines` and
-    :func:`due_item` do: ``[id, type, slug, path, reason, due_at, moved_at, nudge]``."""
+def due_rows(tree: Tree, surveyed: Survey) -> str:
+    """``rouse due``'s rows as the snapshot keeps them, from a survey every record of
+    which was planned (:attr:`rouse.core.planned.Survey.planned`), in :func:`due_order`'s
+    order: one line per row, ``id, type, slug, path, reason, due_at, moved_at, nudge``
+    tab-separated, instants in microseconds (:func:`rouse.core.planned.micros`). (A
+    tracked name is printable ASCII: it holds no tab and no newline.)"""
+    if surveyed.fresh:
+        raise ValueError("a survey that asked the clock afresh is not kept")
     ids = display_ids(tree)
-    rows = []
-    for d in found:
-        record, due_at, moved = d.record, d.due_at, d.moved_at
-        rows.append(
-            [
-                ids[record.dir],
-                record.type,
-                record.slug,
-                record.dir,
-                d.reason,
-                None if due_at is None else due_at.isoformat(),
-                None if moved is None else moved.isoformat(),
-                d.nudge,
-            ]
-        )
-    return rows
+    # (the verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
+    ordered = sorted(surveyed.planned, key=lambda v: v[4])
+    lines = []
+    start = 0
+    while start < len(ordered):
+        end = start + 1
+        while end < len(ordered) and ordered[end][4] == ordered[start][4]:
+            end += 1
+        run = ordered[start:end]
+        if len(run) > 1:  # (tied at one instant: in natural order of path)
+            run.sort(key=lambda v: natural_key(v[1]))
+        for _, where, record, reason, due_at, moved, _, nudge in run:
+            line = f"{ids[where]}\t{record.type}\t{record.slug}\t{where}\t{reason}"
+            lines.append(f"{line}\t{due_at}\t{moved}\t{nudge}")
+        start = end
+    return "\n".join(lines)
 
 
-_NONE = type(None)
-_ROW: tuple[Any, ...] = (str, str, str, str, (str, _NONE), (str, _NONE), (str, _NONE), int)
-
-
-def _rows_ok(rows: Any) -> list[list[Any]]:
-    """``rows`` if they are as :func:`due_rows` makes them; else ValueError."""
-    if type(rows) is not list or not all(
-        type(row) is list
-        and len(row) == 8
-        and all(isinstance(v, t) for v, t in zip(row, _ROW, strict=True))
-        for row in rows
-    ):
+def _rows(text: str) -> list[list[str]]:
+    """Kept rows, split; ValueError unless each is as :func:`due_rows` writes it."""
+    rows = [line.split("\t") for line in text.split("\n")] if text else []
+    if not all(len(row) == 8 for row in rows):
         raise ValueError("kept due rows are not as rouse writes them")
     return rows
 
 
-def row_lines(rows: list[list[Any]], now: datetime) -> list[str]:
+def row_lines(text: str, now: datetime) -> list[str]:
     """:func:`due_lines` of kept rows (ValueError if they are not what rouse kept)."""
     lines = []
-    for row in _rows_ok(rows):
-        due_at = now if row[5] is None else datetime.fromisoformat(row[5])
-        lines.append("\t".join((row[0], row[4] or "", _when(row[4], due_at, row[7], now), row[3])))
+    said: dict[tuple[str, str, str], str] = {}  # (rows due at one instant say it alike)
+    for row in _rows(text):
+        when = (row[4], row[5], row[7])
+        words = said.get(when)
+        if words is None:
+            due_at = instant(int(row[5]))
+            assert due_at is not None
+            words = said[when] = _when(row[4], due_at, int(row[7]), now)
+        lines.append(f"{row[0]}\t{row[4]}\t{words}\t{row[3]}")
     return lines
 
 
-def row_items(rows: list[list[Any]]) -> list[dict[str, Any]]:
+def row_items(text: str) -> list[dict[str, Any]]:
     """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
-    parse = datetime.fromisoformat
     return [
         {
             "record": row[0],
@@ -189,11 +191,11 @@ def row_items(rows: list[list[Any]]) -> list[dict[str, Any]]:
             "slug": row[2],
             "path": row[3],
             "reason": row[4],
-            "due_at": None if row[5] is None else iso_stamp(parse(row[5])),
-            "moved_at": None if row[6] is None else iso_stamp(parse(row[6])),
-            "nudge": row[7],
+            "due_at": iso_stamp(instant(int(row[5]))),
+            "moved_at": iso_stamp(instant(int(row[6]))),
+            "nudge": int(row[7]),
         }
-        for row in _rows_ok(rows)
+        for row in _rows(text)
     ]
 
 
