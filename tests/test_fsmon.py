@@ -18,7 +18,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -84,6 +86,7 @@ def pack(root: Path, env: dict[str, str], timeout: float = 60) -> str:
 def fresh_pack(root: Path, env: dict[str, str]) -> str:
     """The pack from the files alone (no cache: nothing for a watcher to vouch for)."""
     (root / ".rouse" / "cache" / "walk.json").unlink(missing_ok=True)
+    (root / ".rouse" / "cache" / "snapshot.json").unlink(missing_ok=True)
     return pack(root, env)
 
 
@@ -173,6 +176,33 @@ def test_the_watched_walk_asks_and_stats_nothing_unchanged(
     cache.walk()
     assert cache.changed == {f"{INT}/i02/intention.md"}
     assert cache.missed == [f"{INT}/i02/intention.md"]
+
+
+def test_the_snapshot_stands_on_the_watchers_word(
+    tree: Path, env: dict[str, str], key_path: Path, sweeper: subprocess.Popen[bytes]
+) -> None:
+    from rouse.core import snapshot
+
+    pack(tree, env)
+    pack(tree, env)  # (racy listings settled: kept)
+    secret = cache_secret(key_path)
+    when = datetime.strptime(PACK_NOW, "%Y-%m-%d %H:%M")
+    real_lstat = os.lstat
+
+    def no_stat_in_the_tree(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        if str(path).startswith(f"{tree}/") and ".rouse" not in str(path):
+            raise AssertionError(f"stat'ed {path}")
+        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    with mock.patch("os.lstat", no_stat_in_the_tree):  # the watcher vouches: no stat made
+        assert snapshot.load(tree, secret, True, when, "pack") is not None
+    _edit(tree / N2, "beta", "zeta", keep_times=True)
+    # it names the change: the stats are made
+    with mock.patch("os.lstat", no_stat_in_the_tree), pytest.raises(AssertionError):
+        snapshot.load(tree, secret, True, when, "pack")
+    assert snapshot.load(tree, secret, True, when, "pack") is None
+    watched = pack(tree, env)
+    assert "zeta" in watched and watched == fresh_pack(tree, env)
 
 
 @pytest.mark.parametrize("what", [name for name, _ in EDITS])

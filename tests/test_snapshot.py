@@ -152,7 +152,9 @@ def test_verbs_from_the_snapshot_print_what_they_print_from_the_files(seed: int)
         _settle(root, settled)
         for round_ in range(4):
             start = NOW + timedelta(minutes=rng.randint(-600, 600))
-            for when in sorted(start + timedelta(minutes=rng.randint(0, 60 * 30)) for _ in range(3)):
+            for when in sorted(
+                start + timedelta(minutes=rng.randint(0, 60 * 30)) for _ in range(3)
+            ):
                 when = when.replace(second=0, microsecond=0)
                 warm = _all(root, when)
                 assert warm == _fresh(root, when), (seed, round_, when)
@@ -240,14 +242,15 @@ def test_a_damaged_snapshot_is_a_miss(make_tree, damage: bytes | None) -> None: 
         _all(root, NOW)
         path = snapshot.path_of(root)
         first, _, body = path.read_bytes().partition(b"\n")
+        head, _, paths = body.partition(b"\n")
         if damage is None:
-            state = json.loads(body)
+            state = json.loads(head)
             state["parts"] = {
                 "pack": {"woken": 7, "due": "x"},
                 "due": [["x"], 3],
                 "status": {"levels": []},
             }
-            damage = json.dumps(state).encode()
+            damage = json.dumps(state).encode() + b"\n" + paths
         path.write_bytes(first + b"\n" + damage)
         assert _all(root, NOW) == want
 

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     #: stand on their listing; the digest of the identities)
     Shape = tuple[str, str, dict[str, list[list[str]]], str]
 
-VERSION = 1
+VERSION = 2
 MAGIC = b"rouse-snapshot"
 _LABEL = b"rouse-snapshot-mac"
 #: what reading a part that is not what the verb wrote can raise (then: walk in full)
@@ -99,33 +99,6 @@ def shape_of(dirs: dict[str, list[Any]], listed: dict[str, Any]) -> Shape | None
     return "\n".join(dir_paths), "\n".join(file_paths), kept, _digest(values)
 
 
-def _holds(root: Path, state: dict[str, Any]) -> bool:
-    """Do the snapshot's paths have the same identities now (and its listed directories
-    the same listing)?"""
-    from rouse.core.tree import scan_dir
-
-    base = str(root)
-    lstat = os.lstat
-    values: list[int] = []
-    add = values.append
-    extend = values.extend
-    try:
-        for rel, listing in state["listed"].items():
-            if [list(names) for names in scan_dir(f"{base}/{rel}", rel)] != listing:
-                return False
-        dir_text, file_text = state["dirs"], state["files"]
-        if dir_text:
-            for rel in dir_text.split("\n"):
-                add(lstat(base + rel).st_mtime_ns)
-        if file_text:
-            for rel in file_text.split("\n"):
-                info = lstat(base + rel)
-                extend((info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino))
-    except (OSError, ValueError):
-        return False
-    return bool(_digest(values) == state["digest"])
-
-
 def _micros(value: datetime) -> int:
     from rouse.core.planned import micros
 
@@ -140,8 +113,9 @@ def _key(keyed: bool) -> str:
     return f"{VERSION}|{__version__}|{zone()}|{int(keyed)}"
 
 
-def _read(root: Path, secret: bytes | None) -> dict[str, Any] | None:
-    """The saved snapshot, decoded and (with a key) verified; None if anything is off."""
+def _read(root: Path, secret: bytes | None) -> tuple[dict[str, Any], bytes] | None:
+    """The saved snapshot's head, decoded, and its paths, not yet (with a key, both
+    verified); None if anything is off."""
     data = load_bytes(path_of(root), SNAPSHOT.max_bytes)
     if data is None:
         return None
@@ -154,12 +128,13 @@ def _read(root: Path, secret: bytes | None) -> dict[str, Any] | None:
 
         if not hmac.compare_digest(words[2], keyed_mac(secret, _LABEL, body)):
             return None
+    head, _, paths = body.partition(b"\n")
     try:  # (parts are the verbs' to check as they read them: see load)
-        state: dict[str, Any] = json.loads(body, parse_constant=_no_constant)
+        state: dict[str, Any] = json.loads(head, parse_constant=_no_constant)
         conform(state, SNAPSHOT.shape)
     except (ValueError, RecursionError, Damaged):
         return None
-    return state
+    return state, paths
 
 
 def _no_constant(name: str) -> Any:
@@ -169,18 +144,80 @@ def _no_constant(name: str) -> Any:
 def load(root: Path, secret: bytes | None, keyed: bool, now: datetime, part: str) -> Any:
     """The saved ``part``, if it holds at ``now`` for the tree as it is; else None.
 
+    It holds when a sweeper watching the tree says nothing in it changed since the
+    token the snapshot was made at, or else when a fresh ``lstat`` of every path gives
+    the same digest (and a directory kept by its listing lists the same).
+
     The part is as the file holds it: a verb reads it as it wrote it, and anything it
     raises (:data:`DAMAGED`) while it does means the part is not what it wrote — it walks
     in full instead (without a stamp key anyone who can write the tree can write this
     file, and so do no more than by writing the tree)."""
-    state = _read(root, secret)
-    if state is None or state["key"] != _key(keyed) or part not in state["parts"]:
+    found = _read(root, secret)
+    if found is None:
+        return None
+    state, paths = found
+    if state["key"] != _key(keyed) or part not in state["parts"]:
         return None
     at = _micros(now)
     until = state["until"]
     if at < state["made"] or (until is not None and at >= until):
         return None
-    return state["parts"][part] if _holds(root, state) else None
+    if not _listed_alike(root, state["listed"]):
+        return None
+    if not _unchanged(root, state["token"], secret) and not _holds(root, paths, state["digest"]):
+        return None
+    return state["parts"][part]
+
+
+def _unchanged(root: Path, token: str | None, secret: bytes | None) -> bool:
+    """Does a sweeper watching the tree vouch that nothing changed since ``token``?"""
+    if token is None:
+        return False
+    from rouse.core import fsmon
+
+    try:
+        os.lstat(fsmon.socket_path(root))
+    except OSError:
+        return False  # (no watcher: most trees)
+    answer = fsmon.ask(root, token, secret)
+    return answer is not None and answer[1] == []
+
+
+def _listed_alike(root: Path, listed: dict[str, list[list[str]]]) -> bool:
+    """Do the directories kept by their listing list the same now?"""
+    if not listed:
+        return True
+    from rouse.core.tree import scan_dir
+
+    try:
+        return all(
+            [list(names) for names in scan_dir(f"{root}/{rel}", rel)] == listing
+            for rel, listing in listed.items()
+        )
+    except OSError:
+        return False
+
+
+def _holds(root: Path, paths: bytes, digest: str) -> bool:
+    """Do the snapshot's paths have the same identities now?"""
+    base = str(root)
+    lstat = os.lstat
+    values: list[int] = []
+    add = values.append
+    extend = values.extend
+    try:
+        kept = json.loads(paths)
+        dir_text, file_text = kept["dirs"], kept["files"]
+        if dir_text:
+            for rel in dir_text.split("\n"):
+                add(lstat(base + rel).st_mtime_ns)
+        if file_text:
+            for rel in file_text.split("\n"):
+                info = lstat(base + rel)
+                extend((info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino))
+    except (OSError, ValueError, RecursionError, TypeError, KeyError, AttributeError):
+        return False
+    return bool(_digest(values) == digest)
 
 
 def save(
@@ -190,27 +227,30 @@ def save(
     shape: Shape,
     made: datetime,
     until: datetime | None,
+    token: str | None,
     parts: dict[str, Any],
 ) -> None:
-    """Save ``parts`` as found at ``made`` for the tree of ``shape`` (best effort); the
-    parts of a snapshot already there for the same tree and window are kept beside."""
+    """Save ``parts`` as found at ``made`` for the tree of ``shape`` (best effort; ``token``:
+    a watching sweeper's, the walk was made at); the parts of a snapshot already there
+    for the same tree and window are kept beside."""
     dir_text, file_text, listed, digest = shape
     state: dict[str, Any] = {
         "key": _key(keyed),
         "made": _micros(made),
         "until": None if until is None else _micros(until),
-        "dirs": dir_text,
-        "files": file_text,
+        "token": token,
         "listed": listed,
         "digest": digest,
         "parts": parts,
     }
+    dump = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+    paths = dump({"dirs": dir_text, "files": file_text}).encode()
     old = _read(root, secret)
-    if old is not None and all(
-        old[k] == state[k] for k in ("key", "until", "digest", "files", "listed")
-    ):
-        state["parts"] = {**old["parts"], **parts}
-    body = json.dumps(state, separators=(",", ":"), check_circular=False).encode()
+    if old is not None and old[1] == paths:
+        kept = old[0]
+        if all(kept[k] == state[k] for k in ("key", "until", "listed", "digest")):
+            state["parts"] = {**kept["parts"], **parts}
+    body = dump(state).encode() + b"\n" + paths
     signed = keyed_mac(secret, _LABEL, body) if secret is not None else b"-"
     save_bytes(path_of(root), b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)
 
@@ -231,3 +271,9 @@ def keepable(
         return None
     shape = shape_of(walked.dirs, walked.racy_listings)
     return None if shape is None else (shape, until)
+
+
+def token_of(walked: Any) -> str | None:
+    """The watching sweeper's token a walk (a ``HeaderCache``) was made at, if any."""
+    token = walked.token_next
+    return token if type(token) is str else None

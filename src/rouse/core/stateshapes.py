@@ -34,10 +34,12 @@ CACHES = 64 << 20  # the walk and origin caches grow with the tree
 class StateFile:
     """One kind of state file: ``rel`` under ``.rouse/`` (``*`` matches one name),
     its bounds, its ``shape``; ``magic``: the file opens with one text line (the
-    walk cache's version and MAC) before the JSON; ``empty_ok``: an empty file is
-    no file (a lock between its truncation and its write)."""
+    walk cache's version and MAC) before the JSON; ``head``: only the JSON line after
+    that is this shape (the rest is its reader's to check: the snapshot's paths);
+    ``empty_ok``: an empty file is no file (a lock between its truncation and its
+    write)."""
 
-    __slots__ = ("empty_ok", "magic", "max_bytes", "max_depth", "rel", "shape")
+    __slots__ = ("empty_ok", "head", "magic", "max_bytes", "max_depth", "rel", "shape")
 
     def __init__(
         self,
@@ -47,11 +49,12 @@ class StateFile:
         max_bytes: int = MAX_BYTES,
         max_depth: int = MAX_DEPTH,
         magic: bool = False,
+        head: bool = False,
         empty_ok: bool = False,
     ):
         self.rel, self.shape = rel, shape
         self.max_bytes, self.max_depth = max_bytes, max_depth
-        self.magic, self.empty_ok = magic, empty_ok
+        self.magic, self.head, self.empty_ok = magic, head, empty_ok
 
     def decode(self, data: bytes) -> Any:
         """The value in ``data`` (the JSON part); :class:`Damaged` says why not."""
@@ -63,6 +66,8 @@ class StateFile:
             return None
         if self.magic:
             data = data.partition(b"\n")[2]
+        if self.head:
+            data = data.partition(b"\n")[0]
         return self.decode(data)
 
     def read(self, path: Path) -> Any:
@@ -90,20 +95,20 @@ WALK_CACHE = StateFile(
     magic=True,
 )
 INSTANT = Num(-(2**63), 2**63 - 1, whole=True)  # (microseconds since the naive epoch)
-SNAPSHOT = StateFile(
+SNAPSHOT = StateFile(  # (its head line; the paths line is checked as it is read)
     "cache/snapshot.json",
     {
         "key": str,
         "made": INSTANT,
         "until": (INSTANT, type(None)),
-        "dirs": str,
-        "files": str,
+        "token": (str, type(None)),
         "listed": {str: [[str]]},
         "digest": str,
         "parts": {str: ANY},
     },
     max_bytes=CACHES,
     magic=True,
+    head=True,
 )
 ORIGINS = StateFile(
     "cache/origins.json",

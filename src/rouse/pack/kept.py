@@ -42,4 +42,4 @@ def keep(
         "due": due_rows(tree, surveyed),
         "status": tree_counts(tree, surveyed.count),
     }
-    snapshot.save(root, secret, keyed, shape, now, until, every)
+    snapshot.save(root, secret, keyed, shape, now, until, snapshot.token_of(walked), every)
