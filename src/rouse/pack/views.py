@@ -132,31 +132,40 @@ def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
     ]
 
 
-def due_rows(tree: Tree, surveyed: Survey) -> str:
+def due_rows(tree: Tree, surveyed: Survey) -> dict[str, Any]:
     """``rouse due``'s rows as the snapshot keeps them, from a survey every record of
     which was planned (:attr:`rouse.core.planned.Survey.planned`), in :func:`due_order`'s
-    order: one line per row, ``id, type, slug, path, reason, due_at, moved_at, nudge``
-    tab-separated, instants in microseconds (:func:`rouse.core.planned.micros`). (A
-    tracked name is printable ASCII: it holds no tab and no newline.)"""
+    order: ``rows``, one line per row, ``id, type, slug, path, reason, due_at, moved_at,
+    nudge`` tab-separated, instants in microseconds (:func:`rouse.core.planned.micros`);
+    and ``lines``, :func:`due_lines` made once for every run of rows due alike, as
+    ``[reason, due_at, nudge, text]`` with NUL where the words of when go. (A tracked
+    name is printable ASCII: it holds no tab, no newline, no NUL.)"""
     if surveyed.fresh:
         raise ValueError("a survey that asked the clock afresh is not kept")
     ids = display_ids(tree)
     # (the verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
     ordered = sorted(surveyed.planned, key=lambda v: v[4])
-    lines = []
+    rows: list[str] = []
+    runs: list[list[Any]] = []
     start = 0
     while start < len(ordered):
         end = start + 1
         while end < len(ordered) and ordered[end][4] == ordered[start][4]:
             end += 1
-        run = ordered[start:end]
-        if len(run) > 1:  # (tied at one instant: in natural order of path)
-            run.sort(key=lambda v: natural_key(v[1]))
-        for _, where, record, reason, due_at, moved, _, nudge in run:
-            line = f"{ids[where]}\t{record.type}\t{record.slug}\t{where}\t{reason}"
-            lines.append(f"{line}\t{due_at}\t{moved}\t{nudge}")
+        tied = ordered[start:end]
+        if len(tied) > 1:  # (tied at one instant: in natural order of path)
+            tied.sort(key=lambda v: natural_key(v[1]))
+        for _, where, record, reason, due_at, moved, _, nudge in tied:
+            shown = ids[where]
+            line = f"{shown}\t{record.type}\t{record.slug}\t{where}\t{reason}"
+            rows.append(f"{line}\t{due_at}\t{moved}\t{nudge}")
+            if not runs or runs[-1][:3] != [reason, due_at, nudge]:
+                runs.append([reason, due_at, nudge, []])
+            runs[-1][3].append(f"{shown}\t{reason}\t\0\t{where}")
         start = end
-    return "\n".join(lines)
+    for run in runs:
+        run[3] = "\n".join(run[3])
+    return {"rows": "\n".join(rows), "lines": runs}
 
 
 def _rows(text: str) -> list[list[str]]:
@@ -167,22 +176,21 @@ def _rows(text: str) -> list[list[str]]:
     return rows
 
 
-def row_lines(text: str, now: datetime) -> list[str]:
-    """:func:`due_lines` of kept rows (ValueError if they are not what rouse kept)."""
+def row_lines(kept: dict[str, Any], now: datetime) -> list[str]:
+    """:func:`due_lines` of kept rows, in blocks of one or more lines (one per run of
+    rows due alike: printed joined by newlines, as the lines are); ValueError if they
+    are not what rouse kept."""
     lines = []
-    said: dict[tuple[str, str, str], str] = {}  # (rows due at one instant say it alike)
-    for row in _rows(text):
-        when = (row[4], row[5], row[7])
-        words = said.get(when)
-        if words is None:
-            due_at = instant(int(row[5]))
-            assert due_at is not None
-            words = said[when] = _when(row[4], due_at, int(row[7]), now)
-        lines.append(f"{row[0]}\t{row[4]}\t{words}\t{row[3]}")
+    for reason, due_at, nudge, text in kept["lines"]:
+        if not (type(reason) is str and type(due_at) is int and type(nudge) is int):
+            raise ValueError("kept due lines are not as rouse writes them")
+        at = instant(due_at)
+        assert at is not None
+        lines.append(text.replace("\0", _when(reason, at, nudge, now)))
     return lines
 
 
-def row_items(text: str) -> list[dict[str, Any]]:
+def row_items(kept: dict[str, Any]) -> list[dict[str, Any]]:
     """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
     return [
         {
@@ -195,7 +203,7 @@ def row_items(text: str) -> list[dict[str, Any]]:
             "moved_at": iso_stamp(instant(int(row[6]))),
             "nudge": int(row[7]),
         }
-        for row in _rows(text)
+        for row in _rows(kept["rows"])
     ]
 
 
