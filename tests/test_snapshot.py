@@ -279,3 +279,14 @@ def test_with_a_stamp_key_a_snapshot_made_without_it_or_edited_is_a_miss(  # typ
     # and the key taken away: what was kept under it is not used
     with _keyless():
         assert snapshot.load(root, None, False, NOW, "pack") is None
+
+
+def test_one_query_part_is_kept_at_a_time(make_tree) -> None:  # type: ignore[no-untyped-def]
+    root = _steady(make_tree)
+    with _keyless():
+        _run(root, NOW, ["pack"])
+        _run(root, NOW, ["pack", "--query", "alpha"])
+        _run(root, NOW, ["pack", "--query", "beta"])
+        parts = json.loads(snapshot.path_of(root).read_bytes().split(b"\n")[1])["parts"]
+        assert sorted(parts) == ["due", "pack", "pack beta", "status"]
+        assert snapshot.load(root, None, False, NOW, "pack beta") is not None

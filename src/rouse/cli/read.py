@@ -152,11 +152,9 @@ def cmd_due(args: argparse.Namespace) -> int:
             raise UsageError(f"bad --until: {exc}") from None
         return _forecast(args, now, until)
     from rouse.core import snapshot
-    from rouse.core.cache import HeaderCache
-    from rouse.core.planned import survey
     from rouse.core.tree import display_ids
-    from rouse.pack.kept import keep
-    from rouse.pack.views import due_header, due_item, due_lines, due_order, row_items, row_lines
+    from rouse.pack.kept import walk_and_keep
+    from rouse.pack.views import due_item, due_lines, due_order, row_items, row_lines
     from rouse.trust.stampkey import cache_secret
 
     root = tree_root(args)
@@ -171,10 +169,7 @@ def cmd_due(args: argparse.Namespace) -> int:
             shown = None  # not what a walk kept: walk
     skipped: list[str] = []
     if shown is None:  # else from the plans the walk cache keeps
-        walked = HeaderCache(root, secret)
-        tree = walked.walk(now)
-        surveyed = survey(tree, now)
-        keep(root, walked, tree, surveyed, now, secret, secret is not None)
+        tree, surveyed = walk_and_keep(root, secret, now)
         found = due_order(surveyed.due)
         if args.json:
             ids = display_ids(tree)
@@ -183,17 +178,7 @@ def cmd_due(args: argparse.Namespace) -> int:
             shown = due_lines(tree, found, now)
         skipped = [p.render() for p in tree.untrackable]
         skipped += [p.render() for p in surveyed.problems]
-    if args.json:
-        emit_json(shown)
-    else:
-        # stdout carries only the rows (for scripts); the header is for the reader
-        header = due_header(len(shown), now, None)
-        if header:
-            print(header, file=sys.stderr, flush=True)
-        emit(shown)
-    for line in skipped:
-        print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
-    return 0
+    return _show_due(args.json, shown, now, None, skipped)
 
 
 def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
@@ -201,7 +186,7 @@ def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     from rouse.core import clock
     from rouse.core.cache import cached_walk
     from rouse.core.tree import display_ids
-    from rouse.pack.views import due_header, due_item, due_lines, due_order
+    from rouse.pack.views import due_item, due_lines, due_order
     from rouse.trust.stampkey import cache_secret
 
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
@@ -209,14 +194,27 @@ def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     found = due_order(clock.forecast(every, until))
     if args.json:
         ids = display_ids(tree)
-        emit_json([due_item(d, ids[d.record.dir]) for d in found])
+        shown: list[Any] = [due_item(d, ids[d.record.dir]) for d in found]
     else:
-        header = due_header(len(found), now, until)
-        if header:
-            print(header, file=sys.stderr, flush=True)
-        emit(due_lines(tree, found, now))
+        shown = due_lines(tree, found, now)
     skipped = [p.render() for p in tree.untrackable]
     skipped += [p.render() for p in clock.field_problems(every)]
+    return _show_due(args.json, shown, now, until, skipped)
+
+
+def _show_due(
+    json: bool, shown: list[Any], now: datetime, until: datetime | None, skipped: list[str]
+) -> int:
+    from rouse.pack.views import due_header
+
+    if json:
+        emit_json(shown)
+    else:
+        # stdout carries only the rows (for scripts); the header is for the reader
+        header = due_header(len(shown), now, until)
+        if header:
+            print(header, file=sys.stderr, flush=True)
+        emit(shown)
     for line in skipped:
         print(f"rouse: skipped or fell back: {line}", file=sys.stderr)
     return 0

@@ -82,11 +82,9 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     from rouse.core import snapshot, sweepstate
-    from rouse.core.cache import HeaderCache
     from rouse.core.counts import kept_counts, tree_counts
     from rouse.core.home import stamp_key_path
-    from rouse.core.planned import survey
-    from rouse.pack.kept import keep
+    from rouse.pack.kept import walk_and_keep
     from rouse.sweep import status
     from rouse.trust.stampkey import cache_secret
 
@@ -118,10 +116,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         # the walk cache, warm (headers and clock plans of what did not change)
         counts = kept_counts(snapshot.load(root, secret, secret is not None, now, "status"))
         if counts is None:
-            walked = HeaderCache(root, secret)
-            tree = walked.walk(now)
-            surveyed = survey(tree, now)
-            keep(root, walked, tree, surveyed, now, secret, secret is not None)
+            tree, surveyed = walk_and_keep(root, secret, now)
             counts = tree_counts(tree, surveyed.count)
         with sweepstate.one_reader(root):  # (its ledger reads share one connection)
             data = status.status_of(root, counts, now, ledger=book, leader=leader)

@@ -41,6 +41,7 @@ from rouse.core.cachefmt import (
 )
 from rouse.core.header import Header, read_header
 from rouse.core.planned import SIZE, make_plan, micros
+from rouse.core.statefile import make_parent
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -316,6 +317,8 @@ class HeaderCache:
         self.next, self._dir = {}, None
         self.missed, self.relisted, self.unsettled = [], [], False
         self.racy_listings = {}
+        if not self.dirs:  # the first walk: its folder made before the root is stat'ed,
+            make_parent(self.path)  # so that making it moves no mtime this walk saw
         self._ask()  # before the walk: whatever changes during it is in the next answer
         self.now_ns = time.time_ns()
         try:

@@ -232,7 +232,8 @@ def save(
 ) -> None:
     """Save ``parts`` as found at ``made`` for the tree of ``shape`` (best effort; ``token``:
     a watching sweeper's, the walk was made at); the parts of a snapshot already there
-    for the same tree and window are kept beside."""
+    for the same tree and window are kept beside, but for a part named with a space
+    (the pack for one ``--query``: the newest is kept, not every one asked)."""
     dir_text, file_text, listed, digest = shape
     state: dict[str, Any] = {
         "key": _key(keyed),
@@ -249,7 +250,9 @@ def save(
     if old is not None and old[1] == paths:
         kept = old[0]
         if all(kept[k] == state[k] for k in ("key", "until", "listed", "digest")):
-            state["parts"] = {**kept["parts"], **parts}
+            # (a part for one query is not carried over: the file stays bounded)
+            carried = {k: v for k, v in kept["parts"].items() if " " not in k}
+            state["parts"] = {**carried, **parts}
     body = dump(state).encode() + b"\n" + paths
     signed = keyed_mac(secret, _LABEL, body) if secret is not None else b"-"
     save_bytes(path_of(root), b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)

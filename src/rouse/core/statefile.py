@@ -261,13 +261,23 @@ def save_json(path: Path, data: Any) -> bool:
     return save_bytes(path, text)
 
 
-def save_bytes(path: Path, text: bytes) -> bool:
-    """Write ``text`` atomically; return False (and leave no temp file) if we can't."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+def make_parent(path: Path) -> bool:
+    """Make the folder ``path`` goes in (never through a link); False if we can't."""
     if through_link(path):
         return False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return True
+
+
+def save_bytes(path: Path, text: bytes) -> bool:
+    """Write ``text`` atomically; return False (and leave no temp file) if we can't."""
+    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    if not make_parent(path):
+        return False
+    try:
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "wb") as handle:
             handle.write(text)

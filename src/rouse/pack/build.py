@@ -79,12 +79,12 @@ def _for_json(data: dict[str, Any], now: datetime) -> dict[str, Any]:
     ``_still``, ``_mtime``, ``_at``, they were measured from).
     """
 
-    def without(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    def without(items: list[dict[str, Any]], key: str = "_") -> list[dict[str, Any]]:
         return [{k: v for k, v in item.items() if k != key and k[0] != "_"} for item in items]
 
     shaped = dict(data)
     shaped["now"] = iso_stamp(now)
-    shaped["woken"] = without(data["woken"], "_at")
+    shaped["woken"] = without(data["woken"])
     shaped["due"] = without(data["due"], "still")
     shaped["index"] = without(data["index"], "age")
     shaped["motivations"] = without(data["motivations"], "age")

@@ -9,8 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core import snapshot
+from rouse.core.cache import HeaderCache
 from rouse.core.counts import tree_counts
-from rouse.core.planned import Survey
+from rouse.core.planned import Survey, survey
 from rouse.core.tree import Tree
 from rouse.pack.views import due_rows
 
@@ -19,6 +20,16 @@ from rouse.pack.views import due_rows
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+
+def walk_and_keep(root: Path, secret: bytes | None, now: datetime) -> tuple[Tree, Survey]:
+    """``rouse due``'s and ``rouse status``'s walk when the snapshot did not hold: through
+    the walk cache (plans made for ``now``), surveyed at ``now``, kept for the next one."""
+    walked = HeaderCache(root, secret)
+    tree = walked.walk(now)
+    surveyed = survey(tree, now)
+    keep(root, walked, tree, surveyed, now, secret, secret is not None)
+    return tree, surveyed
 
 
 def keep(
