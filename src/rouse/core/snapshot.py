@@ -90,12 +90,13 @@ def shape_of(dirs: dict[str, list[Any]], listed: dict[str, Any]) -> Shape | None
             kept[rel] = [list(names) for names in listed[rel]]
         else:
             return None
-    add, extend = file_paths.append, values.extend
     for rel, entry in dirs.items():
-        prefix = f"/{rel}/" if rel else "/"
-        for name, known in entry[4].items():
-            add(prefix + name)
-            extend(known[:4])
+        files = entry[4]
+        if files:
+            prefix = f"/{rel}/" if rel else "/"
+            file_paths += [prefix + name for name in files]
+            for known in files.values():
+                values += known[:4]
     return "\n".join(dir_paths), "\n".join(file_paths), kept, _digest(values)
 
 

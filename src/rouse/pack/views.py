@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 _DIGITS = re.compile(r"(\d+)")
+#: every digit to NUL (which no path holds): paths with one mask have their digits at
+#: the same places, and then their natural order is their plain order
+_DIGIT_MASK = str.maketrans("0123456789", "\0" * 10)
 
 
 def natural_key(text: str) -> tuple[list[Any], str]:
@@ -142,11 +145,13 @@ def due_rows(tree: Tree, surveyed: Survey) -> dict[str, Any]:
     name is printable ASCII: it holds no tab, no newline, no NUL.)"""
     if surveyed.fresh:
         raise ValueError("a survey that asked the clock afresh is not kept")
-    ids = display_ids(tree)
+    counts = display_ids(tree).counts  # (an id is type/slug unless the slug is shared)
     # (the verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
     ordered = sorted(surveyed.planned, key=lambda v: v[4])
     rows: list[str] = []
     runs: list[list[Any]] = []
+    said: list[str] = []
+    last = None
     start = 0
     while start < len(ordered):
         end = start + 1
@@ -154,14 +159,20 @@ def due_rows(tree: Tree, surveyed: Survey) -> dict[str, Any]:
             end += 1
         tied = ordered[start:end]
         if len(tied) > 1:  # (tied at one instant: in natural order of path)
-            tied.sort(key=lambda v: natural_key(v[1]))
+            # digits at the same places in every path: natural order is plain order
+            if len({v[1].translate(_DIGIT_MASK) for v in tied}) == 1:
+                tied.sort(key=lambda v: v[1])
+            else:
+                tied.sort(key=lambda v: natural_key(v[1]))
         for _, where, record, reason, due_at, moved, _, nudge in tied:
-            shown = ids[where]
-            line = f"{shown}\t{record.type}\t{record.slug}\t{where}\t{reason}"
-            rows.append(f"{line}\t{due_at}\t{moved}\t{nudge}")
-            if not runs or runs[-1][:3] != [reason, due_at, nudge]:
-                runs.append([reason, due_at, nudge, []])
-            runs[-1][3].append(f"{shown}\t{reason}\t\0\t{where}")
+            kind, slug = record.type, where.rpartition("/")[2]
+            shown = f"{kind}/{slug}" if counts[slug] == 1 else where
+            rows.append(f"{shown}\t{kind}\t{slug}\t{where}\t{reason}\t{due_at}\t{moved}\t{nudge}")
+            if (reason, due_at, nudge) != last:
+                last = (reason, due_at, nudge)
+                said = []
+                runs.append([reason, due_at, nudge, said])
+            said.append(f"{shown}\t{reason}\t\0\t{where}")
         start = end
     for run in runs:
         run[3] = "\n".join(run[3])
