@@ -39,6 +39,7 @@ from rouse.core.stateshapes import SNAPSHOT
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from pathlib import Path
     from typing import Any
 
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     #: stand on their listing; the digest of the identities)
     Shape = tuple[str, str, dict[str, list[list[str]]], str]
 
-VERSION = 2
+VERSION = 3
 MAGIC = b"rouse-snapshot"
 _LABEL = b"rouse-snapshot-mac"
 #: what reading a part that is not what the verb wrote can raise (then: walk in full)
@@ -114,8 +115,9 @@ def _key(keyed: bool) -> str:
     return f"{VERSION}|{__version__}|{zone()}|{int(keyed)}"
 
 
-def _read(root: Path, secret: bytes | None) -> tuple[dict[str, Any], bytes] | None:
-    """The saved snapshot's head, decoded, and its paths, not yet (with a key, both
+def _read(root: Path, secret: bytes | None) -> tuple[dict[str, Any], _Lines] | None:
+    """The saved snapshot's head, decoded, and its other lines as they are — the paths,
+    then one line per part, in the order the head names them — (with a key, all of it
     verified); None if anything is off."""
     data = load_bytes(path_of(root), SNAPSHOT.max_bytes)
     if data is None:
@@ -129,13 +131,38 @@ def _read(root: Path, secret: bytes | None) -> tuple[dict[str, Any], bytes] | No
 
         if not hmac.compare_digest(words[2], keyed_mac(secret, _LABEL, body)):
             return None
-    head, _, paths = body.partition(b"\n")
+    ends = [*_newlines(body), len(body)]
     try:  # (parts are the verbs' to check as they read them: see load)
-        state: dict[str, Any] = json.loads(head, parse_constant=_no_constant)
+        state: dict[str, Any] = json.loads(body[: ends[0]], parse_constant=_no_constant)
         conform(state, SNAPSHOT.shape)
     except (ValueError, RecursionError, Damaged):
         return None
-    return state, paths
+    names = state["parts"]
+    if len(ends) != 2 + len(names) or len(set(names)) != len(names):
+        return None
+    return state, _Lines(body, ends)
+
+
+def _newlines(body: bytes) -> Iterator[int]:
+    """Where each line of ``body`` ends (a handful of lines, some of them megabytes)."""
+    at = body.find(b"\n")
+    while at >= 0:
+        yield at
+        at = body.find(b"\n", at + 1)
+
+
+class _Lines:
+    """The lines after the head, each cut out only when it is read (the paths and the
+    due rows are megabytes on a large tree, and most verbs need neither)."""
+
+    def __init__(self, body: bytes, ends: list[int]):
+        self.body, self.ends = body, ends
+
+    def __getitem__(self, index: int) -> bytes:
+        return self.body[self.ends[index] + 1 : self.ends[index + 1]]
+
+    def __len__(self) -> int:
+        return len(self.ends) - 1
 
 
 def _no_constant(name: str) -> Any:
@@ -156,7 +183,7 @@ def load(root: Path, secret: bytes | None, keyed: bool, now: datetime, part: str
     found = _read(root, secret)
     if found is None:
         return None
-    state, paths = found
+    state, lines = found
     if state["key"] != _key(keyed) or part not in state["parts"]:
         return None
     at = _micros(now)
@@ -165,9 +192,13 @@ def load(root: Path, secret: bytes | None, keyed: bool, now: datetime, part: str
         return None
     if not _listed_alike(root, state["listed"]):
         return None
-    if not _unchanged(root, state["token"], secret) and not _holds(root, paths, state["digest"]):
+    unchanged = _unchanged(root, state["token"], secret)
+    if not unchanged and not _holds(root, lines[0], state["digest"]):
         return None
-    return state["parts"][part]
+    try:
+        return json.loads(lines[1 + state["parts"].index(part)], parse_constant=_no_constant)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _unchanged(root: Path, token: str | None, secret: bytes | None) -> bool:
@@ -243,18 +274,21 @@ def save(
         "token": token,
         "listed": listed,
         "digest": digest,
-        "parts": parts,
+        "parts": list(parts),
     }
     dump = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
     paths = dump({"dirs": dir_text, "files": file_text}).encode()
+    lines = [dump(value).encode() for value in parts.values()]
     old = _read(root, secret)
-    if old is not None and old[1] == paths:
-        kept = old[0]
+    if old is not None and old[1][0] == paths:
+        kept, kept_lines = old
         if all(kept[k] == state[k] for k in ("key", "until", "listed", "digest")):
             # (a part for one query is not carried over: the file stays bounded)
-            carried = {k: v for k, v in kept["parts"].items() if " " not in k}
-            state["parts"] = {**carried, **parts}
-    body = dump(state).encode() + b"\n" + paths
+            for index, name in enumerate(kept["parts"], 1):
+                if name not in parts and " " not in name:
+                    state["parts"].append(name)
+                    lines.append(kept_lines[index])
+    body = b"\n".join([dump(state).encode(), paths, *lines])
     signed = keyed_mac(secret, _LABEL, body) if secret is not None else b"-"
     save_bytes(path_of(root), b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)
 

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.statefile import ANY, MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
+from rouse.core.statefile import MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -104,7 +104,7 @@ SNAPSHOT = StateFile(  # (its head line; the paths line is checked as it is read
         "token": (str, type(None)),
         "listed": {str: [[str]]},
         "digest": str,
-        "parts": {str: ANY},
+        "parts": [str],
     },
     max_bytes=CACHES,
     magic=True,
