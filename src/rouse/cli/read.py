@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
+    from rouse.core.clock import Decision
+    from rouse.core.tree import Tree
+
 
 #: The bounds of the read verbs' numbers (``--limit`` is also ``rouse log``'s).
 MOST_LISTED = 1_000_000
@@ -152,9 +155,8 @@ def cmd_due(args: argparse.Namespace) -> int:
             raise UsageError(f"bad --until: {exc}") from None
         return _forecast(args, now, until)
     from rouse.core import snapshot
-    from rouse.core.tree import display_ids
     from rouse.pack.kept import walk_and_keep
-    from rouse.pack.views import due_item, due_lines, due_order, row_items, row_lines
+    from rouse.pack.views import due_order, row_items, row_lines
     from rouse.trust.stampkey import cache_secret
 
     root = tree_root(args)
@@ -170,12 +172,7 @@ def cmd_due(args: argparse.Namespace) -> int:
     skipped: list[str] = []
     if shown is None:  # else from the plans the walk cache keeps
         tree, surveyed = walk_and_keep(root, secret, now)
-        found = due_order(surveyed.due)
-        if args.json:
-            ids = display_ids(tree)
-            shown = [due_item(d, ids[d.record.dir]) for d in found]
-        else:
-            shown = due_lines(tree, found, now)
+        shown = _due_shown(args.json, tree, due_order(surveyed.due), now)
         skipped = [p.render() for p in tree.untrackable]
         skipped += [p.render() for p in surveyed.problems]
     return _show_due(args.json, shown, now, None, skipped)
@@ -185,21 +182,26 @@ def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     """``rouse due --until``: a forecast lists a repeating reminder once per occurrence."""
     from rouse.core import clock
     from rouse.core.cache import cached_walk
-    from rouse.core.tree import display_ids
-    from rouse.pack.views import due_item, due_lines, due_order
+    from rouse.pack.views import due_order
     from rouse.trust.stampkey import cache_secret
 
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
     every = clock.decisions(tree, until)
-    found = due_order(clock.forecast(every, until))
-    if args.json:
-        ids = display_ids(tree)
-        shown: list[Any] = [due_item(d, ids[d.record.dir]) for d in found]
-    else:
-        shown = due_lines(tree, found, now)
+    shown = _due_shown(args.json, tree, due_order(clock.forecast(every, until)), now)
     skipped = [p.render() for p in tree.untrackable]
     skipped += [p.render() for p in clock.field_problems(every)]
     return _show_due(args.json, shown, now, until, skipped)
+
+
+def _due_shown(json: bool, tree: Tree, found: list[Decision], now: datetime) -> list[Any]:
+    """The due items (``--json``) or lines of decisions found on a walk."""
+    from rouse.core.tree import display_ids
+    from rouse.pack.views import due_item, due_lines
+
+    if json:
+        ids = display_ids(tree)
+        return [due_item(d, ids[d.record.dir]) for d in found]
+    return due_lines(tree, found, now)
 
 
 def _show_due(

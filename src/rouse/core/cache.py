@@ -290,11 +290,6 @@ class HeaderCache:
         self.changed, self.token_next = None, None
         since = self.since
         if since is None:
-            # (rouse.core.fsmon.ask inlined up to the lstat: most trees have no watcher)
-            try:
-                os.lstat(fsmon.socket_path(self.root))
-            except OSError:
-                return
             answer = fsmon.ask(self.root, self.token, self.secret)
         else:
             answer = since(self.token)

@@ -121,25 +121,43 @@ def keyed_mac(secret: bytes, label: bytes, body: bytes) -> bytes:
     return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
 
 
-def mac(secret: bytes, body: bytes) -> bytes:
-    """The cache file's MAC."""
-    return keyed_mac(secret, b"rouse-walk-cache-mac", body)
+#: which key the walk cache is MACed with
+_LABEL = b"rouse-walk-cache-mac"
 
 
-def read_cache(path: Path, secret: bytes | None) -> Any:
-    """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
-    data = load_bytes(path, WALK_CACHE.max_bytes)
+def read_signed(
+    path: Path, max_bytes: int, magic: bytes, version: int, secret: bytes | None, label: bytes
+) -> bytes | None:
+    """The body of a file :func:`write_signed` wrote, or None: missing, of another
+    format or version, or (with a key) not MACed with it (``label``: which key)."""
+    data = load_bytes(path, max_bytes)
     if data is None:
         return None
     first, _, body = data.partition(b"\n")
     parts = first.split(b" ")
-    if len(parts) != 3 or parts[0] != MAGIC or parts[1] != str(VERSION).encode():
+    if len(parts) != 3 or parts[0] != magic or parts[1] != str(version).encode():
         return None
     if secret is not None:
         import hmac
 
-        if not hmac.compare_digest(parts[2], mac(secret, body)):
+        if not hmac.compare_digest(parts[2], keyed_mac(secret, label, body)):
             return None
+    return body
+
+
+def write_signed(
+    path: Path, magic: bytes, version: int, secret: bytes | None, label: bytes, body: bytes
+) -> None:
+    """Save ``body`` under one line of magic, version and MAC (``-`` unkeyed), best effort."""
+    signed = keyed_mac(secret, label, body) if secret is not None else b"-"
+    save_bytes(path, b" ".join((magic, str(version).encode(), signed)) + b"\n" + body)
+
+
+def read_cache(path: Path, secret: bytes | None) -> Any:
+    """The decoded cache, or None: missing, damaged, or (with a key) not ours."""
+    body = read_signed(path, WALK_CACHE.max_bytes, MAGIC, VERSION, secret, _LABEL)
+    if body is None:
+        return None
     try:
         return WALK_CACHE.decode(body)
     except Damaged:  # too deep, not JSON, NaN, the wrong shape: no cache, rewritten
@@ -158,5 +176,4 @@ def write_cache(
     """Save the cache (best effort), MACed when there is a secret."""
     state = {"version": VERSION, "zone": zone(), "token": token, "dirs": dirs}
     body = json.dumps(state, separators=(",", ":"), check_circular=False).encode()
-    signed = mac(secret, body) if secret is not None else b"-"
-    save_bytes(path, b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)
+    write_signed(path, MAGIC, VERSION, secret, _LABEL, body)

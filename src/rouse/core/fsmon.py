@@ -92,6 +92,10 @@ def socket_path(root: object) -> str:
 def ask(root: object, token: str | None, secret: bytes | None) -> Answer | None:
     """What changed since ``token``, from the sweeper watching ``root``; None when
     there is no watcher, or no answer we can trust in time."""
+    try:  # (first a plain lstat: most trees have no watcher)
+        os.lstat(socket_path(root))
+    except OSError:
+        return None
     try:
         state = os.open(
             f"{root}/{layout.STATE_DIR}",

@@ -31,8 +31,8 @@ import os
 from datetime import datetime
 
 from rouse.core import layout
-from rouse.core.cachefmt import keyed_mac, zone
-from rouse.core.statefile import Damaged, conform, load_bytes, save_bytes
+from rouse.core.cachefmt import read_signed, write_signed, zone
+from rouse.core.statefile import Damaged, conform
 from rouse.core.stateshapes import SNAPSHOT
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     #: stand on their listing; the digest of the identities)
     Shape = tuple[str, str, dict[str, list[list[str]]], str]
 
-VERSION = 3
+VERSION = 4
 MAGIC = b"rouse-snapshot"
 _LABEL = b"rouse-snapshot-mac"
 #: what reading a part that is not what the verb wrote can raise (then: walk in full)
@@ -119,18 +119,9 @@ def _read(root: Path, secret: bytes | None) -> tuple[dict[str, Any], _Lines] | N
     """The saved snapshot's head, decoded, and its other lines as they are — the paths,
     then one line per part, in the order the head names them — (with a key, all of it
     verified); None if anything is off."""
-    data = load_bytes(path_of(root), SNAPSHOT.max_bytes)
-    if data is None:
+    body = read_signed(path_of(root), SNAPSHOT.max_bytes, MAGIC, VERSION, secret, _LABEL)
+    if body is None:
         return None
-    first, _, body = data.partition(b"\n")
-    words = first.split(b" ")
-    if len(words) != 3 or words[0] != MAGIC or words[1] != str(VERSION).encode():
-        return None
-    if secret is not None:
-        import hmac
-
-        if not hmac.compare_digest(words[2], keyed_mac(secret, _LABEL, body)):
-            return None
     ends = [*_newlines(body), len(body)]
     try:  # (parts are the verbs' to check as they read them: see load)
         state: dict[str, Any] = json.loads(body[: ends[0]], parse_constant=_no_constant)
@@ -207,10 +198,6 @@ def _unchanged(root: Path, token: str | None, secret: bytes | None) -> bool:
         return False
     from rouse.core import fsmon
 
-    try:
-        os.lstat(fsmon.socket_path(root))
-    except OSError:
-        return False  # (no watcher: most trees)
     answer = fsmon.ask(root, token, secret)
     return answer is not None and answer[1] == []
 
@@ -289,8 +276,7 @@ def save(
                     state["parts"].append(name)
                     lines.append(kept_lines[index])
     body = b"\n".join([dump(state).encode(), paths, *lines])
-    signed = keyed_mac(secret, _LABEL, body) if secret is not None else b"-"
-    save_bytes(path_of(root), b" ".join((MAGIC, str(VERSION).encode(), signed)) + b"\n" + body)
+    write_signed(path_of(root), MAGIC, VERSION, secret, _LABEL, body)
 
 
 def keepable(

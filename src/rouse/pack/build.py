@@ -329,8 +329,11 @@ def build_pack(
     origin_of = origin_of or effective_origin
     keyed = bool(getattr(origin_of, "keyed", False))
     part = f"pack {query}" if query else "pack"
-    kept = snapshot.load(root, cache_secret, keyed, now, part)
-    if kept is not None and not nudges.waiting(root):
+    # no snapshot stands while anything could wake the agent (what answers a wake is
+    # not the tree's to say): a nudge file waiting, or a fired reminder (see below)
+    waiting = nudges.waiting(root)
+    kept = None if waiting else snapshot.load(root, cache_secret, keyed, now, part)
+    if kept is not None:
         try:
             return _finish(root, kept, now, max_chars, [])
         except snapshot.DAMAGED:
@@ -375,9 +378,9 @@ def build_pack(
             "closed_records": census.closed,
             "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes),
         }
-        # kept for the next pack while nothing changes: not when it runs probes, or when
-        # anything could wake the agent (what answers a wake is not the tree's to say)
-        if tree.probes is None and not nudges.waiting(root) and not nudges.any_fired(tree):
+        # kept for the next pack while nothing changes: not when it runs probes, nor
+        # while anything could wake the agent
+        if tree.probes is None and not waiting and not nudges.any_fired(tree):
             keep(root, walked, tree, surveyed, now, cache_secret, keyed, {part: found})
         return _finish(root, found, now, max_chars, measured, tree, shown, walked)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from operator import itemgetter
 from pathlib import Path
 
 from rouse.core import clock, clockfields, layout
@@ -25,6 +26,7 @@ from rouse.core.tree import Record, Tree, display_ids
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 _DIGITS = re.compile(r"(\d+)")
@@ -65,19 +67,30 @@ def clock_time(value: datetime, now: datetime) -> str:
 
 def due_order(found: list[Decision]) -> list[Decision]:
     """Earliest due first; records due at the same instant in natural order of path."""
-    ordered = sorted(found, key=_due_instant)
-    # (only records tied at an instant need the natural key: the same order, less work)
-    shown: list[Decision] = []
+    return _in_due_order(found, _due_instant, lambda d: d.record.dir)
+
+
+def _in_due_order(
+    items: list[Any], instant_of: Callable[[Any], Any], path_of: Callable[[Any], str]
+) -> list[Any]:
+    """:func:`due_order` of any items: by ``instant_of``, ties in natural order of path."""
+    ordered = sorted(items, key=instant_of)
+    # (only items tied at an instant need the natural key: the same order, less work)
+    shown: list[Any] = []
     start = 0
     while start < len(ordered):
-        at = _due_instant(ordered[start])
+        at = instant_of(ordered[start])
         end = start + 1
-        while end < len(ordered) and _due_instant(ordered[end]) == at:
+        while end < len(ordered) and instant_of(ordered[end]) == at:
             end += 1
-        if end - start == 1:
-            shown.append(ordered[start])
-        else:
-            shown += sorted(ordered[start:end], key=lambda d: natural_key(d.record.dir))
+        tied = ordered[start:end]
+        if len(tied) > 1:
+            # digits at the same places in every path: natural order is plain order
+            if len({path_of(item).translate(_DIGIT_MASK) for item in tied}) == 1:
+                tied.sort(key=path_of)
+            else:
+                tied.sort(key=lambda item: natural_key(path_of(item)))
+        shown += tied
         start = end
     return shown
 
@@ -135,87 +148,76 @@ def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
     ]
 
 
-def due_rows(tree: Tree, surveyed: Survey) -> dict[str, Any]:
+def due_rows(tree: Tree, surveyed: Survey) -> list[list[Any]]:
     """``rouse due``'s rows as the snapshot keeps them, from a survey every record of
     which was planned (:attr:`rouse.core.planned.Survey.planned`), in :func:`due_order`'s
-    order: ``rows``, one line per row, ``id, type, slug, path, reason, due_at, moved_at,
-    nudge`` tab-separated, instants in microseconds (:func:`rouse.core.planned.micros`);
-    and ``lines``, :func:`due_lines` made once for every run of rows due alike, as
-    ``[reason, due_at, nudge, text]`` with NUL where the words of when go. (A tracked
+    order: one ``[reason, due_at, nudge, lines, more]`` per run of rows due alike
+    (``due_at`` in microseconds, :func:`rouse.core.planned.micros`), ``lines`` their
+    :func:`due_lines` with NUL where the words of when go, ``more`` each row's type and
+    ``moved_at`` (what ``--json`` adds), one line per row, tab-separated. (A tracked
     name is printable ASCII: it holds no tab, no newline, no NUL.)"""
     if surveyed.fresh:
         raise ValueError("a survey that asked the clock afresh is not kept")
     counts = display_ids(tree).counts  # (an id is type/slug unless the slug is shared)
     # (the verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
-    ordered = sorted(surveyed.planned, key=lambda v: v[4])
-    rows: list[str] = []
+    ordered = _in_due_order(surveyed.planned, itemgetter(4), itemgetter(1))
     runs: list[list[Any]] = []
-    said: list[str] = []
     last = None
-    start = 0
-    while start < len(ordered):
-        end = start + 1
-        while end < len(ordered) and ordered[end][4] == ordered[start][4]:
-            end += 1
-        tied = ordered[start:end]
-        if len(tied) > 1:  # (tied at one instant: in natural order of path)
-            # digits at the same places in every path: natural order is plain order
-            if len({v[1].translate(_DIGIT_MASK) for v in tied}) == 1:
-                tied.sort(key=lambda v: v[1])
-            else:
-                tied.sort(key=lambda v: natural_key(v[1]))
-        for _, where, record, reason, due_at, moved, _, nudge in tied:
-            kind, slug = record.type, where.rpartition("/")[2]
-            shown = f"{kind}/{slug}" if counts[slug] == 1 else where
-            rows.append(f"{shown}\t{kind}\t{slug}\t{where}\t{reason}\t{due_at}\t{moved}\t{nudge}")
-            if (reason, due_at, nudge) != last:
-                last = (reason, due_at, nudge)
-                said = []
-                runs.append([reason, due_at, nudge, said])
-            said.append(f"{shown}\t{reason}\t\0\t{where}")
-        start = end
+    for _, where, record, reason, due_at, moved, _, nudge in ordered:
+        if (reason, due_at, nudge) != last:
+            last = (reason, due_at, nudge)
+            runs.append([reason, due_at, nudge, [], []])
+        kind, slug = record.type, where.rpartition("/")[2]
+        shown = f"{kind}/{slug}" if counts[slug] == 1 else where
+        runs[-1][3].append(f"{shown}\t{reason}\t\0\t{where}")
+        runs[-1][4].append(f"{kind}\t{moved}")
     for run in runs:
-        run[3] = "\n".join(run[3])
-    return {"rows": "\n".join(rows), "lines": runs}
+        run[3], run[4] = "\n".join(run[3]), "\n".join(run[4])
+    return runs
 
 
-def _rows(text: str) -> list[list[str]]:
-    """Kept rows, split; ValueError unless each is as :func:`due_rows` writes it."""
-    rows = [line.split("\t") for line in text.split("\n")] if text else []
-    if not all(len(row) == 8 for row in rows):
-        raise ValueError("kept due rows are not as rouse writes them")
-    return rows
+def _runs(kept: list[list[Any]]) -> list[tuple[str, datetime, int, str, str]]:
+    """Kept runs of rows; ValueError unless each is as :func:`due_rows` writes it."""
+    found = []
+    for reason, due_at, nudge, lines, more in kept:
+        if not (type(reason) is str and type(due_at) is int and type(nudge) is int):
+            raise ValueError("kept due rows are not as rouse writes them")
+        at = instant(due_at)
+        assert at is not None
+        found.append((reason, at, nudge, lines, more))
+    return found
 
 
-def row_lines(kept: dict[str, Any], now: datetime) -> list[str]:
+def row_lines(kept: list[list[Any]], now: datetime) -> list[str]:
     """:func:`due_lines` of kept rows, in blocks of one or more lines (one per run of
     rows due alike: printed joined by newlines, as the lines are); ValueError if they
     are not what rouse kept."""
-    lines = []
-    for reason, due_at, nudge, text in kept["lines"]:
-        if not (type(reason) is str and type(due_at) is int and type(nudge) is int):
-            raise ValueError("kept due lines are not as rouse writes them")
-        at = instant(due_at)
-        assert at is not None
-        lines.append(text.replace("\0", _when(reason, at, nudge, now)))
-    return lines
-
-
-def row_items(kept: dict[str, Any]) -> list[dict[str, Any]]:
-    """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
     return [
-        {
-            "record": row[0],
-            "type": row[1],
-            "slug": row[2],
-            "path": row[3],
-            "reason": row[4],
-            "due_at": iso_stamp(instant(int(row[5]))),
-            "moved_at": iso_stamp(instant(int(row[6]))),
-            "nudge": int(row[7]),
-        }
-        for row in _rows(kept["rows"])
+        lines.replace("\0", _when(reason, at, nudge, now))
+        for reason, at, nudge, lines, _ in _runs(kept)
     ]
+
+
+def row_items(kept: list[list[Any]]) -> list[dict[str, Any]]:
+    """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
+    items = []
+    for reason, at, nudge, lines, more in _runs(kept):
+        for line, extra in zip(lines.split("\n"), more.split("\n"), strict=True):
+            shown, _, _, where = line.split("\t")
+            kind, moved = extra.split("\t")
+            items.append(
+                {
+                    "record": shown,
+                    "type": kind,
+                    "slug": where.rpartition("/")[2],
+                    "path": where,
+                    "reason": reason,
+                    "due_at": iso_stamp(at),
+                    "moved_at": iso_stamp(instant(int(moved))),
+                    "nudge": nudge,
+                }
+            )
+    return items
 
 
 def due_header(count: int, now: datetime, until: datetime | None) -> str | None:

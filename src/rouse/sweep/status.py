@@ -56,11 +56,9 @@ def status_of(
     data = {
         "tree": str(root),
         "now": iso_stamp(now),
-        **{key: counts[key] for key in ("levels", "due", "context", "notes")},
-        "untrackable": counts["untrackable"],
-        "symlinks": counts["symlinks"],
+        **{k: counts[k] for k in ("levels", "due", "context", "notes", "untrackable", "symlinks")},
         **sweeper_status(root, ledger),
-        "tasks": _tasks(root, counts),
+        "tasks": _tasks(root, counts["running"], counts["pending"]),
     }
     if ledger is not None:
         data["fleet"] = {"tree": ledger.tree, "ledger": ledger.where, "leader": _lease(leader)}
@@ -122,18 +120,16 @@ GIVEN_UP_WINDOW = timedelta(days=1)
 def task_status(tree: Tree) -> dict[str, Any]:
     """The task worker's side: running tasks (stuck: no live claim holds one), pending
     ones, those held for trust, and the worker's last round (``rouse work``)."""
-    running, pending = tasks_of(tree)
-    return _tasks(tree.root, {"running": running, "pending": pending})
+    return _tasks(tree.root, *tasks_of(tree))
 
 
-def _tasks(root: Path, counts: dict[str, Any]) -> dict[str, Any]:
-    running = [
-        {**item, "stuck": not locks.claim_live(root, item["path"])} for item in counts["running"]
-    ]
+def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str, Any]:
     worker = locks.work_state(root)
     return {
-        "running": running,
-        "pending": counts["pending"],
+        "running": [
+            {**item, "stuck": not locks.claim_live(root, item["path"])} for item in running
+        ],
+        "pending": pending,
         "held": list(worker.get("held") or []) if worker else [],
         "worker": (
             None
