@@ -317,7 +317,7 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str,
             for row in rows:
                 try:
                     text = json.loads(row["wake"])["text"]
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, RecursionError):  # a damaged row
                     continue
                 if isinstance(text, str):
                     first = text.split("\n", 1)[0]

@@ -25,7 +25,6 @@ failure or a give-up only while the claim is still this worker's.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Callable
@@ -35,8 +34,8 @@ from datetime import datetime
 from rouse.core.errors import UsageError
 from rouse.fleet.pg import PgDatabase
 from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
-from rouse.sweep.ledger.entry import as_text, as_time
-from rouse.sweep.wake import Wake, safe_id
+from rouse.sweep.ledger.entry import UNREADABLE, as_text, as_time, read_wake
+from rouse.sweep.wake import Wake
 
 _CLAIM = """
 WITH owed AS (
@@ -157,7 +156,7 @@ class Claims:
         claims = []
         for row in rows:  # a damaged row is skipped: it never stops a round for every tree
             try:
-                wake = Wake.from_dict(json.loads(row["wake"]))
+                wake = read_wake(row["wake"])
                 claim = Claim(
                     tree=row["tree"],
                     wake=wake,
@@ -168,10 +167,9 @@ class Claims:
                     attempt_at=now,
                     deadline=deadline,
                 )
-            except (ValueError, KeyError, TypeError):
+            except UNREADABLE:  # (DamagedRow is a ValueError)
                 continue
-            if safe_id(wake.id):
-                claims.append(claim)
+            claims.append(claim)
         claims.sort(key=lambda claim: (claim.wake.at, claim.id))
         return claims
 

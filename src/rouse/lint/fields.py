@@ -316,3 +316,20 @@ def state_findings(record: Record) -> Iterator[Finding]:
             "due since it last moved)",
             header.line_of("due"),
         )
+
+
+def stamp_findings(record: Record) -> Iterator[Finding]:
+    """A sweeper's stamp that lost a line: ``nudges`` without ``swept`` (a header
+    rewritten by hand, a file restored from git). The sweeper writes it again from
+    its ledger, so the record is woken at its next step; check says so."""
+    if record.type in ("reminder", "backlog") or record.get("swept") is not None:
+        return
+    nudged = (record.get("nudges") or "").strip()
+    if nudged and nudged != "0":
+        yield Finding(
+            "warn",
+            record.rel,
+            f"'nudges: {nudged}' without 'swept:' — the sweeper's stamp lost a line; the "
+            "next sweep writes it again from its ledger (or remove 'nudges' too)",
+            record.header.line_of("nudges"),
+        )

@@ -19,6 +19,7 @@ from rouse.lint.fields import (
     CLOCK_FIELDS,
     floor_findings,
     misplaced,
+    stamp_findings,
     state_findings,
     unknown_key_findings,
     value_findings,
@@ -162,6 +163,7 @@ def _record(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
     yield from value_findings(record, skip, reported)
     yield from floor_findings(record, skip)
     yield from state_findings(record)
+    yield from stamp_findings(record)
 
 
 def duplicate_slug_findings(tree: Tree) -> Iterator[Finding]:

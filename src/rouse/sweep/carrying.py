@@ -307,10 +307,23 @@ class Carrier:
         landed = known.state == "delivered" or (
             known.state == "given_up" and (known.stamped or known.sink != WORKERS)
         )  # (a worker's give-up is owed its nudge file first: the plan's, next tick)
-        # stamped as of the delivery, so every clone writes the same stamp
-        if landed and self.stamp(known.wake, decision, known.finished or now, report):
+        if not landed:
+            return
+        # stamped as of the delivery, so every clone writes the same stamp; a record
+        # whose stamp was lost after the delivery gets it back the same way
+        stamped = report.stamped
+        if self.stamp(known.wake, decision, known.finished or now, report):
             state = known.state.replace("_", " ")
-            self.voice.say(f"{moment(now)} stamped {named(known.wake)}: {state} per the ledger")
+            if report.stamped > stamped:
+                # its next step may have come already: the tick looks at it again
+                report.restamped.append(decision.record.dir)
+                self.voice.say(f"{moment(now)} stamped {named(known.wake)}: {state} per the ledger")
+            else:
+                self.voice.say(
+                    f"{moment(now)} {named(known.wake)} is {state} per the ledger and its "
+                    "record says so",
+                    EVERY_TICK,
+                )
 
     def send(self, made: Wake, decision: Decision, now: datetime, report: TickReport) -> None:
         try:

@@ -36,6 +36,9 @@ class TickReport:
     tells_given_up: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     stamped: int = 0
+    #: records stamped from the ledger this tick (a clone's, or a stamp lost after its
+    #: delivery): their next step may be due already, so the tick plans them again
+    restamped: list[str] = field(default_factory=list)
     errors: int = 0
     undelivered: int = 0  # pending (not held) in the ledger after the tick
     interrupted: bool = False

@@ -38,9 +38,23 @@ def _count(value: str | None) -> int:
 
 
 def already_stamped(record: Record, made: Wake) -> bool:
-    """Whether ``made``'s stamp is already in the record (rouse stamps only after delivery)."""
+    """Whether ``made``'s stamp is already in the record (rouse stamps only after delivery).
+
+    A record other than a reminder carries it in two lines, ``nudges`` and
+    ``swept``: with ``swept`` missing or unreadable (a header rewritten by
+    hand, a file restored from git, ``swept: soon``) the stamp is not there,
+    whatever ``nudges`` says, and is written again from the ledger: the clock
+    counts the record's next step from ``swept``, so a record without it would
+    stay due for a wake already delivered, and never be woken again.
+    """
     if record.type != "reminder":
-        return _count(record.get("nudges")) >= made.nudge
+        if _count(record.get("nudges")) < made.nudge:
+            return False
+        try:
+            swept = parse_stamp(record.get("swept") or "")
+        except ValueError:
+            return False
+        return swept >= made.made_at.replace(second=0)
     if made.reason != "due":
         return _count(record.get("fires")) >= made.nudge
     try:

@@ -23,6 +23,7 @@ at the next tick.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -42,7 +43,7 @@ from rouse.sweep.escalating import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.parts import Parts
-from rouse.sweep.plan import plan
+from rouse.sweep.plan import Step, plan
 from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
@@ -219,23 +220,19 @@ class Sweeper(Leading):
         self.digests.batch = []
         if self.escalator is not None:
             self.escalator.tried = set()  # escalations tried this tick
-        for step in the_plan.steps:
-            if self.stop.is_set():
-                report.interrupted = True
-                break
-            if not self._may_carry(step, now):
-                report.interrupted = True
-                break
-            try:
-                self.carrier.carry_out(step, ids, now, report)
-            except Exception as exc:  # one bad record never stops the tick
-                if self._outage(exc):
-                    raise  # the database is gone: the tick ends, its wakes stay owed
-                report.errors += 1
-                where = step.decision.record.rel if step.decision else step.action
-                self.say(
-                    f"{moment(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
-                )
+        carried = self._carry(the_plan.steps, ids, now, report)
+        if carried and report.restamped:
+            # stamped from the ledger (a stamp lost after its delivery, a clone's): the
+            # record's next step may be due already; it is woken now, not never
+            tree = self._tree = self.headers.walk()
+            again = plan(tree, now, [], holdable=self.sink.holdable, quiet=self.quiet)
+            restamped = set(report.restamped)
+            steps = [
+                s
+                for s in again.steps
+                if s.action == "new" and s.decision and s.decision.record.dir in restamped
+            ]
+            self._carry(steps, display_ids(tree), now, report)
         if self.digests.batch and not self._fence(self.send_cover):
             self.digests.batch = []  # owed in the ledger: the new leader sends them
             report.interrupted = True
@@ -246,6 +243,26 @@ class Sweeper(Leading):
         if self.teller is not None:
             self.teller.deliver(now, report)
         report.next_at = the_plan.next_at
+
+    def _carry(
+        self, steps: list[Step], ids: Mapping[str, str], now: datetime, report: TickReport
+    ) -> bool:
+        """Carry ``steps`` out, one at a time; False when the tick was stopped first."""
+        for step in steps:
+            if self.stop.is_set() or not self._may_carry(step, now):
+                report.interrupted = True
+                return False
+            try:
+                self.carrier.carry_out(step, ids, now, report)
+            except Exception as exc:  # one bad record never stops the tick
+                if self._outage(exc):
+                    raise  # the database is gone: the tick ends, its wakes stay owed
+                report.errors += 1
+                where = step.decision.record.rel if step.decision else step.action
+                self.say(
+                    f"{moment(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
+                )
+        return True
 
     def _finish(self, tree: Tree, now: datetime, report: TickReport) -> None:
         flush = getattr(self.origins, "flush", None)

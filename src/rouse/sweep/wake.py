@@ -102,7 +102,15 @@ class Wake:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Wake:
-        return cls(**{key: data[key] for key in cls.__dataclass_fields__})
+        """A wake read back (a ledger's row); TypeError when a field is not of its type."""
+        if not isinstance(data, dict):
+            raise TypeError("a wake is a JSON object")
+        values = {key: data[key] for key in cls.__dataclass_fields__}
+        for key, value in values.items():
+            wanted = int if key == "nudge" else str
+            if type(value) is not wanted:
+                raise TypeError(f"{key} is not {wanted.__name__}")
+        return cls(**values)
 
 
 def key(tree: str, decision: Decision) -> str:

@@ -86,6 +86,28 @@ class DamagedRow(ValueError):
     """A ``wakes`` row rouse cannot have written (its wake unreadable, an id unsafe)."""
 
 
+#: the errors reading a forged or damaged row can raise (JSON nested deeper than the
+#: interpreter's stack raises RecursionError): each one makes the row damaged, never a crash
+UNREADABLE = (ValueError, KeyError, TypeError, IndexError, RecursionError)
+
+
+def read_wake(text: object) -> Wake:
+    """A wake as a ledger keeps it (its JSON); DamagedRow when rouse cannot have written it.
+
+    The one reader of a stored wake, for every table and backend: a row nested
+    1,000 deep, a field of the wrong type or an id rouse never makes is damaged.
+    """
+    try:
+        if not isinstance(text, str):
+            raise TypeError("not text")
+        made = Wake.from_dict(json.loads(text))
+    except UNREADABLE as exc:
+        raise DamagedRow(f"unreadable: {type(exc).__name__}") from None
+    if not safe_id(made.id):
+        raise DamagedRow("an id rouse never makes")
+    return made
+
+
 def entries(rows: Iterable[sqlite3.Row], damaged: list[str] | None = None) -> list[Entry]:
     """The rows as entries; a damaged one is skipped (its id, escaped, noted in
     ``damaged``): one bad row never stops a tick, a worker's round or ``rouse log``."""
@@ -103,23 +125,25 @@ def _entry(row: sqlite3.Row) -> Entry:
     """One row as an entry; DamagedRow when it cannot be one rouse wrote."""
     try:
         entry = _read(row)
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
+    except DamagedRow as exc:
+        raise DamagedRow(f"{_row_id(row)} ({exc})") from None
+    except UNREADABLE as exc:
         raise DamagedRow(f"{_row_id(row)} (unreadable: {type(exc).__name__})") from None
-    if not safe_id(entry.wake.id) or (entry.digest is not None and not safe_id(entry.digest)):
+    if entry.digest is not None and not safe_id(entry.digest):
         raise DamagedRow(f"{_row_id(row)} (an id rouse never makes)")
     return entry
 
 
 def _row_id(row: sqlite3.Row) -> str:
     try:
-        return ascii(row["id"])
+        return ascii(row["id"])[:80]
     except (IndexError, KeyError):
         return "(a row without an id)"
 
 
 def _read(row: sqlite3.Row) -> Entry:
     return Entry(
-        wake=Wake.from_dict(json.loads(row["wake"])),
+        wake=read_wake(row["wake"]),
         sink=row["sink"],
         state=row["state"],
         attempts=row["attempts"],

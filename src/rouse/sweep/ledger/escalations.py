@@ -10,7 +10,7 @@ import json
 from datetime import datetime
 
 from rouse.sweep.ledger.db import Rows
-from rouse.sweep.ledger.entry import as_text, as_time
+from rouse.sweep.ledger.entry import DamagedRow, as_text, as_time, read_wake
 from rouse.sweep.wake import Wake
 
 
@@ -38,7 +38,13 @@ class EscalationRows(Rows):
             path,
             last_moved,
         ).fetchone()
-        return Wake.from_dict(json.loads(row[0])) if row else None
+        if row is None:
+            return None
+        try:
+            return read_wake(row[0])
+        except DamagedRow as exc:  # skipped and said once, as a damaged wake row is
+            self.damaged.append(f"of {ascii(path)[:80]} ({exc})")
+            return None
 
     def escalated(self, path: str, last_moved: str, level: int) -> bool:
         row = self.run(
@@ -102,7 +108,13 @@ class EscalationRows(Rows):
             "ORDER BY made_at, id",
             self.tree,
         )
-        return [(Wake.from_dict(json.loads(row[0])), int(row[1])) for row in rows]
+        found = []
+        for row in rows:
+            try:
+                found.append((read_wake(row[0]), int(row[1])))
+            except (DamagedRow, TypeError, ValueError) as exc:  # one bad row stops nothing
+                self.damaged.append(f"(an escalation: {exc})")
+        return found
 
     def escalations(self) -> list[dict[str, object]]:
         """Every escalation, oldest first, as plain rows (for ``rouse log`` and tests)."""
