@@ -112,3 +112,88 @@ def test_an_unreadable_swept_stamp_is_rederived_and_named_by_check(
     later = rouse(tree, "sweep", "--once", "--now", "2026-03-02 13:05")
     assert later.returncode == 0, later.stderr
     assert len(nudge_files(tree)) == 2
+
+
+# -- items 10 and 17: one damaged row never stops the rest ---------------------------
+
+NESTED = "[" * 1000 + "]" * 1000
+
+
+def test_a_row_nested_1000_deep_is_skipped_said_and_its_wake_made_again(
+    make_tree: MakeTree,
+) -> None:
+    tree = intention(make_tree)
+    failed = rouse(
+        tree, "sweep", "--once", "--now", "2026-03-02 11:00", "--sink", "exec", "--", "false"
+    )
+    assert failed.returncode == 1, failed.stderr  # the wake is owed (pending) in the ledger
+    with ledger(tree) as db:
+        db.execute("UPDATE wakes SET wake = ?", (NESTED,))
+    for args in (("log",), ("log", "--json")):
+        shown = rouse(tree, *args)
+        answered(shown)
+        assert shown.returncode == 0, shown.stderr
+        assert "damaged" in shown.stderr and "skipped" in shown.stderr, shown.stderr
+    assert rouse(tree, "log", "--json").stdout.strip() == "[]"
+    swept = rouse(tree, "sweep", "--once", "--now", "2026-03-02 11:05")
+    answered(swept)
+    assert swept.returncode == 0, swept.stderr
+    assert "damaged" in swept.stderr
+    assert len(nudge_files(tree)) == 1  # the clock made the record's wake again: sent
+    assert "swept: 2026-03-02 11:05" in (tree / I1).read_text()
+    again = rouse(tree, "sweep", "--once", "--now", "2026-03-02 11:10")
+    answered(again)
+    assert again.returncode == 0, again.stderr
+    assert len(nudge_files(tree)) == 1
+    shown = rouse(tree, "log")
+    assert shown.returncode == 0 and "delivered" in shown.stdout, shown.stdout
+    assert "damaged" not in shown.stderr  # the row was written again as rouse writes it
+
+
+def test_one_trees_damaged_row_never_stops_deliver_for_the_others(
+    pg_dsn: str, tmp_path: Path
+) -> None:
+    from test_fleet_deliver import deliver, environment, execute, new_tree, queue, rows
+
+    bad, good = new_tree(), new_tree()
+    bad_ids = queue(pg_dsn, bad, 2)
+    good_ids = queue(pg_dsn, good, 2)
+    execute(pg_dsn, "UPDATE wakes SET wake = %s WHERE id = %s", NESTED, min(bad_ids + good_ids))
+    out = tmp_path / "out"
+    out.mkdir()
+    for _ in range(2):  # a second run finds nothing owed: the damaged row was set aside
+        done = deliver(
+            "--ledger", pg_dsn, "--sink", "exec", "--once", "--batch", "1",
+            "--", "sh", "-c", 'cat > "$OUT/$ROUSE_WAKE_ID.txt"',
+            env=environment(OUT=str(out)),
+        )  # fmt: skip
+        answered(done)
+        assert done.returncode == 0, done.stderr
+    sent = sorted(path.stem for path in out.glob("*.txt"))
+    damaged = min(bad_ids + good_ids)
+    assert sent == sorted(i for i in bad_ids + good_ids if i != damaged)
+    states = {row["id"]: row["state"] for row in rows(pg_dsn)}
+    assert states[damaged] == "withdrawn"  # set aside: the sweeper's clock makes it again
+
+
+# -- item 11: `rouse log` says when the ledger cannot be read -------------------------
+
+
+def test_log_says_a_garbage_or_directory_ledger_is_unreadable(make_tree: MakeTree) -> None:
+    tree = intention(make_tree)
+    state = tree / ".rouse"
+    state.mkdir(exist_ok=True)
+    path = state / "ledger.sqlite3"
+    empty = rouse(tree, "log")  # no ledger yet: nothing to show, and that is fine
+    assert empty.returncode == 0 and empty.stdout == "", empty.stderr
+    path.write_bytes(b"this is not a database, it is garbage\n" * 20)
+    for spoiled in ("garbage", "directory"):
+        if spoiled == "directory":
+            path.unlink()
+            path.mkdir()
+        for args in (("log",), ("log", "--json")):
+            shown = rouse(tree, *args)
+            answered(shown)
+            assert shown.returncode != 0, (spoiled, shown.stdout)
+            assert "ledger.sqlite3" in shown.stderr, shown.stderr
+            assert "directory" in shown.stderr or "not an SQLite" in shown.stderr, shown.stderr

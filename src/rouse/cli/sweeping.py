@@ -62,11 +62,15 @@ def cmd_log(args: argparse.Namespace) -> int:
 
     within("--limit", args.limit, 1, MOST_LISTED)
     book = _fleet_ledger(args)
+    damaged: list[str] = []
     if book is not None:
         with book:
             entries = book.recent(args.limit)
+            damaged = book.damaged
     else:
-        entries = ledger.recent(tree_root(args), args.limit)
+        entries = ledger.recent(tree_root(args), args.limit, damaged)
+    for row in damaged:  # skipped: every other row is shown
+        sys.stderr.write(f"rouse log: skipped the damaged ledger row {row}\n")
     from rouse.sweep.ledger.tells import tell_json
     from rouse.sweep.ledger.views import recent_tells, tell_lines
 

@@ -33,8 +33,8 @@ from datetime import datetime
 
 from rouse.core.errors import UsageError
 from rouse.fleet.pg import PgDatabase
-from rouse.sweep.ledger import GIVE_UP_AFTER, backoff
-from rouse.sweep.ledger.entry import UNREADABLE, as_text, as_time, read_wake
+from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, backoff
+from rouse.sweep.ledger.entry import UNREADABLE, DamagedRow, as_text, as_time, read_wake
 from rouse.sweep.wake import Wake
 
 _CLAIM = """
@@ -139,6 +139,8 @@ class Claims:
         self.db = db
         self.holder = holder
         self.trees = list(trees) if trees else None
+        #: the damaged rows the last claim set aside (their trees and ids, escaped)
+        self.damaged: list[str] = []
 
     def claim(self, now: datetime, limit: int, lease: float, deadline: float) -> list[Claim]:
         """Claim up to ``limit`` owed wakes for ``lease`` seconds (oldest first).
@@ -154,7 +156,8 @@ class Claims:
         parameters += [limit, self.holder, lease, as_text(now)]
         rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
         claims = []
-        for row in rows:  # a damaged row is skipped: it never stops a round for every tree
+        self.damaged = []
+        for row in rows:  # a damaged row is set aside: it never stops a round for any tree
             try:
                 wake = read_wake(row["wake"])
                 claim = Claim(
@@ -167,7 +170,10 @@ class Claims:
                     attempt_at=now,
                     deadline=deadline,
                 )
-            except UNREADABLE:  # (DamagedRow is a ValueError)
+            except UNREADABLE as exc:  # (DamagedRow is a ValueError)
+                self.db.execute(SET_ASIDE, (row["tree"], row["id"]))
+                what = exc if isinstance(exc, DamagedRow) else type(exc).__name__
+                self.damaged.append(f"{ascii(row['id'])[:80]} of tree {row['tree']} ({what})")
                 continue
             claims.append(claim)
         claims.sort(key=lambda claim: (claim.wake.at, claim.id))

@@ -275,8 +275,10 @@ class Worker:
             return False
         deadline = clock() + self.lease  # taken before the claim: a safe bound
         claimed = claims.claim(now, self.batch, self.lease, deadline)
+        for row in claims.damaged:  # set aside: its tree's sweeper makes the wake again
+            self.voice.say(f"{moment(now)} skipped the damaged ledger row {row}", ERRORS)
         if not claimed:
-            return False
+            return bool(claims.damaged)  # (more may be owed behind it)
         self._beat(len(claimed))
         self.voice.say(f"{moment(now)} claimed {len(claimed)}", EVERY_TICK)
         return self._carry(claimed)

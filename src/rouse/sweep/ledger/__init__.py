@@ -16,11 +16,19 @@ other by their own paths.
 from rouse.sweep.ledger.entry import Entry
 from rouse.sweep.ledger.sqlite import Ledger
 from rouse.sweep.ledger.views import log_lines, recent
-from rouse.sweep.ledger.wakes import GIVE_UP_AFTER, NOTICE_SINK, STATES, WORKERS, backoff
+from rouse.sweep.ledger.wakes import (
+    GIVE_UP_AFTER,
+    NOTICE_SINK,
+    SET_ASIDE,
+    STATES,
+    WORKERS,
+    backoff,
+)
 
 __all__ = [
     "GIVE_UP_AFTER",
     "NOTICE_SINK",
+    "SET_ASIDE",
     "STATES",
     "WORKERS",
     "Entry",

@@ -6,6 +6,7 @@ views (:mod:`rouse.sweep.ledger.views`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 from collections.abc import Iterable
@@ -83,7 +84,12 @@ COLUMNS = (
 
 
 class DamagedRow(ValueError):
-    """A ``wakes`` row rouse cannot have written (its wake unreadable, an id unsafe)."""
+    """A ``wakes`` row rouse cannot have written (its wake unreadable, an id unsafe).
+
+    ``row_id``: the row's ``id`` column as stored (None when unknown), to set it aside by.
+    """
+
+    row_id: object = None
 
 
 #: the errors reading a forged or damaged row can raise (JSON nested deeper than the
@@ -108,9 +114,14 @@ def read_wake(text: object) -> Wake:
     return made
 
 
-def entries(rows: Iterable[sqlite3.Row], damaged: list[str] | None = None) -> list[Entry]:
+def entries(
+    rows: Iterable[sqlite3.Row],
+    damaged: list[str] | None = None,
+    aside: list[object] | None = None,
+) -> list[Entry]:
     """The rows as entries; a damaged one is skipped (its id, escaped, noted in
-    ``damaged``): one bad row never stops a tick, a worker's round or ``rouse log``."""
+    ``damaged``; its stored id in ``aside``): one bad row never stops a tick, a
+    worker's round or ``rouse log``."""
     found = []
     for row in rows:
         try:
@@ -118,6 +129,8 @@ def entries(rows: Iterable[sqlite3.Row], damaged: list[str] | None = None) -> li
         except DamagedRow as exc:
             if damaged is not None:
                 damaged.append(str(exc))
+            if aside is not None and exc.row_id is not None:
+                aside.append(exc.row_id)
     return found
 
 
@@ -125,13 +138,17 @@ def _entry(row: sqlite3.Row) -> Entry:
     """One row as an entry; DamagedRow when it cannot be one rouse wrote."""
     try:
         entry = _read(row)
+        if entry.digest is not None and not safe_id(entry.digest):
+            raise DamagedRow("an id rouse never makes")
     except DamagedRow as exc:
-        raise DamagedRow(f"{_row_id(row)} ({exc})") from None
+        found = DamagedRow(f"{_row_id(row)} ({exc})")
     except UNREADABLE as exc:
-        raise DamagedRow(f"{_row_id(row)} (unreadable: {type(exc).__name__})") from None
-    if entry.digest is not None and not safe_id(entry.digest):
-        raise DamagedRow(f"{_row_id(row)} (an id rouse never makes)")
-    return entry
+        found = DamagedRow(f"{_row_id(row)} (unreadable: {type(exc).__name__})")
+    else:
+        return entry
+    with contextlib.suppress(IndexError, KeyError):
+        found.row_id = row["id"]
+    raise found
 
 
 def _row_id(row: sqlite3.Row) -> str:

@@ -7,27 +7,42 @@ paying for this module.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 
-from rouse.core.sweepstate import ledger_reader
+from rouse.core.statedir import StateError, path_problem
+from rouse.core.sweepstate import LEDGER, ledger_problem, ledger_reader
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
 from rouse.sweep.ledger.entry import entries as read_entries
 
 
-def recent(root: Path, limit: int = 20) -> list[Entry]:
-    """The most recent wakes, newest first (``rouse log``)."""
+def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> list[Entry]:
+    """The most recent wakes, newest first (``rouse log``); none when there is no ledger.
+
+    A damaged row is skipped and named in ``damaged``: ``rouse log`` still answers.
+    StateError when the ledger is there but cannot be read (a directory, a file
+    that is not SQLite, one with no wakes): ``rouse log`` says so, never "nothing".
+    """
     with ledger_reader(root) as db:
         if db is None:
+            problem = ledger_problem(root) or path_problem(root, "ledger.sqlite3")
+            if problem is None and os.path.lexists(root / LEDGER):
+                problem = f"{LEDGER} cannot be opened as an SQLite database"
+            if problem is not None:
+                raise StateError(problem)
             return []
         try:
             rows = db.execute(
                 f"SELECT {COLUMNS} FROM wakes ORDER BY made_at DESC, rowid DESC LIMIT ?",
                 (limit,),
             ).fetchall()
-        except sqlite3.Error:
-            return []
-        entries = read_entries(rows)  # (a damaged row is skipped: `rouse log` still answers)
+        except sqlite3.Error as exc:
+            raise StateError(
+                f"{LEDGER} cannot be read as rouse's ledger ({exc}): move it aside (the clock "
+                "finds what is owed again)"
+            ) from None
+        entries = read_entries(rows, damaged)
         try:
             found: dict[str, list[str]] = {}
             for row in db.execute(

@@ -29,6 +29,16 @@ WORKERS = "workers"
 NOTICE_SINK = "notice"
 
 
+#: A damaged row (one rouse cannot have written: its wake unreadable, an id it never
+#: makes) leaves the queue as withdrawn, never to be sent or stop anything again: the
+#: clock makes its record's wake again (same id), which revives the row as rouse writes it.
+#: Parameters: tree, id (as stored).
+SET_ASIDE = (
+    "UPDATE wakes SET state = 'withdrawn', in_flight = 0, next_attempt = NULL, stamped = 1, "
+    "receipt = 'set aside: a damaged row rouse cannot read' WHERE tree = ? AND id = ?"
+)
+
+
 def backoff(attempts: int) -> timedelta:
     """``min(1m × 2^(attempts-1), 1h)``: the wait after the ``attempts``-th try."""
     if attempts >= 8:
@@ -54,13 +64,19 @@ class WakeRows(Rows):
 
         A wake a delivery worker gave up on (``sink = 'workers'``) is owed its
         nudge file and its stamp, which only a sweeper (it has the tree) can write.
+        A damaged row is skipped, named in :attr:`damaged` and set aside
+        (:data:`SET_ASIDE`): its record's wake is made again by the clock.
         """
         rows = self.run(
             f"SELECT {COLUMNS} FROM wakes WHERE tree = ? AND (state IN ('pending', 'held') "
             "OR (state IN ('delivered', 'given_up') AND stamped = 0)) ORDER BY made_at, id",
             self.tree,
-        )
-        return entries(rows, self.damaged)
+        ).fetchall()
+        aside: list[object] = []
+        found = entries(rows, self.damaged, aside)
+        for row_id in aside:
+            self.run(SET_ASIDE + self.unclaimed, self.tree, row_id)
+        return found
 
     def get(self, wake_id: str) -> Entry | None:
         row = self.run(f"SELECT {COLUMNS} FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id)
@@ -125,9 +141,16 @@ class WakeRows(Rows):
             int(attempt),
             as_text(now) if attempt else None,
         )
-        if added.rowcount == 1:
+        if added.rowcount == 1 or self._revive(wake, sink, now, held, attempt):
             return None
-        # revived as the wake is now: its text (the body may have changed) and its time
+        known = self.get(wake.id)
+        if known is None and self.run(SET_ASIDE, self.tree, wake.id).rowcount == 1:
+            # a damaged row (not one rouse wrote): written again, as the clock made it
+            self._revive(wake, sink, now, held, attempt)
+        return known
+
+    def _revive(self, wake: Wake, sink: str, now: datetime, held: bool, attempt: bool) -> bool:
+        """A withdrawn wake owed again: revived as it is now (its text, its time)."""
         revived = self.run(
             "UPDATE wakes SET record = ?, file = ?, nudge = ?, made_at = ?, wake = ?, "
             "sink = ?, state = ?, attempts = ?, in_flight = ?, last_attempt = ?, "
@@ -147,7 +170,7 @@ class WakeRows(Rows):
             self.tree,
             wake.id,
         )
-        return None if revived.rowcount == 1 else self.get(wake.id)
+        return bool(revived.rowcount == 1)
 
     def vouch(self, wake: Wake, sink: str, state: str, when: datetime, receipt: str) -> None:
         """Keep a copy of a wake a fleet's sweeper wrote as a nudge file in this tree.
