@@ -197,3 +197,49 @@ def test_log_says_a_garbage_or_directory_ledger_is_unreadable(make_tree: MakeTre
             assert shown.returncode != 0, (spoiled, shown.stdout)
             assert "ledger.sqlite3" in shown.stderr, shown.stderr
             assert "directory" in shown.stderr or "not an SQLite" in shown.stderr, shown.stderr
+
+
+# -- item 6: a ledger made by many processes at once -----------------------------------
+
+#: ``rouse ARGS…`` in a process that waits for a go-file first, so all start at once
+AT_ONCE = """
+import sys, time
+from pathlib import Path
+go = Path(sys.argv[1])
+while not go.exists():
+    time.sleep(0.001)
+sys.argv = ["rouse", *sys.argv[2:]]
+from rouse.cli.main import run
+run()
+"""
+
+
+def test_workers_started_at_once_on_a_tree_with_no_ledger_all_work(
+    make_tree: MakeTree, tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    env["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    for attempt in range(3):  # each a tree with no ledger yet
+        tree = make_tree(
+            {I1: "---\nstatus: open\nlast-moved: 2026-03-02 09:00\n---\n"}, name=f"t{attempt}"
+        )
+        go = tmp_path / f"go-{attempt}"
+        work = ("work", "--once", "--jobs", "2", "--run", "exec", "--", "true")
+        started = [
+            subprocess.Popen(
+                [sys.executable, "-c", AT_ONCE, str(go), "--memory", str(tree), *work],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(6)
+        ]
+        go.touch()
+        for process in started:
+            _out, err = process.communicate(timeout=120)
+            assert "internal error" not in err, err
+            assert process.returncode == 0, err
+        with ledger(tree) as db:
+            (version,) = db.execute("PRAGMA user_version").fetchone()
+            assert version > 0 and db.execute("SELECT COUNT(*) FROM wakes").fetchone() == (0,)

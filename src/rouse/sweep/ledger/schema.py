@@ -138,22 +138,37 @@ SCHEMA_VERSION = len(MIGRATIONS)
 
 
 def migrate(db: sqlite3.Connection) -> None:
-    """Bring the schema up to ``SCHEMA_VERSION``, one numbered step at a time."""
+    """Bring the schema up to ``SCHEMA_VERSION``, one numbered step at a time.
+
+    Safe under concurrent first use (a service manager starts the sweeper and
+    the task worker together): each step takes the write lock first and reads
+    the version again under it, so a step another process made while this one
+    waited is never run twice.
+    """
+    version = _version(db)
+    while version < SCHEMA_VERSION:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            version = _version(db)  # (under the lock: what another process made counts)
+            if version < SCHEMA_VERSION:
+                _run_script(db, MIGRATIONS[version])
+                version += 1
+                db.execute(f"PRAGMA user_version = {version}")
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+
+def _version(db: sqlite3.Connection) -> int:
+    """The schema's number; TooNew when this rouse does not know it."""
     version = int(db.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise TooNew(
             f"the ledger has schema {version}, newer than this rouse knows ({SCHEMA_VERSION}): "
             "upgrade rouse, or move .rouse/ledger.sqlite3 aside"
         )
-    for number in range(version, SCHEMA_VERSION):
-        db.execute("BEGIN IMMEDIATE")
-        try:
-            _run_script(db, MIGRATIONS[number])
-            db.execute(f"PRAGMA user_version = {number + 1}")
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+    return version
 
 
 def _run_script(db: sqlite3.Connection, script: str) -> None:
