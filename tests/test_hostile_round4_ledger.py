@@ -13,14 +13,20 @@ Real ``rouse`` processes on real trees; the ledger is forged with sqlite3.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
+import socket
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
+from datetime import datetime, timedelta
 from pathlib import Path
 
-from conftest import INTENTIONS, MakeTree
+from conftest import INTENTIONS, REMINDERS, MakeTree
 
 I1 = f"{INTENTIONS}/i1/intention.md"
 
@@ -243,3 +249,74 @@ def test_workers_started_at_once_on_a_tree_with_no_ledger_all_work(
         with ledger(tree) as db:
             (version,) = db.execute("PRAGMA user_version").fetchone()
             assert version > 0 and db.execute("SELECT COUNT(*) FROM wakes").fetchone() == (0,)
+
+
+# -- item 7: tells never delay a wake or a shutdown ------------------------------------
+
+
+class SilentServer:
+    """A loopback HTTP server that takes every connection and never answers."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0), backlog=256)
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/"
+        self.held: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._take, daemon=True)
+        self.thread.start()
+
+    def _take(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                self.held.append(self.server.accept()[0])
+
+    def close(self) -> None:
+        self.server.close()
+        for connection in self.held:
+            connection.close()
+
+
+def test_owed_tells_never_make_a_wake_late_and_sigterm_ends_the_sweeper(
+    make_tree: MakeTree, tmp_path: Path
+) -> None:
+    from rouse.sweep.telling import tell
+
+    tree = intention(make_tree)
+    made = datetime.now().replace(second=0, microsecond=0)
+    for n in range(90):
+        tell(tree, "i1", f"message {n}", made)
+    silent = SilentServer()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    env["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    log = tmp_path / "sweep.log"
+    with log.open("wb") as out:
+        sweeper = subprocess.Popen(
+            [sys.executable, "-m", "rouse", "--memory", str(tree), "sweep", "--every", "1",
+             "--timeout", "1", "--notify", "webhook", silent.url, "--sink", "file"],
+            env=env, stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while len(silent.held) < 2:  # the sweeper is busy with the tells
+            assert sweeper.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
+        due = f"{REMINDERS}/r1/reminder.md"
+        past = (made - timedelta(hours=1)).strftime("%Y-%m-%d %H:%M")
+        make_tree({due: f"---\nstatus: pending\ndue: {past}\n---\nCall back.\n"})
+        written = time.monotonic()
+        while not any("r1" in path.name for path in nudge_files(tree)):
+            assert sweeper.poll() is None, log.read_text()
+            # one slice of tells (and the send under way) at most, then the next tick's wake
+            assert time.monotonic() - written < 15, log.read_text()
+            time.sleep(0.05)
+        assert len(silent.held) < 90  # the tells did not all go first
+        sweeper.send_signal(signal.SIGTERM)
+        stopped = time.monotonic()
+        sweeper.wait(timeout=30)
+        assert time.monotonic() - stopped < 10, log.read_text()  # a send's timeout, no more
+        assert sweeper.returncode == 0, log.read_text()
+    finally:
+        if sweeper.poll() is None:
+            sweeper.kill()
+            sweeper.wait()
+        silent.close()

@@ -17,9 +17,11 @@ owner: :meth:`Teller.outreach` writes its wake's text as a tell (source
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +32,14 @@ from rouse.sweep.ledger.tells import Outreach, outreach
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
-from rouse.sweep.voice import ERRORS, Voice, moment
+from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment
 from rouse.sweep.wake import Wake
+
+#: Seconds a tick may spend starting tells (each send is bounded by its channel's
+#: timeout): the rest wait for the next tick, which comes at once, wakes first.
+TELL_SLICE = 5.0
+#: How soon the next tick comes when tells were left for it.
+TELL_AGAIN = timedelta(seconds=1)
 
 
 @dataclass
@@ -90,12 +98,15 @@ class Teller:
         *,
         quiet: QuietHours | None = None,
         fence: Callable[[float], bool] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.root = root
         self.ledger = ledger
         self.channels = channels
         self.voice = voice
         self.quiet = quiet
+        #: the sweeper's stop flag: no tell is started once it is set
+        self.stop = stop
         #: in a fleet: asked before each send whether this sweeper still leads
         self.fence = fence
 
@@ -113,9 +124,21 @@ class Teller:
         if self.ledger.add_tell(message, "reminder"):
             self.voice.say(f"{made.at} {made.record}: its channel {channel} is told too")
 
-    def deliver(self, now: datetime, report: TickReport) -> None:
-        """Send each owed tell whose time has come (one try per tell per tick)."""
+    def deliver(self, now: datetime, report: TickReport) -> bool:
+        """Send each owed tell whose time has come (one try per tell per tick).
+
+        Bounded: sends start only within :data:`TELL_SLICE` seconds of the first
+        and never once the sweeper is asked to stop, so a silent channel delays
+        the next tick's wakes (and a shutdown) by one slice and one send's
+        timeout at most. True when tells were left for the next tick.
+        """
+        began = time.monotonic()
         for row in self.ledger.owed_tells():
+            if (self.stop is not None and self.stop.is_set()) or (
+                time.monotonic() - began >= TELL_SLICE
+            ):
+                self.voice.say(f"{moment(now)} owed tells wait for the next tick", EVERY_TICK)
+                return True
             try:
                 self._one(row, now, report)
             except Exception as exc:  # one bad tell never stops the others, nor the tick
@@ -123,6 +146,7 @@ class Teller:
                 self.voice.say(
                     f"{moment(now)} error on tell {row['id']}: {type(exc).__name__}: {exc}", ERRORS
                 )
+        return False
 
     def _one(self, row: Any, now: datetime, report: TickReport) -> None:
         sink, label, warning = self.channels.route(row["channel"])

@@ -37,7 +37,7 @@ from rouse.core.tree import Tree, display_ids
 from rouse.sweep import wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
-from rouse.sweep.channels import Channels, Teller
+from rouse.sweep.channels import TELL_AGAIN, Channels, Teller
 from rouse.sweep.digesting import DigestSender, Receipts
 from rouse.sweep.escalating import Escalator
 from rouse.sweep.leading import Leading
@@ -115,6 +115,7 @@ class Sweeper(Leading):
                 self,
                 quiet=self.quiet,
                 fence=self._fence,
+                stop=self.stop,
             )
         )
         #: what the last tick's lease said (None: not asked yet), to say each change once
@@ -240,9 +241,11 @@ class Sweeper(Leading):
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
             self.escalator.standing(tree, now, report)
-        if self.teller is not None:
-            self.teller.deliver(now, report)
+        left = self.teller is not None and self.teller.deliver(now, report)
         report.next_at = the_plan.next_at
+        if left:  # tells were left for the next tick: it comes at once (wakes first)
+            soon = now + TELL_AGAIN
+            report.next_at = soon if report.next_at is None else min(report.next_at, soon)
 
     def _carry(
         self, steps: list[Step], ids: Mapping[str, str], now: datetime, report: TickReport
