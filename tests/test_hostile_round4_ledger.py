@@ -320,3 +320,32 @@ def test_owed_tells_never_make_a_wake_late_and_sigterm_ends_the_sweeper(
             sweeper.kill()
             sweeper.wait()
         silent.close()
+
+
+# -- item 14: a late sweeper is late whatever its state file claims ---------------------
+
+
+def test_status_check_is_late_after_four_days_whatever_the_interval_claims(
+    make_tree: MakeTree,
+) -> None:
+    import json
+
+    tree = intention(make_tree)
+    ticked = rouse(tree, "sweep", "--once", "--every", "60", "--now", "2026-03-02 11:00")
+    assert ticked.returncode == 0, ticked.stderr
+    state = tree / ".rouse" / "sweep.json"
+    data = json.loads(state.read_text())
+    well = rouse(tree, "status", "--check", "--now", "2026-03-02 11:01")
+    assert well.returncode == 0, well.stderr
+    for claimed in (1e6, 86400 * 30):
+        data["interval"] = claimed
+        state.write_text(json.dumps(data))
+        late = rouse(tree, "status", "--check", "--now", "2026-03-06 11:00")
+        answered(late)
+        assert late.returncode == 1, (claimed, late.stderr)
+        assert "the sweeper is late" in late.stderr, late.stderr
+    # a day is the longest interval `rouse sweep --every` takes: three of them are allowed
+    data["interval"] = 1e6
+    state.write_text(json.dumps(data))
+    fine = rouse(tree, "status", "--check", "--now", "2026-03-04 11:00")
+    assert fine.returncode == 0, fine.stderr

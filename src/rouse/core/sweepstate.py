@@ -43,6 +43,9 @@ QUEUED_TOO_LONG = timedelta(minutes=5)
 LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
+#: The longest interval a sweeper ticks at (``rouse sweep --every``), in seconds: one
+#: day. A longer one in ``sweep.json`` is believed as this, so a late sweeper is late.
+LONGEST_INTERVAL = 86400.0
 #: (under .rouse/) held for an agent run's life (sweep --run): one run at a time
 RUN_LOCK = "run.lock"
 #: (under .rouse/) written while the run budget (--max-runs) is spent: until when
@@ -79,14 +82,17 @@ def write_state(
 
 
 def last_tick(root: Path) -> tuple[datetime | None, float | None]:
-    """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown)."""
+    """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown),
+    never more than :data:`LONGEST_INTERVAL` whatever the file claims."""
     try:
         data = SWEEP.read(root / STATE_FILE)
         when = datetime.strptime(data["last_tick"], TIME_FORMAT)
     except (ValueError, KeyError, TypeError):  # missing, damaged or foreign: unknown
         return None, None
     interval = data.get("interval")
-    return when, float(interval) if isinstance(interval, int | float) else None
+    if not isinstance(interval, int | float):
+        return when, None
+    return when, min(float(interval), LONGEST_INTERVAL)
 
 
 # -- the fleet's queue, as the fleet sweeper last saw it ---------------------------

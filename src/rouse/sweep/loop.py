@@ -31,6 +31,7 @@ from types import FrameType
 
 from rouse.core.errors import TooNew, UsageError
 from rouse.core.locks import sweeper_lock
+from rouse.core.sweepstate import LONGEST_INTERVAL
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.parts import Parts
@@ -42,8 +43,9 @@ from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.sweep.watch import kept_hot
 
 DEFAULT_EVERY = 60.0
-#: The longest ``--every`` and ``--timeout``, in seconds: one day.
-LONGEST_WAIT = 86400.0
+#: The longest ``--every`` and ``--timeout``, in seconds: one day (what ``status`` believes
+#: of a sweeper's interval at most).
+LONGEST_WAIT = LONGEST_INTERVAL
 #: After a tick that lost the fleet's database: wait this long, doubling up to ``LONGEST_RETRY``.
 FIRST_RETRY = 1.0
 LONGEST_RETRY = 30.0
