@@ -349,3 +349,56 @@ def test_status_check_is_late_after_four_days_whatever_the_interval_claims(
     state.write_text(json.dumps(data))
     fine = rouse(tree, "status", "--check", "--now", "2026-03-04 11:00")
     assert fine.returncode == 0, fine.stderr
+
+
+# -- item 16: a DSN's password never printed, whatever it holds --------------------------
+
+SECRET_PART = "cd-S3cret"
+#: passwords libpq takes that hold a tab (raw or percent-encoded), in the user info or
+#: the query; port 1 on loopback: nothing listens, so every verb says it cannot reach it
+TABBED_DSNS = (
+    f"postgresql://u:ab\t{SECRET_PART}@127.0.0.1:1/db",
+    f"postgresql://u:ab%09{SECRET_PART}@127.0.0.1:1/db",
+    f"postgresql://u@127.0.0.1:1/db?password=ab\t{SECRET_PART}",
+    f"postgresql://u@127.0.0.1:1/db?connect_timeout=2&password=ab%09{SECRET_PART}&x=1",
+)
+
+
+def test_redact_hides_a_password_with_a_tab_in_every_spelling() -> None:
+    from rouse.fleet.pg import redact, scrub
+
+    for dsn in TABBED_DSNS:
+        assert SECRET_PART not in redact(dsn), dsn
+        said = f'lost {dsn}: invalid token "ab\t{SECRET_PART}" near ab\\t{SECRET_PART}'
+        assert SECRET_PART not in scrub(said, dsn), dsn
+        assert "127.0.0.1:1" in redact(dsn)  # where it is stays said
+
+
+def test_no_verb_prints_a_tabbed_password_when_the_ledger_is_unreachable(
+    make_tree: MakeTree,
+) -> None:
+    tree = intention(make_tree)
+    verbs = (
+        ("sweep", "--once"),
+        ("status",),
+        ("log",),
+        ("fleet", "status"),
+        ("fleet", "due"),
+        ("fleet", "recall", "ships"),
+        ("deliver", "--once", "--sink", "stdout"),
+    )
+    for dsn in TABBED_DSNS[:3]:
+        for verb in verbs:
+            try:
+                done = subprocess.run(
+                    [sys.executable, "-m", "rouse", "--memory", str(tree), *verb, "--ledger", dsn],
+                    env={**os.environ, "ROUSE_STAMP_KEY": str(tree.parent / "no-key")},
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
+                )
+                said = done.stdout + done.stderr
+            except subprocess.TimeoutExpired as waited:  # deliver waits for its database
+                said = f"{waited.stdout or b''!r}{waited.stderr or b''!r}"
+            assert "127.0.0.1" in said, (verb, said)
+            assert SECRET_PART not in said, (verb, dsn, said)

@@ -78,34 +78,50 @@ _PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&]*)", re.IGNO
 
 def redact(dsn: str) -> str:
     """``dsn`` (or any text quoting one) without its password, for messages."""
-    text = _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1:***@", dsn))
-    for word in sorted(passwords(dsn), key=len, reverse=True):  # (spaces, raw %)
+    text = _hide(dsn, dsn)  # whole passwords first (a tab, a space, a raw %), then the shapes
+    return _PASSWORD.sub(r"\1***", _USERINFO.sub(r"\1:***@", text))
+
+
+def _hide(text: str, dsn: str) -> str:
+    """``text`` with every spelling of ``dsn``'s passwords replaced, longest first."""
+    for word in sorted(passwords(dsn), key=len, reverse=True):
         text = text.replace(word, "***")
     return text
 
 
 def passwords(dsn: str) -> set[str]:
-    """Every spelling of the passwords ``dsn`` carries (as written, and percent-decoded),
-    so that a driver's message quoting a piece of one (libpq: ``invalid percent-encoded
-    token: "50%off-S3cr3t"``) can be scrubbed too."""
-    from urllib.parse import unquote, urlsplit
+    """Every spelling of the passwords ``dsn`` carries (as written, percent-decoded, and
+    escaped as a message may quote it: a tab as ``\\t``), so that a driver's message
+    quoting a piece of one (libpq: ``invalid percent-encoded token: "50%off-S3cr3t"``)
+    can be scrubbed too.
+
+    Read by hand, not by ``urlsplit`` (which drops tabs and line breaks): the user
+    info as libpq reads it (to the first ``@``, with no ``/`` before it) and to the
+    authority's last ``@``; a query's ``password=`` (and ``sslpassword=``) to its ``&``.
+    """
+    from urllib.parse import unquote
 
     found: set[str] = set()
-    userinfo = urlsplit(dsn).netloc.rpartition("@")[0] if "://" in dsn else ""
-    if ":" in userinfo:
-        found.add(userinfo.partition(":")[2])
+    rest = dsn.partition("://")[2]
+    first_at, first_slash = rest.find("@"), rest.find("/")
+    infos = [rest.split("/", 1)[0].rpartition("@")[0]]
+    if first_at >= 0 and not 0 <= first_slash < first_at:
+        infos.append(rest[:first_at])
+    found |= {info.partition(":")[2] for info in infos if ":" in info}
+    for pair in rest.partition("?")[2].split("&"):
+        key, equals, value = pair.partition("=")
+        if equals and key.strip().lower() in ("password", "sslpassword"):
+            found.add(value)
     for match in _PASSWORD.finditer(dsn):
         found.add(match.group(2).strip("'"))
     found |= {unquote(word) for word in found}
+    found |= {word.encode("unicode_escape").decode("ascii") for word in found}
     return {word for word in found if len(word) >= 3}
 
 
 def scrub(text: str, dsn: str) -> str:
     """``text`` (a driver's message) without ``dsn``'s password in any spelling."""
-    text = redact(text.replace(dsn, redact(dsn)))
-    for word in sorted(passwords(dsn), key=len, reverse=True):  # what the text quotes
-        text = text.replace(word, "***")
-    return text
+    return redact(_hide(text.replace(dsn, redact(dsn)), dsn))
 
 
 def _psycopg() -> Any:
