@@ -221,19 +221,9 @@ class Sweeper(Leading):
         self.digests.batch = []
         if self.escalator is not None:
             self.escalator.tried = set()  # escalations tried this tick
-        carried = self._carry(the_plan.steps, ids, now, report)
-        if carried and report.restamped:
-            # stamped from the ledger (a stamp lost after its delivery, a clone's): the
-            # record's next step may be due already; it is woken now, not never
-            tree = self._tree = self.headers.walk()
-            again = plan(tree, now, [], holdable=self.sink.holdable, quiet=self.quiet)
-            restamped = set(report.restamped)
-            steps = [
-                s
-                for s in again.steps
-                if s.action == "new" and s.decision and s.decision.record.dir in restamped
-            ]
-            self._carry(steps, display_ids(tree), now, report)
+        next_at = the_plan.next_at
+        if self._carry(the_plan.steps, ids, now, report) and report.restamped:
+            tree, next_at = self._wake_restamped(now, report, next_at)
         if self.digests.batch and not self._fence(self.send_cover):
             self.digests.batch = []  # owed in the ledger: the new leader sends them
             report.interrupted = True
@@ -242,10 +232,28 @@ class Sweeper(Leading):
             self.escalator.retry(tree, now, report)
             self.escalator.standing(tree, now, report)
         left = self.teller is not None and self.teller.deliver(now, report)
-        report.next_at = the_plan.next_at
+        report.next_at = next_at
         if left:  # tells were left for the next tick: it comes at once (wakes first)
             soon = now + TELL_AGAIN
             report.next_at = soon if report.next_at is None else min(report.next_at, soon)
+
+    def _wake_restamped(
+        self, now: datetime, report: TickReport, next_at: datetime | None
+    ) -> tuple[Tree, datetime | None]:
+        """Records stamped from the ledger this tick (a stamp lost after its delivery, a
+        clone's): their next step may have come already, so they are planned again and
+        woken now, never left silent. The tree as walked again, and the next instant."""
+        tree = self._tree = self.headers.walk()
+        again = plan(tree, now, [], holdable=self.sink.holdable, quiet=self.quiet)
+        restamped = set(report.restamped)
+        steps = [
+            step
+            for step in again.steps
+            if step.action == "new" and step.decision and step.decision.record.dir in restamped
+        ]
+        self._carry(steps, display_ids(tree), now, report)
+        found = [at for at in (next_at, again.next_at) if at is not None]
+        return tree, min(found) if found else None
 
     def _carry(
         self, steps: list[Step], ids: Mapping[str, str], now: datetime, report: TickReport
