@@ -11,7 +11,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from rouse.core.recurrence import Every, parse_every
-from rouse.core.timefmt import OutOfRange, parse_interval, parse_stamp
+from rouse.core.timefmt import (
+    OutOfRange,
+    TooLong,
+    check_length,
+    parse_interval,
+    parse_stamp,
+    shown,
+)
 from rouse.core.value import Value
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -67,8 +74,10 @@ class FieldProblem(Value):
 def parse_count(text: str) -> int:
     """A ``fires``, ``nudges`` or ``max-fires`` value: a whole number, 0 to MOST_COUNT.
 
-    Raises ValueError (OutOfRange when it is a whole number, but too large).
+    Raises ValueError (OutOfRange when it is a whole number, but too large, or
+    TooLong when it is over MOST_CHARS long).
     """
+    check_length(text, "a count")
     text = text.strip()
     if not (text.isascii() and text.isdigit()):
         raise ValueError(f"not a whole number: {text!r}")
@@ -80,12 +89,41 @@ def parse_count(text: str) -> int:
 
 def _problem(key: str, value: str, exc: ValueError, shape: str) -> str:
     if isinstance(exc, OutOfRange):
-        return f"'{key}' {exc.need}, got {value!r}"
-    return f"'{key}' must {shape}, got {value!r}"
+        return f"'{key}' {exc.need}, got {shown(value)!r}"
+    return f"'{key}' must {shape}, got {shown(value)!r}"
 
 
-def _count_problem(key: str, value: str) -> str:
-    return f"'{key}' must be a whole number from 0 to {MOST_COUNT}, got {value!r}"
+def _count_problem(key: str, value: str, exc: ValueError) -> str:
+    if isinstance(exc, TooLong):
+        return _problem(key, value, exc, "")
+    return f"'{key}' must be a whole number from 0 to {MOST_COUNT}, got {shown(value)!r}"
+
+
+def parse_backoff(text: str) -> float:
+    """A ``backoff`` value: ``fixed`` (1), or a number from 1 to below BACKOFF_BELOW.
+
+    Raises ValueError (TooLong when it is over MOST_CHARS long).
+    """
+    check_length(text, "a backoff")
+    text = text.strip()
+    if text.lower() == "fixed":
+        return 1.0
+    try:
+        number = float(text)
+    except ValueError:
+        number = -1.0
+    if 1.0 <= number < BACKOFF_BELOW:  # (nan and inf are not)
+        return number
+    raise ValueError(f"not a backoff: {text!r}")
+
+
+def backoff_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as a ``backoff``, or None."""
+    try:
+        parse_backoff(value)
+    except ValueError as exc:
+        return _problem(key, value, exc, "be a number >= 1 or 'fixed'")
+    return None
 
 
 def stamp_problem(key: str, value: str) -> str | None:
@@ -119,8 +157,8 @@ def count_problem(key: str, value: str) -> str | None:
     """Why ``value`` cannot be read as the count ``key`` (fires, nudges, max-fires), or None."""
     try:
         parse_count(value)
-    except ValueError:
-        return _count_problem(key, value)
+    except ValueError as exc:
+        return _count_problem(key, value, exc)
     return None
 
 
@@ -188,21 +226,16 @@ class FieldReader:
             return default
         try:
             return parse_count(value)
-        except ValueError:
-            self._bad(key, value, _count_problem(key, value))
+        except ValueError as exc:
+            self._bad(key, value, _count_problem(key, value, exc))
             return default
 
     def backoff(self) -> float:
         value = self.text("backoff")
         if not value:
             return DEFAULT_BACKOFF
-        if value.lower() == "fixed":
-            return 1.0
         try:
-            number = float(value)
+            return parse_backoff(value)
         except ValueError:
-            number = -1.0
-        if 1.0 <= number < BACKOFF_BELOW:  # (nan and inf are not)
-            return number
-        self._bad("backoff", value, f"'backoff' must be a number >= 1 or 'fixed', got {value!r}")
-        return DEFAULT_BACKOFF
+            self._bad("backoff", value, backoff_problem("backoff", value) or "")
+            return DEFAULT_BACKOFF

@@ -17,7 +17,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from rouse.core.humantime import WEEKDAYS, Unreadable, time_of_day
-from rouse.core.timefmt import LAST_YEAR, LATEST, OutOfRange, floored, parse_interval
+from rouse.core.timefmt import (
+    LAST_YEAR,
+    LATEST,
+    OutOfRange,
+    check_length,
+    floored,
+    parse_interval,
+)
 
 #: The forms ``every:`` takes, as the error for one that does not read lists them.
 EVERY_FORMS = (
@@ -62,6 +69,7 @@ class Every:
 
 def parse_every(text: str) -> Every:
     """Read an ``every:`` value; ValueError (naming :data:`EVERY_FORMS`) when it does not."""
+    check_length(text, "a repeat")
     try:
         return _parse(text.strip())
     except ValueError as exc:

@@ -26,14 +26,38 @@ LATEST = datetime(LAST_YEAR, 12, 31, 23, 59)
 LONGEST = timedelta(weeks=520)
 STAMP_BOUNDS = f"must fall in the years {FIRST_YEAR} to {LAST_YEAR}"
 INTERVAL_BOUNDS = "must be at most 520w (about ten years)"
+#: The longest clock field value read (docs/clock.md "Bounds"): every real stamp,
+#: interval, count or repeat rule is far shorter, and a longer one is unreadable
+#: at once, before any pattern runs over it (so no value can make a read slow).
+MOST_CHARS = 100
+LENGTH_BOUNDS = f"must be at most {MOST_CHARS} characters long"
+#: How much of a value an error message quotes.
+_SHOWN = 40
+
+
+def shown(text: str) -> str:
+    """``text`` as an error message quotes it: whole when short, else its start and length."""
+    if len(text) <= _SHOWN + 20:
+        return text
+    return f"{text[:_SHOWN]}… ({len(text)} characters)"
 
 
 class OutOfRange(ValueError):
     """A value that reads, but lies outside rouse's bounds; ``need`` says what they are."""
 
     def __init__(self, what: str, need: str, text: str):
-        super().__init__(f"{what} {need}, got {text!r}")
+        super().__init__(f"{what} {need}, got {shown(text)!r}")
         self.need = need
+
+
+class TooLong(OutOfRange):
+    """A value longer than MOST_CHARS: refused before it is read."""
+
+
+def check_length(text: str, what: str) -> None:
+    """Raise TooLong when ``text``, without its outer spaces, is over MOST_CHARS."""
+    if len(text) > MOST_CHARS and len(text.strip()) > MOST_CHARS:
+        raise TooLong(what, LENGTH_BOUNDS, text.strip())
 
 
 _STAMP_RE = re.compile(
@@ -50,7 +74,8 @@ def parse_stamp(text: str) -> datetime:
     """Parse a stamp (``YYYY-MM-DD[ HH:MM[:SS]][offset]``) into local naive time.
 
     Raises ValueError for what is not a stamp, and its subclass OutOfRange for
-    a stamp outside the years FIRST_YEAR to LAST_YEAR (in local time).
+    a stamp outside the years FIRST_YEAR to LAST_YEAR (in local time), or one
+    over MOST_CHARS long (TooLong).
     """
     if (
         len(text) == 16
@@ -70,6 +95,7 @@ def parse_stamp(text: str) -> datetime:
             if FIRST_YEAR <= value.year <= LAST_YEAR:
                 return value
             raise OutOfRange("a stamp", STAMP_BOUNDS, text)
+    check_length(text, "a stamp")
     match = _STAMP_RE.match(text.strip())
     if not match:
         raise ValueError(f"not a stamp (want YYYY-MM-DD HH:MM): {text!r}")
@@ -114,15 +140,19 @@ def parse_interval(text: str) -> timedelta:
     decimal place (``1.5h`` = 90m; the unit stays required).
 
     Raises ValueError for what is not an interval, and its subclass OutOfRange
-    for one longer than LONGEST.
+    for one longer than LONGEST, or written over MOST_CHARS long (TooLong).
     """
+    check_length(text, "an interval")
     compact = text.strip().lower().replace(" ", "")
     if not compact:
         raise ValueError("empty interval (want e.g. 45m, 2h, 1d)")
     pos = 0
     total = 0
-    for match in _INTERVAL_RE.finditer(compact):
-        if match.start() != pos:
+    while pos < len(compact):
+        # one part at a time from where the last ended: a part that does not
+        # read ends the parse, so no character is looked at from two starts
+        match = _INTERVAL_RE.match(compact, pos)
+        if match is None:
             break
         unit = _UNIT_SECONDS[match.group(3)]
         total += int(match.group(1)) * unit + int(match.group(2) or 0) * unit // 10

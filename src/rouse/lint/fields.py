@@ -174,13 +174,8 @@ def _value_problem(key: str, value: str) -> str | None:
         return clockfields.count_problem(key, value)
     if key == "every":
         return clockfields.every_problem(key, value)
-    if key == "backoff" and value.lower() != "fixed":
-        try:
-            number = float(value)
-        except ValueError:
-            number = -1.0
-        if not 1.0 <= number < 1000:
-            return f"'backoff' must be a number >= 1 or 'fixed', got {value!r}"
+    if key == "backoff":
+        return clockfields.backoff_problem(key, value)
     return None
 
 
