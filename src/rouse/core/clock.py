@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
-from rouse.core.timefmt import FLOOR, LATEST, floored, format_stamp, parse_stamp
+from rouse.core.timefmt import FLOOR, LATEST, after, floored, format_stamp, parse_stamp
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
 
@@ -197,18 +197,35 @@ def _moved_at(reader: FieldReader) -> tuple[datetime, str]:
 # -- the decision -------------------------------------------------------------
 
 
-def _later(base: datetime, interval: timedelta) -> datetime:
-    """``base + interval``, never past the last readable stamp (nor the calendar's end).
+def _later(base: datetime, interval: timedelta, days: int = 0) -> datetime:
+    """``days`` calendar days then ``interval`` of elapsed time after ``base`` (a real
+    instant: :func:`rouse.core.timefmt.after`), never past the last readable stamp
+    (nor the calendar's end).
 
     A ``base`` already past LATEST (only a caller's ``now`` or a file's mtime
     can be) saturates at the calendar's end instead of raising OverflowError.
     """
     ceiling = LATEST if base <= LATEST else datetime.max
     try:
-        later = base + interval
+        later = after(base, interval, days)
     except OverflowError:
         return ceiling
     return min(later, ceiling)
+
+
+def _span(interval: timedelta) -> tuple[int, timedelta]:
+    """A computed interval as (calendar days, elapsed): a whole number of days keeps
+    the wall-clock time, anything else is elapsed time."""
+    if interval.seconds == 0 and interval.microseconds == 0:
+        return interval.days, timedelta(0)
+    return 0, interval
+
+
+def _floored_span(span: tuple[int, timedelta]) -> tuple[int, timedelta]:
+    days, elapsed = span
+    if days == 0 and elapsed < FLOOR:
+        return 0, FLOOR
+    return span
 
 
 def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
@@ -235,11 +252,11 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     level = LEVELS[record.type]
     assert level.stale_after is not None
     decision.nudge = fields.integer("nudges", 0) + 1
-    written = fields.interval("stale-after")
-    interval = level.stale_after if written is None else written
-    if written is not None and written < FLOOR:
+    written = fields.span("stale-after")
+    span = _span(level.stale_after) if written is None else _floored_span(written)
+    if written is not None and span is not written:
         decision.notes.append(f"stale-after {fields.text('stale-after')} is floored to 15m")
-    decision.stale_after = stale_after = floored(interval)
+    decision.stale_after = timedelta(days=span[0]) + span[1]
     decision.swept = swept = fields.stamp("swept")
     children = record.children
     if children and record.type == "goal":
@@ -252,17 +269,18 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     own_clock = decision.own_clock
     if own_clock is not None and own_clock > base:
         base = own_clock
-    decision.stale_at = stale_at = _later(base, stale_after)
+    decision.stale_at = stale_at = _later(base, span[1], span[0])
     silenced = False
     if children:
         decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
         silenced = bool(decision.silenced_by)
 
-    review_every = fields.interval("review-every")
+    review_every = fields.span("review-every")
     review_at = None
     if review_every is not None:
         review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
-        decision.review_at = review_at = _later(review_base, floored(review_every))
+        days, elapsed = _floored_span(review_every)
+        decision.review_at = review_at = _later(review_base, elapsed, days)
 
     snoozed = fields.stamp("snoozed-until")
     if snoozed is not None and now < snoozed:
@@ -379,7 +397,12 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
         return updates
     nag = fields.interval("nag") or FLOOR
     step = nag_step(nag, fields.backoff(), fires)
-    updates = {"fires": str(fires), "due": format_stamp(_later(now, step)), "status": "pending"}
+    days, elapsed = _span(step)
+    updates = {
+        "fires": str(fires),
+        "due": format_stamp(_later(now, elapsed, days)),
+        "status": "pending",
+    }
     if not record.get("set"):
         updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
     return updates

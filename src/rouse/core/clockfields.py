@@ -16,6 +16,7 @@ from rouse.core.timefmt import (
     TooLong,
     check_length,
     parse_interval,
+    parse_span,
     parse_stamp,
     shown,
 )
@@ -196,13 +197,18 @@ class FieldReader:
             return None
 
     def interval(self, key: str) -> timedelta | None:
+        span = self.span(key)
+        return None if span is None else timedelta(days=span[0]) + span[1]
+
+    def span(self, key: str) -> tuple[int, timedelta] | None:
+        """An interval as (calendar days, elapsed time): :func:`timefmt.parse_span`."""
         value = self.fields.get(key)
         if value:
             value = value.strip()
         if not value:
             return None
         try:
-            return parse_interval(value)
+            return parse_span(value)
         except ValueError as exc:
             self._bad(key, value, _problem(key, value, exc, "look like 45m, 2h or 1d"))
             return None
