@@ -13,7 +13,15 @@ from datetime import datetime, timedelta
 
 from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
-from rouse.core.timefmt import FLOOR, LATEST, after, floored, format_stamp, parse_stamp
+from rouse.core.timefmt import (
+    FLOOR,
+    LATEST,
+    after,
+    floored,
+    format_stamp,
+    parse_interval,
+    parse_stamp,
+)
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
 
@@ -126,7 +134,16 @@ def known_status(record: Record) -> bool:
 
 
 def is_nagging(record: Record) -> bool:
-    return bool((record.get("nag") or "").strip())
+    """Whether a reminder nags: it carries a readable ``nag:`` (an unreadable one is
+    absent: the reminder fires once, and ``check`` reports the value)."""
+    text = (record.get("nag") or "").strip()
+    if not text:
+        return False
+    try:
+        parse_interval(text)
+    except ValueError:
+        return False
+    return True
 
 
 def is_repeating(record: Record) -> bool:
@@ -150,12 +167,14 @@ def _is_open(record: Record, status: str | None = None) -> bool:
     if status is None:
         status = status_of(record)
     level = LEVELS[record.type]
+    if record.type == "action":
+        outcome = (record.get("outcome") or "").strip().lower()
+        if outcome in OUTCOMES or (outcome and status not in level.states):
+            # judged: ended whatever its status says. An unknown outcome is a
+            # check error and, on a known status, never silences the action
+            return False
     if status not in level.states:
         return True
-    if record.type == "action" and (record.get("outcome") or "").strip().lower() in OUTCOMES:
-        # judged; an unknown outcome is a check error and, like an unknown
-        # status, never silences the action
-        return False
     if record.type == "reminder" and status == "fired":
         return is_nagging(record)  # a nag stuck at fired is still live
     return status in level.open_states
@@ -302,9 +321,9 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
     record = decision.record
     fires = fields.integer("fires", 0)
     decision.nudge = fires + 1
+    fields.interval("nag")  # (read for its problem: an unreadable nag is absent)
     nagging = is_nagging(record)
     if nagging:
-        fields.interval("nag")  # report a bad value; the step falls back to the floor
         fields.integer("max-fires", DEFAULT_MAX_FIRES)
         fields.backoff()
     expires = fields.stamp("expires")

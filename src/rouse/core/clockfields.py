@@ -44,7 +44,7 @@ FALLBACKS = {
     "review-every": "ignored: no review",
     "reviewed": "falls back to opened, else the mtime",
     "due": "falls back to moved_at: it fires",
-    "nag": "its step starts at the 15m floor",
+    "nag": "ignored: the reminder fires once, no nagging",
     "backoff": "read as 2",
     "fires": "read as 0",
     "max-fires": "read as 10",

@@ -248,11 +248,12 @@ def state_findings(record: Record) -> Iterator[Finding]:
     level = clock.LEVELS[record.type]
     status = clock.status_of(record)
     if not clock.known_status(record):
+        counts = "it counts as open" if clock.is_open(record) else "its outcome ends it"
         yield Finding(
             "error",
             record.rel,
             f"unknown status {status!r} for {article(record.type)} — use one of "
-            f"{', '.join(level.states)} (until then it counts as open)",
+            f"{', '.join(level.states)} (until then {counts})",
             header.line_of("status"),
         )
     if record.type == "intention" and not (record.get("closes-when") or "").strip():
