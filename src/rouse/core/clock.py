@@ -20,7 +20,6 @@ from rouse.core.timefmt import (
     floored,
     format_stamp,
     parse_interval,
-    parse_stamp,
 )
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
@@ -82,6 +81,7 @@ class Decision(Value):
         "notes",
         "every",
         "missed",
+        "provisional",
     )
     _fields = __slots__
 
@@ -105,6 +105,9 @@ class Decision(Value):
         self.notes: list[str] = []  # human explanations (floors, fallbacks)
         self.every: recurrence.Every | None = None  # a repeating reminder's rule
         self.missed = 0  # a repeating reminder's occurrences passed since its due
+        #: a record below had a stamp later than now, passed over: this decision may
+        #: change when that instant comes (so no plan keeps it)
+        self.provisional = False
 
     def replace(self, **changes: object) -> Decision:
         """A copy with some fields changed."""
@@ -189,25 +192,26 @@ def silences_parent(record: Record) -> bool:
     return record.type != "backlog" and is_open(record)
 
 
-def end_time(record: Record) -> datetime:
-    """When a closed record ended: last-moved, else opened, else mtime."""
-    for key in ("last-moved", "opened"):
-        try:
-            return parse_stamp(record.get(key) or "")
-        except ValueError:
-            continue
-    return record.mtime
+def end_time(
+    record: Record, now: datetime | None = None, problems: list[FieldProblem] | None = None
+) -> datetime:
+    """When a closed record ended: last-moved, else opened, else mtime (a stamp later
+    than ``now`` is passed over, as :func:`moved_at` does, and lands in ``problems``)."""
+    return _moved_at(FieldReader(record, [] if problems is None else problems), now)[0]
 
 
-def moved_at(record: Record, problems: list[FieldProblem] | None = None) -> tuple[datetime, str]:
-    """``last-moved``, else ``opened``, else the file's mtime — and which one it was."""
-    return _moved_at(FieldReader(record, [] if problems is None else problems))
+def moved_at(
+    record: Record, problems: list[FieldProblem] | None = None, now: datetime | None = None
+) -> tuple[datetime, str]:
+    """``last-moved``, else ``opened``, else the file's mtime — and which one it was.
+    With ``now``, a stamp later than it is unreadable (:meth:`FieldReader.happened`)."""
+    return _moved_at(FieldReader(record, [] if problems is None else problems), now)
 
 
-def _moved_at(reader: FieldReader) -> tuple[datetime, str]:
+def _moved_at(reader: FieldReader, now: datetime | None) -> tuple[datetime, str]:
     record = reader.record
     for key in ("last-moved", "opened"):
-        value = reader.stamp(key)
+        value = reader.happened(key, now)
         if value is not None:
             return value, key
     return record.mtime, "mtime"
@@ -251,7 +255,7 @@ def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     """Decide whether ``record`` is due at ``now``, why, and when it next will be."""
     decision = Decision(record, now)
     fields = FieldReader(record, decision.problems)
-    decision.moved_at, decision.moved_from = _moved_at(fields)
+    decision.moved_at, decision.moved_from = _moved_at(fields, now)
     level = LEVELS[record.type]
     status = status_of(record)
     if status not in level.states:
@@ -279,8 +283,12 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     decision.swept = swept = fields.stamp("swept")
     children = record.children
     if children and record.type == "goal":
-        ends = [end_time(d) for d in tree.descendants(record) if not is_open(d)]
+        passed: list[FieldProblem] = []
+        ends = [end_time(d, now, passed) for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
+        if any(p.level == "warn" for p in passed):  # (the child's decision reports it)
+            decision.provisional = True
+            decision.notes.append("a closed record below has a stamp later than now: passed over")
     base = decision.moved_at  # the latest of moved, swept and own clock (no generator: hot)
     assert base is not None
     if swept is not None and swept > base:
@@ -297,7 +305,9 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     review_every = fields.span("review-every")
     review_at = None
     if review_every is not None:
-        review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
+        review_base = (
+            fields.happened("reviewed", now) or fields.happened("opened", now) or record.mtime
+        )
         days, elapsed = _floored_span(review_every)
         decision.review_at = review_at = _later(review_base, elapsed, days)
 

@@ -54,18 +54,36 @@ FALLBACKS = {
 }
 
 
-class FieldProblem(Value):
-    """A clock field that cannot be read; the clock fell back and says so."""
+#: How far past now a stamp of what happened may be and still be read (clock skew).
+SKEW = timedelta(minutes=1)
+#: The stamps that say when something happened: one later than now (beyond SKEW)
+#: is unreadable, so a hand-written future can never keep a record quiet.
+HAPPENED = frozenset({"last-moved", "opened", "reviewed"})
 
-    __slots__ = ("path", "key", "value", "message", "line")
+
+class FieldProblem(Value):
+    """A clock field that cannot be read; the clock fell back and says so.
+
+    ``level``: how ``check`` reports it ("error"; "warn" for a stamp later than now)."""
+
+    __slots__ = ("path", "key", "value", "message", "line", "level")
     _fields = __slots__
 
-    def __init__(self, path: str, key: str, value: str, message: str, line: int | None = None):
+    def __init__(
+        self,
+        path: str,
+        key: str,
+        value: str,
+        message: str,
+        line: int | None = None,
+        level: str = "error",
+    ):
         self.path = path
         self.key = key
         self.value = value
         self.message = message
         self.line = line
+        self.level = level
 
     def render(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -171,14 +189,14 @@ class FieldReader:
         self.fields = record.header.fields  # (read ~5 times per record per pack)
         self.problems = problems
 
-    def _bad(self, key: str, value: str, message: str) -> None:
+    def _bad(self, key: str, value: str, message: str, level: str = "error") -> None:
         if any(p.path == self.record.rel and p.key == key for p in self.problems):
             return  # read twice, reported once
         line = self.record.header.line_of(key)
         fallback = FALLBACKS.get(key)
         if fallback:
             message = f"{message} ({fallback})"
-        self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
+        self.problems.append(FieldProblem(self.record.rel, key, value, message, line, level))
 
     def text(self, key: str) -> str:
         value = self.fields.get(key)
@@ -195,6 +213,15 @@ class FieldReader:
         except ValueError as exc:
             self._bad(key, value, _problem(key, value, exc, "look like 2026-03-14 15:40"))
             return None
+
+    def happened(self, key: str, now: datetime | None) -> datetime | None:
+        """A stamp of :data:`HAPPENED`; one later than ``now`` (beyond SKEW) is unreadable."""
+        value = self.stamp(key)
+        if value is None or now is None or value <= now + SKEW:
+            return value
+        text = self.text(key)
+        self._bad(key, text, f"'{key}' {shown(text)!r} is later than now", "warn")
+        return None
 
     def interval(self, key: str) -> timedelta | None:
         span = self.span(key)

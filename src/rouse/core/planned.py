@@ -74,8 +74,10 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     all of them) or a closed one is planned straight from the clock's decision;
     a reminder through :func:`rouse.core.clockplan.plan_of`."""
     decision = clock.evaluate(tree, record, now)
-    if decision.problems or decision.every is not None:
-        return 0  # its warnings are the clock's to give; a series counts what it missed
+    if decision.problems or decision.every is not None or decision.provisional:
+        # its warnings are the clock's to give; a series counts what it missed; a
+        # stamp passed over as later than now will be read once now reaches it
+        return 0
     if at is None:
         at = (now - EPOCH) // MICROSECOND
     moved = decision.moved_at
