@@ -178,3 +178,28 @@ def test_a_move_to_before_the_last_move_is_refused(root: Path) -> None:
     lifecycle.move(root, "ship", NOW)
     with pytest.raises(UsageError, match="does not take time back"):
         lifecycle.move(root, "ship", NOW - timedelta(hours=1))
+
+
+# -- a forecast respects a snooze (issue 34, item 9) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "fields", ["review-every: 1d\nreviewed: 2026-11-29 09:00", "stale-after: 1d"]
+)
+def test_a_forecast_puts_nothing_inside_a_snooze(root: Path, fields: str) -> None:
+    write(
+        root,
+        f"{SHIP}/intention.md",
+        f"---\ncloses-when: x\nopened: 2026-11-29 09:00\nlast-moved: 2026-11-29 09:00\n"
+        f"{fields}\nsnoozed-until: 2026-12-07 09:00\n---\n",
+    )
+    tree = walk(root)
+    now, until = datetime(2026, 12, 1, 12, 0), datetime(2026, 12, 7, 12, 0)
+    assert not clock.due(tree, now)  # (due itself was right)
+    (row,) = [
+        d for d in clock.forecast(clock.decisions(tree, until), until) if d.record.dir == SHIP
+    ]
+    assert row.due_at == datetime(2026, 12, 7, 9, 0)
+    # and once the snooze is over, the record is due from its end, not from inside it
+    after = decision(root, SHIP, datetime(2026, 12, 7, 10, 0))
+    assert after.is_due and after.due_at == datetime(2026, 12, 7, 9, 0)

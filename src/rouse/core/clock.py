@@ -318,13 +318,18 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
         natural = [at for at in (review_at, None if silenced else stale_at) if at is not None]
         decision.due_at = max(min(natural), snoozed) if natural else None
     elif review_at is not None and now >= review_at:
-        decision.reason, decision.due_at = "review", review_at
+        decision.reason, decision.due_at = "review", _not_inside(review_at, snoozed)
     elif not silenced and now >= stale_at:
-        decision.reason, decision.due_at = "stale", stale_at
+        decision.reason, decision.due_at = "stale", _not_inside(stale_at, snoozed)
     elif silenced:
         decision.due_at = review_at  # only a review can wake a silenced record
     else:
         decision.due_at = stale_at if review_at is None else min(review_at, stale_at)
+
+
+def _not_inside(due_at: datetime, snoozed: datetime | None) -> datetime:
+    """When a record came due: never inside a snooze now past (it was put off till its end)."""
+    return snoozed if snoozed is not None and snoozed > due_at else due_at
 
 
 def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -> None:

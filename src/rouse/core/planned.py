@@ -164,6 +164,9 @@ def _verdict(record: Record, plan: list[Any], at: int) -> tuple[Any, ...]:
             reason, due_at = "review", review
         else:
             reason, due_at = "stale", plan[5]
+        snooze = plan[8]  # (the clock's _not_inside: due from a past snooze's end)
+        if snooze is not None and due_at is not None and snooze > due_at:
+            due_at = snooze
     else:
         raise ValueError("a plan that is never due has a wake")
     moved, nudge, moved_from = plan[10], plan[9], MOVED_FROM[plan[11]]
