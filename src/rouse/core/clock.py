@@ -82,6 +82,7 @@ class Decision(Value):
         "every",
         "missed",
         "provisional",
+        "snooze",
     )
     _fields = __slots__
 
@@ -108,6 +109,9 @@ class Decision(Value):
         #: a record below had a stamp later than now, passed over: this decision may
         #: change when that instant comes (so no plan keeps it)
         self.provisional = False
+        #: the readable ``snoozed-until``, holding or past (a record is never due from an
+        #: instant inside it: :func:`_not_inside`)
+        self.snooze: datetime | None = None
 
     def replace(self, **changes: object) -> Decision:
         """A copy with some fields changed."""
@@ -311,7 +315,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
         days, elapsed = _floored_span(review_every)
         decision.review_at = review_at = _later(review_base, elapsed, days)
 
-    snoozed = fields.stamp("snoozed-until")
+    decision.snooze = snoozed = fields.stamp("snoozed-until")
     if snoozed is not None and now < snoozed:
         # put off: due for no reason before it; then as its arithmetic says (inert once past)
         decision.snoozed_until = snoozed

@@ -109,7 +109,7 @@ def plan_of(tree: Tree, decision: clock.Decision) -> dict[str, Any]:
         candidates.append((stale_at, "stale"))
     if candidates:
         at, why = min(candidates, key=lambda pair: (pair[0], pair[1] != "review"))
-        snoozed = decision.snoozed_until
+        snoozed = decision.snooze  # (holding or past)
         if snoozed is not None and snoozed > at:  # put off: nothing wakes it before
             at = snoozed
             why = "review" if review_at is not None and review_at <= at else "stale"

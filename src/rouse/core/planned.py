@@ -82,7 +82,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
         at = (now - EPOCH) // MICROSECOND
     moved = decision.moved_at
     assert moved is not None
-    snoozed = decision.snoozed_until
+    snoozed = decision.snooze  # (holding or past: a past one still bounds due_at)
     snooze = None if snoozed is None else (snoozed - EPOCH) // MICROSECOND
     moved_from = _MOVED_FROM[decision.moved_from]
     moved_at = (moved - EPOCH) // MICROSECOND
