@@ -904,10 +904,9 @@ def test_ended_nags_never_fire(make_tree: MakeTree, status: str) -> None:
         ("backoff", "-2"),
         ("backoff", "nan"),
         ("backoff", "inf"),
-        ("nag", "often"),
         ("expires", "never"),
     ],
-)
+)  # (an unreadable nag is absent since 0.4: tests/test_clock_rules.py)
 def test_bad_reminder_values_fall_back_and_are_reported(
     make_tree: MakeTree, key: str, value: str
 ) -> None:

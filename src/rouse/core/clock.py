@@ -13,7 +13,14 @@ from datetime import datetime, timedelta
 
 from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
-from rouse.core.timefmt import FLOOR, LATEST, floored, format_stamp, parse_stamp
+from rouse.core.timefmt import (
+    FLOOR,
+    LATEST,
+    after,
+    floored,
+    format_stamp,
+    parse_interval,
+)
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
 
@@ -74,6 +81,8 @@ class Decision(Value):
         "notes",
         "every",
         "missed",
+        "provisional",
+        "snooze",
     )
     _fields = __slots__
 
@@ -97,6 +106,12 @@ class Decision(Value):
         self.notes: list[str] = []  # human explanations (floors, fallbacks)
         self.every: recurrence.Every | None = None  # a repeating reminder's rule
         self.missed = 0  # a repeating reminder's occurrences passed since its due
+        #: a record below had a stamp later than now, passed over: this decision may
+        #: change when that instant comes (so no plan keeps it)
+        self.provisional = False
+        #: the readable ``snoozed-until``, holding or past (a record is never due from an
+        #: instant inside it: :func:`_not_inside`)
+        self.snooze: datetime | None = None
 
     def replace(self, **changes: object) -> Decision:
         """A copy with some fields changed."""
@@ -126,7 +141,16 @@ def known_status(record: Record) -> bool:
 
 
 def is_nagging(record: Record) -> bool:
-    return bool((record.get("nag") or "").strip())
+    """Whether a reminder nags: it carries a readable ``nag:`` (an unreadable one is
+    absent: the reminder fires once, and ``check`` reports the value)."""
+    text = (record.get("nag") or "").strip()
+    if not text:
+        return False
+    try:
+        parse_interval(text)
+    except ValueError:
+        return False
+    return True
 
 
 def is_repeating(record: Record) -> bool:
@@ -150,12 +174,14 @@ def _is_open(record: Record, status: str | None = None) -> bool:
     if status is None:
         status = status_of(record)
     level = LEVELS[record.type]
+    if record.type == "action":
+        outcome = (record.get("outcome") or "").strip().lower()
+        if outcome in OUTCOMES or (outcome and status not in level.states):
+            # judged: ended whatever its status says. An unknown outcome is a
+            # check error and, on a known status, never silences the action
+            return False
     if status not in level.states:
         return True
-    if record.type == "action" and (record.get("outcome") or "").strip().lower() in OUTCOMES:
-        # judged; an unknown outcome is a check error and, like an unknown
-        # status, never silences the action
-        return False
     if record.type == "reminder" and status == "fired":
         return is_nagging(record)  # a nag stuck at fired is still live
     return status in level.open_states
@@ -170,25 +196,26 @@ def silences_parent(record: Record) -> bool:
     return record.type != "backlog" and is_open(record)
 
 
-def end_time(record: Record) -> datetime:
-    """When a closed record ended: last-moved, else opened, else mtime."""
-    for key in ("last-moved", "opened"):
-        try:
-            return parse_stamp(record.get(key) or "")
-        except ValueError:
-            continue
-    return record.mtime
+def end_time(
+    record: Record, now: datetime | None = None, problems: list[FieldProblem] | None = None
+) -> datetime:
+    """When a closed record ended: last-moved, else opened, else mtime (a stamp later
+    than ``now`` is passed over, as :func:`moved_at` does, and lands in ``problems``)."""
+    return _moved_at(FieldReader(record, [] if problems is None else problems), now)[0]
 
 
-def moved_at(record: Record, problems: list[FieldProblem] | None = None) -> tuple[datetime, str]:
-    """``last-moved``, else ``opened``, else the file's mtime — and which one it was."""
-    return _moved_at(FieldReader(record, [] if problems is None else problems))
+def moved_at(
+    record: Record, problems: list[FieldProblem] | None = None, now: datetime | None = None
+) -> tuple[datetime, str]:
+    """``last-moved``, else ``opened``, else the file's mtime — and which one it was.
+    With ``now``, a stamp later than it is unreadable (:meth:`FieldReader.happened`)."""
+    return _moved_at(FieldReader(record, [] if problems is None else problems), now)
 
 
-def _moved_at(reader: FieldReader) -> tuple[datetime, str]:
+def _moved_at(reader: FieldReader, now: datetime | None) -> tuple[datetime, str]:
     record = reader.record
     for key in ("last-moved", "opened"):
-        value = reader.stamp(key)
+        value = reader.happened(key, now)
         if value is not None:
             return value, key
     return record.mtime, "mtime"
@@ -197,25 +224,42 @@ def _moved_at(reader: FieldReader) -> tuple[datetime, str]:
 # -- the decision -------------------------------------------------------------
 
 
-def _later(base: datetime, interval: timedelta) -> datetime:
-    """``base + interval``, never past the last readable stamp (nor the calendar's end).
+def _later(base: datetime, interval: timedelta, days: int = 0) -> datetime:
+    """``days`` calendar days then ``interval`` of elapsed time after ``base`` (a real
+    instant: :func:`rouse.core.timefmt.after`), never past the last readable stamp
+    (nor the calendar's end).
 
     A ``base`` already past LATEST (only a caller's ``now`` or a file's mtime
     can be) saturates at the calendar's end instead of raising OverflowError.
     """
     ceiling = LATEST if base <= LATEST else datetime.max
     try:
-        later = base + interval
+        later = after(base, interval, days)
     except OverflowError:
         return ceiling
     return min(later, ceiling)
+
+
+def _span(interval: timedelta) -> tuple[int, timedelta]:
+    """A computed interval as (calendar days, elapsed): a whole number of days keeps
+    the wall-clock time, anything else is elapsed time."""
+    if interval.seconds == 0 and interval.microseconds == 0:
+        return interval.days, timedelta(0)
+    return 0, interval
+
+
+def _floored_span(span: tuple[int, timedelta]) -> tuple[int, timedelta]:
+    days, elapsed = span
+    if days == 0 and elapsed < FLOOR:
+        return 0, FLOOR
+    return span
 
 
 def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     """Decide whether ``record`` is due at ``now``, why, and when it next will be."""
     decision = Decision(record, now)
     fields = FieldReader(record, decision.problems)
-    decision.moved_at, decision.moved_from = _moved_at(fields)
+    decision.moved_at, decision.moved_from = _moved_at(fields, now)
     level = LEVELS[record.type]
     status = status_of(record)
     if status not in level.states:
@@ -235,16 +279,20 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     level = LEVELS[record.type]
     assert level.stale_after is not None
     decision.nudge = fields.integer("nudges", 0) + 1
-    written = fields.interval("stale-after")
-    interval = level.stale_after if written is None else written
-    if written is not None and written < FLOOR:
+    written = fields.span("stale-after")
+    span = _span(level.stale_after) if written is None else _floored_span(written)
+    if written is not None and span is not written:
         decision.notes.append(f"stale-after {fields.text('stale-after')} is floored to 15m")
-    decision.stale_after = stale_after = floored(interval)
+    decision.stale_after = timedelta(days=span[0]) + span[1]
     decision.swept = swept = fields.stamp("swept")
     children = record.children
     if children and record.type == "goal":
-        ends = [end_time(d) for d in tree.descendants(record) if not is_open(d)]
+        passed: list[FieldProblem] = []
+        ends = [end_time(d, now, passed) for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
+        if any(p.level == "warn" for p in passed):  # (the child's decision reports it)
+            decision.provisional = True
+            decision.notes.append("a closed record below has a stamp later than now: passed over")
     base = decision.moved_at  # the latest of moved, swept and own clock (no generator: hot)
     assert base is not None
     if swept is not None and swept > base:
@@ -252,41 +300,49 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     own_clock = decision.own_clock
     if own_clock is not None and own_clock > base:
         base = own_clock
-    decision.stale_at = stale_at = _later(base, stale_after)
+    decision.stale_at = stale_at = _later(base, span[1], span[0])
     silenced = False
     if children:
         decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
         silenced = bool(decision.silenced_by)
 
-    review_every = fields.interval("review-every")
+    review_every = fields.span("review-every")
     review_at = None
     if review_every is not None:
-        review_base = fields.stamp("reviewed") or fields.stamp("opened") or record.mtime
-        decision.review_at = review_at = _later(review_base, floored(review_every))
+        review_base = (
+            fields.happened("reviewed", now) or fields.happened("opened", now) or record.mtime
+        )
+        days, elapsed = _floored_span(review_every)
+        decision.review_at = review_at = _later(review_base, elapsed, days)
 
-    snoozed = fields.stamp("snoozed-until")
+    decision.snooze = snoozed = fields.stamp("snoozed-until")
     if snoozed is not None and now < snoozed:
         # put off: due for no reason before it; then as its arithmetic says (inert once past)
         decision.snoozed_until = snoozed
         natural = [at for at in (review_at, None if silenced else stale_at) if at is not None]
         decision.due_at = max(min(natural), snoozed) if natural else None
     elif review_at is not None and now >= review_at:
-        decision.reason, decision.due_at = "review", review_at
+        decision.reason, decision.due_at = "review", _not_inside(review_at, snoozed)
     elif not silenced and now >= stale_at:
-        decision.reason, decision.due_at = "stale", stale_at
+        decision.reason, decision.due_at = "stale", _not_inside(stale_at, snoozed)
     elif silenced:
         decision.due_at = review_at  # only a review can wake a silenced record
     else:
         decision.due_at = stale_at if review_at is None else min(review_at, stale_at)
 
 
+def _not_inside(due_at: datetime, snoozed: datetime | None) -> datetime:
+    """When a record came due: never inside a snooze now past (it was put off till its end)."""
+    return snoozed if snoozed is not None and snoozed > due_at else due_at
+
+
 def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -> None:
     record = decision.record
     fires = fields.integer("fires", 0)
     decision.nudge = fires + 1
+    fields.interval("nag")  # (read for its problem: an unreadable nag is absent)
     nagging = is_nagging(record)
     if nagging:
-        fields.interval("nag")  # report a bad value; the step falls back to the floor
         fields.integer("max-fires", DEFAULT_MAX_FIRES)
         fields.backoff()
     expires = fields.stamp("expires")
@@ -379,7 +435,12 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
         return updates
     nag = fields.interval("nag") or FLOOR
     step = nag_step(nag, fields.backoff(), fires)
-    updates = {"fires": str(fires), "due": format_stamp(_later(now, step)), "status": "pending"}
+    days, elapsed = _span(step)
+    updates = {
+        "fires": str(fires),
+        "due": format_stamp(_later(now, elapsed, days)),
+        "status": "pending",
+    }
     if not record.get("set"):
         updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
     return updates

@@ -11,7 +11,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from rouse.core.recurrence import Every, parse_every
-from rouse.core.timefmt import OutOfRange, parse_interval, parse_stamp
+from rouse.core.timefmt import (
+    OutOfRange,
+    TooLong,
+    check_length,
+    parse_interval,
+    parse_span,
+    parse_stamp,
+    shown,
+)
 from rouse.core.value import Value
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -36,7 +44,7 @@ FALLBACKS = {
     "review-every": "ignored: no review",
     "reviewed": "falls back to opened, else the mtime",
     "due": "falls back to moved_at: it fires",
-    "nag": "its step starts at the 15m floor",
+    "nag": "ignored: the reminder fires once, no nagging",
     "backoff": "read as 2",
     "fires": "read as 0",
     "max-fires": "read as 10",
@@ -46,18 +54,36 @@ FALLBACKS = {
 }
 
 
-class FieldProblem(Value):
-    """A clock field that cannot be read; the clock fell back and says so."""
+#: How far past now a stamp of what happened may be and still be read (clock skew).
+SKEW = timedelta(minutes=1)
+#: The stamps that say when something happened: one later than now (beyond SKEW)
+#: is unreadable, so a hand-written future can never keep a record quiet.
+HAPPENED = frozenset({"last-moved", "opened", "reviewed"})
 
-    __slots__ = ("path", "key", "value", "message", "line")
+
+class FieldProblem(Value):
+    """A clock field that cannot be read; the clock fell back and says so.
+
+    ``level``: how ``check`` reports it ("error"; "warn" for a stamp later than now)."""
+
+    __slots__ = ("path", "key", "value", "message", "line", "level")
     _fields = __slots__
 
-    def __init__(self, path: str, key: str, value: str, message: str, line: int | None = None):
+    def __init__(
+        self,
+        path: str,
+        key: str,
+        value: str,
+        message: str,
+        line: int | None = None,
+        level: str = "error",
+    ):
         self.path = path
         self.key = key
         self.value = value
         self.message = message
         self.line = line
+        self.level = level
 
     def render(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}"
@@ -67,8 +93,10 @@ class FieldProblem(Value):
 def parse_count(text: str) -> int:
     """A ``fires``, ``nudges`` or ``max-fires`` value: a whole number, 0 to MOST_COUNT.
 
-    Raises ValueError (OutOfRange when it is a whole number, but too large).
+    Raises ValueError (OutOfRange when it is a whole number, but too large, or
+    TooLong when it is over MOST_CHARS long).
     """
+    check_length(text, "a count")
     text = text.strip()
     if not (text.isascii() and text.isdigit()):
         raise ValueError(f"not a whole number: {text!r}")
@@ -80,12 +108,41 @@ def parse_count(text: str) -> int:
 
 def _problem(key: str, value: str, exc: ValueError, shape: str) -> str:
     if isinstance(exc, OutOfRange):
-        return f"'{key}' {exc.need}, got {value!r}"
-    return f"'{key}' must {shape}, got {value!r}"
+        return f"'{key}' {exc.need}, got {shown(value)!r}"
+    return f"'{key}' must {shape}, got {shown(value)!r}"
 
 
-def _count_problem(key: str, value: str) -> str:
-    return f"'{key}' must be a whole number from 0 to {MOST_COUNT}, got {value!r}"
+def _count_problem(key: str, value: str, exc: ValueError) -> str:
+    if isinstance(exc, TooLong):
+        return _problem(key, value, exc, "")
+    return f"'{key}' must be a whole number from 0 to {MOST_COUNT}, got {shown(value)!r}"
+
+
+def parse_backoff(text: str) -> float:
+    """A ``backoff`` value: ``fixed`` (1), or a number from 1 to below BACKOFF_BELOW.
+
+    Raises ValueError (TooLong when it is over MOST_CHARS long).
+    """
+    check_length(text, "a backoff")
+    text = text.strip()
+    if text.lower() == "fixed":
+        return 1.0
+    try:
+        number = float(text)
+    except ValueError:
+        number = -1.0
+    if 1.0 <= number < BACKOFF_BELOW:  # (nan and inf are not)
+        return number
+    raise ValueError(f"not a backoff: {text!r}")
+
+
+def backoff_problem(key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as a ``backoff``, or None."""
+    try:
+        parse_backoff(value)
+    except ValueError as exc:
+        return _problem(key, value, exc, "be a number >= 1 or 'fixed'")
+    return None
 
 
 def stamp_problem(key: str, value: str) -> str | None:
@@ -119,8 +176,8 @@ def count_problem(key: str, value: str) -> str | None:
     """Why ``value`` cannot be read as the count ``key`` (fires, nudges, max-fires), or None."""
     try:
         parse_count(value)
-    except ValueError:
-        return _count_problem(key, value)
+    except ValueError as exc:
+        return _count_problem(key, value, exc)
     return None
 
 
@@ -132,14 +189,14 @@ class FieldReader:
         self.fields = record.header.fields  # (read ~5 times per record per pack)
         self.problems = problems
 
-    def _bad(self, key: str, value: str, message: str) -> None:
+    def _bad(self, key: str, value: str, message: str, level: str = "error") -> None:
         if any(p.path == self.record.rel and p.key == key for p in self.problems):
             return  # read twice, reported once
         line = self.record.header.line_of(key)
         fallback = FALLBACKS.get(key)
         if fallback:
             message = f"{message} ({fallback})"
-        self.problems.append(FieldProblem(self.record.rel, key, value, message, line))
+        self.problems.append(FieldProblem(self.record.rel, key, value, message, line, level))
 
     def text(self, key: str) -> str:
         value = self.fields.get(key)
@@ -157,14 +214,28 @@ class FieldReader:
             self._bad(key, value, _problem(key, value, exc, "look like 2026-03-14 15:40"))
             return None
 
+    def happened(self, key: str, now: datetime | None) -> datetime | None:
+        """A stamp of :data:`HAPPENED`; one later than ``now`` (beyond SKEW) is unreadable."""
+        value = self.stamp(key)
+        if value is None or now is None or value <= now + SKEW:
+            return value
+        text = self.text(key)
+        self._bad(key, text, f"'{key}' {shown(text)!r} is later than now", "warn")
+        return None
+
     def interval(self, key: str) -> timedelta | None:
+        span = self.span(key)
+        return None if span is None else timedelta(days=span[0]) + span[1]
+
+    def span(self, key: str) -> tuple[int, timedelta] | None:
+        """An interval as (calendar days, elapsed time): :func:`timefmt.parse_span`."""
         value = self.fields.get(key)
         if value:
             value = value.strip()
         if not value:
             return None
         try:
-            return parse_interval(value)
+            return parse_span(value)
         except ValueError as exc:
             self._bad(key, value, _problem(key, value, exc, "look like 45m, 2h or 1d"))
             return None
@@ -188,21 +259,16 @@ class FieldReader:
             return default
         try:
             return parse_count(value)
-        except ValueError:
-            self._bad(key, value, _count_problem(key, value))
+        except ValueError as exc:
+            self._bad(key, value, _count_problem(key, value, exc))
             return default
 
     def backoff(self) -> float:
         value = self.text("backoff")
         if not value:
             return DEFAULT_BACKOFF
-        if value.lower() == "fixed":
-            return 1.0
         try:
-            number = float(value)
+            return parse_backoff(value)
         except ValueError:
-            number = -1.0
-        if 1.0 <= number < BACKOFF_BELOW:  # (nan and inf are not)
-            return number
-        self._bad("backoff", value, f"'backoff' must be a number >= 1 or 'fixed', got {value!r}")
-        return DEFAULT_BACKOFF
+            self._bad("backoff", value, backoff_problem("backoff", value) or "")
+            return DEFAULT_BACKOFF

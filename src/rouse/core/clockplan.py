@@ -109,7 +109,7 @@ def plan_of(tree: Tree, decision: clock.Decision) -> dict[str, Any]:
         candidates.append((stale_at, "stale"))
     if candidates:
         at, why = min(candidates, key=lambda pair: (pair[0], pair[1] != "review"))
-        snoozed = decision.snoozed_until
+        snoozed = decision.snooze  # (holding or past)
         if snoozed is not None and snoozed > at:  # put off: nothing wakes it before
             at = snoozed
             why = "review" if review_at is not None and review_at <= at else "stale"
@@ -131,7 +131,8 @@ def due_at_time(plan: Any, when: datetime) -> tuple[str, datetime] | None:
         if (expires is not None and when >= expires) or plan["fires_out"]:
             return "expire", wake_at
         return ("nag" if plan["nagging"] else "due"), wake_at
+    # (never inside a snooze now past: the wake, which a snooze puts off, bounds it)
     review_at = plan["review_at"]
     if review_at is not None and when >= review_at:
-        return "review", review_at
-    return "stale", plan["stale_at"]
+        return "review", max(review_at, wake_at)
+    return "stale", max(plan["stale_at"], wake_at)

@@ -98,14 +98,14 @@ def parse_human(text: str, now: datetime) -> datetime:
     Raises Unreadable (a ValueError) saying what is wrong; the caller adds the
     accepted forms.
     """
-    from rouse.core.timefmt import parse_interval  # (timefmt imports this module lazily)
+    from rouse.core.timefmt import later_by  # (timefmt imports this module lazily)
 
     words = [w for w in text.lower().replace(",", " ").split() if w != "at"]
     if not words:
         raise Unreadable("not a time: nothing given")
     if words[0] == "in":
         try:
-            return now + parse_interval(_interval_text(words[1:]))
+            return later_by(now, _interval_text(words[1:]))
         except OverflowError:
             return datetime.max
         except ValueError:

@@ -74,13 +74,15 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     all of them) or a closed one is planned straight from the clock's decision;
     a reminder through :func:`rouse.core.clockplan.plan_of`."""
     decision = clock.evaluate(tree, record, now)
-    if decision.problems or decision.every is not None:
-        return 0  # its warnings are the clock's to give; a series counts what it missed
+    if decision.problems or decision.every is not None or decision.provisional:
+        # its warnings are the clock's to give; a series counts what it missed; a
+        # stamp passed over as later than now will be read once now reaches it
+        return 0
     if at is None:
         at = (now - EPOCH) // MICROSECOND
     moved = decision.moved_at
     assert moved is not None
-    snoozed = decision.snoozed_until
+    snoozed = decision.snooze  # (holding or past: a past one still bounds due_at)
     snooze = None if snoozed is None else (snoozed - EPOCH) // MICROSECOND
     moved_from = _MOVED_FROM[decision.moved_from]
     moved_at = (moved - EPOCH) // MICROSECOND
@@ -162,6 +164,9 @@ def _verdict(record: Record, plan: list[Any], at: int) -> tuple[Any, ...]:
             reason, due_at = "review", review
         else:
             reason, due_at = "stale", plan[5]
+        snooze = plan[8]  # (the clock's _not_inside: due from a past snooze's end)
+        if snooze is not None and due_at is not None and snooze > due_at:
+            due_at = snooze
     else:
         raise ValueError("a plan that is never due has a wake")
     moved, nudge, moved_from = plan[10], plan[9], MOVED_FROM[plan[11]]

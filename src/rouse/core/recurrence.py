@@ -14,10 +14,20 @@ with these; this module only counts.
 
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta
 
 from rouse.core.humantime import WEEKDAYS, Unreadable, time_of_day
-from rouse.core.timefmt import LAST_YEAR, LATEST, OutOfRange, floored, parse_interval
+from rouse.core.timefmt import (
+    LAST_YEAR,
+    LATEST,
+    OutOfRange,
+    after,
+    check_length,
+    floored,
+    parse_span,
+    real,
+)
 
 #: The forms ``every:`` takes, as the error for one that does not read lists them.
 EVERY_FORMS = (
@@ -31,9 +41,11 @@ _EPOCH = datetime(1900, 1, 1)
 
 class Every:
     """A parsed ``every:``: an interval (``months`` or ``step``) or a calendar rule
-    (``days``, the weekdays 0-6 it falls on, or ``monthday``; and ``at``)."""
+    (``days``, the weekdays 0-6 it falls on, or ``monthday``; and ``at``).
+    ``elapsed``: a step written with ``s``, ``m`` or ``h`` is elapsed time across
+    DST; one of whole days (``1d``, ``2w``) keeps the wall-clock time."""
 
-    __slots__ = ("text", "months", "step", "days", "monthday", "at")
+    __slots__ = ("text", "months", "step", "elapsed", "days", "monthday", "at")
 
     def __init__(
         self,
@@ -41,6 +53,7 @@ class Every:
         *,
         months: int = 0,
         step: timedelta | None = None,
+        elapsed: bool = False,
         days: frozenset[int] | None = None,
         monthday: int | None = None,
         at: tuple[int, int] = (0, 0),
@@ -48,6 +61,7 @@ class Every:
         self.text = text
         self.months = months
         self.step = step
+        self.elapsed = elapsed
         self.days = days
         self.monthday = monthday
         self.at = at
@@ -62,6 +76,7 @@ class Every:
 
 def parse_every(text: str) -> Every:
     """Read an ``every:`` value; ValueError (naming :data:`EVERY_FORMS`) when it does not."""
+    check_length(text, "a repeat")
     try:
         return _parse(text.strip())
     except ValueError as exc:
@@ -87,14 +102,15 @@ def _parse(text: str) -> Every:
     ):
         return _calendar(text, words)
     try:
-        step = parse_interval(lowered)
+        days, elapsed = parse_span(lowered)
     except OutOfRange:
         raise
     except ValueError:
         raise ValueError(f"not a repeat: {text!r}") from None
+    step = timedelta(days=days) + elapsed
     if step <= timedelta(0):
         raise ValueError(f"{text!r} must be longer than nothing")
-    return Every(text, step=floored(step))
+    return Every(text, step=floored(step), elapsed=bool(elapsed) or step < floored(step))
 
 
 def _calendar(text: str, words: list[str]) -> Every:
@@ -159,7 +175,26 @@ def _month_day(year: int, month: int, rule: Every) -> datetime:
 
 
 def _within(value: datetime | None) -> datetime | None:
-    return value if value is not None and value <= LATEST else None
+    """An occurrence as a real instant (:func:`real`), None past the last stamp."""
+    return real(value) if value is not None and value <= LATEST else None
+
+
+def _steps(rule: Every, anchor: datetime, when: datetime) -> int:
+    """How many whole steps of an interval rule lie from ``anchor`` to ``when`` (later)."""
+    assert rule.step is not None
+    if rule.elapsed and time.daylight:
+        seconds = round(when.timestamp()) - round(anchor.timestamp())
+        return seconds // round(rule.step.total_seconds())
+    return (when - anchor) // rule.step
+
+
+def _nth(rule: Every, anchor: datetime, count: int) -> datetime:
+    """An interval rule's occurrence ``count`` steps after ``anchor`` (OverflowError past
+    the calendar)."""
+    assert rule.step is not None
+    if rule.elapsed:
+        return after(anchor, count * rule.step)
+    return anchor + count * rule.step
 
 
 def next_after(rule: Every, anchor: datetime, now: datetime) -> datetime | None:
@@ -171,9 +206,8 @@ def next_after(rule: Every, anchor: datetime, now: datetime) -> datetime | None:
     if rule.step is not None:
         if now < anchor:
             return anchor
-        count = (now - anchor) // rule.step + 1
         try:
-            return _within(anchor + count * rule.step)
+            return _within(_nth(rule, anchor, _steps(rule, anchor, now) + 1))
         except OverflowError:
             return None
     if rule.months:
@@ -181,7 +215,7 @@ def next_after(rule: Every, anchor: datetime, now: datetime) -> datetime | None:
         k = max(gap // rule.months - 1, 0)
         while True:
             when = _add_months(anchor, k * rule.months)
-            if when is None or when > now:
+            if when is None or real(when) > now:
                 return _within(when)
             k += 1
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
@@ -191,7 +225,7 @@ def next_after(rule: Every, anchor: datetime, now: datetime) -> datetime | None:
             if year > LAST_YEAR:
                 return None
             when = _month_day(year, month, rule)
-            if when > now:
+            if real(when) > now:
                 return _within(when)
             year, month = (year + 1, 1) if month == 12 else (year, month + 1)
         return None  # (unreachable: one of three months always has its day after now)
@@ -202,7 +236,7 @@ def next_after(rule: Every, anchor: datetime, now: datetime) -> datetime | None:
         except OverflowError:
             return None
         when = day.replace(hour=rule.at[0], minute=rule.at[1])
-        if day.weekday() in rule.days and when > now:
+        if day.weekday() in rule.days and real(when) > now:
             return _within(when)
     return None  # (unreachable: every week holds one of its days)
 
@@ -210,7 +244,7 @@ def next_after(rule: Every, anchor: datetime, now: datetime) -> datetime | None:
 def _upto(rule: Every, anchor: datetime, when: datetime) -> int:
     """How many occurrences fall at or before ``when`` (from the anchor, or the epoch)."""
     if rule.step is not None:
-        return 0 if when < anchor else (when - anchor) // rule.step + 1
+        return 0 if when < anchor else _steps(rule, anchor, when) + 1
     if rule.months:
         if when < anchor:
             return 0

@@ -2,11 +2,16 @@
 
 Times are naive ``datetime`` values in the process's local time zone (``TZ``
 is honoured); stamps carrying an offset are converted to local time on read.
+Every time read or computed here is a real instant (:func:`real`): a wall-clock
+time that a DST change skips names the instant just after the gap. Intervals
+written in ``s``, ``m`` and ``h`` are elapsed time; ``d`` and ``w`` move the
+calendar and keep the wall-clock time (:func:`after`).
 """
 
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime, timedelta
 
 TYPE_CHECKING = False
@@ -26,14 +31,38 @@ LATEST = datetime(LAST_YEAR, 12, 31, 23, 59)
 LONGEST = timedelta(weeks=520)
 STAMP_BOUNDS = f"must fall in the years {FIRST_YEAR} to {LAST_YEAR}"
 INTERVAL_BOUNDS = "must be at most 520w (about ten years)"
+#: The longest clock field value read (docs/clock.md "Bounds"): every real stamp,
+#: interval, count or repeat rule is far shorter, and a longer one is unreadable
+#: at once, before any pattern runs over it (so no value can make a read slow).
+MOST_CHARS = 100
+LENGTH_BOUNDS = f"must be at most {MOST_CHARS} characters long"
+#: How much of a value an error message quotes.
+_SHOWN = 40
+
+
+def shown(text: str) -> str:
+    """``text`` as an error message quotes it: whole when short, else its start and length."""
+    if len(text) <= _SHOWN + 20:
+        return text
+    return f"{text[:_SHOWN]}… ({len(text)} characters)"
 
 
 class OutOfRange(ValueError):
     """A value that reads, but lies outside rouse's bounds; ``need`` says what they are."""
 
     def __init__(self, what: str, need: str, text: str):
-        super().__init__(f"{what} {need}, got {text!r}")
+        super().__init__(f"{what} {need}, got {shown(text)!r}")
         self.need = need
+
+
+class TooLong(OutOfRange):
+    """A value longer than MOST_CHARS: refused before it is read."""
+
+
+def check_length(text: str, what: str) -> None:
+    """Raise TooLong when ``text``, without its outer spaces, is over MOST_CHARS."""
+    if len(text) > MOST_CHARS and len(text.strip()) > MOST_CHARS:
+        raise TooLong(what, LENGTH_BOUNDS, text.strip())
 
 
 _STAMP_RE = re.compile(
@@ -50,7 +79,8 @@ def parse_stamp(text: str) -> datetime:
     """Parse a stamp (``YYYY-MM-DD[ HH:MM[:SS]][offset]``) into local naive time.
 
     Raises ValueError for what is not a stamp, and its subclass OutOfRange for
-    a stamp outside the years FIRST_YEAR to LAST_YEAR (in local time).
+    a stamp outside the years FIRST_YEAR to LAST_YEAR (in local time), or one
+    over MOST_CHARS long (TooLong).
     """
     if (
         len(text) == 16
@@ -68,8 +98,9 @@ def parse_stamp(text: str) -> datetime:
             pass  # not a real date, or not digits: the full parser says so
         else:
             if FIRST_YEAR <= value.year <= LAST_YEAR:
-                return value
+                return real(value)
             raise OutOfRange("a stamp", STAMP_BOUNDS, text)
+    check_length(text, "a stamp")
     match = _STAMP_RE.match(text.strip())
     if not match:
         raise ValueError(f"not a stamp (want YYYY-MM-DD HH:MM): {text!r}")
@@ -93,7 +124,66 @@ def parse_stamp(text: str) -> datetime:
             raise ValueError(f"not a representable local time: {text!r}") from exc
     if not FIRST_YEAR <= value.year <= LAST_YEAR:
         raise OutOfRange("a stamp", STAMP_BOUNDS, text)
-    return value
+    return real(value)
+
+
+# -- real instants: DST -------------------------------------------------------------
+
+#: Local days with a DST change, by (zone, ordinal): whether the offset at the
+#: day's start differs from the next day's. Bounded; a zone change (tzset) keys anew.
+_CHANGE_DAYS: dict[tuple[tuple[str, str], int], bool] = {}
+
+
+def _offset(value: datetime) -> float:
+    return value.timestamp() - (value - datetime(1970, 1, 1)).total_seconds()
+
+
+def _changes_on(value: datetime) -> bool:
+    """Whether the local offset changes during ``value``'s day (or at its end)."""
+    key = (time.tzname, value.toordinal())
+    found = _CHANGE_DAYS.get(key)
+    if found is None:
+        midnight = datetime(value.year, value.month, value.day)
+        try:
+            found = _offset(midnight) != _offset(midnight + timedelta(days=1))
+        except (OverflowError, OSError, ValueError):
+            found = False
+        if len(_CHANGE_DAYS) > 4096:
+            _CHANGE_DAYS.clear()
+        _CHANGE_DAYS[key] = found
+    return found
+
+
+def real(value: datetime) -> datetime:
+    """The real instant the local wall-clock time ``value`` names: ``value`` itself,
+    except a time a DST change skips (02:30 on a spring-forward night in New York),
+    which is read as the same time after the gap (03:30), never an hour early."""
+    if not time.daylight or not _changes_on(value):
+        return value
+    try:
+        back = datetime.fromtimestamp(value.timestamp())
+    except (OverflowError, OSError, ValueError):
+        return value
+    shift = round((back - value).total_seconds())
+    if shift == 0:
+        return value  # (a time that exists, kept as given, fold and all)
+    return value + timedelta(seconds=shift)
+
+
+def after(base: datetime, elapsed: timedelta, days: int = 0) -> datetime:
+    """``days`` calendar days after ``base`` at the same wall-clock time, then
+    ``elapsed`` real time later: a real instant. May raise OverflowError."""
+    if days:
+        base = base + timedelta(days=days)
+    if not elapsed:
+        return real(base)
+    if not time.daylight:
+        return base + elapsed
+    try:
+        start = real(base).timestamp()
+        return datetime.fromtimestamp(start + elapsed.total_seconds())
+    except (OSError, ValueError) as exc:
+        raise OverflowError(str(exc)) from None
 
 
 def format_stamp(value: datetime) -> str:
@@ -106,7 +196,7 @@ def iso_stamp(value: datetime | None) -> str | None:
     offset (``2026-03-14T09:00:00+01:00``); None stays None."""
     if value is None:
         return None
-    return value.replace(microsecond=0).astimezone().isoformat()
+    return real(value).replace(microsecond=0).astimezone().isoformat()
 
 
 def parse_interval(text: str) -> timedelta:
@@ -114,24 +204,47 @@ def parse_interval(text: str) -> timedelta:
     decimal place (``1.5h`` = 90m; the unit stays required).
 
     Raises ValueError for what is not an interval, and its subclass OutOfRange
-    for one longer than LONGEST.
+    for one longer than LONGEST, or written over MOST_CHARS long (TooLong).
     """
+    days, elapsed = parse_span(text)
+    return timedelta(days=days) + elapsed
+
+
+def later_by(base: datetime, text: str) -> datetime:
+    """``base`` plus the interval ``text`` (:func:`after`: days keep the wall clock)."""
+    days, elapsed = parse_span(text)
+    return after(base, elapsed, days)
+
+
+def parse_span(text: str) -> tuple[int, timedelta]:
+    """An interval as ``(calendar days, elapsed time)``: the whole days its ``d`` and
+    ``w`` parts make, and its ``s``, ``m`` and ``h`` parts (with any part of a day).
+    Raises as :func:`parse_interval`."""
+    check_length(text, "an interval")
     compact = text.strip().lower().replace(" ", "")
     if not compact:
         raise ValueError("empty interval (want e.g. 45m, 2h, 1d)")
     pos = 0
-    total = 0
-    for match in _INTERVAL_RE.finditer(compact):
-        if match.start() != pos:
+    total = calendar = 0
+    while pos < len(compact):
+        # one part at a time from where the last ended: a part that does not
+        # read ends the parse, so no character is looked at from two starts
+        match = _INTERVAL_RE.match(compact, pos)
+        if match is None:
             break
-        unit = _UNIT_SECONDS[match.group(3)]
-        total += int(match.group(1)) * unit + int(match.group(2) or 0) * unit // 10
+        letter = match.group(3)
+        unit = _UNIT_SECONDS[letter]
+        seconds = int(match.group(1)) * unit + int(match.group(2) or 0) * unit // 10
+        total += seconds
+        if letter in "dw":
+            calendar += seconds
         pos = match.end()
     if pos != len(compact):
         raise ValueError(f"not an interval (want e.g. 45m, 2h, 1.5h, 1d, 1h30m): {text!r}")
     if total > _LONGEST_SECONDS:
         raise OutOfRange("an interval", INTERVAL_BOUNDS, text.strip())
-    return timedelta(seconds=total)
+    days = calendar // 86400
+    return days, timedelta(seconds=total - days * 86400)
 
 
 def format_interval(value: timedelta) -> str:
@@ -176,7 +289,7 @@ def parse_when(text: str, now: datetime) -> datetime:
     text = text.strip()
     try:
         if text.startswith("+"):
-            return _within_years(text, now, lambda: now + parse_interval(text[1:]))
+            return _within_years(text, now, lambda: later_by(now, text[1:]))
         return parse_stamp(text)
     except OutOfRange:
         raise

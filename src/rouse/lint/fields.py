@@ -174,13 +174,8 @@ def _value_problem(key: str, value: str) -> str | None:
         return clockfields.count_problem(key, value)
     if key == "every":
         return clockfields.every_problem(key, value)
-    if key == "backoff" and value.lower() != "fixed":
-        try:
-            number = float(value)
-        except ValueError:
-            number = -1.0
-        if not 1.0 <= number < 1000:
-            return f"'backoff' must be a number >= 1 or 'fixed', got {value!r}"
+    if key == "backoff":
+        return clockfields.backoff_problem(key, value)
     return None
 
 
@@ -253,11 +248,12 @@ def state_findings(record: Record) -> Iterator[Finding]:
     level = clock.LEVELS[record.type]
     status = clock.status_of(record)
     if not clock.known_status(record):
+        counts = "it counts as open" if clock.is_open(record) else "its outcome ends it"
         yield Finding(
             "error",
             record.rel,
             f"unknown status {status!r} for {article(record.type)} — use one of "
-            f"{', '.join(level.states)} (until then it counts as open)",
+            f"{', '.join(level.states)} (until then {counts})",
             header.line_of("status"),
         )
     if record.type == "intention" and not (record.get("closes-when") or "").strip():

@@ -155,7 +155,7 @@ def _record(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
         reported.add(problem.key)
         if problem.key not in skip:
             yield Finding(
-                "error",
+                "warn" if problem.level == "warn" else "error",
                 record.rel,
                 f"{problem.message} — fix the value (until then the clock falls back)",
                 problem.line,

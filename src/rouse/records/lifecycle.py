@@ -19,7 +19,7 @@ from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import (
     format_stamp,
-    parse_interval,
+    later_by,
     parse_stamp,
     parse_when,
 )
@@ -161,7 +161,7 @@ def snooze(
     if (until is None) == (duration is None):
         raise UsageError("snooze needs one of --until WHEN, --for INTERVAL or --clear")
     try:
-        when = parse_when(until, now) if until else now + parse_interval(duration or "")
+        when = parse_when(until, now) if until else later_by(now, duration or "")
     except ValueError as exc:
         raise UsageError(f"bad snooze time: {exc}") from None
     if minute(when) <= minute(now):  # stamps are minutes: so is every comparison here
