@@ -386,7 +386,7 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:
     """What the prompt is given: the new wakes, and how to answer them (``idle``: what
     the Stop hook wakes an idle session with)."""
-    from rouse.core import nudges
+    from rouse.core import layout, nudges
     from rouse.core.timefmt import human_age
 
     since = "while the session was idle" if idle else "since your last prompt"
@@ -407,7 +407,7 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = Fa
         else "Act on each (then `rouse move` or `rouse close` its record), or say why not; "
         "no need to answer them before the user's request."
     )
-    return "\n".join(lines) + "\n"
+    return layout.shown("\n".join(lines) + "\n", lines=True)
 
 
 def prompt_output(kind: str, text: str) -> str:
