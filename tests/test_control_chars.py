@@ -134,6 +134,7 @@ def test_a_runs_final_message_writes_no_control_character_into_the_task(
     script = r"cat > /dev/null; printf 'done\000 \033[31mred\033]0;t\007 \342\200\256x\n'"
     done = rouse(root, "work", "--once", "--run", "exec", "--", "sh", "-c", script)
     assert done.returncode == 0, done.stderr
+    assert_clean(done.stdout + done.stderr)
     text = (root / INTENTIONS / "ship/go/task.md").read_text()
     assert "result: done" in text and "red" in text
     assert_clean(text)
