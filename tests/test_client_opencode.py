@@ -125,6 +125,22 @@ def test_both_plugins_are_javascript_modules_node_parses(project: Path, tmp_path
         assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.skipif(not shutil.which("node"), reason="node is not on this machine")
+@pytest.mark.parametrize("name", ["mem__GLOBAL__x", "a__CANNOT_RUN__b", "x__TREE__y__WAIT_MS__"])
+def test_placeholders_in_a_trees_name_are_the_trees_name(tmp_path: Path, name: str) -> None:
+    """Issue 31, item 20: the plugin's placeholders are filled in one pass, so a tree
+    whose name holds one is named as it is, and node parses the plugin."""
+    project = tmp_path / "proj"
+    init(project / name, NOW, examples=False)
+    wire.wire(project / name, home=tmp_path / "home", opencode=True)
+    text = (project / opencode.OPENCODE_PLUGIN).read_text()
+    assert f"const TREE = {json.dumps(name)} //" in text
+    module = tmp_path / "check.mjs"
+    shutil.copy(project / opencode.OPENCODE_PLUGIN, module)
+    done = subprocess.run(["node", "--check", str(module)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 # -- the real opencode ---------------------------------------------------------
 
 

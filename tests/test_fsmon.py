@@ -286,31 +286,44 @@ class Liar:
             conn.close()
 
 
-def nothing_changed(secret: bytes | None) -> Callable[[bytes, str | None], bytes | None]:
+def bound(sock: Path) -> str:
+    """What the real watcher of ``sock``'s tree binds its replies to (a liar that
+    knows it: the strongest one)."""
+    return fsmon.binding(os.stat(sock.parent), os.lstat(sock))
+
+
+Answerer = Callable[[bytes, str | None], bytes | None]
+
+
+def nothing_changed(secret: bytes | None, sock: Path) -> Answerer:
     def answer(nonce: bytes, since: str | None) -> bytes:
-        return fsmon.reply(secret, nonce, since, ("liar:1", None if since is None else []))
+        said = ("liar:1", None if since is None else [])
+        return fsmon.reply(secret, nonce, since, said, bound(sock))
 
     return answer
 
 
-HOSTILE: dict[str, Callable[[bytes | None], Callable[[bytes, str | None], bytes | None]]] = {
-    "a bad MAC": lambda secret: nothing_changed(b"not the key"),
-    "no MAC": lambda secret: nothing_changed(None),
-    "garbage": lambda secret: lambda nonce, since: b"\x00\xffrouse-fsmon 1 zz\n{[",
-    "a replayed token": lambda secret: (
-        lambda nonce, since: fsmon.reply(secret, nonce, "liar:0", ("liar:1", []))
+HOSTILE: dict[str, Callable[[bytes | None, Path], Answerer]] = {
+    "a bad MAC": lambda secret, sock: nothing_changed(b"not the key", sock),
+    "no MAC": lambda secret, sock: nothing_changed(None, sock),
+    "garbage": lambda secret, sock: lambda nonce, since: b"\x00\xffrouse-fsmon 1 zz\n{[",
+    "a replayed token": lambda secret, sock: (
+        lambda nonce, since: fsmon.reply(secret, nonce, "liar:0", ("liar:1", []), bound(sock))
     ),
-    "another nonce": lambda secret: (
-        lambda nonce, since: fsmon.reply(secret, b"0" * 32, since, ("liar:1", []))
+    "another nonce": lambda secret, sock: (
+        lambda nonce, since: fsmon.reply(secret, b"0" * 32, since, ("liar:1", []), bound(sock))
     ),
-    "a hang": lambda secret: lambda nonce, since: None,
+    "another tree": lambda secret, sock: (
+        lambda nonce, since: fsmon.reply(secret, nonce, since, ("liar:1", []), bound(sock.parent))
+    ),
+    "a hang": lambda secret, sock: lambda nonce, since: None,
 }
 
 
 def _primed(tree: Path, env: dict[str, str], secret: bytes | None) -> None:
     """A cache saved at a token of an honest-looking server (the liar, keyed)."""
     sock = tree / ".rouse" / fsmon.SOCKET
-    liar = Liar(sock, nothing_changed(secret))
+    liar = Liar(sock, nothing_changed(secret, sock))
     try:
         pack(tree, env)
         pack(tree, env)
@@ -333,12 +346,12 @@ def test_an_answer_the_pack_cannot_trust_means_a_walk(
     sock = tree / ".rouse" / fsmon.SOCKET
     liar = None
     if what == "a symlink":  # to a server that would lie well
-        liar = Liar(tmp_path / "elsewhere.sock", nothing_changed(secret))
+        liar = Liar(tmp_path / "elsewhere.sock", nothing_changed(secret, sock))
         sock.symlink_to(tmp_path / "elsewhere.sock")
     elif what == "a regular file":
         sock.write_bytes(b"rouse-fsmon 1 -\n{}")
     else:
-        liar = Liar(sock, HOSTILE[what](secret))
+        liar = Liar(sock, HOSTILE[what](secret, sock))
     try:
         _edit(tree / N2, "beta", "weta", keep_times=True)
         started = time.monotonic()
@@ -428,3 +441,77 @@ def test_the_sweepers_own_ticks_see_through_the_watcher(tree: Path, env: dict[st
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+# -- the watcher cannot blind (issue 31, items 8 and 9) --------------------------
+
+
+def _relay(to: Path) -> Callable[[bytes, str | None], bytes | None]:
+    """Pass each question on to the real watcher's socket ``to``, and its reply back."""
+
+    def answer(nonce: bytes, since: str | None) -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(str(to))
+            conn.sendall(fsmon.request(nonce, since))
+            chunks = []
+            while chunk := conn.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks)
+
+    return answer
+
+
+def test_another_trees_watcher_relayed_is_not_believed(
+    tree: Path, sweeper: subprocess.Popen[bytes], tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Tree B's socket passes questions on to tree A's real watcher, keyed with the
+    same stamp key: its replies are MACed, but for A's tree and A's socket."""
+    other = tmp_path / "other" / "memory"
+    shutil.copytree(tree, other, ignore=shutil.ignore_patterns(fsmon.SOCKET, "*.json", "*.db"))
+    settle(other)
+    sock = other / ".rouse" / fsmon.SOCKET
+    relay = Liar(sock, _relay(tree / ".rouse" / fsmon.SOCKET))
+    try:
+        pack(other, env)
+        pack(other, env)
+        _edit(other / N2, "beta", "weta", keep_times=True)
+        watched = pack(other, env)
+        assert "weta" in watched
+    finally:
+        relay.close()
+    assert saved_token(other) is None  # no token of A's was ever taken for B's
+
+
+def test_a_token_ahead_of_the_watchers_counter_is_a_miss(tree: Path) -> None:
+    """Without a key a token can be forged (the snapshot is not MACed): one from the
+    future must not make the watcher say "nothing changed" ever after."""
+    watcher = Watcher(tree, None)
+    assert watcher.open()
+    try:
+        watcher.changes_since(None)
+        forged = f"{watcher.nonce}:999999999999"
+        assert watcher.changes_since(forged)[1] is None
+        (tree / f"{INT}/i00/t00/task.md").write_text("---\nstatus: done\n---\n")
+        assert watcher.changes_since(forged)[1] is None
+    finally:
+        watcher.close()
+
+
+def test_sweep_once_never_trusts_the_socket_for_its_own_walk(tree: Path) -> None:
+    """A same-uid fake socket saying "nothing changed" (no key: nothing to MAC with)
+    must not make cron's ``sweep --once`` walk nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    env["ROUSE_STAMP_KEY"] = str(tree.parent / "no-key")
+    sock = tree / ".rouse" / fsmon.SOCKET
+    liar = Liar(sock, nothing_changed(None, sock))
+    once = [sys.executable, "-m", "rouse", "--memory", str(tree), "sweep", "--once"]
+    once += ["--sink", "file", "--now", SWEEP_NOW]
+    try:
+        subprocess.run(once, env=env, check=True, capture_output=True)
+        subprocess.run(once, env=env, check=True, capture_output=True)
+        reminder = tree / "inventory" / "reminders" / "call" / "reminder.md"
+        _write(reminder, "---\nstatus: pending\ndue: 2020-01-01 00:10\n---\nCall Bob.\n")
+        subprocess.run(once, env=env, check=True, capture_output=True)
+    finally:
+        liar.close()
+    assert list((tree / ".rouse" / "nudges").glob("*reminder-call*"))

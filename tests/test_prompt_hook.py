@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,34 @@ def test_a_tree_that_cannot_keep_a_seen_set_repeats_nothing(tree: Path) -> None:
         assert prompt(tree) == "" and prompt(tree) == ""
     finally:
         sessions.chmod(0o755)
+
+
+def test_a_held_sessions_lock_delays_a_prompt_a_moment_and_loses_no_wake(tree: Path) -> None:
+    """Issue 31, item 13: another process holding the sessions folder's lock (for ever,
+    here) costs a prompt a short wait, never the prompt; the wake comes at the next."""
+    import fcntl
+
+    start(tree)
+    sweep(tree)
+    folder = os.open(tree / ".rouse" / "sessions", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        stdin = event("UserPromptSubmit")
+        began = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "rouse", "pack", "--hook", "claude", "--now", LATER],
+            input=stdin,
+            env={**os.environ, "ROUSE_HOME": str(tree)},
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        assert time.monotonic() - began < 15
+        assert done.returncode == 0 and done.stdout == ""
+        assert "new wakes wait for the next prompt" in done.stderr
+        assert "another process holds" in done.stderr
+        # a new session's start is not held up either: its pack is printed
+        assert start(tree, "s2").startswith("now: ")
+    finally:
+        os.close(folder)
+    assert "reminder/call-bank" in prompt(tree)  # the wake was skipped, not lost

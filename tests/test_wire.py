@@ -1067,3 +1067,54 @@ def test_gemini_hooks_merge_into_the_projects_settings(project: Path, home: Path
     run_wire(project, home, remove=True)
     assert json.loads(settings.read_text()) == {"model": {"name": "x"}}
     assert (project / "GEMINI.md").read_text() == "# Gemini\n"
+
+
+# -- only what rouse wrote is rouse's; check first, then write (issue 31) -------
+
+USERS_OWN = "my-wrapper && rouse pack --memory ~/other/memory --hook claude"
+
+
+@pytest.mark.parametrize("scope", [".claude/settings.local.json", ".claude/settings.json"])
+def test_a_users_own_hook_running_rouse_pack_survives_wire_and_remove(
+    project: Path, home: Path, scope: str
+) -> None:
+    """Item 19: the user's hook runs `rouse pack` for another tree through a wrapper."""
+    settings = project / scope
+    settings.parent.mkdir()
+    mine = {"type": "command", "command": USERS_OWN}
+    settings.write_text(json.dumps({"hooks": {"SessionStart": [{"hooks": [mine]}]}}))
+    run_wire(project, home, claude_hooks=True, shared=scope.endswith("settings.json"))
+    assert mine in session_hooks(settings)
+    assert any("--hook claude || " in str(h["command"]) for h in session_hooks(settings))
+    run_wire(project, home, claude_hooks=True)  # again, into the other scope
+    run_wire(project, home, remove=True)
+    assert session_hooks(settings) == [mine]
+
+
+QUOTING = "# Notes\n\nrouse's block ends with this line:\n\n<!-- rouse:end -->\n"
+
+
+def test_a_claude_md_that_quotes_the_end_marker_is_refused_before_anything_is_written(
+    project: Path, home: Path
+) -> None:
+    """Item 21: the refusal leaves every file as it was (no hook file, no skill)."""
+    (project / "CLAUDE.md").write_text(QUOTING)
+    (project / "AGENTS.md").write_text("Agents: be brief.\n")
+    before = sorted(p for p in project.rglob("*") if "memory" not in p.parts)
+    with pytest.raises(RouseError, match="unbalanced"):
+        run_wire(project, home, claude_hooks=True, codex_hooks=True, opencode=True, cursor=True)
+    assert sorted(p for p in project.rglob("*") if "memory" not in p.parts) == before
+    assert (project / "AGENTS.md").read_text() == "Agents: be brief.\n"
+    assert not (home / ".codex").exists()
+
+
+def test_wire_remove_refuses_before_taking_anything_out(project: Path, home: Path) -> None:
+    (project / "CLAUDE.md").write_text("# Notes\n")
+    run_wire(project, home, claude_hooks=True)
+    settings = project / ".claude/settings.local.json"
+    wired = settings.read_text()
+    (project / "CLAUDE.md").write_text((project / "CLAUDE.md").read_text() + QUOTING)
+    with pytest.raises(RouseError, match="unbalanced"):
+        run_wire(project, home, remove=True)
+    assert settings.read_text() == wired
+    assert (project / ".claude/skills/rouse").exists()

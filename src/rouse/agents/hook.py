@@ -292,6 +292,9 @@ def prompt_hook(
             return 0
         now = _now(getattr(args, "now", None))
         text = cap(prompt.render(found, now), HOOK_LIMIT, MEASURES.get(kind, len))
+    except prompt.Busy as exc:  # waited a moment for the sessions lock: not longer
+        sys.stderr.write(f"rouse: {exc}\n")
+        return 0
     except Exception as exc:  # a prompt hook must never fail the prompt
         sys.stderr.write(f"rouse: no wakes at this prompt: {_detail(exc)}\n")
         return 0

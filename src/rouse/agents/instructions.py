@@ -123,6 +123,18 @@ def cut_block(text: str, where: str, newline: str = "\n") -> str:
     return head + tail
 
 
+def check_blocks(w: Wiring) -> None:
+    """Refuse (RouseError) before anything is written when an instruction file's markers
+    are unbalanced (one quoting ``<!-- rouse:end -->``, say): ``wire`` and ``wire
+    --remove`` check here first, so a refusal leaves every file as it was."""
+    if w.project is None:
+        return
+    for name in INSTRUCTION_FILES:
+        path = w.project / name
+        if path.is_file():
+            splice_block(read_text(path), "", str(path))
+
+
 def remove_blocks(w: Wiring, result: Wired) -> None:
     """Take our block out of the instruction files that have one; everything else kept."""
     if w.project is None:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from pathlib import Path
 
 from rouse.agents import settings_hooks as hooks
@@ -174,10 +175,10 @@ def plugin_text(w: Wiring, executable: str | None) -> str:
         "__CANNOT_RUN__": json.dumps(hooks.CANNOT_RUN_SHARED if shared else hooks.CANNOT_RUN),
         "__WAIT_MS__": str(WAIT_MS),
     }
-    text = _PLUGIN
-    for key, value in values.items():
-        text = text.replace(key, value)
-    return text
+    # one pass: a value that holds a placeholder's name (a tree called mem__GLOBAL__x)
+    # is never filled in again
+    pattern = re.compile("|".join(re.escape(key) for key in values))
+    return pattern.sub(lambda found: values[found.group(0)], _PLUGIN)
 
 
 def is_ours(path: Path) -> bool:

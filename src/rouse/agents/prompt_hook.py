@@ -55,6 +55,8 @@ SETTLE_SECONDS = 60
 #: The nudges folder's stat is trusted once it is this old (rouse.core.cache.RACY_NS).
 RACY_NS = 2_000_000_000
 SEEN_MOST, SEEN_DEPTH = 8 << 20, 16  # rouse.core.stateshapes.SEEN's bounds
+#: The most a hook waits for the sessions folder's lock (seconds); then it goes on without.
+LOCK_WAIT = 1.0
 
 
 def _plain(name: str) -> bool:
@@ -205,7 +207,9 @@ def nothing_new(root: str | Path, session_id: object) -> bool:
 
 def _restamp(path: str, raw: bytes, seen: list[str], stamp: list[int]) -> None:
     """Keep the seen-set, with the folder's new stamp, unless it was written meanwhile."""
-    with _Taking(os.path.dirname(path)):
+    with _Taking(os.path.dirname(path)) as taking:
+        if taking.busy():
+            return  # (only a shortcut for the next prompt: it is restamped then)
         try:
             if hookstate.read_bounded(path, SEEN_MOST) != raw:
                 return
@@ -231,7 +235,8 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
     records the delivery; a file that new (:data:`SETTLE_SECONDS`) that the
     ledger does not know yet is left unseen, to be looked at again. Taking is
     serialised per tree (a lock on the sessions folder), so the Stop hook's
-    waiter and a prompt never both show one wake.
+    waiter and a prompt never both show one wake; :class:`Busy` when another
+    process holds that lock past :data:`LOCK_WAIT` (nothing is taken).
     """
     path = seen_file(root, session_id)
     if path is None:
@@ -245,7 +250,12 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
     from rouse.core import nudges
 
     tree = Path(root)
-    with _Taking(os.path.dirname(path)):
+    with _Taking(os.path.dirname(path)) as taking:
+        if taking.busy():  # showing them unlocked could show a wake twice: they wait
+            raise Busy(
+                f"another process holds the lock on {os.path.dirname(path)} (over "
+                f"{LOCK_WAIT:g}s): the new wakes wait for the next prompt"
+            )
         seen = _load_seen(path)  # again, under the lock
         fresh = set(names) - (seen or set())
         candidates = _candidates(tree, fresh)
@@ -259,14 +269,21 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
     return _standing(tree, kept), bool(unsettled)
 
 
+class Busy(Exception):
+    """The sessions folder's lock stayed taken past :data:`LOCK_WAIT`: nothing taken."""
+
+
 class _Taking:
-    """An advisory lock on the sessions folder (best effort: none where it cannot be had)."""
+    """An advisory lock on the sessions folder, waited for :data:`LOCK_WAIT` at most
+    (best effort: none where it cannot be had). ``held`` says whether it was had: a
+    hook never waits longer on another process (a stuck one, say)."""
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
         self.fd: int | None = None
+        self.held = False
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _Taking:
         try:
             import fcntl
 
@@ -274,14 +291,29 @@ class _Taking:
                 self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | os.O_NOFOLLOW
             )
         except (ImportError, OSError):
-            return
-        with suppress(OSError):
-            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            return self
+        end = time.monotonic() + LOCK_WAIT
+        while True:
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() >= end:
+                    return self
+                time.sleep(0.01)
+                continue
+            except OSError:  # no locks here (some network file systems)
+                return self
+            self.held = True
+            return self
 
     def __exit__(self, *exc: object) -> None:
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None
+
+    def busy(self) -> bool:
+        """Whether another process holds the lock (not had, though it could be)."""
+        return self.fd is not None and not self.held
 
 
 def _unsettled(strays: list[nudges.Nudge]) -> set[str]:
@@ -354,7 +386,7 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:
     """What the prompt is given: the new wakes, and how to answer them (``idle``: what
     the Stop hook wakes an idle session with)."""
-    from rouse.core import nudges
+    from rouse.core import layout, nudges
     from rouse.core.timefmt import human_age
 
     since = "while the session was idle" if idle else "since your last prompt"
@@ -375,7 +407,7 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = Fa
         else "Act on each (then `rouse move` or `rouse close` its record), or say why not; "
         "no need to answer them before the user's request."
     )
-    return "\n".join(lines) + "\n"
+    return layout.shown("\n".join(lines) + "\n", lines=True)
 
 
 def prompt_output(kind: str, text: str) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH, context_json
+from rouse.agents.hook import SETTINGS_DEPTH, context_json
 from rouse.agents.wiring import Wired, Wiring, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statefile import decode
@@ -42,8 +42,17 @@ BEFORE_AGENT = "BeforeAgent"
 EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
+#: one shell word as :func:`hook_command` writes it: bare, single-quoted (``shlex.quote``,
+#: a quote inside as ``'"'"'``) or double-quoted (``"$CLAUDE_PROJECT_DIR/…"``)
+_WORD = r"""(?:'[^']*'(?:"'"'[^']*')*|"(?:[^"\\]|\\.)*"|[^\s'"]+)"""
+#: exactly a command rouse writes (:func:`hook_command`, and the shapes of earlier
+#: versions: no pinned rouse, no ``--memory``, no ``--hook``, no fallback): a user's own
+#: command that runs ``rouse pack`` another way (``my-wrapper && rouse pack …``) is not ours
 _OUR_HOOK_RE = re.compile(
-    HOOK_COMMAND.format(kind="(?:claude|codex|gemini|cursor)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
+    rf"""(?:R={_WORD}; \[ -x "\$R" \] \|\| R=rouse; "\$R"|rouse) pack"""
+    rf"(?: --memory {_WORD})?(?: --hook (?:claude|codex|gemini|cursor))?"
+    r"(?: \|\| (?:true|exit \$\(\( \$\? == 2 \? 2 : 0 \)\)"
+    rf"|echo {_WORD}|printf '%s\\n' {_WORD}))?"
 )
 
 #: What a hook prints when it cannot start rouse at all (the pinned path is
@@ -194,7 +203,8 @@ def load_json(path: Path) -> dict[str, Any]:
 
 
 def is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and bool(_OUR_HOOK_RE.search(str(hook.get("command", ""))))
+    """Whether a hook entry is one rouse wrote (its whole command, nothing around it)."""
+    return isinstance(hook, dict) and bool(_OUR_HOOK_RE.fullmatch(str(hook.get("command", ""))))
 
 
 def has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:

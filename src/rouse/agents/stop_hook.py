@@ -185,7 +185,10 @@ def _wait(
             found: list[tuple[str, nudges.Nudge]] = []
             unsettled = False
             if not prompt_hook.nothing_new(root, session_id):
-                found, unsettled = prompt_hook.take_new(root, session_id)
+                try:
+                    found, unsettled = prompt_hook.take_new(root, session_id)
+                except prompt_hook.Busy:
+                    unsettled = True  # the lock is held elsewhere: look again soon
             if found:
                 return found
             left = deadline - time.monotonic()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rouse.agents.cursor import wire_cursor_hooks
 from rouse.agents.gemini import wire_gemini_hooks
-from rouse.agents.instructions import BEGIN, END, wire_blocks, wire_cursor
+from rouse.agents.instructions import BEGIN, END, check_blocks, wire_blocks, wire_cursor
 from rouse.agents.opencode import wire_opencode
 from rouse.agents.settings_hooks import (
     CANNOT_RUN,
@@ -125,6 +125,7 @@ def wire(
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
+    check_blocks(w)  # (a refusal here leaves every file as it was)
     if remove:
         if claude_hooks or codex_hooks or cursor or gemini or opencode or mcp or shared:
             raise UsageError("--remove takes every piece out: give it alone")

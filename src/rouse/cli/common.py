@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rouse.core.errors import UsageError
 from rouse.core.home import find_tree
+from rouse.core.layout import shown
 from rouse.core.timefmt import OutOfRange, parse_stamp
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -55,12 +56,18 @@ def _say(line: str) -> None:
 
 
 def emit(lines: Sequence[str]) -> None:
+    """Print a verb's lines, control characters escaped (:func:`rouse.core.layout.shown`)."""
     if lines:
-        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.write(shown("\n".join(lines) + "\n", lines=True))
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Print ``data`` as JSON; all of it as ``\\u`` escapes when it holds a character a
+    terminal would act on (C1 controls, bidi controls: JSON escapes only C0)."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if shown(text, lines=True) != text:
+        text = json.dumps(data, indent=2)
+    sys.stdout.write(text + "\n")
 
 
 def read_body(text: str | None) -> str:

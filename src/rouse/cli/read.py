@@ -113,6 +113,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
     query = " ".join(args.query)
     within("--limit", args.limit, 1, MOST_LISTED)
+    notes: list[str] = []
     hits = recall.recall(
         tree_root(args),
         query,
@@ -121,7 +122,10 @@ def cmd_recall(args: argparse.Namespace) -> int:
         kind=args.kind,
         run_probes=probes_enabled(),
         mode=args.mode,
+        notes=notes,
     )
+    for note in notes:
+        print(f"rouse: {note}", file=sys.stderr)
     if args.json:
         emit_json([hit.to_json() for hit in hits])
     else:

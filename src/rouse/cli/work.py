@@ -8,6 +8,7 @@ import sys
 from rouse.cli.common import emit, emit_json, resolve_now, tree_root
 from rouse.core.errors import UsageError
 from rouse.core.home import stamp_key_path
+from rouse.core.layout import shown
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def cmd_work(args: argparse.Namespace) -> int:
 
     def say(line: str) -> None:  # (with --json, stdout is the JSON object's alone)
         if not args.quiet_output:
-            print(line, flush=True, file=sys.stderr if args.json else sys.stdout)
+            print(shown(line, lines=True), flush=True, file=sys.stderr if args.json else sys.stdout)
 
     worker = Worker(
         root,

@@ -114,6 +114,9 @@ class HeaderCache:
         self.changed: set[str] | None = None
         #: how to ask what changed since a token (None: the socket in .rouse/, if any)
         self.since: Since | None = None
+        #: whether the socket in .rouse/ may be asked at all (the sweeper's own walks
+        #: never do: a fake socket must not hide a due record from the one that wakes it)
+        self.ask_socket = True
         raw = read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")
@@ -290,7 +293,7 @@ class HeaderCache:
         self.changed, self.token_next = None, None
         since = self.since
         if since is None:
-            answer = fsmon.ask(self.root, self.token, self.secret)
+            answer = fsmon.ask(self.root, self.token, self.secret) if self.ask_socket else None
         else:
             answer = since(self.token)
         if answer is None:

@@ -11,8 +11,11 @@ Nothing here is taken on faith. The socket is used only when ``.rouse`` is a
 real directory (opened without following a link) and the socket in it is a
 real socket owned by us; on Linux the server must be our own user
 (``SO_PEERCRED``); the reply must echo a fresh random nonce of ours under a
-MAC keyed as the walk cache is (the stamp key's secret, when there is one);
-and the whole exchange must end within :data:`DEADLINE`. Anything else —
+MAC keyed as the walk cache is (the stamp key's secret, when there is one),
+and name the tree and the socket it answers for (:func:`binding`: the
+``.rouse`` directory's device and inode, the socket's inode and owner), so a
+watcher of another tree, its socket relayed into ours, is not believed even
+under the same key; and the whole exchange must end within :data:`DEADLINE`. Anything else —
 no socket, a link, a stranger's socket, a server that hangs or answers
 garbage — returns None, and the caller walks as it would without a sweeper.
 Only this module's :func:`ask` imports a socket module (``_socket``), and
@@ -48,19 +51,30 @@ def mac(secret: bytes | None, nonce: bytes, body: bytes) -> bytes:
     return keyed_mac(secret, b"rouse-fsmon-mac", nonce + b"\n" + body)
 
 
+def binding(state: os.stat_result, sock: os.stat_result) -> str:
+    """What a reply is bound to: the ``.rouse`` directory (device, inode) it was asked
+    through, and the socket (inode, owner) — the same on both sides only when the
+    watcher that answers is the one whose socket this is, in this tree."""
+    return f"{state.st_dev}:{state.st_ino}:{sock.st_ino}:{sock.st_uid}"
+
+
 def request(nonce: bytes, token: str | None) -> bytes:
     return b" ".join((PROTOCOL, nonce, (token or "-").encode())) + b"\n"
 
 
-def reply(secret: bytes | None, nonce: bytes, since: str | None, answer: Answer) -> bytes:
+def reply(
+    secret: bytes | None, nonce: bytes, since: str | None, answer: Answer, bound: str
+) -> bytes:
     """The server's reply: the protocol, the MAC, then the JSON body."""
     token, paths = answer
-    body = json.dumps({"since": since, "token": token, "paths": paths}).encode()
+    body = json.dumps({"since": since, "bound": bound, "token": token, "paths": paths}).encode()
     return b" ".join((PROTOCOL, mac(secret, nonce, body))) + b"\n" + body
 
 
-def parse(data: bytes, secret: bytes | None, nonce: bytes, since: str | None) -> Answer | None:
-    """A verified answer from ``data``, or None."""
+def parse(
+    data: bytes, secret: bytes | None, nonce: bytes, since: str | None, bound: str
+) -> Answer | None:
+    """A verified answer from ``data`` (for the tree and socket ``bound``), or None."""
     first, newline, body = data.partition(b"\n")
     parts = first.split(b" ")
     if not newline or len(parts) != 3 or b" ".join(parts[:2]) != PROTOCOL:
@@ -73,7 +87,7 @@ def parse(data: bytes, secret: bytes | None, nonce: bytes, since: str | None) ->
         state = json.loads(body)
     except ValueError:
         return None
-    if type(state) is not dict or state.get("since") != since:
+    if type(state) is not dict or state.get("since") != since or state.get("bound") != bound:
         return None
     token, paths = state.get("token"), state.get("paths")
     if type(token) is not str or not token:
@@ -110,12 +124,12 @@ def ask(root: object, token: str | None, secret: bytes | None) -> Answer | None:
             return None
         if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.getuid():
             return None
-        return _exchange(state, token, secret)
+        return _exchange(state, token, secret, binding(os.fstat(state), info))
     finally:
         os.close(state)
 
 
-def _exchange(state: int, token: str | None, secret: bytes | None) -> Answer | None:
+def _exchange(state: int, token: str | None, secret: bytes | None, bound: str) -> Answer | None:
     # the C module itself: ``socket`` (enums, selectors) costs ~4 ms more to import,
     # a twentieth of a warm pack, for a wrapper this needs none of
     import _socket
@@ -154,4 +168,4 @@ def _exchange(state: int, token: str | None, secret: bytes | None) -> Answer | N
         return None
     finally:
         conn.close()
-    return parse(b"".join(chunks), secret, nonce, token)
+    return parse(b"".join(chunks), secret, nonce, token, bound)

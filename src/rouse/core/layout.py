@@ -124,20 +124,27 @@ def name_problem(name: str, directory: bool = True) -> str | None:
     return None
 
 
-def shown(text: str) -> str:
-    """``text`` safe to print: control characters, line breaks, bidi controls and bytes
-    that were not UTF-8 become escapes (``\\n``, ``\\x1b``, ``\\xff``, ``\\u202e``);
-    a backslash is doubled only when something else was escaped."""
-    if text.isascii() and text.isprintable():
+def shown(text: str, lines: bool = False) -> str:
+    """``text`` safe to print: control characters (C0, C1, DEL: ESC, BEL, NUL…), line
+    breaks, bidi controls and bytes that were not UTF-8 become escapes (``\\n``,
+    ``\\x1b``, ``\\xff``, ``\\u202e``); a backslash is doubled only when something
+    else was escaped. ``lines``: text of many lines, whose newlines and tabs stay.
+
+    The one rule for every text rouse prints or writes that it did not make itself
+    (a header's value, a log line written by hand, a run's message, a webhook's reply).
+    """
+    probe = text.replace("\n", "").replace("\t", "") if lines else text
+    if probe.isprintable():  # (C speed: what is printable holds nothing to escape)
         return text
-    if not any(_bad_char(c) for c in text):
+    keep = "\n\t" if lines else ""
+    if not any(_bad_char(c) and c not in keep for c in probe):
         return text
     out = []
     for char in text.replace("\\", "\\\\"):
         code = ord(char)
         if 0xDC80 <= code <= 0xDCFF:
             out.append(f"\\x{code - 0xDC00:02x}")  # a byte that was not UTF-8
-        elif _bad_char(char):
+        elif _bad_char(char) and char not in keep:
             out.append(
                 char.encode("unicode_escape").decode("ascii") if code < 0xD800 else f"\\u{code:04x}"
             )

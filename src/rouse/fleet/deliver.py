@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 
 from rouse.core.errors import UsageError
+from rouse.core.layout import shown
 from rouse.fleet.claims import LEASE_SLACK, Claim, Claims, check_lease, clock
 from rouse.fleet.outcomes import Outcomes, Result
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
@@ -401,4 +402,4 @@ class Worker:
 
 
 def _stderr(line: str) -> None:
-    print(f"rouse deliver: {line}", file=sys.stderr, flush=True)
+    print(f"rouse deliver: {shown(line, lines=True)}", file=sys.stderr, flush=True)

@@ -304,8 +304,10 @@ class Index:
         vec = self.conn.execute("SELECT vec FROM vectors WHERE id = ?", (doc_id,)).fetchone()
         if vec is None:
             return True  # no vector: nothing by meaning to check
+        if not isinstance(vec[0], bytes):
+            return False  # not a vector (TEXT, say): the row is made again
         fresh = self.model.embed([doc.meaning_text()])[0]
-        return self.model.cosines(fresh, [bytes(vec[0])])[0] >= 0.999
+        return self.model.cosines(fresh, [vec[0]])[0] >= 0.999
 
     # -- searching --------------------------------------------------------------
 

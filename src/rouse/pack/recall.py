@@ -95,6 +95,7 @@ def recall(
     kind: str | None = None,
     run_probes: bool = True,
     mode: str | None = None,
+    notes: list[str] | None = None,
 ) -> list[Hit]:
     """Search the tree at ``root`` for ``query``; the best ``limit`` hits, best first.
 
@@ -103,17 +104,25 @@ def recall(
     ``mode``, a ``limit`` below 1, or a mode by meaning without the semantic
     extra. Demand probes named by the returned hits run (reusing readings
     within their ttl) unless ``run_probes`` is False or the probes file is not
-    trusted; then they read ``<unknown>``.
+    trusted; then they read ``<unknown>``. With no ``mode`` given, a semantic
+    model that cannot be read makes it recall by words, and says so in ``notes``.
     """
     words = query_words(query)
     if kind is not None and kind not in KINDS:
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    mode = mode or default_mode()
+    chosen, mode = mode, mode or default_mode()
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    model = semantic.load() if mode != "words" else None
+    try:
+        model = semantic.load() if mode != "words" else None
+    except UsageError as exc:
+        if chosen is not None:
+            raise  # asked for by meaning: a clear refusal
+        mode, model = "words", None
+        if notes is not None:
+            notes.append(f"recall by words only: {exc.render()}")
     reader = origins.origin_reader(root)
     tree = cached_walk(root, reader.cache_secret)
     with Index(root, model=model) as index:

@@ -293,4 +293,5 @@ def render_text(
     if data["warnings"]:
         out += ["", "warnings:"]
         out += [f"  {w}" for w in data["warnings"]]
-    return "\n".join(out) + "\n"
+    # what the tree's files say (a checkpoint, a header) never reaches a terminal raw
+    return layout.shown("\n".join(out) + "\n", lines=True)

@@ -119,8 +119,10 @@ def by_meaning(
 ) -> list[Match]:
     """Files whose vector is near ``query`` (``cosines(query, vectors)``), best first."""
     sql = "SELECT f.id, f.rel, f.kind, v.vec FROM vectors v JOIN files f ON f.id = v.id WHERE 1"
-    rows = _rows(conn, sql, [], kind)
-    scores = cosines(query, [bytes(row[3]) for row in rows])
+    # a vector is a BLOB; a row holding anything else (TEXT written by hand, a number)
+    # is no vector: skipped, as if it had none
+    rows = [row for row in _rows(conn, sql, [], kind) if isinstance(row[3], bytes)]
+    scores = cosines(query, [row[3] for row in rows])
     found = [
         Match(str(rel), str(doc_kind), 0, -score, doc_id=int(doc_id), meaning=score)
         for (doc_id, rel, doc_kind, _), score in zip(rows, scores, strict=True)

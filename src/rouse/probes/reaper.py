@@ -6,7 +6,9 @@ would outlive that kill, so on Linux rouse is a child subreaper while probes
 run: such a child comes back to rouse when its parent dies instead of going
 to init, and when the probes are done every process still in a probe's group
 or session, or adopted from below since the probes started, is killed and
-reaped. Other platforms get the group kill only.
+reaped. Other platforms get the group kill only. The kernel's side (the subreaper,
+``/proc``, killing and reaping) is :mod:`rouse.core.procs`, which the run
+supervisor uses too; which processes a batch of probes left is decided here.
 
 Process-wide state, shared by every batch of probes running in this process
 (the MCP server may run two at once): how many batches are live (rouse is a
@@ -19,82 +21,22 @@ from __future__ import annotations
 import _thread
 import contextlib
 import os
-import sys
-import time
+
+from rouse.core import procs
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
-    from collections.abc import Callable
     from pathlib import Path
 
     from rouse.probes.definitions import Probe
 
-_LINUX = sys.platform.startswith("linux")
-PR_SET_CHILD_SUBREAPER = 36
 SWEEP_SECONDS = 1.0  # the most one batch spends killing and reaping what its probes left
 _LOCK = _thread.allocate_lock()  # _thread, not threading: nothing to import on the pack's path
 _state: dict[str, int] = {"batches": 0, "adopting": 0}
 _leaders: set[int] = set()
-_prctl: list[Callable[..., int] | None] = []  # [] until looked up; [None] when unavailable
-
-
-def _set_subreaper(on: bool) -> bool:
-    """``prctl(PR_SET_CHILD_SUBREAPER, on)``; True when it took effect. Linux only.
-
-    ``ctypes`` is imported here, the first time probes run (about 2-3 ms), never
-    when the module is imported: a pack without probes does not pay for it.
-    """
-    if not _prctl:
-        call: Callable[..., int] | None = None
-        if _LINUX:
-            try:
-                import ctypes
-
-                function = ctypes.CDLL(None, use_errno=True).prctl
-                function.restype = ctypes.c_int
-                function.argtypes = [ctypes.c_int, *[ctypes.c_ulong] * 4]
-                call = function
-            except (ImportError, OSError, AttributeError):
-                call = None
-        _prctl.append(call)
-    found = _prctl[0]
-    return found is not None and found(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
-
-
-def _stat(pid: int | str) -> tuple[int, int, int] | None:
-    """``(ppid, pgid, sid)`` of a process, from ``/proc/PID/stat``."""
-    try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-        try:
-            data = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-    except OSError:
-        return None
-    # the command name is in parentheses and may hold anything: fields follow the last ')'
-    fields = data[data.rfind(b")") + 2 :].split()
-    try:  # state ppid pgrp session ...
-        return int(fields[1]), int(fields[2]), int(fields[3])
-    except (IndexError, ValueError):
-        return None
-
-
-def _processes() -> dict[int, tuple[int, int, int]]:
-    """Every process ``/proc`` shows, by pid."""
-    table = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return {}
-    for name in names:
-        if name.isdigit():
-            found = _stat(name)
-            if found is not None:
-                table[int(name)] = found
-    return table
 
 
 class Batch:
@@ -103,13 +45,13 @@ class Batch:
     def __init__(self) -> None:
         self.leaders: list[int] = []
         with _LOCK:
-            if _state["batches"] == 0 and _LINUX:
-                _state["adopting"] = int(_set_subreaper(True))
+            if _state["batches"] == 0 and procs.LINUX:
+                _state["adopting"] = int(procs.set_subreaper(True))
             _state["batches"] += 1
             self.adopting = bool(_state["adopting"])
         # our children before any probe starts (a harness's, another batch's): never swept
         me = os.getpid()
-        table = _processes() if self.adopting else {}
+        table = procs.processes() if self.adopting else {}
         self.before = {pid for pid, found in table.items() if found[0] == me}
 
     def start(self, root: Path, probe: Probe) -> subprocess.Popen[bytes] | None:
@@ -123,17 +65,17 @@ class Batch:
     def finish(self) -> None:
         """Kill and reap what the probes left behind, then unregister."""
         try:
-            if _LINUX and self.leaders:
-                _sweep(self)
+            if procs.LINUX and self.leaders:
+                procs.kill_and_reap(self.left_behind, SWEEP_SECONDS, _LOCK)
         finally:
             with _LOCK:
                 _leaders.difference_update(self.leaders)
                 _state["batches"] -= 1
                 if _state["batches"] == 0 and _state["adopting"]:
-                    _set_subreaper(False)
+                    procs.set_subreaper(False)
                     _state["adopting"] = 0
 
-    def left_behind(self, table: dict[int, tuple[int, int, int]]) -> set[int]:
+    def left_behind(self, table: procs.Table) -> set[int]:
         """Pids to kill: still in a probe's group or session, adopted from below since the
         batch started, and everything under those (or under a leader not yet reaped).
 
@@ -161,48 +103,6 @@ class Batch:
                     found.add(child)
                     stack.append(child)
         return found
-
-
-def _sweep(batch: Batch) -> None:
-    """Kill what ``batch`` left behind and reap the ones that are (or become) our children.
-
-    A killed process's own children come back to us once it dies, so this
-    rescans until a scan finds nothing (or :data:`SWEEP_SECONDS` pass).
-    """
-    import signal
-
-    deadline = time.monotonic() + SWEEP_SECONDS
-    me = os.getpid()
-    spared: set[int] = set()  # not ours to kill (another user's, say, after a setuid): left
-    while True:
-        with _LOCK:
-            table = _processes()
-            victims = batch.left_behind(table) - spared
-            for pid in victims:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except PermissionError:
-                    spared.add(pid)
-                except OSError:
-                    pass
-            victims -= spared
-        if not victims:
-            return
-        pending = {pid for pid in victims if table[pid][0] == me}
-        while True:
-            for pid in list(pending):
-                try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        pending.discard(pid)
-                except ChildProcessError:  # reaped by another batch's sweep
-                    pending.discard(pid)
-            if not pending or time.monotonic() >= deadline:
-                break
-            time.sleep(0.001)
-        if time.monotonic() >= deadline:
-            return
-        if not any(table[pid][0] == me for pid in victims):
-            time.sleep(0.001)  # only dying grandchildren: give their parents time to go
 
 
 def _start(root: Path, probe: Probe) -> subprocess.Popen[bytes] | None:

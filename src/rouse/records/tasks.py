@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, body, header
+from rouse.core import acts, body, header, layout
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp
@@ -41,7 +41,7 @@ def _status(data: bytes, rel: str) -> tuple[str, header.Header]:
 
 
 def _one_line(text: str, limit: int, what: str) -> str:
-    line = " ".join(text.split())
+    line = layout.shown(" ".join(text.split()))
     if not line:
         raise UsageError(f"the {what} is empty: say what happened")
     if len(line) > limit:
@@ -171,7 +171,8 @@ def requeue(root: Path, record: Record, now: datetime, why: str) -> bool:
 
 def result_line(result: str) -> str:
     """The run's final message as one log line's text: ``result: …``."""
-    return "result: " + (" ".join(result.split()) or "(the run gave no final message)")
+    said = layout.shown(" ".join(result.split()))  # (a NUL or an ESC never into the file)
+    return "result: " + (said or "(the run gave no final message)")
 
 
 def add_result(root: Path, record: Record, now: datetime, result: str) -> None:

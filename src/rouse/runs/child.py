@@ -1,9 +1,10 @@
 """A command started in its own process group, its output drained, its group stopped whole.
 
 Light on purpose: the run supervisor (:mod:`rouse.runs.supervisor`) starts
-once per run, so this imports nothing past ``os``, ``select``, ``signal`` and
-``time`` (no ``subprocess``: the child is forked and exec'd here). The exec sink's
-:mod:`rouse.runs.capture` drains a ``subprocess`` child with the same loop.
+once per run, so this imports nothing past ``os``, ``select``, ``signal``,
+``time`` and :mod:`rouse.core.procs` (no ``subprocess``: the child is forked
+and exec'd here). The exec sink's :mod:`rouse.runs.capture` drains a
+``subprocess`` child with the same loop.
 
 The output is a pipe read without blocking, of which the last MAX_OUTPUT
 bytes are kept; the command counts as finished when it exits (a helper still
@@ -15,6 +16,8 @@ from __future__ import annotations
 import os
 import select
 import time
+
+from rouse.core import procs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -128,13 +131,26 @@ class Child:
         self.code: int | None = None
 
     @classmethod
-    def spawn(cls, argv: Sequence[str], cwd: str, env: Mapping[str, str], stdin: int) -> Child:
+    def spawn(
+        cls,
+        argv: Sequence[str],
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: int,
+        keep: Sequence[int] = (),
+    ) -> Child:
         """Fork and exec ``argv`` (its executable a path: never looked up here) in ``cwd``,
-        ``stdin`` as its input, its output into a pipe. OSError when it cannot start."""
+        ``stdin`` as its input, its output into a pipe. OSError when it cannot start.
+
+        The command dies with the process that spawns it (SIGKILL, on Linux), and
+        inherits the descriptors ``keep`` (the run's locks: their flock is held as
+        long as the command, or anything it started, has them open)."""
         if "/" not in argv[0]:
             raise FileNotFoundError(2, "not found on PATH (absolute entries only)")
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()  # closed by a successful exec (both are close-on-exec)
+        parent = os.getpid()
+        procs.prepare()  # (prctl looked up here: the child imports nothing)
         try:
             pid = os.fork()
         except OSError:
@@ -144,6 +160,10 @@ class Child:
         if pid == 0:  # the child: nothing here may return or raise
             try:
                 os.setsid()
+                if not procs.die_with_parent(parent):
+                    os._exit(127)  # its supervisor is already gone: nothing to run for
+                for fd in keep:
+                    os.set_inheritable(fd, True)
                 os.chdir(cwd)
                 os.dup2(stdin, 0)
                 os.dup2(out_w, 1)

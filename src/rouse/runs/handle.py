@@ -24,11 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rouse.core import procs
 from rouse.core.errors import RouseError
 from rouse.runs.wire import Frames, WireError, frame
 
 #: How long a supervisor may take to start and answer (a loaded machine is slow).
 ANSWER_WITHIN = 60.0
+#: How long a run whose supervisor died may take to die of the SIGKILL its starter sends.
+ORPHAN_DIES_WITHIN = 5.0
 #: Where the supervisor is: run as a module, with the standard library only (``-S``).
 _COMMAND = (sys.executable, "-S", "-m", "rouse.runs.supervisor")
 
@@ -165,10 +168,15 @@ class Supervised:
         return self.ended
 
     def _orphaned(self) -> None:
-        """The supervisor died mid-run: kill the run's process group, if it started."""
+        """The supervisor died mid-run: kill the run's process group, if it started, and
+        wait (a few seconds at most) until it has died, so the locks it inherited are
+        free when this returns (unless something of it that left the group holds them)."""
         if self.run_pid is not None and self.run_pid > 1:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.run_pid, signal.SIGKILL)
+            end = time.monotonic() + ORPHAN_DIES_WITHIN
+            while procs.group_alive(self.run_pid) and time.monotonic() < end:
+                time.sleep(0.01)
             self.run_pid = None
 
     def wait(self) -> Ended:

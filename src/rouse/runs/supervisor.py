@@ -11,6 +11,11 @@ session of its own, it owns what must not die with its starter:
 - the run's deadline, and stopping it: its whole process group gets SIGTERM,
   then SIGKILL after a grace, at the deadline, when the watched record carries
   a ``cancel:`` stamp, or when the starter says ``stop`` (or sends SIGTERM);
+- the run's leftovers: it is a subreaper (Linux), and when the run ends, however
+  it ends, every process still below it is killed and reaped — a run ends with
+  everything it started. The run itself inherits the locks' descriptors and is
+  killed when the supervisor dies, so even a SIGKILL here never leaves a run
+  going without its lock held;
 - the run's log: a head the starter wrote, the exit and duration, the last
   64 KiB of output.
 
@@ -37,6 +42,7 @@ import select
 import sys
 import time
 
+from rouse.core import procs
 from rouse.runs.child import MAX_OUTPUT, Child, Output, drain_until_exit, signal
 from rouse.runs.wire import Frames, WireError, frame
 
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
 
 #: How often (seconds) the supervisor looks at the watched record and its starter.
 LOOK = 0.2
+#: The most (seconds) spent killing and reaping what a run left behind.
+LEFTOVERS = 5.0
 _OPEN = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 #: bytes of a watched record read to look for ``cancel`` (more than the header reader's
 #: 64 KiB, so a stamp it would see is never missed)
@@ -166,8 +174,12 @@ def _prompt_file(text: str) -> int:
     raise FileExistsError(17, f"no scratch file for the prompt in {scratch}")
 
 
-def run(spec: dict[str, Any], control: Control) -> dict[str, Any]:
-    """Start the run and supervise it to its end; the ``ended`` event's fields."""
+def run(spec: dict[str, Any], control: Control, held: list[int]) -> dict[str, Any]:
+    """Start the run and supervise it to its end; the ``ended`` event's fields.
+
+    The run inherits the locks ``held`` (so they stay taken while anything of it
+    lives, whatever kills this process) and dies with this process; when it
+    ends, everything it started is killed and reaped (see :func:`_sweep`)."""
     output = Output()
     started = time.monotonic()
     deadline = started + float(spec["timeout"])
@@ -175,7 +187,7 @@ def run(spec: dict[str, Any], control: Control) -> dict[str, Any]:
     try:
         stdin = _prompt_file(str(spec.get("prompt", "")))
         try:
-            child = Child.spawn(argv, spec["cwd"], spec["env"], stdin)
+            child = Child.spawn(argv, spec["cwd"], spec["env"], stdin, held)
         finally:
             os.close(stdin)
     except OSError as exc:
@@ -205,7 +217,19 @@ def run(spec: dict[str, Any], control: Control) -> dict[str, Any]:
         if child.poll() is None:
             child.stop_group(0.5)
         child.close()
+        _sweep()
     return finish(spec, output, None if stopped else code, time.monotonic() - started, stopped)
+
+
+def _sweep() -> None:
+    """Kill and reap every process still below this one: what the run left behind.
+
+    This process is a subreaper (see :func:`main`), so a child that left the
+    run's group (``setsid``, a daemon's double fork) came back to it when its
+    parent died: nothing the run started is out of reach (Linux; elsewhere
+    the group kill only)."""
+    me = os.getpid()
+    procs.kill_and_reap(lambda table: procs.descendants(table, me), LEFTOVERS)
 
 
 def finish(
@@ -294,7 +318,8 @@ def main() -> int:
     control.say(event="locked", pid=os.getpid())
     if control.next(None) != "go" or STOP[0]:
         return 0  # the starter changed its mind, or is gone: nothing ran
-    result = run(spec, control)
+    procs.set_subreaper(True)  # what the run leaves behind comes back here, to be killed
+    result = run(spec, control, held)
     control.say(**result)
     # keep the locks until the starter has recorded the result (or is gone)
     while not control.gone:

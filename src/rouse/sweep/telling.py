@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts
+from rouse.core import acts, layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.locks import sweeper_channels
 from rouse.core.store import Store
@@ -123,7 +123,7 @@ def tell(root: Path, ref: str, message: str, now: datetime) -> Told:
     told = Told(made.id, shown, record.dir, channel or None, now, goes(root, channel, now))
     first = text.split("\n", 1)[0]
     quoted = first if len(first) <= LOG_QUOTE else first[: LOG_QUOTE - 1] + "…"
-    via = f" via channel {channel}" if channel else ""
+    via = f" via channel {layout.shown(channel)}" if channel else ""
     line = f"- {format_stamp(now)}: told the owner{via} (tell {made.id}): {quoted}"
     try:
         store = Store(root)

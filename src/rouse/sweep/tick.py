@@ -124,6 +124,8 @@ class Sweeper(Leading):
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
+        # its own walks ask only its own watcher (sweep.watch), in process: never a socket
+        self.headers.ask_socket = False
         self.nudges = NudgeArchive(root)
         self.escalator = (
             Escalator(root, self.ledger, self.escalation, self, fence=self._fence)

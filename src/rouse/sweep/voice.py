@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from datetime import datetime
 
+from rouse.core.layout import shown
 from rouse.core.sweepstate import TIME_FORMAT
 from rouse.sweep.wake import Wake
 
@@ -59,4 +60,4 @@ def moment(value: datetime) -> str:
 
 
 def _stderr(line: str) -> None:
-    print(f"rouse sweep: {line}", file=sys.stderr, flush=True)
+    print(f"rouse sweep: {shown(line, lines=True)}", file=sys.stderr, flush=True)

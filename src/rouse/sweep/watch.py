@@ -84,6 +84,7 @@ class Watcher:
         self.fd = -1
         self.server: socket.socket | None = None
         self.bound: int | None = None  # the inode of the socket we made
+        self.binding = ""  # what our replies are bound to (rouse.core.fsmon.binding)
         self.thread: threading.Thread | None = None
         self._stop_r, self._stop_w = -1, -1
         self._add: ctypes._NamedFuncPointer | None = None
@@ -236,8 +237,8 @@ class Watcher:
             nonce, _, count = token.partition(":")
             if (
                 nonce != self.nonce
-                or not (count.isascii() and count.isdigit())
-                or not self.floor <= int(count)
+                or not (count.isascii() and count.isdigit() and len(count) < 20)
+                or not self.floor <= int(count) <= self.counter  # (ahead of us: forged)
             ):
                 return now, None
             since = int(count)
@@ -268,7 +269,9 @@ class Watcher:
             finally:
                 os.umask(old)
             server.listen(16)
-            self.bound = os.lstat(fsmon.SOCKET, dir_fd=fd).st_ino
+            made = os.lstat(fsmon.SOCKET, dir_fd=fd)
+            self.bound = made.st_ino
+            self.binding = fsmon.binding(os.fstat(fd), made)
             return server
         finally:
             os.close(fd)
@@ -313,7 +316,8 @@ class Watcher:
             return
         nonce, token = parts[2], parts[3].decode("ascii", "replace")
         since = None if token == "-" else token
-        conn.sendall(fsmon.reply(self.secret, nonce, since, self.changes_since(since)))
+        answer = self.changes_since(since)
+        conn.sendall(fsmon.reply(self.secret, nonce, since, answer, self.binding))
 
     def close(self) -> None:
         """Stop serving, remove our socket (only ours), stop watching."""

@@ -54,6 +54,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
                 f"chmod 600 {key.path}",
             )
         )
+    context_kinds = {c.rel: c.kind for c in tree.context}
     for file in _stamped_files(tree):
         verdict = reader.verdict(file)
         if verdict.state == "verified-v1":
@@ -79,12 +80,16 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
             )
         elif verdict.state in ("mismatch", "unsigned", "unreadable"):
             shown = verdict.written or "(none)"
+            kind = context_kinds.get(file.rel)
+            held = kind is not None and verdict.origin in quoted_origins(reader)
+            left_out = f" (the pack leaves this {kind} out)" if held else ""
             findings.append(
                 StampFinding(
                     "warn",
                     file.rel,
-                    f"origin {shown!r} does not verify: {verdict.why}; it reads as unknown — "
-                    "review the file, then re-stamp it from outside the agent",
+                    f"origin {shown!r} does not verify: {verdict.why}; it reads as unknown"
+                    f"{left_out} — review the file; if it is yours, vouch for it from outside "
+                    f"the agent: rouse stamp --origin owner {file.rel}",
                     file.header.line_of("origin"),
                 )
             )
