@@ -546,3 +546,21 @@ def test_a_notice_another_taker_holds_is_not_sent_by_the_sweeper_too(tree: Path)
     entries = {e.id: e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"}
     assert entries[taken].state == "held" and entries[taken].sink == "stdout"  # left to it
     assert entries[free].state == "delivered" and entries[free].sink == "file"
+
+
+def test_the_examples_of_init_are_never_work_only_the_user_s_own_tasks_run(
+    tmp_path: Path, standin: Path
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert main(["init", str(project)]) == 0
+    root = project / "memory"
+    example = f"{INTENTIONS}/example-stabilise-nightly-build/example-bisect-the-flaky-test"
+    assert fields(root, f"{example}/task.md")["status"] == "pending"
+    assert main(["--memory", str(root), "new", "intention", "ship-v2"]) == 0
+    assert main(["--memory", str(root), "new", "task", "write-notes", "--under", "ship-v2"]) == 0
+    # the README tour's line: a stand-in agent runs the user's task, never the example
+    assert work(root, "--run", "exec", "--", "sh", "-c", "cat >/dev/null; echo drafted") == 0
+    assert fields(root, f"{example}/task.md")["status"] == "pending"
+    assert not (root / example / "run.log").exists()
+    assert fields(root, f"{INTENTIONS}/ship-v2/write-notes/task.md")["status"] == "done"
