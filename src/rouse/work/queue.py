@@ -178,7 +178,7 @@ class TaskQueue:
         all the same)."""
         before = tasks.result_line(result) if result else None
         try:
-            lifecycle.close(self.root, record.dir, now, ending, why, before=before)
+            lifecycle.close(self.root, record.dir, now, ending, why, before=before, by_worker=True)
         except UsageError as exc:  # ended by hand meanwhile, or moved into the future
             self.say(f"{record.id}: not ended {ending}: {exc}")
             if result:  # (if it cannot be written either, run.log has the output)
