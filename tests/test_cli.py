@@ -860,3 +860,16 @@ def test_a_bad_time_names_every_accepted_form(home: Path, args: list[str]) -> No
     for form in forms:
         assert form in line, (form, line)
     assert not (home / "inventory/reminders/call-bob").exists()
+
+
+def test_due_until_next_week_on_a_sunday_covers_the_coming_week(home: Path) -> None:
+    """Issue 34, item 10: a forecast's "next week" is the whole coming week, not its
+    Monday 09:00 (2026-03-15 is a Sunday)."""
+    made = rouse(
+        home, "remind", "standup", "--every", "weekdays 09:00", "--now", "2026-03-15 10:00"
+    )
+    assert made.returncode == 0, made.stderr
+    ahead = rouse(home, "due", "--json", "--now", "2026-03-15 10:00", "--until", "next week")
+    assert ahead.returncode == 0, ahead.stderr
+    days = [i["due_at"][:10] for i in json.loads(ahead.stdout) if i["record"] == "reminder/standup"]
+    assert days == [f"2026-03-{d}" for d in (16, 17, 18, 19, 20)]

@@ -150,7 +150,7 @@ def cmd_due(args: argparse.Namespace) -> int:
     now = resolve_now(args)
     if args.until:
         try:
-            until = parse_when(args.until, now)
+            until = parse_when(args.until, now, end=True)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
         return _forecast(args, now, until)
