@@ -565,3 +565,24 @@ def test_the_examples_of_init_are_never_work_only_the_user_s_own_tasks_run(
     assert fields(root, f"{example}/task.md")["status"] == "pending"
     assert not (root / example / "run.log").exists()
     assert fields(root, f"{INTENTIONS}/ship-v2/write-notes/task.md")["status"] == "done"
+
+
+def test_status_knows_the_worker_runs_during_its_first_round(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34, item 7: the worker says it is there before its first round ends."""
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "60")
+    worker = rouse(tree, "work", "--once", "--run", "exec", "--", "agent")
+    try:
+        wait_for(lambda: fields(tree).get("status") == "running" and calls(standin))
+        done = subprocess.run(
+            [sys.executable, "-m", "rouse", "--memory", str(tree), "status"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert f"task worker: running pid {worker.pid}" in done.stdout, done.stdout
+    finally:
+        assert main(["--memory", str(tree), "cancel", "notes"]) == 0
+        assert worker.wait(timeout=60) == 0
