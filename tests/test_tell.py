@@ -473,3 +473,17 @@ def test_the_run_prompt_teaches_tell(tree: Path) -> None:
         Path(__file__).parents[1] / "src/rouse/records/skeleton/entrypoint/rouse.md"
     ).read_text()
     assert "rouse tell REF" in guide
+
+
+def test_a_tell_no_known_sweeper_can_deliver_waits_at_once(tree: Path) -> None:
+    """Issue 34, item 7: after a ``sweep --once`` with no channel, no sweeper runs; a tell
+    says it waits (not "the running sweeper"), and ``status --check`` fails at once."""
+    swept = rouse(tree, "sweep", "--once", "-q")
+    assert swept.returncode == 0, swept.stderr
+    done = rouse(tree, "tell", "ship", "The release slips.")
+    assert done.returncode == 0, done.stderr
+    assert "waits" in done.stdout and "running sweeper" not in done.stdout
+    assert "--notify" in done.stdout
+    assert [row["state"] for row in tells(tree)] == ["waiting"]
+    check = rouse(tree, "status", "--check")
+    assert check.returncode == 1 and "wait" in check.stderr

@@ -34,6 +34,7 @@ from rouse.sweep.ledger.tells import Outreach, for_person, outreach
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
+from rouse.sweep.telling import waiting_reason
 from rouse.sweep.voice import ERRORS, Voice, moment
 from rouse.sweep.wake import Wake
 
@@ -147,11 +148,7 @@ class Teller:
         sink, label, warning = self.channels.route(row["channel"])
         what = f"tell {row['id']} about {row['record']}"
         if sink is None:
-            why = (
-                f"no channel {row['channel']!r} and no default (--notify)"
-                if row["channel"]
-                else "no default channel (--notify)"
-            )
+            why = waiting_reason(row["channel"])
             if row["state"] != "waiting" or row["error"] != why:
                 self.ledger.tell_waits(row["id"], why)
                 self.voice.say(f"{moment(now)} {what} waits: {why}", ERRORS)
