@@ -32,7 +32,13 @@ CHANNEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}\Z")
 #: How much of the message the record's log quotes.
 LOG_QUOTE = 80
 __all__ = [
-    *("CHANNEL_RE", "ID_RE", "MAX_MESSAGE", "Told", "check_message", "goes", "tell"),
+    "CHANNEL_RE",
+    "ID_RE",
+    "MAX_MESSAGE",
+    "Told",
+    "check_message",
+    "goes",
+    "tell",
     "waiting_reason",
 ]
 
