@@ -82,6 +82,14 @@ def test_init_lays_examples_and_prints_the_agent_line(tmp_path: Path) -> None:
     assert (root / ".gitignore").read_text().strip() == ".rouse/"
     slugs = {p.parent.name if p.name.endswith("ion.md") else p.stem for p in root.rglob("*.md")}
     assert any(s.startswith("example-") or "example-" in s for s in slugs)
+    # the line is committed with the project: relative to it, as docs/wiring.md words it
+    (line,) = [ln for ln in done.stdout.splitlines() if "before writing memory" in ln]
+    assert line.strip() == (
+        "At the start of every session run `rouse pack` and treat its output as your memory; "
+        "before writing memory, read `memory/entrypoint/rouse.md`."
+    )
+    wiring = (Path(__file__).parent.parent / "docs/wiring.md").read_text()
+    assert " ".join(line.split()) in " ".join(wiring.replace('"', " ").split())
 
 
 def test_init_makes_one_commit_in_its_own_repository(home: Path) -> None:

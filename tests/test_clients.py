@@ -580,3 +580,16 @@ def test_gemini_a_wake_between_two_prompts_of_an_open_session_reaches_the_second
         assert sent.count(WOKE) == 1  # (the second prompt's, in the history)
     finally:
         talk.close()
+
+
+def test_gemini_gives_the_pack_in_a_checkout_whose_path_holds_a_space(
+    tmp_path: Path, model: Model
+) -> None:
+    """Issue 34, item 5: Gemini CLI writes its own shell-quoted path in place of a bare
+    ``$GEMINI_PROJECT_DIR``; inside the hook's double quotes those quotes were kept, and a
+    teammate's checkout at a path with a space got no pack."""
+    machine = Machine(tmp_path / "team mate", model)
+    machine.rouse_on_path = True
+    machine.wire(gemini=True)
+    sent = gemini(machine, machine.project)
+    assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent

@@ -124,6 +124,11 @@ def tree_arg(w: Wiring, kind: str) -> str:
         return shlex.quote(w.tree_ref)
     ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     ref = ref.replace("`", "\\`")
+    if kind == "gemini":
+        # Gemini CLI writes the project's path, shell-quoted, in place of a bare
+        # $GEMINI_PROJECT_DIR; inside these double quotes its quotes would be kept (a path
+        # with a space then names no folder). It leaves ${…} alone: the shell expands it.
+        return f'"${{{variable}}}/{ref}"'
     return f'"${variable}/{ref}"'
 
 
