@@ -22,7 +22,7 @@ import pytest
 import rouse
 from conftest import INTENTIONS, NOTES, NOW
 from rouse.agents.mcp_tools import ADD_TYPES, ENDINGS, Tools
-from rouse.core import clock
+from rouse.core import clock, extras
 from rouse.core.errors import UsageError
 from rouse.records.scaffold import init
 from rouse.trust import stamp as stamping
@@ -477,7 +477,7 @@ def test_rouse_mcp_without_the_extra_says_how_to_install_it(memory: Path) -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
-    assert "pipx install 'rouse-memory[mcp]'" in done.stderr
+    assert extras.install_hint("mcp") in done.stderr
 
 
 def test_client_reads_the_pack_and_the_due_list_as_resources(memory: Path, no_key: Path) -> None:

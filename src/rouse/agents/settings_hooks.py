@@ -55,7 +55,7 @@ CANNOT_RUN = (
 #: The same line for a hook in a file meant to be committed, which calls rouse by name only.
 CANNOT_RUN_SHARED = (
     "rouse: no memory pack this session: this project's hook runs `rouse`, which is not on "
-    "PATH here: install it (pipx install rouse-memory) where the agent can find it"
+    "PATH here: install it where the agent can find it (in a clone of rouse: pipx install .)"
 )
 #: Codex previews a hook's ``additionalContext`` past a per-hook limit in tokens (2,500 by
 #: default, counted as bytes / 4); the hook sets its own, so that a pack of 10,000

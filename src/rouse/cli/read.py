@@ -325,7 +325,7 @@ def args_recall(sub: argparse.ArgumentParser) -> None:
         choices=("words", "meaning", "both"),
         metavar="MODE",
         help="words (full-text), meaning (the semantic extra's model) or both (default: "
-        "both when rouse-memory[semantic] is installed, words otherwise)",
+        "both when the semantic extra is installed, words otherwise)",
     )
     sub.add_argument("--json", action="store_true", help="a JSON array of hits, best first")
 
