@@ -159,6 +159,9 @@ def test_a_pending_task_runs_once_in_its_directory_and_ends_done_with_its_result
     assert f"rouse --memory {tree} checkpoint {TASK_DIR}" in prompt
     assert "intention/ship" in prompt and "closes-when: version 2 is on PyPI" in prompt
     assert "repo: ~/src/app" in prompt and "category: docs" in prompt
+    # issue 34 item 8: no session hook runs for a task's run, whatever CLAUDE.md says
+    assert "no memory pack was given to you" in prompt
+    assert f"rouse --memory {tree} pack" in prompt
     env = call["env"]
     assert isinstance(env, dict)
     assert env["ROUSE_TASK"] == TASK_DIR and env["ROUSE_REPO"] == "~/src/app"
