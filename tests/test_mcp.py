@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -307,6 +308,12 @@ def test_client_lists_the_tools_with_hints(memory: Path, no_key: Path) -> None:
     assert set(seen["add"].input_schema["required"]) == {"kind", "slug"}
     assert set(seen["tell"].input_schema["required"]) == {"ref", "message"}
     assert seen["tell"].annotations.open_world_hint is True  # it reaches a person
+    # issue 34, item 11: docs/wiring.md §7 names every tool the server offers, no other
+    wiring = (Path(__file__).resolve().parent.parent / "docs/wiring.md").read_text()
+    section = wiring.split("## 7. ", 1)[1].split("\n## ", 1)[0]
+    intro = " ".join(section.split("`rouse wire --mcp`", 1)[0].split())
+    listed = set(re.findall(r"`([a-z]+)`", intro.split(" as tools: ", 1)[1].split(". ", 1)[0]))
+    assert listed == set(seen)
 
 
 def test_client_sees_the_version_parameter_descriptions_and_enums(

@@ -1068,3 +1068,42 @@ def test_gemini_hooks_merge_into_the_projects_settings(project: Path, home: Path
     run_wire(project, home, remove=True)
     assert json.loads(settings.read_text()) == {"model": {"name": "x"}}
     assert (project / "GEMINI.md").read_text() == "# Gemini\n"
+
+
+def test_remove_takes_away_the_hook_files_rouse_made_and_left_empty(
+    project: Path, home: Path
+) -> None:
+    """Issue 34, item 11: no ``{}`` left behind in files (and folders) rouse created."""
+    settings = project / ".gemini/settings.json"
+    run_wire(project, home, codex_hooks=True, gemini=True, claude_hooks=True)
+    made = [project / ".codex/hooks.json", settings, project / ".claude/settings.local.json"]
+    assert all(path.is_file() for path in made)
+    done = run_wire(project, home, remove=True).done
+    for path in made:
+        assert not path.exists(), path
+        assert any(f"removed {path}" in line for line in done), done
+    assert not (project / ".codex").exists() and not (project / ".gemini").exists()
+    # a file that holds anything else keeps it
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"model": {"name": "x"}}))
+    run_wire(project, home, gemini=True)
+    run_wire(project, home, remove=True)
+    assert json.loads(settings.read_text()) == {"model": {"name": "x"}}
+
+
+def test_the_local_claude_settings_are_left_out_of_git(project: Path, home: Path) -> None:
+    """Issue 34, item 11: the hooks' file is this machine's: ``git status`` stays clean."""
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    done = run_wire(project, home, claude_hooks=True).done
+    assert any(".git/info/exclude" in line for line in done), done
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".claude/settings.local.json" not in status and "memory/" in status
+    run_wire(project, home, claude_hooks=True)  # again: the line is not added twice
+    lines = (project / ".git/info/exclude").read_text().splitlines()
+    assert lines.count("/.claude/settings.local.json") == 1

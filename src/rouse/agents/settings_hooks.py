@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH, context_json
-from rouse.agents.wiring import Wired, Wiring, update_file
+from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statefile import decode
 
@@ -363,6 +363,9 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         prompt,
         hook_command(w, "claude", executable, STOP, shared),
     )
+    if w.project is not None and target.name == Path(CLAUDE_LOCAL).name:
+        excluded = exclude_locally(w.project, CLAUDE_LOCAL)
+        result.done += [excluded] if excluded else []
 
 
 def codex_notes(w: Wiring) -> list[str]:
