@@ -14,6 +14,12 @@ CLIENTS         := $(VENV)/clients
 CLIENTS_STAMP   := $(CLIENTS)/.installed
 CLIENT_PACKAGES := @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0 @google/gemini-cli@0.61.0 \
                    opencode-ai@1.18.33
+# A second pinned set, in its own prefix: the Claude Code release people run today
+# (`npm view @anthropic-ai/claude-code version`), proven beside the pin above by the
+# tests marked for both (the pack, the prompt hook, the idle wake, the MCP server).
+CLIENTS_CURRENT         := $(VENV)/clients-current
+CLIENTS_CURRENT_STAMP   := $(CLIENTS_CURRENT)/.installed
+CLIENT_PACKAGES_CURRENT := @anthropic-ai/claude-code@2.1.332
 
 .PHONY: demo test lint typecheck pytest clients bench clean
 
@@ -73,9 +79,16 @@ $(CLIENTS_STAMP): Makefile
 		echo "node/npm not found: tests/test_clients.py will be skipped"; \
 	fi
 
-clients: $(STAMP) $(CLIENTS_STAMP)
+$(CLIENTS_CURRENT_STAMP): Makefile
+	@if command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1; then \
+		mkdir -p $(CLIENTS_CURRENT) && \
+		npm install --prefix $(CLIENTS_CURRENT) --no-audit --no-fund --loglevel=error \
+			$(CLIENT_PACKAGES_CURRENT) && touch $@; \
+	fi
 
-pytest: $(STAMP) $(CLIENTS_STAMP)
+clients: $(STAMP) $(CLIENTS_STAMP) $(CLIENTS_CURRENT_STAMP)
+
+pytest: $(STAMP) $(CLIENTS_STAMP) $(CLIENTS_CURRENT_STAMP)
 	$(BIN)/pytest
 
 test: lint typecheck pytest

@@ -28,6 +28,14 @@ from rouse.records.scaffold import init
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = Path(os.environ.get("ROUSE_TEST_CLIENTS") or ROOT / ".venv" / "clients")
 BIN = CLIENTS / "node_modules" / ".bin"
+#: The Claude Code release people run today, beside the pin (the Makefile's second set).
+CLIENTS_CURRENT = Path(
+    os.environ.get("ROUSE_TEST_CLIENTS_CURRENT") or ROOT / ".venv" / "clients-current"
+)
+CLAUDE = {
+    "pinned": BIN / "claude",
+    "current": CLIENTS_CURRENT / "node_modules" / ".bin" / "claude",
+}
 PACK_HEADER = "standing truth (context layers"  # once in every pack with context
 WOKE = "woke you since your last prompt"  # once in what the prompt hook injects
 
@@ -186,6 +194,8 @@ class Machine:
         self.rouse_bin.mkdir()
         (self.rouse_bin / "rouse").symlink_to(self.rouse)
         self.rouse_on_path = False
+        self.claude = CLAUDE["pinned"]  # which Claude Code release runs (CLAUDE)
+        self.extra_env: dict[str, str] = {}  # a test's own additions to the clients' env
         self.global_tree = self.tree(self.home / ".rouse", "GLOBAL-MARK")
         self.tree(self.project / "memory", "PROJECT-MARK")
         gemini = self.home / ".gemini"  # the API key's auth, chosen once as `gemini` asks
@@ -245,6 +255,7 @@ class Machine:
             "GEMINI_API_KEY": "dummy",
             "GOOGLE_GEMINI_BASE_URL": self.model.url,
             "GEMINI_CLI_TRUST_WORKSPACE": "true",  # as trusting the folder does
+            **self.extra_env,
         }
 
     def run(self, args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -351,3 +351,26 @@ def test_a_given_up_wake_is_aged_at_give_up(tree: Path, tmp_path: Path) -> None:
     (name,) = standing(tree)
     head = (tree / ".rouse" / "nudges" / name).read_text().splitlines()[0]
     assert head == "intention/ship — nudge 1, last moved yesterday", head  # not "3h ago"
+
+
+def test_the_log_tells_an_unanswered_run_from_an_answered_one(tree: Path, tmp_path: Path) -> None:
+    """Issue 34, item 7: the run's verdict stays in ``rouse log``."""
+    ok(tree, "remind", "call", "--due", T, "--body", "Call Ana.", "--now", T)
+    ok(tree, "remind", "water", "--due", T, "--body", "Water the plants.", "--now", T)
+    idle = agent_that_does_nothing(tmp_path)
+    answering = tmp_path / "answering-agent"
+    answering.write_text(
+        f"#!/bin/sh\ncat >/dev/null\n{sys.executable} -m rouse --memory {tree} "
+        f"close water --done --now '{at(1)}' >/dev/null\n"
+    )
+    answering.chmod(0o755)
+    ok(tree, "close", "call", "--dropped", "later", "--now", T)  # only water wakes first
+    ok(tree, "sweep", "--once", "--now", at(1), "-q", "--run", "exec", "--run-cmd", str(answering))
+    ok(tree, "remind", "call2", "--due", at(2), "--body", "Call Ana.", "--now", at(2))
+    ok(tree, "sweep", "--once", "--now", at(3), "-q", "--run", "exec", "--run-cmd", str(idle))
+    log = ok(tree, "log").splitlines()
+    water = next(i for i, line in enumerate(log) if "reminder/water" in line)
+    call2 = next(i for i, line in enumerate(log) if "reminder/call2" in line)
+    assert "answered 1 of 1" in log[water + 1]
+    assert "unanswered" in log[call2] and "delivered" not in log[call2]
+    assert "not answered" in log[call2 + 1] and "run " in log[call2 + 1]

@@ -82,6 +82,14 @@ def test_init_lays_examples_and_prints_the_agent_line(tmp_path: Path) -> None:
     assert (root / ".gitignore").read_text().strip() == ".rouse/"
     slugs = {p.parent.name if p.name.endswith("ion.md") else p.stem for p in root.rglob("*.md")}
     assert any(s.startswith("example-") or "example-" in s for s in slugs)
+    # the line is committed with the project: relative to it, as docs/wiring.md words it
+    (line,) = [ln for ln in done.stdout.splitlines() if "before writing memory" in ln]
+    assert line.strip() == (
+        "At the start of every session run `rouse pack` and treat its output as your memory; "
+        "before writing memory, read `memory/entrypoint/rouse.md`."
+    )
+    wiring = (Path(__file__).parent.parent / "docs/wiring.md").read_text()
+    assert " ".join(line.split()) in " ".join(wiring.replace('"', " ").split())
 
 
 def test_init_makes_one_commit_in_its_own_repository(home: Path) -> None:
@@ -860,3 +868,16 @@ def test_a_bad_time_names_every_accepted_form(home: Path, args: list[str]) -> No
     for form in forms:
         assert form in line, (form, line)
     assert not (home / "inventory/reminders/call-bob").exists()
+
+
+def test_due_until_next_week_on_a_sunday_covers_the_coming_week(home: Path) -> None:
+    """Issue 34, item 10: a forecast's "next week" is the whole coming week, not its
+    Monday 09:00 (2026-03-15 is a Sunday)."""
+    made = rouse(
+        home, "remind", "standup", "--every", "weekdays 09:00", "--now", "2026-03-15 10:00"
+    )
+    assert made.returncode == 0, made.stderr
+    ahead = rouse(home, "due", "--json", "--now", "2026-03-15 10:00", "--until", "next week")
+    assert ahead.returncode == 0, ahead.stderr
+    days = [i["due_at"][:10] for i in json.loads(ahead.stdout) if i["record"] == "reminder/standup"]
+    assert days == [f"2026-03-{d}" for d in (16, 17, 18, 19, 20)]

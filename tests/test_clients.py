@@ -30,6 +30,7 @@ import pytest
 
 from clients_support import (
     BIN,
+    CLAUDE,
     CLIENTS,
     PACK_HEADER,
     WOKE,
@@ -53,10 +54,19 @@ def model() -> Iterator[Model]:
 
 
 @pytest.fixture
-def machine(tmp_path: Path, model: Model) -> Machine:
+def machine(request: pytest.FixtureRequest, tmp_path: Path, model: Model) -> Machine:
     if not all((BIN / name).exists() for name in ("claude", "codex", "gemini")):
         pytest.fail(f"the agents' CLIs are not installed in {CLIENTS}: run `make clients`")
-    return Machine(tmp_path, model)
+    made = Machine(tmp_path, model)
+    release = getattr(request, "param", "pinned")  # (BOTH_CLAUDES: the pin and today's)
+    made.claude = CLAUDE[release]
+    if not made.claude.exists():
+        pytest.fail(f"Claude Code ({release}) is not installed at {made.claude}: `make clients`")
+    return made
+
+
+#: Run a Claude Code test with the pinned release and with the one people run today.
+BOTH_CLAUDES = pytest.mark.parametrize("machine", ["pinned", "current"], indirect=True)
 
 
 # -- Claude Code --------------------------------------------------------------
@@ -64,7 +74,7 @@ def machine(tmp_path: Path, model: Model) -> Machine:
 
 def claude(machine: Machine, cwd: Path, *extra: str) -> list[dict[str, Any]]:
     """One `claude -p` session; its stream-json events."""
-    args = [str(BIN / "claude"), "-p", "hi", "--output-format", "stream-json", "--verbose"]
+    args = [str(machine.claude), "-p", "hi", "--output-format", "stream-json", "--verbose"]
     done = machine.run([*args, *extra], cwd)
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
@@ -77,6 +87,7 @@ def session_start_outputs(events: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+@BOTH_CLAUDES
 def test_claude_gets_one_pack_per_session_and_a_fresh_one_on_resume(machine: Machine) -> None:
     machine.rouse_on_path = True  # the team's .claude/settings.json calls rouse by name
     machine.wire(machine.global_tree, claude_hooks=True)  # ~/.claude/settings.json
@@ -122,7 +133,7 @@ class Conversation:
     """One open `claude -p` session fed its prompts one at a time (stream-json on stdin)."""
 
     def __init__(self, machine: Machine, **env: str) -> None:
-        args = [str(BIN / "claude"), "-p", "--input-format", "stream-json"]
+        args = [str(machine.claude), "-p", "--input-format", "stream-json"]
         args += ["--output-format", "stream-json", "--verbose"]
         self.proc = subprocess.Popen(
             args,
@@ -185,6 +196,7 @@ def waiter(machine: Machine, session: str, not_pid: int = 0) -> int:
         time.sleep(0.05)
 
 
+@BOTH_CLAUDES
 def test_an_idle_session_is_woken_by_each_wake_once_and_by_nothing_else(
     machine: Machine,
 ) -> None:
@@ -225,6 +237,7 @@ def test_an_idle_session_is_woken_by_each_wake_once_and_by_nothing_else(
         os.kill(third, 0)
 
 
+@BOTH_CLAUDES
 def test_a_wake_between_two_prompts_reaches_the_second_only(machine: Machine) -> None:
     machine.wire(claude_hooks=True)
     talk = Conversation(machine, ROUSE_STOP_WAIT="off")  # no idle wake: the next prompt's
@@ -580,3 +593,46 @@ def test_gemini_a_wake_between_two_prompts_of_an_open_session_reaches_the_second
         assert sent.count(WOKE) == 1  # (the second prompt's, in the history)
     finally:
         talk.close()
+
+
+def test_gemini_gives_the_pack_in_a_checkout_whose_path_holds_a_space(
+    tmp_path: Path, model: Model
+) -> None:
+    """Issue 34, item 5: Gemini CLI writes its own shell-quoted path in place of a bare
+    ``$GEMINI_PROJECT_DIR``; inside the hook's double quotes those quotes were kept, and a
+    teammate's checkout at a path with a space got no pack."""
+    machine = Machine(tmp_path / "team mate", model)
+    machine.rouse_on_path = True
+    machine.wire(gemini=True)
+    sent = gemini(machine, machine.project)
+    assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent
+
+
+@BOTH_CLAUDES
+def test_claude_starts_the_rouse_mcp_server_and_offers_the_model_its_tools(
+    machine: Machine,
+) -> None:
+    """Issue 34, item 12: the MCP server, registered as `rouse wire --mcp` prints, starts
+    under each release and every tool it offers reaches what the model is sent."""
+    from rouse.agents.mcp import DESCRIPTIONS
+
+    config = machine.home / "mcp.json"
+    server = {
+        "command": machine.rouse,
+        "args": ["mcp", "--memory", str(machine.project / "memory")],
+    }
+    config.write_text(json.dumps({"mcpServers": {"rouse": server}}))
+    # `claude -p` sends its first request before MCP servers connect unless told to wait
+    machine.extra_env["MCP_CONNECTION_NONBLOCKING"] = "false"
+    events = claude(machine, machine.project, "--mcp-config", str(config), "--strict-mcp-config")
+    (init,) = [e for e in events if e.get("subtype") == "init"]
+    servers = {s["name"]: s["status"] for s in init["mcp_servers"]}
+    assert servers == {"rouse": "connected"}, init["mcp_servers"]
+    asked = [r["body"] for r in machine.model.requests if "/v1/messages" in r["path"]]
+    sent = [str(tool.get("name", "")) for tool in asked[-1].get("tools", [])]
+    if not any(name.startswith("mcp__") for name in sent):
+        # later releases defer MCP tools behind their tool search: the model finds them
+        # there, so the session's list of tools is what it can reach
+        sent = [str(name) for name in init["tools"]]
+    offered = {n.removeprefix("mcp__rouse__") for n in sent if n.startswith("mcp__rouse__")}
+    assert offered == set(DESCRIPTIONS)

@@ -50,6 +50,26 @@ MONDAY = datetime(2026, 3, 16, 8, 0)
         ("next week", NOW, datetime(2026, 3, 16, 9, 0)),
         ("next week", MONDAY, datetime(2026, 3, 23, 9, 0)),
         ("next week 14:00", NOW, datetime(2026, 3, 16, 14, 0)),
+        # people's words (issue 34 item 10): parts of a day, month names, a date and 10am
+        ("tomorrow morning", NOW, datetime(2026, 3, 15, 9, 0)),
+        ("tomorrow afternoon", NOW, datetime(2026, 3, 15, 14, 0)),
+        ("friday evening", NOW, datetime(2026, 3, 20, 18, 0)),
+        ("Friday, evening", NOW, datetime(2026, 3, 20, 18, 0)),
+        ("tonight", NOW, datetime(2026, 3, 14, 20, 0)),
+        ("evening", NOW, datetime(2026, 3, 14, 18, 0)),  # a part of a day alone: the next one
+        ("morning", NOW, datetime(2026, 3, 15, 9, 0)),
+        ("eod", NOW, datetime(2026, 3, 14, 17, 0)),
+        ("end of day", NOW, datetime(2026, 3, 14, 17, 0)),
+        ("tomorrow eod", NOW, datetime(2026, 3, 15, 17, 0)),
+        ("tomorrow end of day", NOW, datetime(2026, 3, 15, 17, 0)),
+        ("dec 24", NOW, datetime(2026, 12, 24, 9, 0)),
+        ("24 dec", NOW, datetime(2026, 12, 24, 9, 0)),
+        ("December 24 10am", NOW, datetime(2026, 12, 24, 10, 0)),
+        ("24 dec evening", NOW, datetime(2026, 12, 24, 18, 0)),
+        ("mar 14", NOW, datetime(2027, 3, 14, 9, 0)),  # today, like a weekday: the next one
+        ("mar 14 17:00", NOW, datetime(2026, 3, 14, 17, 0)),  # a time later today: today
+        ("2026-12-24 10am", NOW, datetime(2026, 12, 24, 10, 0)),
+        ("2026-12-24 eod", NOW, datetime(2026, 12, 24, 17, 0)),
     ],
 )
 def test_human_forms(text: str, now: datetime, expected: datetime) -> None:
@@ -83,6 +103,15 @@ def test_the_forms_of_today_still_read(text: str, expected: datetime) -> None:
         ("in forever", "not an interval"),
         ("mon 9am 10am", "one time"),
         ("", "not a time"),
+        ("dec", "day of the month"),
+        ("dec 32", "not a date"),
+        ("feb 30", "not a date"),
+        ("dec 24 25", "one day of the month"),
+        ("dec 24 fri", "one day"),
+        ("morning evening", "one time"),
+        ("tomorrow 9am morning", "one time"),
+        ("2026-13-01 10am", "not a date"),
+        ("2026-12-24 25:00", "not a time of day"),
     ],
 )
 def test_ambiguous_or_unknown_words_are_refused_with_the_forms(text: str, why: str) -> None:
@@ -95,9 +124,39 @@ def test_ambiguous_or_unknown_words_are_refused_with_the_forms(text: str, why: s
 
 
 def test_the_accepted_forms_are_listed_once() -> None:
-    for form in ("monday", "mon 9am", "tomorrow 09:00", "today 17:30", "in 2h", "next week"):
+    for form in (
+        *("monday", "mon 9am", "tomorrow 09:00", "today 17:30", "in 2h", "next week"),
+        *("tomorrow morning", "tonight", "eod", "end of day", "dec 24", "24 dec", "10am"),
+    ):
         assert form in HUMAN_FORMS
     assert HUMAN_FORMS in WHEN_FORMS
+
+
+def test_tonight_once_it_has_passed_is_refused_not_moved_to_tomorrow() -> None:
+    with pytest.raises(ValueError, match="tonight"):
+        parse_when("tonight", datetime(2026, 3, 14, 21, 0))
+
+
+SUNDAY = datetime(2026, 3, 15, 10, 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "now", "expected"),
+    [
+        ("next week", SUNDAY, datetime(2026, 3, 22, 23, 59)),  # the whole coming week
+        ("next week", MONDAY, datetime(2026, 3, 29, 23, 59)),
+        ("tomorrow", NOW, datetime(2026, 3, 15, 23, 59)),
+        ("friday", NOW, datetime(2026, 3, 20, 23, 59)),
+        ("dec 24", NOW, datetime(2026, 12, 24, 23, 59)),
+        ("tomorrow 09:00", NOW, datetime(2026, 3, 15, 9, 0)),  # a time given is kept
+        ("in 2h", NOW, datetime(2026, 3, 14, 14, 0)),
+        ("2026-03-20", NOW, datetime(2026, 3, 20, 0, 0)),  # a stamp is a stamp
+    ],
+)
+def test_the_end_of_a_forecast_is_the_end_of_the_day_or_week_it_names(
+    text: str, now: datetime, expected: datetime
+) -> None:
+    assert parse_when(text, now, end=True) == expected
 
 
 def test_a_human_time_outside_the_stamp_years_is_out_of_range() -> None:

@@ -251,3 +251,21 @@ def test_promote_under_a_reminder_is_refused(home: Path) -> None:
     assert done.returncode == 2, done.stdout
     assert "nothing nests under a reminder" in done.stderr
     assert (home / "inventory/backlog/example-try-a-build-cache/backlog.md").is_file()
+
+
+def test_close_on_a_running_task_is_refused_and_points_to_cancel(home: Path) -> None:
+    """Issue 34, item 2: a task whose run is in flight is ended by its worker (or stopped
+    by ``rouse cancel``), never by a hand ``close`` the run would then contradict."""
+    made = rouse(home, "new", "task", "cp3", "--under", "ship-it")
+    assert made.returncode == 0, made.stderr
+    task = home / SHIP / "cp3" / "task.md"
+    task.write_text(task.read_text().replace("status: pending", "status: running"))
+    before = task.read_bytes()
+    for ending in (["--done"], ["--failed", "gave up"]):
+        done = rouse(home, "close", "cp3", *ending, now="2021-03-14 13:00")
+        assert done.returncode == 2, done.stdout
+        assert "running" in done.stderr and "rouse cancel" in done.stderr
+        assert task.read_bytes() == before
+    forced = rouse(home, "close", "cp3", "--done", "--force", now="2021-03-14 13:00")
+    assert forced.returncode == 0, forced.stderr  # its worker is gone for good: say so
+    assert header_of(task)["status"] == "done"

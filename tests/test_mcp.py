@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ import pytest
 import rouse
 from conftest import INTENTIONS, NOTES, NOW
 from rouse.agents.mcp_tools import ADD_TYPES, ENDINGS, Tools
-from rouse.core import clock
+from rouse.core import clock, extras
 from rouse.core.errors import UsageError
 from rouse.records.scaffold import init
 from rouse.trust import stamp as stamping
@@ -307,6 +308,12 @@ def test_client_lists_the_tools_with_hints(memory: Path, no_key: Path) -> None:
     assert set(seen["add"].input_schema["required"]) == {"kind", "slug"}
     assert set(seen["tell"].input_schema["required"]) == {"ref", "message"}
     assert seen["tell"].annotations.open_world_hint is True  # it reaches a person
+    # issue 34, item 11: docs/wiring.md §7 names every tool the server offers, no other
+    wiring = (Path(__file__).resolve().parent.parent / "docs/wiring.md").read_text()
+    section = wiring.split("## 7. ", 1)[1].split("\n## ", 1)[0]
+    intro = " ".join(section.split("`rouse wire --mcp`", 1)[0].split())
+    listed = set(re.findall(r"`([a-z]+)`", intro.split(" as tools: ", 1)[1].split(". ", 1)[0]))
+    assert listed == set(seen)
 
 
 def test_client_sees_the_version_parameter_descriptions_and_enums(
@@ -477,7 +484,7 @@ def test_rouse_mcp_without_the_extra_says_how_to_install_it(memory: Path) -> Non
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2
-    assert "pipx install 'rouse-memory[mcp]'" in done.stderr
+    assert extras.install_hint("mcp") in done.stderr
 
 
 def test_client_reads_the_pack_and_the_due_list_as_resources(memory: Path, no_key: Path) -> None:

@@ -244,3 +244,30 @@ def test_a_held_sessions_lock_delays_a_prompt_a_moment_and_loses_no_wake(tree: P
     finally:
         os.close(folder)
     assert "reminder/call-bank" in prompt(tree)  # the wake was skipped, not lost
+
+
+def test_a_checkpoint_is_progress_not_a_wake_neither_prompt_nor_stop_hook_hands_it_on(
+    tree: Path,
+) -> None:
+    """Issue 34, item 2: a worker's checkpoint reaches the log and the pack's running line,
+    but never an open session as a wake to act on (the Stop hook takes what the prompt
+    hook takes: ``take_new``)."""
+    task = "entrypoint/beliefs/motivations/intentions/long/long-job"
+    (tree / task).mkdir(parents=True)
+    (tree / task / "task.md").write_text(
+        f"---\nstatus: running\nopened: {START}\nlast-moved: {START}\n---\nA long job.\n"
+    )
+    start(tree)
+    done = rouse(tree, "checkpoint", "long-job", "half the files copied", "--now", START)
+    assert done.returncode == 0, done.stderr
+    sweep(tree)  # delivers the checkpoint (a nudge file) and the reminder's wake
+    text = prompt(tree)
+    assert "reminder/call-bank" in text  # a real wake still comes through
+    assert "long-job" not in text and "checkpoint" not in text
+    assert prompt_hook.take_new(str(tree), "s2")[0] != []  # s2 is woken by the reminder only
+    assert all("long-job" not in n.record_dir for _, n in prompt_hook.take_new(str(tree), "s3")[0])
+    pack = rouse(tree, "pack", "--json", "--now", LATER)
+    found = json.loads(pack.stdout)
+    assert [w["path"] for w in found["woken"]] == ["inventory/reminders/call-bank"]
+    (running,) = found["tasks"]["running"]
+    assert "half the files copied" in running["checkpoint"]

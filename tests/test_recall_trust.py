@@ -133,7 +133,7 @@ def test_the_cli_shows_the_file_not_the_forgery(keyed: Path) -> None:
 
 needs_extra = pytest.mark.skipif(
     not semantic.available(),
-    reason="needs the semantic extra: pip install 'rouse-memory[semantic]'",
+    reason="needs the semantic extra: pip install '.[semantic]'",
 )
 
 

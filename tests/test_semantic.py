@@ -23,7 +23,7 @@ from rouse.pack.recall import recall, render
 
 pytestmark = pytest.mark.skipif(
     not semantic.available(),
-    reason="needs the semantic extra (pip install 'rouse-memory[semantic]'; make test installs it)",
+    reason="needs the semantic extra (pip install '.[semantic]'; make test installs it)",
 )
 
 RESTORE = f"{NOTES}/restore.md"
@@ -150,7 +150,7 @@ def test_without_the_extra_meaning_is_a_usage_error(
     assert recall_module.default_mode() == "words"
     assert paths(recall(notes, "pg_restore", NOW)) == [RESTORE]  # words alone
     for mode in ("meaning", "both"):
-        with pytest.raises(UsageError, match=r"rouse-memory\[semantic\]"):
+        with pytest.raises(UsageError, match=r"pipx inject rouse-memory 'wordllama"):
             recall(notes, "pg_restore", NOW, mode=mode)
 
 
@@ -182,4 +182,4 @@ def test_cli_help_says_the_default(notes: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "rouse", "recall", "--help"], capture_output=True, text=True
     )
-    assert "both when rouse-memory[semantic] is installed, words" in " ".join(done.stdout.split())
+    assert "both when the semantic extra is installed, words" in " ".join(done.stdout.split())

@@ -355,3 +355,28 @@ def test_the_unit_records_the_path_that_finds_the_agent_and_node(
     assert any(x.startswith("command: ") and " sweep" in x for x in shown.stdout.splitlines())
     unit = unit_path(home, tree=home.parent / "memory").read_text()
     assert f"Environment=PATH={recorded}" in unit
+
+
+@pytest.mark.parametrize("kind", ["systemd", "launchd"])
+def test_status_compares_with_the_options_the_service_was_installed_with(
+    rouse: Rouse, tree: Path, home: Path, kind: str
+) -> None:
+    """Issue 34, item 6: a fresh ``install --no-start --every 300`` is current, and status
+    shows the command with its ``--every``; a unit edited by hand still differs."""
+    done = rouse("install", "--kind", kind, "--no-start", "--every", "300", "--sink", "stdout")
+    assert done.returncode == 0, done.stderr
+    status = rouse("status", "--kind", kind)
+    assert status.returncode == 0, status.stderr
+    assert "differs" not in status.stdout
+    assert "sweep --every 300 --sink stdout" in status.stdout
+    data = json.loads(rouse("status", "--kind", kind, "--json").stdout)
+    assert data["current"] is True and data["command"][-4:] == [
+        "--every",
+        "300",
+        "--sink",
+        "stdout",
+    ]
+    if kind == "systemd":
+        unit = unit_path(home, tree)
+        unit.write_text(unit.read_text().replace("Restart=", "#Restart="))
+        assert "differs" in rouse("status", "--kind", kind).stdout

@@ -266,7 +266,7 @@ def test_the_record_channel_gets_it_signed_once(
     assert payload["id"] == told.id == headers["webhook-id"]
     assert payload["kind"] == "tell" and payload["channel"] == "phone"
     assert payload["record"] == "reminder/call-mum" and payload["path"] == CALL
-    assert payload["text"] == "Ring mum back."
+    assert payload["text"].startswith("Ring mum back.\n\n— about reminder/call-mum")
     stamp_ = int(headers["webhook-timestamp"])
     assert headers["webhook-signature"] == signature(parse_secret(SECRET), told.id, stamp_, body)
     assert [row["state"] for row in tells(tree)] == ["delivered"]
@@ -281,7 +281,7 @@ def test_an_unknown_channel_goes_to_the_default_with_a_warning(
     with Sweeper(tree, Parts(FileSink(tree), channels=channels), log=quiet) as sw:
         sw.tick(NOW)
     got = json.loads((inbox / told.id).read_text())
-    assert got["text"].endswith("Ring mum back.")
+    assert "Ring mum back.\n\n— about reminder/call-mum" in got["text"]
     assert "'phone'" in got["text"] and "default" in got["text"]
     assert got["env"] == {
         "ROUSE_TELL_ID": told.id,
@@ -359,8 +359,12 @@ def test_a_due_reminder_with_a_channel_reaches_it_and_the_pack(tree: Path, hook:
     assert len(Inbox.seen) == 1
     payload = json.loads(Inbox.seen[0][1])
     assert payload["kind"] == "tell" and payload["channel"] == "phone"
-    assert payload["text"].startswith("reminder/call-mum")
-    assert "Call mum about Sunday." in payload["text"]
+    # written for a person (issue 34 item 3): what, when, from which record; no prompt
+    text = payload["text"]
+    assert text.startswith("Reminder: Call mum about Sunday.")
+    assert f"due {stamp(ago(minutes=5))}" in text and f"reminder/call-mum ({CALL})" in text
+    for prompt_words in ("Deliver this as you", "\nat: ", "origin:", "in your own voice"):
+        assert prompt_words not in text
 
 
 def test_a_due_reminder_without_a_channel_reaches_no_channel(tree: Path, hook: str) -> None:
@@ -406,7 +410,12 @@ def test_sweep_takes_an_exec_channel_command_after_dashes(
         tree, "--now", stamp(NOW), "sweep", "--once", "--notify", "exec", "--", str(script)
     )
     assert done.returncode == 0, done.stderr
-    assert [json.loads(p.read_text())["text"] for p in inbox.iterdir()] == ["The release slips."]
+    (got,) = [json.loads(p.read_text()) for p in inbox.iterdir()]
+    # the agent's words, then what the message is about and when it was told
+    assert (
+        got["text"] == f"The release slips.\n\n— about intention/ship ({SHIP}), told {stamp(NOW)}"
+    )
+    assert got["env"]["ROUSE_CHANNEL"] == "default"  # a tell to the default says so
 
 
 @pytest.mark.parametrize(
@@ -464,3 +473,17 @@ def test_the_run_prompt_teaches_tell(tree: Path) -> None:
         Path(__file__).parents[1] / "src/rouse/records/skeleton/entrypoint/rouse.md"
     ).read_text()
     assert "rouse tell REF" in guide
+
+
+def test_a_tell_no_known_sweeper_can_deliver_waits_at_once(tree: Path) -> None:
+    """Issue 34, item 7: after a ``sweep --once`` with no channel, no sweeper runs; a tell
+    says it waits (not "the running sweeper"), and ``status --check`` fails at once."""
+    swept = rouse(tree, "sweep", "--once", "-q")
+    assert swept.returncode == 0, swept.stderr
+    done = rouse(tree, "tell", "ship", "The release slips.")
+    assert done.returncode == 0, done.stderr
+    assert "waits" in done.stdout and "running sweeper" not in done.stdout
+    assert "--notify" in done.stdout
+    assert [row["state"] for row in tells(tree)] == ["waiting"]
+    check = rouse(tree, "status", "--check")
+    assert check.returncode == 1 and "wait" in check.stderr

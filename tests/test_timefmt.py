@@ -228,7 +228,9 @@ def test_parse_when() -> None:
         parse_when("someday", NOW)
 
 
-@pytest.mark.parametrize("text", ["soon", "someday", "+3x", "+", "14/03/2026", "2026-03-14 9am"])
+@pytest.mark.parametrize(
+    "text", ["soon", "someday", "+3x", "+", "14/03/2026", "2026-03-14 9am 10am"]
+)
 def test_a_bad_when_names_every_accepted_form(text: str) -> None:
     """Issue 12, item 8: the bad ``--due``/``--until`` error lists what would have worked."""
     with pytest.raises(ValueError) as caught:

@@ -281,3 +281,26 @@ def test_tree_json_nests_records_in_natural_order(numbered: Path) -> None:
     assert [n["path"] for n in notes] == [f"{NOTES}/note-{n}.md" for n in (1, 2, 10)]
     assert data["inventory"]["probes"] is None and data["skipped"] == []
     json.dumps(data)
+
+
+def test_explain_shows_a_repeating_reminder_s_rule_and_its_next_occurrence(
+    make_tree: MakeTree,
+) -> None:
+    """Issue 34, item 7: ``explain`` names the ``every:`` rule, its end and what follows."""
+    root = make_tree(
+        {
+            f"{REMINDERS}/standup/reminder.md": (
+                "---\nstatus: pending\ndue: 2026-03-16 09:00\nevery: weekdays 09:00\n"
+                "until: 2026-06-30\n---\nStand-up in five minutes.\n"
+            )
+        }
+    )
+    tree = walk(root)
+    data = views.explain(tree, tree.resolve("standup"), NOW)
+    assert data["reminder"]["every"] == "weekdays 09:00"
+    assert data["reminder"]["until"] == iso(datetime(2026, 6, 30, 0, 0))
+    assert data["reminder"]["next_occurrence"] == iso(datetime(2026, 3, 17, 9, 0))
+    lines = views.explain_lines(data, NOW)
+    assert "every: weekdays 09:00" in lines and "until: 2026-06-30 00:00" in lines
+    assert "next-occurrence: 2026-03-17 09:00" in lines
+    json.dumps(data)

@@ -159,6 +159,9 @@ def test_a_pending_task_runs_once_in_its_directory_and_ends_done_with_its_result
     assert f"rouse --memory {tree} checkpoint {TASK_DIR}" in prompt
     assert "intention/ship" in prompt and "closes-when: version 2 is on PyPI" in prompt
     assert "repo: ~/src/app" in prompt and "category: docs" in prompt
+    # issue 34 item 8: no session hook runs for a task's run, whatever CLAUDE.md says
+    assert "no memory pack was given to you" in prompt
+    assert f"rouse --memory {tree} pack" in prompt
     env = call["env"]
     assert isinstance(env, dict)
     assert env["ROUSE_TASK"] == TASK_DIR and env["ROUSE_REPO"] == "~/src/app"
@@ -269,7 +272,8 @@ def test_a_checkpoint_is_logged_queued_and_delivered_by_the_next_tick_then_shown
         (running,) = pack.data["tasks"]["running"]
         assert running["path"] == TASK_DIR and "emailed the vendor" in running["checkpoint"]
         assert "latest checkpoint" in pack.text and "emailed the vendor" in pack.text
-        assert any(w["path"] == TASK_DIR for w in pack.data["woken"])  # its nudge file
+        # progress, not a wake: its nudge file never stands in the woken list
+        assert not any(w["path"] == TASK_DIR for w in pack.data["woken"])
     finally:
         worker.send_signal(signal.SIGTERM)  # the first: finish what runs, claim nothing new
         wait_for(lambda: work_state(tree).get("stopping") == 1)
@@ -546,3 +550,42 @@ def test_a_notice_another_taker_holds_is_not_sent_by_the_sweeper_too(tree: Path)
     entries = {e.id: e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"}
     assert entries[taken].state == "held" and entries[taken].sink == "stdout"  # left to it
     assert entries[free].state == "delivered" and entries[free].sink == "file"
+
+
+def test_the_examples_of_init_are_never_work_only_the_user_s_own_tasks_run(
+    tmp_path: Path, standin: Path
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert main(["init", str(project)]) == 0
+    root = project / "memory"
+    example = f"{INTENTIONS}/example-stabilise-nightly-build/example-bisect-the-flaky-test"
+    assert fields(root, f"{example}/task.md")["status"] == "pending"
+    assert main(["--memory", str(root), "new", "intention", "ship-v2"]) == 0
+    assert main(["--memory", str(root), "new", "task", "write-notes", "--under", "ship-v2"]) == 0
+    # the README tour's line: a stand-in agent runs the user's task, never the example
+    assert work(root, "--run", "exec", "--", "sh", "-c", "cat >/dev/null; echo drafted") == 0
+    assert fields(root, f"{example}/task.md")["status"] == "pending"
+    assert not (root / example / "run.log").exists()
+    assert fields(root, f"{INTENTIONS}/ship-v2/write-notes/task.md")["status"] == "done"
+
+
+def test_status_knows_the_worker_runs_during_its_first_round(
+    tree: Path, standin: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34, item 7: the worker says it is there before its first round ends."""
+    monkeypatch.setenv("STANDIN_MODE", "sleep")
+    monkeypatch.setenv("STANDIN_SLEEP", "60")
+    worker = rouse(tree, "work", "--once", "--run", "exec", "--", "agent")
+    try:
+        wait_for(lambda: fields(tree).get("status") == "running" and calls(standin))
+        done = subprocess.run(
+            [sys.executable, "-m", "rouse", "--memory", str(tree), "status"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert f"task worker: running pid {worker.pid}" in done.stdout, done.stdout
+    finally:
+        assert main(["--memory", str(tree), "cancel", "notes"]) == 0
+        assert worker.wait(timeout=60) == 0

@@ -1,4 +1,4 @@
-"""``rouse mcp``: the memory as MCP tools over stdio (extra ``rouse-memory[mcp]``).
+"""``rouse mcp``: the memory as MCP tools over stdio (the ``mcp`` extra).
 
 The tools themselves are :class:`rouse.agents.mcp_tools.Tools`; this module
 builds the server around them: what clients are told (instructions, tool and

@@ -98,7 +98,7 @@ class ReadTools:
         at = None
         if until:
             try:
-                at = parse_when(until, now)
+                at = parse_when(until, now, end=True)
             except ValueError as exc:
                 raise UsageError(f"bad until: {exc}") from None
         tree = walk(self.root)

@@ -148,6 +148,13 @@ def status(service: Service) -> dict[str, object]:
     }
 
 
+def installed_text(service: Service) -> str | None:
+    """The service's installed file as it is now (None: not installed, or cron)."""
+    if service.kind == "cron":
+        return None
+    return _read(next(iter(service.files)))
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
@@ -170,7 +177,10 @@ def status_lines(data: dict[str, object]) -> list[str]:
         return [*lines, f"not installed (no {data['file']}): `rouse service install`"]
     lines.append(f"file: {data['file']}")
     if not data["current"]:
-        lines.append("the file differs from what `rouse service install` would write now")
+        lines.append(
+            "the file differs from what `rouse service install` would write now with the "
+            "options it was installed with"
+        )
     state = data["state"]
     lines.append(f"state: {state}" if state else "state: unknown (the OS tool is not on PATH)")
     return lines

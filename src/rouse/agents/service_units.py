@@ -74,6 +74,38 @@ def sweep_command(
     return [*head, "--memory", str(root), verb, *flags]
 
 
+def installed_argv(kind: str, text: str) -> list[str] | None:
+    """The command a unit file (systemd) or plist (launchd) rouse wrote runs, read back;
+    None when it cannot be read (a file edited past recognition, another kind)."""
+    if kind == "launchd":
+        try:
+            found = plistlib.loads(text.encode("utf-8")).get("ProgramArguments")
+        except (plistlib.InvalidFileException, ValueError, AttributeError):
+            return None
+        ok = isinstance(found, list) and all(isinstance(w, str) for w in found)
+        return list(found) if ok else None
+    if kind != "systemd":
+        return None
+    line = next((ln for ln in text.splitlines() if ln.startswith("ExecStart=")), None)
+    try:
+        words = shlex.split(line.partition("=")[2]) if line is not None else None
+    except ValueError:
+        return None
+    return [w.replace("$$", "$").replace("%%", "%") for w in words] if words else None
+
+
+def installed_flags(service: Service, text: str, root: Path, verb: str) -> list[str] | None:
+    """The flags ``rouse service install`` was given for the unit ``text`` (what follows
+    ``--memory ROOT VERB`` in its command); None when its command is not one of ours."""
+    argv = installed_argv(service.kind, text)
+    if argv is None:
+        return None
+    for at in range(len(argv) - 2):
+        if argv[at : at + 3] == ["--memory", str(root), verb]:
+            return argv[at + 3 :]
+    return None
+
+
 #: Who each service's verb is, as its unit describes it.
 ROLES = {"sweep": "sweeper", "work": "task worker"}
 

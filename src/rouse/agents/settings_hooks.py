@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import SETTINGS_DEPTH, context_json
-from rouse.agents.wiring import Wired, Wiring, update_file
+from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH, context_json
+from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statefile import decode
 
@@ -64,7 +64,7 @@ CANNOT_RUN = (
 #: The same line for a hook in a file meant to be committed, which calls rouse by name only.
 CANNOT_RUN_SHARED = (
     "rouse: no memory pack this session: this project's hook runs `rouse`, which is not on "
-    "PATH here: install it (pipx install rouse-memory) where the agent can find it"
+    "PATH here: install it where the agent can find it (in a clone of rouse: pipx install .)"
 )
 #: Codex previews a hook's ``additionalContext`` past a per-hook limit in tokens (2,500 by
 #: default, counted as bytes / 4); the hook sets its own, so that a pack of 10,000
@@ -133,6 +133,11 @@ def tree_arg(w: Wiring, kind: str) -> str:
         return shlex.quote(w.tree_ref)
     ref = w.tree_ref.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
     ref = ref.replace("`", "\\`")
+    if kind == "gemini":
+        # Gemini CLI writes the project's path, shell-quoted, in place of a bare
+        # $GEMINI_PROJECT_DIR; inside these double quotes its quotes would be kept (a path
+        # with a space then names no folder). It leaves ${…} alone: the shell expands it.
+        return f'"${{{variable}}}/{ref}"'
     return f'"${variable}/{ref}"'
 
 
@@ -368,6 +373,9 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         prompt,
         hook_command(w, "claude", executable, STOP, shared),
     )
+    if w.project is not None and target.name == Path(CLAUDE_LOCAL).name:
+        excluded = exclude_locally(w.project, CLAUDE_LOCAL)
+        result.done += [excluded] if excluded else []
 
 
 def codex_notes(w: Wiring) -> list[str]:

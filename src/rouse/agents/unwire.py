@@ -2,13 +2,15 @@
 
 Our block from ``CLAUDE.md`` / ``AGENTS.md`` (the rest of each file kept),
 our hooks from every settings scope rouse writes for this tree (other hooks
-and settings kept; the files themselves stay), and the files that are rouse's
+and settings kept; a file left with nothing else, ``{}``, is removed, and its
+folder when that is empty), and the files that are rouse's
 own: the Cursor rule, the opencode plugin and the skills. Idempotent: a second run finds nothing
 and says so.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from rouse.agents import settings_hooks
@@ -32,10 +34,17 @@ def remove_hooks(w: Wiring, result: Wired) -> None:
     # every file is read and checked first: a broken one stops the run, nothing changed
     loaded = {p: settings_hooks.load_json(p) for p in hook_files(w) if p.exists()}
     for path, data in loaded.items():
-        if settings_hooks.has_our_hook(path, settings_hooks.EVENTS):
-            text = settings_hooks.dump(settings_hooks.remove_session_hook(data, str(path)))
-            update_file(path, text, "rouse hooks")
+        if not settings_hooks.has_our_hook(path, settings_hooks.EVENTS):
+            continue
+        left = settings_hooks.remove_session_hook(data, str(path))
+        if left:
+            update_file(path, settings_hooks.dump(left), "rouse hooks")
             result.done.append(f"removed the rouse hooks from {path}")
+            continue
+        path.unlink()  # it held our hooks and nothing else: rouse's own file, not left as {}
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # (only when nothing else is in .codex/, .gemini/…)
+        result.done.append(f"removed {path} (it held only the rouse hooks)")
 
 
 def remove_rule(w: Wiring, result: Wired) -> None:

@@ -40,6 +40,7 @@ from rouse.agents.settings_hooks import (
 from rouse.agents.skills import wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
+from rouse.core.extras import install_hint
 
 #: What callers of ``rouse wire``'s library reach through this module.
 __all__ = [
@@ -72,7 +73,7 @@ def mcp_instructions(w: Wiring) -> list[str]:
     tree = str(w.tree)
     args = ["mcp", "--memory", tree]
     lines = [
-        "Register the rouse MCP server (needs `pipx install 'rouse-memory[mcp]'`):",
+        f"Register the rouse MCP server (it needs the mcp extra: {install_hint('mcp')}):",
         "",
         "Claude Code, for you:",
         f"  claude mcp add rouse -- rouse mcp --memory {shlex.quote(tree)}",

@@ -80,3 +80,24 @@ def update_file(path: Path, text: str, label: str) -> str:
         return f"unchanged: {path} ({label})"
     _write_text(path, text)
     return f"{'updated' if old is not None else 'wrote'} {path} ({label})"
+
+
+def exclude_locally(project: Path, rel: str) -> str | None:
+    """Leave ``rel`` (a file of this machine's, such as Claude Code's local settings) out
+    of the project's git repository through ``.git/info/exclude``, which is never
+    committed; what was done, or None when there is nothing to do or no ``.git`` folder
+    (a worktree's ``.git`` file, no repository: the caller says how instead)."""
+    git = project / ".git"
+    if not git.is_dir() or git.is_symlink():
+        return None
+    exclude = git / "info" / "exclude"
+    line = "/" + rel
+    try:
+        text = read_text(exclude) if exclude.exists() else ""
+    except (OSError, UnicodeDecodeError):
+        return None
+    if line in text.splitlines():
+        return None
+    exclude.parent.mkdir(exist_ok=True)
+    _write_text(exclude, text + ("" if not text or text.endswith("\n") else "\n") + line + "\n")
+    return f"added {rel} to {exclude.relative_to(project)} (this machine's file, never committed)"

@@ -11,6 +11,7 @@ from rouse.cli.common import (
     tree_root,
 )
 from rouse.core.errors import UsageError
+from rouse.core.extras import install_hint
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -46,7 +47,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         from rouse.agents import mcp as mcp_server
     except ImportError as exc:
         raise UsageError(
-            f"`rouse mcp` needs the mcp extra ({exc}): pipx install 'rouse-memory[mcp]'"
+            f"`rouse mcp` needs the mcp extra ({exc}): {install_hint('mcp')}"
         ) from None
     resolve_now(args)  # a bad --now fails here, before the server starts
     from rouse.core.store import prepare_leases

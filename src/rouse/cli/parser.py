@@ -174,7 +174,7 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         args_service,
     ),
     "wire": (cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules", args_wire),
-    "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (extra: rouse-memory[mcp])", None),
+    "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (needs the mcp extra)", None),
     "help": (cmd_help, "this help, or one verb's: rouse help VERB", args_help),
 }
 

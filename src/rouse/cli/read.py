@@ -154,7 +154,7 @@ def cmd_due(args: argparse.Namespace) -> int:
     now = resolve_now(args)
     if args.until:
         try:
-            until = parse_when(args.until, now)
+            until = parse_when(args.until, now, end=True)
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
         return _forecast(args, now, until)
@@ -329,7 +329,7 @@ def args_recall(sub: argparse.ArgumentParser) -> None:
         choices=("words", "meaning", "both"),
         metavar="MODE",
         help="words (full-text), meaning (the semantic extra's model) or both (default: "
-        "both when rouse-memory[semantic] is installed, words otherwise)",
+        "both when the semantic extra is installed, words otherwise)",
     )
     sub.add_argument("--json", action="store_true", help="a JSON array of hits, best first")
 

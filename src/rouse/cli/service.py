@@ -14,6 +14,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
+    from rouse.agents.service_units import Service
+
 ACTIONS = ("install", "status", "uninstall")
 #: The service verb's own switches, also found among the sweep flags after ACTION.
 _SWITCHES = {"--dry-run": "dry_run", "--no-start": "no_start", "--json": "json", "--work": "work"}
@@ -107,12 +109,30 @@ def cmd_service(args: argparse.Namespace) -> int:
     if args.action == "uninstall":
         emit(service_control.uninstall(plan, dry_run=args.dry_run, start=not args.no_start))
         return 0
+    plan = _as_installed(plan, root, verb)
     data = service_control.status(plan)
     if args.json:
         emit_json(data)
     else:
         emit(service_control.status_lines(data))
     return 0 if data["installed"] is not False else 1
+
+
+def _as_installed(plan: Service, root: Path, verb: str) -> Service:
+    """For ``status``: the plan with the options the installed file was written with
+    (``--every 300``…), so a fresh install is current; ``plan`` as it is without one."""
+    from rouse.agents import service, service_control, service_units
+
+    text = service_control.installed_text(plan)
+    installed = None if text is None else service_units.installed_flags(plan, text, root, verb)
+    if not installed:
+        return plan
+    try:
+        parsed = _sweep_flags(installed, verb)
+    except (UsageError, SystemExit):
+        return plan  # (options no longer valid: compared without them, and differ)
+    every = getattr(parsed, "every", None)
+    return service.plan(root, installed, kind=plan.kind, home=Path.home(), every=every, verb=verb)
 
 
 def args_service(sub: argparse.ArgumentParser) -> None:

@@ -105,14 +105,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     target = global_tree() if args.glob else Path(args.dir or ".").resolve() / "memory"
     key = stampkey.load_key(stamp_key_path())
     result = scaffold.init(target, resolve_now(args), examples=not args.no_examples, stamp_key=key)
-    instructions = target / layout.INSTRUCTIONS
+    # the line goes into a committed file: the project's own path, never this checkout's
+    instructions = (
+        target / layout.INSTRUCTIONS if args.glob else Path(target.name, layout.INSTRUCTIONS)
+    )
     emit(
         [
             f"laid a memory tree at {target}",
             *result.notes,
             "",
             "Add this line to your agent's instruction file (CLAUDE.md, AGENTS.md, ...):",
-            "  " + scaffold.AGENT_LINE.format(instructions=instructions),
+            "  " + scaffold.AGENT_LINE.format(instructions=f"`{instructions}`"),
             "",
             f"persona.md is optional: `rouse new persona` writes one at {target / 'persona.md'}.",
         ]

@@ -7,7 +7,12 @@ CLI's path, and every word it takes is listed in :data:`HUMAN_FORMS`):
   one strictly after today, unless a time later today is given), or
   ``next week`` (the Monday of next week); then, optionally, ``at`` and a
   time. A day without a time means 09:00; ``today`` needs a time.
-- a time alone (``17:30``, ``9am``, ``noon``): the next such time after now.
+- a date: ``dec 24`` or ``24 dec`` (the next one; month names short or
+  long), or ``2026-12-24`` followed by a time.
+- a time: ``17:30``, ``9am``, ``noon``, or a part of a day (``morning`` 09:00,
+  ``afternoon`` 14:00, ``evening`` 18:00, ``tonight`` 20:00, ``eod`` or ``end
+  of day`` 17:00). A time alone is the next such time after now (``tonight``
+  once 20:00 has passed is refused).
 - ``in`` and an interval (``in 2h``, ``in 1h30m``, ``in 3 days``).
 
 Anything else is refused, and words people read two ways (``next monday``, a
@@ -19,12 +24,14 @@ It owns the words; it does no arithmetic beyond whole days on a naive local date
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 #: The human forms, as the error for a time that does not read lists them.
 HUMAN_FORMS = (
     "monday or mon (the next one after today, 09:00), mon 9am, tomorrow 09:00, "
-    "today 17:30, 17:30 or 9pm (the next such time), in 2h, next week (Monday 09:00)"
+    "today 17:30, 17:30 or 9pm (the next such time), in 2h, next week (Monday 09:00), "
+    "tomorrow morning (09:00; afternoon 14:00, evening 18:00, tonight 20:00, "
+    "eod or end of day 17:00), dec 24 or 24 dec (the next one, 09:00), 2026-12-24 10am"
 )
 
 WEEKDAYS = {
@@ -38,6 +45,29 @@ WEEKDAYS = {
 }
 #: The time a day named without one stands for.
 DAY_START = (9, 0)
+#: The time a day stands for as the end of a span (a forecast's ``--until``).
+DAY_END = (23, 59)
+#: Parts of a day people name, as times (``end of day`` is read as ``eod``).
+PARTS_OF_DAY = {
+    "morning": (9, 0),
+    "afternoon": (14, 0),
+    "evening": (18, 0),
+    "tonight": (20, 0),
+    "eod": (17, 0),
+}
+MONTHS = {
+    name: i + 1
+    for names in (
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
+        (
+            *("january", "february", "march", "april", "may", "june", "july"),
+            *("august", "september", "october", "november", "december"),
+        ),
+    )
+    for i, name in enumerate(names)
+}
+_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_END_OF_DAY_RE = re.compile(r"\bend\s+of\s+(the\s+)?day\b")
 
 _CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})$")
 _MERIDIEM_RE = re.compile(r"^(\d{1,2})(?::(\d{2}))?(am|pm)$")
@@ -92,15 +122,19 @@ def _interval_text(words: list[str]) -> str:
     return "".join(_UNIT_WORDS.get(w, w) for w in words)
 
 
-def parse_human(text: str, now: datetime) -> datetime:
+def parse_human(text: str, now: datetime, *, end: bool = False) -> datetime:
     """The instant ``text`` names, from ``now`` (naive local time).
 
-    Raises Unreadable (a ValueError) saying what is wrong; the caller adds the
-    accepted forms.
+    ``end``: the end of a span (a forecast's ``--until``): a day named without a
+    time stands for its last minute (23:59), ``next week`` for that week's Sunday
+    23:59. Raises Unreadable (a ValueError) saying what is wrong; the caller adds
+    the accepted forms.
     """
     from rouse.core.timefmt import later_by  # (timefmt imports this module lazily)
 
-    words = [w for w in text.lower().replace(",", " ").split() if w != "at"]
+    said = text.strip()
+    lowered = _END_OF_DAY_RE.sub("eod", text.lower().replace(",", " "))
+    words = [w for w in lowered.split() if w != "at"]
     if not words:
         raise Unreadable("not a time: nothing given")
     if words[0] == "in":
@@ -109,48 +143,121 @@ def parse_human(text: str, now: datetime) -> datetime:
         except OverflowError:
             return datetime.max
         except ValueError:
-            raise Unreadable(f"{text.strip()!r}: after 'in', not an interval") from None
+            raise Unreadable(f"{said!r}: after 'in', not an interval") from None
+    day, rest = _day_words(said, words)
+    at = _one_time(said, rest)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if day is None:
+        assert at is not None
+        when = _at(midnight, at)
+        if when <= now and "tonight" in words:
+            raise Unreadable("'tonight' (20:00) has passed: say tomorrow evening, or a time")
+        return when if when > now else when + timedelta(days=1)
+    if day == "today" and at is None:
+        raise Unreadable("'today' needs a time: today 17:30")
+    first = _first_day(day, now, midnight, at)
+    if at is None and end:
+        last = first + timedelta(days=6) if day == "next week" else first
+        return _at(last, DAY_END)
+    return _at(first, at or DAY_START)
+
+
+def _day_words(said: str, words: list[str]) -> tuple[str | date | None, list[str]]:
+    """The day ``words`` name (a word, or a date) and the words left over."""
     if words[:2] == ["next", "week"]:
-        day_words: list[str] = ["next week"]
+        found: list[str | date] = ["next week"]
         rest = words[2:]
     else:
-        day_words = [w for w in words if w in WEEKDAYS or w in ("today", "tomorrow")]
-        rest = [w for w in words if w not in day_words]
+        found = [w for w in words if w in WEEKDAYS or w in ("today", "tomorrow")]
+        rest = [w for w in words if w not in found]
     if "next" in rest:
         raise Unreadable(
-            f"{text.strip()!r} is ambiguous (this coming one, or the one after?): "
+            f"{said!r} is ambiguous (this coming one, or the one after?): "
             "say 'mon' for the next Monday, or give a date"
         )
-    if len(day_words) > 1:
-        raise Unreadable(f"{text.strip()!r}: name one day, not {' and '.join(day_words)}")
+    dated, rest = _date_words(said, rest)
+    if dated is not None:
+        found.append(dated)
+    if len(found) > 1:
+        raise Unreadable(f"{said!r}: name one day, not {' and '.join(map(str, found))}")
+    return (found[0] if found else None), rest
+
+
+def _date_words(said: str, words: list[str]) -> tuple[date | None, list[str]]:
+    """A date among ``words``: ``2026-12-24``, or a month and its day (``dec 24``,
+    ``24 dec``: the year is the coming one, settled by :func:`_first_day`). A date
+    without a year is returned in year 1 (a leap year's Feb 29 in year 4)."""
+    iso = [w for w in words if _DATE_RE.match(w)]
+    months = [w for w in words if w in MONTHS]
+    if not iso and not months:
+        return None, words
+    if len(iso) + len(months) > 1:
+        raise Unreadable(f"{said!r}: name one date")
+    if iso:
+        try:
+            return date.fromisoformat(iso[0]), [w for w in words if w != iso[0]]
+        except ValueError:
+            raise Unreadable(f"{iso[0]!r} is not a date") from None
+    numbers = [w for w in words if w.isdigit()]
+    if not numbers:
+        raise Unreadable(f"{said!r}: give the day of the month too, as in dec 24")
+    if len(numbers) > 1:
+        raise Unreadable(f"{said!r}: give one day of the month, as in dec 24")
+    try:
+        dated = date(4, MONTHS[months[0]], int(numbers[0]))
+    except ValueError:
+        raise Unreadable(f"{said!r} is not a date") from None
+    return dated, [w for w in words if w not in (months[0], numbers[0])]
+
+
+def _one_time(said: str, words: list[str]) -> tuple[int, int] | None:
+    """The one time of day ``words`` give (``17:30``, ``9am``, ``evening``), if any."""
     times = []
-    for word in rest:
-        at = time_of_day(word)
+    for word in words:
+        at = PARTS_OF_DAY.get(word) or time_of_day(word)
         if at is None:
             if word.isdigit():
                 raise Unreadable(f"{word!r} is ambiguous: write 09:00, 9am or 9pm")
             raise Unreadable(f"not a time: {word!r} is no word rouse reads as a time")
         times.append(at)
     if len(times) > 1:
-        raise Unreadable(f"{text.strip()!r}: give one time of day, not {len(times)}")
-    at = times[0] if times else None
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if not day_words:
-        assert at is not None
-        when = _at(midnight, at)
-        return when if when > now else when + timedelta(days=1)
-    day = day_words[0]
+        raise Unreadable(f"{said!r}: give one time of day, not {len(times)}")
+    return times[0] if times else None
+
+
+def _first_day(
+    day: str | date, now: datetime, midnight: datetime, at: tuple[int, int] | None
+) -> datetime:
+    """The midnight of the day named: a weekday or a month's day is the next one after
+    today, or today itself when a time later today is given."""
     if day == "today":
-        if at is None:
-            raise Unreadable("'today' needs a time: today 17:30")
-        return _at(midnight, at)
+        return midnight
     if day == "tomorrow":
-        return _at(midnight + timedelta(days=1), at or DAY_START)
+        return midnight + timedelta(days=1)
     if day == "next week":
-        monday = midnight + timedelta(days=7 - now.weekday())
-        return _at(monday, at or DAY_START)
+        return midnight + timedelta(days=7 - now.weekday())
+    if isinstance(day, date):
+        return _next_date(day, now, midnight, at)
+    assert isinstance(day, str)
     ahead = (WEEKDAYS[day] - now.weekday()) % 7
     if ahead == 0:
         later_today = at is not None and _at(midnight, at) > now
         ahead = 0 if later_today else 7
-    return _at(midnight + timedelta(days=ahead), at or DAY_START)
+    return midnight + timedelta(days=ahead)
+
+
+def _next_date(
+    day: date, now: datetime, midnight: datetime, at: tuple[int, int] | None
+) -> datetime:
+    """A date as a midnight: one with its year as it is; a month's day in the coming
+    year that has it (``feb 29``: the next leap year)."""
+    if day.year > 4:
+        return midnight.replace(year=day.year, month=day.month, day=day.day)
+    for year in range(now.year, now.year + 9):
+        try:
+            found = midnight.replace(year=year, month=day.month, day=day.day)
+        except ValueError:
+            continue  # feb 29 in a common year
+        if found > midnight or (found == midnight and at is not None and _at(found, at) > now):
+            return found
+    raise Unreadable(f"{day:%b %d}: no such day in the coming years")

@@ -153,6 +153,20 @@ def shown(text: str, lines: bool = False) -> str:
     return "".join(out)
 
 
+#: The mark of ``rouse init``'s examples: a record whose own name (its directory, or a
+#: context file's name after ``belief-``/``motivation-``) starts with it illustrates the
+#: tree and is never work (``rouse work`` does not run an example task).
+EXAMPLE_PREFIX = "example-"
+
+
+def is_example(rel_dir: str) -> bool:
+    """True if the record at ``rel_dir`` (tree-relative) is one of init's examples."""
+    name = rel_dir.rstrip("/").rpartition("/")[2].removesuffix(".md")
+    for prefix in (BELIEF_PREFIX, MOTIVATION_PREFIX):
+        name = name.removeprefix(prefix)
+    return name.startswith(EXAMPLE_PREFIX)
+
+
 def record_type_of(filename: str) -> str | None:
     """``intention.md`` → ``intention``; anything else → None."""
     stem, dot, ext = filename.rpartition(".")

@@ -23,6 +23,10 @@ NAME_STAMP = "%Y%m%d-%H%M%S"
 #: Statuses only the agent (or the task worker, for a task) writes when it ends a record.
 AGENT_ENDINGS = frozenset({"done", "dropped", "abandoned", "cancelled", "failed", "promoted"})
 MAX_NUDGE_BYTES = 64 * 1024
+#: Wake reasons that are news, not a call to act: a task's checkpoint is progress for
+#: whoever asked (its log, the pack's running line, a worker's ``--sink``); its nudge
+#: file never stands as a wake (:func:`standing`), so no hook hands it to a session.
+PROGRESS = frozenset({"checkpoint"})
 
 
 class Nudge(Value):
@@ -186,10 +190,12 @@ def vouched(root: Path, found: list[Nudge]) -> tuple[list[Nudge], list[Nudge]]:
 
 
 def standing(tree: Tree, found: list[Nudge], done: acts.Acts) -> list[Nudge]:
-    """Of ``found`` (oldest first), the latest nudge per record whose wake is not answered."""
+    """Of ``found`` (oldest first), the latest nudge per record whose wake is not answered
+    (news of :data:`PROGRESS` is no wake)."""
     latest: dict[str, Nudge] = {}
     for nudge in found:
-        latest[nudge.record_dir] = nudge
+        if nudge.reason not in PROGRESS:
+            latest[nudge.record_dir] = nudge
     live = []
     for nudge in latest.values():
         record = tree.records.get(nudge.record_dir)

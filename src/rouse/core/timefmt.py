@@ -271,17 +271,20 @@ def floored(value: timedelta) -> timedelta:
 #: stamp never imports that module.)
 WHEN_FORMS = (
     "monday or mon (the next one after today, 09:00), mon 9am, tomorrow 09:00, "
-    "today 17:30, 17:30 or 9pm (the next such time), in 2h, next week (Monday 09:00); "
+    "today 17:30, 17:30 or 9pm (the next such time), in 2h, next week (Monday 09:00), "
+    "tomorrow morning (09:00; afternoon 14:00, evening 18:00, tonight 20:00, "
+    "eod or end of day 17:00), dec 24 or 24 dec (the next one, 09:00), 2026-12-24 10am; "
     "+3d (from now: s, m, h, d, w, combined as in +1h30m), 2026-03-14 09:00 "
     "(local time; a date alone is midnight), or ISO 8601 with T and an optional "
     "offset, 2026-03-14T09:00 or 2026-03-14T09:00+01:00"
 )
 
 
-def parse_when(text: str, now: datetime) -> datetime:
+def parse_when(text: str, now: datetime, *, end: bool = False) -> datetime:
     """A CLI time: a stamp, ``+INTERVAL`` relative to now, or a human form
     (:mod:`rouse.core.humantime`: ``mon 9am``, ``tomorrow``, ``in 2h``), within the
-    stamp years.
+    stamp years. ``end``: the time ends a span (``due --until``), so a day named without
+    a time is its last minute (``humantime.parse_human``).
 
     Raises OutOfRange for a time outside the stamp years, and ValueError
     naming every accepted form (``WHEN_FORMS``) for anything else.
@@ -294,12 +297,13 @@ def parse_when(text: str, now: datetime) -> datetime:
     except OutOfRange:
         raise
     except ValueError:
-        if text.startswith("+") or (text[:4].isdigit() and text[4:5] == "-"):
+        dated = text[:4].isdigit() and text[4:5] == "-"
+        if text.startswith("+") or (dated and text[10:11] != " "):  # (a date, then words)
             raise ValueError(f"not a time: {text!r}; use {WHEN_FORMS}") from None
     from rouse.core import humantime  # (only when a stamp did not read: off the pack's path)
 
     try:
-        return _within_years(text, now, lambda: humantime.parse_human(text, now))
+        return _within_years(text, now, lambda: humantime.parse_human(text, now, end=end))
     except OutOfRange:
         raise
     except ValueError as exc:

@@ -23,6 +23,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from rouse.core.errors import UsageError
+from rouse.core.extras import install_hint
 
 if TYPE_CHECKING:
     import psycopg
@@ -129,7 +130,7 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise UsageError(
-            "a postgresql:// ledger needs psycopg: pip install 'rouse-memory[pg]'"
+            f"a postgresql:// ledger needs psycopg, the pg extra: {install_hint('pg')}"
         ) from None
     return psycopg
 

@@ -1,6 +1,6 @@
 """Meaning, for recall: a small static embedding model that ships inside a wheel.
 
-The optional extra ``rouse-memory[semantic]`` installs ``wordllama`` (MIT),
+The optional ``semantic`` extra installs ``wordllama`` (MIT),
 whose wheel carries a 256-dimension token embedding table (``l2_supercat``,
 32,000 tokens, 16 MB) and its tokenizer. A text's vector is the mean of its
 tokens' rows, normalised; two texts are as close as their cosine.
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse.core.errors import UsageError
+from rouse.core.extras import install_hint
 from rouse.pack.search import STOPWORDS
 
 DISTRIBUTION = "wordllama"
@@ -34,7 +35,7 @@ TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
 TENSOR = "embedding.weight"
 DIMENSIONS = 256
 MAX_TOKENS = 512  # a text's first 512 tokens make its vector
-INSTALL = "pipx install 'rouse-memory[semantic]' (or uv tool install 'rouse-memory[semantic]')"
+INSTALL = install_hint("semantic")
 
 
 def package_dir() -> Path | None:

@@ -421,6 +421,13 @@ def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     }
     if record.type == "reminder":
         data["reminder"] = _reminder(record)
+        if decision.every is not None:  # a repeating one: its rule, its end, what follows
+            reader = clockfields.FieldReader(record, [])
+            due = reader.stamp("due")
+            after = max(now, due) if due is not None else now  # the one after its due
+            data["reminder"]["every"] = decision.every.text
+            data["reminder"]["until"] = iso_stamp(reader.stamp("until"))
+            data["reminder"]["next_occurrence"] = iso_stamp(clock.rearmed(record, after))
     return data
 
 
@@ -445,6 +452,8 @@ def _shown(key: str, value: Any) -> str:
         return format_interval(timedelta(seconds=value))
     if key == "backoff":
         return f"{value:g}"
+    if key == "every":
+        return str(value)  # (a rule, never a stamp)
     if isinstance(value, str) and "T" in value:
         return _stamp_of(value) or ""
     return str(value)

@@ -228,6 +228,7 @@ def close(
     force: bool = False,
     series: bool = False,
     before: str | None = None,
+    by_worker: bool = False,
 ) -> Changed:
     """End a record out loud: status, last-moved, and the reason in the body.
 
@@ -236,7 +237,8 @@ def close(
     unless ``force``: then the body line says what it was. ``done`` on a
     repeating reminder re-arms its next occurrence instead (:func:`_rearm`),
     unless ``series``: then it ends for good. ``before``: a log line written just above
-    the ending's, in the same write (a task's ``result: …``, from its worker).
+    the ending's, in the same write (a task's ``result: …``, from its worker). A
+    ``running`` task is ended by its worker (``by_worker``), not by hand unless ``force``.
     """
     record = _record(root, ref)
     if series and (ending != "done" or record.type != "reminder"):
@@ -260,6 +262,11 @@ def close(
     if ending != "done" and not (why or "").strip():
         raise UsageError(f"--{ending} needs a reason, said out loud: --{ending} 'why'")
     status = clock.status_of(record)
+    if record.type == "task" and status == "running" and not (by_worker or force):
+        raise UsageError(
+            f"{record.id} is running: its worker ends it when its run ends; `rouse cancel "
+            f"{record.id}` stops the run (give --force only if no worker runs it any more)"
+        )
     ended = _has_ended(record, status)
     if ended and not force:
         again = (

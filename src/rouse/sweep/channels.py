@@ -11,8 +11,10 @@ sweeper leads: one try per tell per tick, the wakes' backoff between tries,
 given up 24h after the first failure as a nudge file for the pack.
 
 Without an agent run, a woken reminder with a ``channel:`` also reaches the
-owner: :meth:`Teller.outreach` writes its wake's text as a tell (source
-``reminder``), sent through its channel like any other.
+owner: :meth:`Teller.outreach` writes its message as a tell (source
+``reminder``), sent through its channel like any other. What a channel gets is
+written for a person (:func:`~rouse.sweep.ledger.tells.for_person`): the words,
+then which record and when; never the wake's prompt to the agent.
 """
 
 from __future__ import annotations
@@ -25,13 +27,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from rouse.core import nudges
+from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Record
 from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, backoff
 from rouse.sweep.ledger.entry import as_time
-from rouse.sweep.ledger.tells import Outreach, outreach
+from rouse.sweep.ledger.tells import Outreach, for_person, outreach
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
+from rouse.sweep.telling import waiting_reason
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment
 from rouse.sweep.wake import Wake
 
@@ -118,11 +123,26 @@ class Teller:
         channel = (record.get("channel") or "").strip()
         if not channel:
             return
+        text = self._reminder_text(made, record)
         message = Outreach(
-            **{**made.as_dict(), "id": f"r{made.id}", "reason": "tell"}, channel=channel
+            **{**made.as_dict(), "id": f"r{made.id}", "reason": "tell", "text": text},
+            channel=channel,
         )
         if self.ledger.add_tell(message, "reminder"):
             self.voice.say(f"{made.at} {made.record}: its channel {channel} is told too")
+
+    def _reminder_text(self, made: Wake, record: Record) -> str:
+        """A woken reminder as its owner reads it: its message, when it was due, and
+        the record (the wake's text speaks to the agent)."""
+        lines, more = nudges.message(self.root, record)
+        said = "\n".join(lines) if lines else f"{made.record} is due"
+        if more:
+            said += f"\n(… {more} more line(s) in {record.rel})"
+        try:
+            due = format_stamp(parse_stamp((record.get("due") or "").strip()))
+        except ValueError:
+            due = made.at[:16]
+        return for_person(f"Reminder: {said}", made.record, made.path, f"due {due}")
 
     def deliver(self, now: datetime, report: TickReport) -> bool:
         """Send each owed tell whose time has come (one try per tell per tick).
@@ -152,11 +172,7 @@ class Teller:
         sink, label, warning = self.channels.route(row["channel"])
         what = f"tell {row['id']} about {row['record']}"
         if sink is None:
-            why = (
-                f"no channel {row['channel']!r} and no default (--notify)"
-                if row["channel"]
-                else "no default channel (--notify)"
-            )
+            why = waiting_reason(row["channel"])
             if row["state"] != "waiting" or row["error"] != why:
                 self.ledger.tell_waits(row["id"], why)
                 self.voice.say(f"{moment(now)} {what} waits: {why}", ERRORS)
@@ -172,7 +188,12 @@ class Teller:
             return  # quiet hours: the owner hears it when they end
         if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
             return  # no longer the leader: the new one sends it
-        message = outreach(row, warning + row["text"])
+        text = row["text"]
+        if row["source"] != "reminder":  # (a reminder's is written for a person already)
+            told = row["made_at"][:16]
+            text = for_person(text, row["record"], row["path"], f"told {told}")
+        via = "" if row["channel"] else (self.channels.default_name or "default")
+        message = outreach(row, warning + text, via)
         try:
             receipt = sink.send(message, now)
         except SinkError as exc:

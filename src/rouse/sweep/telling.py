@@ -17,7 +17,7 @@ from pathlib import Path
 
 from rouse.core import acts, layout
 from rouse.core.errors import RouseError, UsageError
-from rouse.core.locks import sweeper_channels
+from rouse.core.locks import holder, sweeper_channels
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import display_ids, walk
@@ -31,7 +31,16 @@ MAX_MESSAGE = 4000
 CHANNEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}\Z")
 #: How much of the message the record's log quotes.
 LOG_QUOTE = 80
-__all__ = ["CHANNEL_RE", "ID_RE", "MAX_MESSAGE", "Told", "check_message", "goes", "tell"]
+__all__ = [
+    "CHANNEL_RE",
+    "ID_RE",
+    "MAX_MESSAGE",
+    "Told",
+    "check_message",
+    "goes",
+    "tell",
+    "waiting_reason",
+]
 
 
 @dataclass
@@ -45,6 +54,7 @@ class Told:
     told_at: datetime
     goes: str  # one line: where it will go, or that it waits
     warnings: list[str] = field(default_factory=list)
+    state: str = "pending"  # or waiting: no sweeper that ticks here has a channel for it
 
     @property
     def summary(self) -> str:
@@ -56,7 +66,7 @@ class Told:
             "record": self.record,
             "path": self.path,
             "channel": self.channel,
-            "state": "pending",
+            "state": self.state,
             "told_at": iso_stamp(self.told_at),
             "goes": self.goes,
         }
@@ -118,9 +128,13 @@ def tell(root: Path, ref: str, message: str, now: datetime) -> Told:
         text=text,
         channel=channel,
     )
+    where, waits = goes(root, channel, now)
     with Ledger(root) as book:  # durable from here on: the sweeper finds it at its next tick
         book.add_tell(made, "tell")
-    told = Told(made.id, shown, record.dir, channel or None, now, goes(root, channel, now))
+        if waits:  # no sweeper that ticks here has a channel for it: it waits, said at once
+            book.tell_waits(made.id, waits)
+    told = Told(made.id, shown, record.dir, channel or None, now, where)
+    told.state = "waiting" if waits else "pending"
     first = text.split("\n", 1)[0]
     quoted = first if len(first) <= LOG_QUOTE else first[: LOG_QUOTE - 1] + "…"
     via = f" via channel {layout.shown(channel)}" if channel else ""
@@ -136,25 +150,39 @@ def tell(root: Path, ref: str, message: str, now: datetime) -> Told:
     return told
 
 
-def goes(root: Path, channel: str, now: datetime) -> str:
-    """Where a tell meant for ``channel`` ('' none) will go, as the sweeper last said."""
+def waiting_reason(channel: str) -> str:
+    """Why a tell for ``channel`` ('' none) waits when no channel of the sweeper takes it
+    (the ledger's ``error`` of a ``waiting`` tell)."""
+    if channel:
+        return f"no channel {channel!r} and no default (--notify)"
+    return "no default channel (--notify)"
+
+
+def goes(root: Path, channel: str, now: datetime) -> tuple[str, str]:
+    """Where a tell meant for ``channel`` ('' none) will go, as the sweeper last said;
+    and, when no running sweeper may still take it, why it waits ('' it does not)."""
     found = sweeper_channels(root, now)
     if found is None:
         return (
             "it waits for a sweeper: none is running or ticking on this tree "
             "(`rouse sweep --notify SINK` delivers it)"
-        )
+        ), ""
     named, default = found
     if channel and channel in named:
-        return f"it goes via channel {channel} ({named[channel]}) at the sweeper's next tick"
+        return f"it goes via channel {channel} ({named[channel]}) at the sweeper's next tick", ""
     if default is not None:
         if channel:
             return (
                 f"the sweeper knows no channel {channel!r}: it goes to the default "
                 f"({default}) at its next tick, with a warning"
-            )
-        return f"it goes to the default ({default}) at the sweeper's next tick"
+            ), ""
+        return f"it goes to the default ({default}) at the sweeper's next tick", ""
+    if (holder(root) or {}).get("running"):
+        return (
+            "it waits: the running sweeper has no channel for it "
+            "(restart it with --notify SINK or --channel NAME=SINK)"
+        ), ""
     return (
-        "it waits: the running sweeper has no channel for it "
-        "(restart it with --notify SINK or --channel NAME=SINK)"
-    )
+        "it waits: no sweeper is running, and the last one to tick (sweep --once) had no "
+        "channel for it (give the sweeper --notify SINK or --channel NAME=SINK)"
+    ), waiting_reason(channel)

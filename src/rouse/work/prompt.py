@@ -4,8 +4,10 @@ The prompt carries the task's authored part, its fields (``model`` and
 ``reasoning`` when the CLI has no flag for them, ``repo``, ``category``), the
 chain of records it is a run of (each one's ``closes-when`` /
 ``success-when``), and how to report: ``rouse checkpoint`` for progress, the
-final message for the result. Text from a task whose origin is quoted
-(untrusted; with a key, unknown too) is fenced as quoted data.
+final message for the result. It does not carry the pack (its due list would pull
+the run off its task); it says the pack did not arrive, and how to read it. Text
+from a task whose origin is quoted (untrusted; with a key, unknown too) is fenced
+as quoted data.
 """
 
 from __future__ import annotations
@@ -102,6 +104,10 @@ def build(
         "- the result: your final message. Finish normally when the task is done; exit with "
         "an error when it cannot be done, and say why in your final message.",
         "Do not edit the task's header or anything under .rouse/.",
+        "",
+        "Memory: no memory pack was given to you in this run (no session hook runs for a "
+        "task, whatever CLAUDE.md or AGENTS.md says about the pack arriving by itself). "
+        f"If the task needs what the memory knows, read it: rouse --memory {memory} pack",
     ]
     if fields["repo"]:
         lines.append(f"repo: {fields['repo']} (work there)")

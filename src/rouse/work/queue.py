@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, header, locks
+from rouse.core import clock, header, layout, locks
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statedir import state_path
 from rouse.core.timefmt import format_stamp
@@ -85,8 +85,8 @@ class TaskQueue:
         pending: list[Record] = []
         held: list[str] = []
         for record in tree.records.values():
-            if record.type != "task" or record.dir in busy:
-                continue
+            if record.type != "task" or record.dir in busy or layout.is_example(record.dir):
+                continue  # init's examples show what a task is; they are never work
             status = clock.status_of(record)
             if status == "running":
                 if not self.recover(record, now):
@@ -178,7 +178,7 @@ class TaskQueue:
         all the same)."""
         before = tasks.result_line(result) if result else None
         try:
-            lifecycle.close(self.root, record.dir, now, ending, why, before=before)
+            lifecycle.close(self.root, record.dir, now, ending, why, before=before, by_worker=True)
         except UsageError as exc:  # ended by hand meanwhile, or moved into the future
             self.say(f"{record.id}: not ended {ending}: {exc}")
             if result:  # (if it cannot be written either, run.log has the output)

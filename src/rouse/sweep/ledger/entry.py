@@ -45,10 +45,21 @@ class Entry:
     digest: str | None = None  # the digest that carried it (sweep --digest)
     #: escalations this wake set off (sweep --escalate): "level N via SINK: STATE"
     escalations: tuple[str, ...] = ()
+    #: the agent run that carried it (sweep --run) and how it ended, where the ledger says
+    run: str | None = None
 
     @property
     def id(self) -> str:
         return self.wake.id
+
+    @property
+    def answered(self) -> bool | None:
+        """For a wake an agent run carried (sink ``run``) and that landed: did the run
+        answer it? (An answered one's receipt is the run's; an unanswered one's is the
+        nudge file left for the next session.) None for any other wake."""
+        if self.sink != "run" or self.state != "delivered":
+            return None
+        return (self.receipt or "").startswith("run ")
 
     def as_json(self) -> dict[str, object]:
         """The entry as ``rouse log --json`` prints it: what ``rouse log`` shows, for programs.
@@ -74,6 +85,8 @@ class Entry:
             "error": self.error,
             "digest": self.digest,
             "escalations": list(self.escalations),
+            "answered": self.answered,
+            "run": self.run,
         }
 
 

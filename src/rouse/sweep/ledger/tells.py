@@ -34,6 +34,9 @@ class Outreach(Wake):
     """A tell as a sink sends it: wake-shaped (every sink takes it), its own payload."""
 
     channel: str = ""  # the channel it was meant for ('' none: the default)
+    #: the channel it goes through when it names none: the default's name, for an exec
+    #: channel's ``ROUSE_CHANNEL``
+    via: str = ""
 
     def payload(self) -> dict[str, Any]:
         """The webhook's JSON object: the wake's fields that make sense, and ``kind``."""
@@ -52,11 +55,18 @@ class Outreach(Wake):
     @property
     def extra_env(self) -> dict[str, str]:
         """What an exec channel gets besides the wake's variables."""
-        return {"ROUSE_TELL_ID": self.id, "ROUSE_CHANNEL": self.channel}
+        return {"ROUSE_TELL_ID": self.id, "ROUSE_CHANNEL": self.channel or self.via}
 
 
-def outreach(row: Any, text: str | None = None) -> Outreach:
-    """The message of a ``tells`` row (``text``: the text to send, default the row's)."""
+def for_person(text: str, record: str, path: str, when: str) -> str:
+    """A message as a person reads it: its words, then one line saying which record it
+    is about and when (``told 2026-03-14 12:00``, ``due …``). No wake's prompt lines."""
+    return f"{text.rstrip()}\n\n— about {record} ({path}), {when}"
+
+
+def outreach(row: Any, text: str | None = None, via: str = "") -> Outreach:
+    """The message of a ``tells`` row (``text``: the text to send, default the row's;
+    ``via``: the default channel's name, when the row names no channel)."""
     return Outreach(
         id=row["id"],
         record=row["record"],
@@ -70,6 +80,7 @@ def outreach(row: Any, text: str | None = None) -> Outreach:
         at=row["made_at"],
         text=row["text"] if text is None else text,
         channel=row["channel"],
+        via=via,
     )
 
 

@@ -52,9 +52,33 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
                 found.setdefault(row["wake_id"], []).append(line)
         except sqlite3.Error:  # an older ledger: no escalations table yet
             found = {}
+        runs = _runs_by_wake(db)
         for entry in entries:
             entry.escalations = tuple(found.get(entry.id, ()))
+            entry.run = runs.get(entry.id)
         return entries
+
+
+def _runs_by_wake(db: sqlite3.Connection) -> dict[str, str]:
+    """Each run's verdict (``run ID: answered 1 of 2``) by the wakes it carried."""
+    import json
+
+    found: dict[str, str] = {}
+    try:
+        rows = db.execute("SELECT id, wakes, state, answered, woken FROM runs").fetchall()
+    except sqlite3.Error:  # an older ledger: no runs table yet
+        return found
+    for row in rows:
+        try:
+            wakes = json.loads(row["wakes"] or "[]")
+        except ValueError:
+            continue
+        verdict = f"run {row['id']}: {row['state']}"
+        if row["answered"] is not None:
+            verdict += f", answered {row['answered']} of {row['woken']}"
+        for wake_id in wakes if isinstance(wakes, list) else []:
+            found[str(wake_id)] = verdict
+    return found
 
 
 def log_lines(entries: list[Entry]) -> list[str]:
@@ -63,15 +87,19 @@ def log_lines(entries: list[Entry]) -> list[str]:
     for entry in entries:
         wake = entry.wake
         when = as_text(entry.finished or entry.last_attempt) or wake.at
+        state = "unanswered" if entry.answered is False else entry.state.replace("_", " ")
         lines.append(
-            f"{wake.at}  {entry.state.replace('_', ' '):<9}  {wake.record}  {wake.reason} "
+            f"{wake.at}  {state:<9}  {wake.record}  {wake.reason} "
             f"nudge {wake.nudge}  via {entry.sink}  attempts {entry.attempts}  "
             f"last {when}  id {wake.id}"
         )
         if entry.state == "pending" and entry.next_attempt is not None:
             lines.append(f"    next attempt at or after {as_text(entry.next_attempt)}")
-        if entry.receipt and entry.state == "delivered" and entry.receipt.startswith("run "):
+        if entry.answered:
             lines.append(f"    {entry.receipt}")
+        elif entry.answered is False:
+            by = entry.run or "the agent run"
+            lines.append(f"    not answered by {by}; left for the next session as {entry.receipt}")
         if entry.error and entry.state != "delivered":
             lines.append(f"    error: {entry.error}")
         if entry.digest:
