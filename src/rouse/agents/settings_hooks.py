@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH, context_json
+from rouse.agents.hook import SETTINGS_DEPTH, context_json
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statefile import decode
