@@ -133,6 +133,9 @@ def test_hit_fields(tree: Path) -> None:
         "updated": None,
         "matched": hit.matched,
         "only_log": False,
+        "superseded_by": None,
+        "superseded_on": None,
+        "newer": None,
     }
     assert hit.matched in ("words", "both")
     assert hit.snippet.startswith("Nothing of note happened")

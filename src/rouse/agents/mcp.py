@@ -42,7 +42,9 @@ DESCRIPTIONS = {
     "recall": "Search notes, backlog, records and context files by words (keywords weigh "
     "most) and, with the semantic extra, by meaning. Returns hits best first as JSON: path, "
     "kind, origin, age (the file's last change, ISO 8601), keywords, snippet, probes, updated, "
-    "matched (words, meaning or both), only_log (only the log of rouse's verbs matched).",
+    "matched (words, meaning or both), only_log (only the log of rouse's verbs matched), "
+    "superseded_by (a newer file replaces it: do not act on it) and newer (a newer note on "
+    "the same keywords).",
     "due": "What the clock would wake you about now (or by `until`, a stamp, +2h or 'fri 18:00'): "
     "one line per record saying when it is or was due (a forecast first says what it covers, "
     "and lists a repeating reminder once per occurrence), then the "
@@ -100,6 +102,8 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "body": "the note's text (replaces the body of an existing note with this slug)",
         "keywords": "comma-separated words that recall and the pack's index use",
         "fields": "other header fields, key → one-line value (never machine fields)",
+        "supersedes": "the slug of the note this one replaces: the old one leaves the pack "
+        "and recall shows it as superseded",
     },
     "intend": {
         "slug": "the intention's name: lowercase letters, digits and -",

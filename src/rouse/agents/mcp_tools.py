@@ -144,10 +144,13 @@ class Tools(ReadTools):
         body: str,
         keywords: str | None = None,
         fields: dict[str, str] | None = None,
+        supersedes: str | None = None,
     ) -> str:
         given = dict(fields or {})
         if keywords is not None:
             given["keywords"] = keywords
+        if supersedes is not None:
+            given["supersedes"] = supersedes
         inputs.check_body(body)
         done = notes.remember(self.root, slug, body, self.now(), given)
         return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"

@@ -130,13 +130,16 @@ def cmd_new(args: argparse.Namespace) -> int:
     from rouse.records.inputs import parse_assignments
 
     now = resolve_now(args)
+    fields = parse_assignments(args.set or [], now)
+    if args.supersedes is not None:
+        fields["supersedes"] = args.supersedes
     created = scaffold.new(
         tree_root(args),
         args.type,
         args.slug,
         now,
         under=args.under,
-        fields=parse_assignments(args.set or [], now),
+        fields=fields,
         body=read_body(args.body),
     )
     return _report_created(created, args)
@@ -252,6 +255,12 @@ def args_new(sub: argparse.ArgumentParser) -> None:
         help="a header field rouse reads, e.g. closes-when=TEXT (repeatable)",
     )
     sub.add_argument("--body", metavar="TEXT", help="the body text, or - to read stdin")
+    sub.add_argument(
+        "--supersedes",
+        metavar="OLD",
+        help="a note or context file: the slug of the one it replaces (it leaves the pack, "
+        "and recall ranks it after this one)",
+    )
     _json_option(sub, "record type path file fields fill_in warnings")
 
 

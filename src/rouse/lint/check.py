@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
+from rouse.core import supersession
 from rouse.core.tree import File, Tree
 from rouse.lint.fields import header_findings
 from rouse.lint.finding import Finding, error_finding
@@ -98,6 +99,16 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     yield from note_findings(tree, {probe.name for probe in probes})
     yield from plugin_findings(tree)
     yield from duplicate_slug_findings(tree)
+    for problem in supersession.problems(tree):
+        yield Finding("warn", problem.path, problem.message, problem.line)
+    for first, second in supersession.overlapping(tree):
+        yield Finding(
+            "warn",
+            first.rel,
+            f"keywords overlap with {second.rel}'s: if one replaces the other, say so with "
+            "'supersedes:' in the newer one; else give them keywords that tell them apart",
+            first.header.line_of("keywords"),
+        )
 
 
 def _files(tree: Tree) -> list[File]:

@@ -222,6 +222,10 @@ def new(
             f"--under is for records: {article(kind)} does not nest, it lives {FLAT_HOMES[kind]}"
         )
     given = validate_fields(fields or {}, now)
+    if given.get("supersedes") and kind not in ("note", *layout.CONTEXT_TYPES):
+        raise UsageError(
+            f"only a note or a context file supersedes another: {article(kind)} cannot"
+        )
     if kind == "reminder" and not given.get("due"):
         raise UsageError(
             "a reminder needs a due: `rouse remind SLUG --due WHEN`, or `--set due=WHEN` "
