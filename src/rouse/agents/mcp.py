@@ -60,6 +60,10 @@ DESCRIPTIONS = {
     "under a record (under = its slug or path). fields: e.g. {'success-when': ...} for a goal, "
     "{'due': '2026-03-20 09:00', '+2h' or 'mon 9am', 'nag': '1h'} for a reminder; "
     "{'every': 'weekdays 09:00'} (or 1d, 2w, 1mo, 'mon,thu 18:30') makes it repeat.",
+    "forget": "Forget a note or context file on purpose (the user asked, or it was wrong and "
+    "harmful): its text is replaced by a tombstone holding only why, and it leaves the recall "
+    "index at once. The file stays so the forgetting is seen. Records are closed, not "
+    "forgotten.",
     "move": "Say a record moved: stamps last-moved now (note: a line appended to its body).",
     "snooze": "Put a record off: not due for any reason before `until` (a stamp, +2h, 'monday', "
     "'tomorrow 09:00') or `duration` from now (e.g. 3d); a move does not cancel it; clear: "
@@ -119,6 +123,10 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "body": "what it is about (markdown)",
         "fields": "header fields: 'success-when' for a goal; 'due', 'nag', 'every', 'until' "
         "for a reminder",
+    },
+    "forget": {
+        "ref": "a note's slug, or a note's or context file's tree-relative path",
+        "why": "the reason, kept word for word in place of the text",
     },
     "move": {
         "ref": "the record: a slug, type/slug or tree-relative path",
@@ -293,6 +301,7 @@ def build_server(tools: Tools) -> Any:
             strict(tools.remember, hints(read_only=False, destructive=True)),
             strict(tools.intend, hints(read_only=False)),
             strict(tools.add, hints(read_only=False)),
+            strict(tools.forget, hints(read_only=False, destructive=True)),
             strict(tools.move, hints(read_only=False)),
             strict(tools.snooze, hints(read_only=False)),
             strict(tools.close, hints(read_only=False, destructive=True)),

@@ -199,6 +199,14 @@ class Tools(ReadTools):
         due = f" (due {created.fields['due']})" if kind == "reminder" else ""
         return f"wrote {created.rel}{due}" + _todo(created.todo)
 
+    def forget(self, ref: str, why: str) -> str:
+        from rouse.pack import index
+        from rouse.records import forgetting
+
+        done = forgetting.forget(self.root, ref, why, self.now())
+        index.forget(self.root, self._reader().cache_secret)
+        return done.summary
+
     def move(self, ref: str, note: str | None = None) -> str:
         return lifecycle.move(self.root, ref, self.now(), _text(note, "note")).summary
 

@@ -39,6 +39,7 @@ from rouse.cli.work import (
 )
 from rouse.cli.write import (
     args_close,
+    args_forget,
     args_init,
     args_move,
     args_new,
@@ -47,6 +48,7 @@ from rouse.cli.write import (
     args_snooze,
     args_tell,
     cmd_close,
+    cmd_forget,
     cmd_init,
     cmd_move,
     cmd_new,
@@ -124,6 +126,11 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         args_explain,
     ),
     "close": (cmd_close, "end a record out loud (nothing is deleted)", args_close),
+    "forget": (
+        cmd_forget,
+        "replace a note's or context file's text with the reason it was forgotten",
+        args_forget,
+    ),
     "promote": (cmd_promote, "turn a backlog item into an open intention", args_promote),
     "remind": (cmd_remind, "shorthand for a new reminder", args_remind),
     "tell": (

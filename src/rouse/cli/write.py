@@ -219,6 +219,21 @@ def cmd_close(args: argparse.Namespace) -> int:
     return report_changed(changed, args)
 
 
+def cmd_forget(args: argparse.Namespace) -> int:
+    from rouse.pack import index
+    from rouse.records import forgetting
+    from rouse.trust.origins import origin_reader
+
+    root = tree_root(args)
+    done = forgetting.forget(root, args.ref, args.why, resolve_now(args))
+    index.forget(root, origin_reader(root).cache_secret)
+    if args.json:
+        emit_json({"path": done.rel, "kind": done.kind, "forgotten": done.at})
+    else:
+        emit([done.summary])
+    return 0
+
+
 def cmd_promote(args: argparse.Namespace) -> int:
     from rouse.records import promoting
 
@@ -226,6 +241,17 @@ def cmd_promote(args: argparse.Namespace) -> int:
         tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under
     )
     return report_changed(changed, args)
+
+
+def args_forget(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("ref", metavar="REF", help="a note's slug, or a note's or context file's path")
+    sub.add_argument(
+        "--why",
+        metavar="TEXT",
+        required=True,
+        help="the reason, kept word for word in place of the text",
+    )
+    _json_option(sub, "path kind forgotten")
 
 
 def args_init(sub: argparse.ArgumentParser) -> None:

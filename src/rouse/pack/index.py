@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from rouse.core import header, layout, statedir
+from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError
 from rouse.core.tree import File, Tree
 from rouse.pack import search
@@ -363,6 +364,26 @@ def _nearest_sentence(body: str, wanted: bytes, model: Model | None) -> str:
         at = max(range(len(sentences)), key=lambda i: scores[i])
     text = ("…" if at else "") + " ".join(sentences[at:])
     return search.one_line(text)
+
+
+def forget(root: Path, secret: bytes | None = None) -> None:
+    """Bring the index up to date with a file just forgotten (``rouse forget``), at once
+    and leaving none of its old words or vector on disk: what SQLite deletes is
+    overwritten with zeros (``secure_delete``) and the full-text index's segments are
+    merged, so the old rows are not kept beside the new ones. ``secret``: the walk
+    cache's, which forgets the old header in the same walk. No index yet: nothing to do.
+    """
+    tree = cached_walk(root, secret)
+    path = root / layout.STATE_DIR / FILE
+    if not path.is_file():
+        return
+    with Index(root) as index:
+        if index.stats.in_memory:
+            return
+        index.conn.execute("PRAGMA secure_delete = ON")
+        index.refresh(tree)
+        if index.fts:
+            index.conn.execute("INSERT INTO docs(docs) VALUES ('optimize')")
 
 
 class _Transaction:
