@@ -136,6 +136,7 @@ def test_hit_fields(tree: Path) -> None:
         "superseded_by": None,
         "superseded_on": None,
         "newer": None,
+        "chunk": None,
     }
     assert hit.matched in ("words", "both")
     assert hit.snippet.startswith("Nothing of note happened")

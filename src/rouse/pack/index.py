@@ -31,7 +31,7 @@ from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError
 from rouse.core.tree import File, Tree
 from rouse.pack import search
-from rouse.pack.indexdoc import Current, Doc, Stats, document, indexed_files
+from rouse.pack.indexdoc import Current, Doc, Stats, chunks, document, indexed_files
 from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
 from rouse.pack.search import Match
 
@@ -165,18 +165,27 @@ class Index:
                 (doc.rel, doc.kind, doc.size, doc.mtime_ns),
             )
             self.conn.execute(
-                "INSERT INTO docs (rowid, keywords, path, body, log) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO docs (rowid, keywords, path, body, log, cjk) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (cursor.lastrowid, *doc.columns()),
             )
             if vectors is not None:
-                self.conn.execute(
-                    "INSERT INTO vectors (id, vec) VALUES (?, ?)", (cursor.lastrowid, vectors[at])
+                self.conn.executemany(
+                    "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
+                    [(cursor.lastrowid, n, vec) for n, vec in enumerate(vectors[at])],
                 )
 
-    def _embed(self, docs: list[Doc]) -> list[bytes]:
+    def _embed(self, docs: list[Doc]) -> list[list[bytes]]:
+        """Each doc's vectors, one per chunk (:meth:`Doc.meaning_chunks`)."""
         assert self.model is not None
         self.stats.embedded += len(docs)
-        return self.model.embed([doc.meaning_text() for doc in docs])
+        texts = [doc.meaning_chunks() for doc in docs]
+        flat = self.model.embed([text for parts in texts for text in parts])
+        vectors: list[list[bytes]] = []
+        for parts in texts:
+            vectors.append(flat[: len(parts)])
+            flat = flat[len(parts) :]
+        return vectors
 
     def _model_current(self) -> bool:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
@@ -203,8 +212,12 @@ class Index:
             ]
             vectors = self._embed(docs)
             self.conn.executemany(
-                "INSERT INTO vectors (id, vec) VALUES (?, ?)",
-                [(row[0], vec) for row, vec in zip(rows, vectors, strict=True)],
+                "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
+                [
+                    (row[0], n, vec)
+                    for row, vecs in zip(rows, vectors, strict=True)
+                    for n, vec in enumerate(vecs)
+                ],
             )
 
     def _diff(
@@ -290,7 +303,7 @@ class Index:
 
     def _says(self, doc_id: int, doc: Doc) -> bool:
         row = self.conn.execute(
-            "SELECT f.rel, f.kind, f.size, f.mtime_ns, d.keywords, d.path, d.body, d.log "
+            "SELECT f.rel, f.kind, f.size, f.mtime_ns, d.keywords, d.path, d.body, d.log, d.cjk "
             "FROM files f JOIN docs d ON d.rowid = f.id WHERE f.id = ?",
             (doc_id,),
         ).fetchone()
@@ -302,11 +315,19 @@ class Index:
             return False  # the row says something the file does not
         if self.model is None:
             return True
-        vec = self.conn.execute("SELECT vec FROM vectors WHERE id = ?", (doc_id,)).fetchone()
-        if vec is None:
+        held = [
+            bytes(row[0])
+            for row in self.conn.execute(
+                "SELECT vec FROM vectors WHERE id = ? ORDER BY chunk", (doc_id,)
+            )
+        ]
+        if not held:
             return True  # no vector: nothing by meaning to check
-        fresh = self.model.embed([doc.meaning_text()])[0]
-        return self.model.cosines(fresh, [bytes(vec[0])])[0] >= 0.999
+        fresh = self.model.embed(doc.meaning_chunks())
+        if len(fresh) != len(held):
+            return False
+        pairs = zip(fresh, held, strict=True)
+        return all(self.model.cosines(new, [old])[0] >= 0.999 for new, old in pairs)
 
     # -- searching --------------------------------------------------------------
 
@@ -348,6 +369,9 @@ class Index:
                 continue
             row = self.conn.execute("SELECT body FROM docs WHERE rowid = ?", (match.doc_id,))
             body = str((row.fetchone() or [""])[0] or "")
+            if match.chunk is not None:  # the chunk that matched: its nearest sentence
+                parts = chunks(body)
+                body = parts[match.chunk] if match.chunk < len(parts) else body
             match.snippet = _nearest_sentence(body, wanted, self.model)
 
 

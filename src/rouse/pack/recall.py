@@ -58,6 +58,7 @@ class Hit:
     superseded_by: str | None = None  # the path of the file that supersedes it
     superseded_on: datetime | None = None  # since when (that file's updated:, else its mtime)
     newer: str | None = None  # a newer note on the same keywords, when no supersedes relates them
+    chunk: int | None = None  # by meaning, in a long file: the part that matched (from 1)
 
     def to_json(self) -> dict[str, Any]:
         """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset."""
@@ -75,6 +76,7 @@ class Hit:
             "superseded_by": self.superseded_by,
             "superseded_on": iso_stamp(self.superseded_on),
             "newer": self.newer,
+            "chunk": self.chunk,
         }
 
 
@@ -145,6 +147,7 @@ def recall(
                 mtime=mtime,
                 matched=_how(match),
                 only_log=match.only_log,
+                chunk=None if match.chunk is None else match.chunk + 1,
             )
         )
     held_back = origins.quoted_origins(reader)
@@ -255,7 +258,8 @@ def render(hits: list[Hit]) -> list[str]:
         lines.append(f"{hit.path} [{hit.origin}] ({hit.age}{keywords})")
         if hit.snippet:
             said = "only its log matched: " if hit.only_log else ""
-            said = "near in meaning: " if hit.matched == "meaning" else said
+            part = f" (part {hit.chunk})" if hit.chunk is not None else ""
+            said = f"near in meaning{part}: " if hit.matched == "meaning" else said
             lines.append(f"  {said}{hit.snippet}")
         if hit.superseded_by:
             on = f" on {hit.superseded_on:%Y-%m-%d}" if hit.superseded_on else ""
