@@ -137,6 +137,7 @@ def test_hit_fields(tree: Path) -> None:
         "superseded_on": None,
         "newer": None,
         "chunk": None,
+        "drifted": [],
     }
     assert hit.matched in ("words", "both")
     assert hit.snippet.startswith("Nothing of note happened")

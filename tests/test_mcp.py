@@ -44,6 +44,7 @@ TOOLS = {
     "cancel",
     "checkpoint",
     "forget",  # issue 32: forgetting is a verb
+    "review",  # issue 32: a drifted note said to be still true
 }
 READ_ONLY = {"pack", "recall", "due", "probe"}
 PROBES = "inventory/probes.md"

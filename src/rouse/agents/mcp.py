@@ -60,6 +60,10 @@ DESCRIPTIONS = {
     "under a record (under = its slug or path). fields: e.g. {'success-when': ...} for a goal, "
     "{'due': '2026-03-20 09:00', '+2h' or 'mon 9am', 'nag': '1h'} for a reminder; "
     "{'every': 'weekdays 09:00'} (or 1d, 2w, 1mo, 'mon,thu 18:30') makes it repeat.",
+    "review": "Say a note is still true after checking it (recall or the pack showed it "
+    "drifted: a probe it names reads differently now): stamps reviewed:, logs note, and "
+    "takes its probes' current readings as what it was written against. Edit the note "
+    "instead if it is no longer true.",
     "forget": "Forget a note or context file on purpose (the user asked, or it was wrong and "
     "harmful): its text is replaced by a tombstone holding only why, and it leaves the recall "
     "index at once. The file stays so the forgetting is seen. Records are closed, not "
@@ -123,6 +127,10 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "body": "what it is about (markdown)",
         "fields": "header fields: 'success-when' for a goal; 'due', 'nag', 'every', 'until' "
         "for a reminder",
+    },
+    "review": {
+        "ref": "the note: its slug or tree-relative path",
+        "note": "why it is still true, kept in its log",
     },
     "forget": {
         "ref": "a note's slug, or a note's or context file's tree-relative path",
@@ -301,6 +309,7 @@ def build_server(tools: Tools) -> Any:
             strict(tools.remember, hints(read_only=False, destructive=True)),
             strict(tools.intend, hints(read_only=False)),
             strict(tools.add, hints(read_only=False)),
+            strict(tools.review, hints(read_only=False)),
             strict(tools.forget, hints(read_only=False, destructive=True)),
             strict(tools.move, hints(read_only=False)),
             strict(tools.snooze, hints(read_only=False)),

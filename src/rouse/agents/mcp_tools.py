@@ -199,6 +199,14 @@ class Tools(ReadTools):
         due = f" (due {created.fields['due']})" if kind == "reminder" else ""
         return f"wrote {created.rel}{due}" + _todo(created.todo)
 
+    def review(self, ref: str, note: str | None = None) -> str:
+        from rouse.records import reviewing
+
+        done = reviewing.review(
+            self.root, ref, self.now(), _text(note, "note"), key_path=self.key_path, env=self.env
+        )
+        return done.summary
+
     def forget(self, ref: str, why: str) -> str:
         from rouse.pack import index
         from rouse.records import forgetting

@@ -45,6 +45,7 @@ from rouse.cli.write import (
     args_new,
     args_promote,
     args_remind,
+    args_review,
     args_snooze,
     args_tell,
     cmd_close,
@@ -54,6 +55,7 @@ from rouse.cli.write import (
     cmd_new,
     cmd_promote,
     cmd_remind,
+    cmd_review,
     cmd_snooze,
     cmd_tell,
 )
@@ -126,6 +128,11 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         args_explain,
     ),
     "close": (cmd_close, "end a record out loud (nothing is deleted)", args_close),
+    "review": (
+        cmd_review,
+        "say a note is still true: reviewed: now, its probes' readings its new baseline",
+        args_review,
+    ),
     "forget": (
         cmd_forget,
         "replace a note's or context file's text with the reason it was forgotten",

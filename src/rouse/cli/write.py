@@ -234,6 +234,22 @@ def cmd_forget(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    import os
+
+    from rouse.records import reviewing
+
+    root, now = tree_root(args), resolve_now(args)
+    done = reviewing.review(
+        root, args.ref, now, args.note, key_path=stamp_key_path(), env=os.environ
+    )
+    if args.json:
+        emit_json({"path": done.rel, "reviewed": done.reviewed, "readings": done.readings})
+    else:
+        emit([done.summary])
+    return 0
+
+
 def cmd_promote(args: argparse.Namespace) -> int:
     from rouse.records import promoting
 
@@ -252,6 +268,12 @@ def args_forget(sub: argparse.ArgumentParser) -> None:
         help="the reason, kept word for word in place of the text",
     )
     _json_option(sub, "path kind forgotten")
+
+
+def args_review(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("ref", metavar="NOTE", help="a note's slug or path")
+    sub.add_argument("--note", metavar="TEXT", help="why it is still true, for its log")
+    _json_option(sub, "path reviewed readings")
 
 
 def args_init(sub: argparse.ArgumentParser) -> None:

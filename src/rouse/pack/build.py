@@ -26,8 +26,8 @@ from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.kept import keep
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
 from rouse.pack.warnings import live_warnings, standing_warnings
+from rouse.probes import baselines, demand, readings
 from rouse.probes import definitions as probes
-from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
 from rouse.trust.origins import effective_origin, origin_reader, quoted_origins
 
@@ -232,6 +232,7 @@ def _index(
     # (the newest first, then by path: only the first INDEX_CAP are shown)
     files = heapq.nsmallest(INDEX_CAP, files, key=lambda f: (-f.mtime_ns, f.rel))
     cache = demand.load_cache(root, getattr(origin_of, "key_path", None))
+    held = _baselines(root, origin_of, files)
     items = []
     for file in files:
         names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
@@ -251,7 +252,18 @@ def _index(
                 "probes": shown,
             }
         )
+        found = baselines.drift(held.get(file.rel), shown) if held else []
+        if found:
+            items[-1]["drifted"] = baselines.said(found)
     return items, total
+
+
+def _baselines(root: Path, origin_of: OriginOf, files: list[File]) -> baselines.Baselines:
+    """The readings the shown notes were written against (read only when one names probes)."""
+    if not any(f.get("probes") for f in files):
+        return {}
+    secret = getattr(origin_of, "cache_secret", None)
+    return baselines.load(root, secret)
 
 
 def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -29,8 +29,8 @@ from rouse.pack import currency, semantic
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, query_words
+from rouse.probes import baselines, demand, gate, readings
 from rouse.probes import definitions as probes
-from rouse.probes import demand, gate, readings
 from rouse.trust import origins
 from rouse.trust.stampkey import verify
 
@@ -59,6 +59,7 @@ class Hit:
     superseded_on: datetime | None = None  # since when (that file's updated:, else its mtime)
     newer: str | None = None  # a newer note on the same keywords, when no supersedes relates them
     chunk: int | None = None  # by meaning, in a long file: the part that matched (from 1)
+    drifted: list[tuple[str, str, str]] = field(default_factory=list)  # (probe, then, now)
 
     def to_json(self) -> dict[str, Any]:
         """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset."""
@@ -77,6 +78,7 @@ class Hit:
             "superseded_on": iso_stamp(self.superseded_on),
             "newer": self.newer,
             "chunk": self.chunk,
+            "drifted": [{"probe": p, "then": then, "now": now} for p, then, now in self.drifted],
         }
 
 
@@ -150,6 +152,10 @@ def recall(
                 chunk=None if match.chunk is None else match.chunk + 1,
             )
         )
+    seen = [(h.path, h.updated or "", h.probes) for h in hits if h.probes]
+    drifted = baselines.observe(root, reader.cache_secret, seen)
+    for hit in hits:
+        hit.drifted = drifted.get(hit.path, [])
     held_back = origins.quoted_origins(reader)
     successors = supersession.superseded(tree, lambda f: reader(f) not in held_back)
     reader.flush()
@@ -270,4 +276,6 @@ def render(hits: list[Hit]) -> list[str]:
             lines.append(f"  updated: {hit.updated}")
         if hit.probes:
             lines.append("  probes: " + ", ".join(f"{k}={v}" for k, v in hit.probes.items()))
+        if hit.drifted:
+            lines.append(f"  drifted: {baselines.said(hit.drifted)}")
     return lines

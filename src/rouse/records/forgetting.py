@@ -55,7 +55,7 @@ def forget(root: Path, ref: str, why: str, now: datetime) -> Forgotten:
     if not why.strip():
         raise UsageError("say why with --why TEXT: the reason is what stays in the file")
     check_body(why, "the reason")
-    file, kind = _find(root, ref)
+    file, kind = find(root, ref)
     at = format_stamp(now)
     text = header.format_header({FIELD: at}) + f"{SAID} on {at}: {why.strip()}\n"
 
@@ -77,7 +77,9 @@ def _drop_snapshot(root: Path) -> None:
             snapshot.path_of(root).unlink()
 
 
-def _find(root: Path, ref: str) -> tuple[File, str]:
+def find(root: Path, ref: str) -> tuple[File, str]:
+    """The note or context file ``ref`` names (a slug, or a path with or without
+    ``.md``), and its kind; a UsageError for none or several."""
     tree = walk(root)
     files: list[tuple[File, str]] = [(note, "note") for note in tree.notes]
     files += [(ctx, ctx.kind) for ctx in tree.context]
