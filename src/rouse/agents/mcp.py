@@ -43,8 +43,10 @@ DESCRIPTIONS = {
     "most) and, with the semantic extra, by meaning. Returns hits best first as JSON: path, "
     "kind, origin, age (the file's last change, ISO 8601), keywords, snippet, probes, updated, "
     "matched (words, meaning or both), only_log (only the log of rouse's verbs matched), "
-    "superseded_by (a newer file replaces it: do not act on it) and newer (a newer note on "
-    "the same keywords).",
+    "superseded_by (a newer file replaces it: do not act on it), newer (a newer note on "
+    "the same keywords), chunk (the part of a long file that matched by meaning) and "
+    "drifted (a probe it names reads differently from when it was written: re-check it, "
+    "then review or rewrite it).",
     "due": "What the clock would wake you about now (or by `until`, a stamp, +2h or 'fri 18:00'): "
     "one line per record saying when it is or was due (a forecast first says what it covers, "
     "and lists a repeating reminder once per occurrence), then the "
