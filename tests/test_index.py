@@ -133,6 +133,11 @@ def test_hit_fields(tree: Path) -> None:
         "updated": None,
         "matched": hit.matched,
         "only_log": False,
+        "superseded_by": None,
+        "superseded_on": None,
+        "newer": None,
+        "chunk": None,
+        "drifted": [],
     }
     assert hit.matched in ("words", "both")
     assert hit.snippet.startswith("Nothing of note happened")

@@ -44,6 +44,8 @@ TOOLS = {
     "tell",
     "cancel",
     "checkpoint",
+    "forget",  # issue 32: forgetting is a verb
+    "review",  # issue 32: a drifted note said to be still true
 }
 READ_ONLY = {"pack", "recall", "due", "probe"}
 PROBES = "inventory/probes.md"
@@ -301,12 +303,13 @@ def test_client_lists_the_tools_with_hints(memory: Path, no_key: Path) -> None:
     for name, tool in seen.items():
         assert tool.description and len(tool.description) > 40
         assert tool.annotations.read_only_hint is (name in READ_ONLY), name
-    for name in ("close", "promote", "remember"):
+    for name in ("close", "promote", "remember", "forget"):
         assert seen[name].annotations.destructive_hint is True
     for name in ("intend", "add", "move"):
         assert seen[name].annotations.destructive_hint is False
     assert set(seen["add"].input_schema["required"]) == {"kind", "slug"}
     assert set(seen["tell"].input_schema["required"]) == {"ref", "message"}
+    assert set(seen["forget"].input_schema["required"]) == {"ref", "why"}
     assert seen["tell"].annotations.open_world_hint is True  # it reaches a person
     # issue 34, item 11: docs/wiring.md §7 names every tool the server offers, no other
     wiring = (Path(__file__).resolve().parent.parent / "docs/wiring.md").read_text()

@@ -100,7 +100,7 @@ READ_KEYS = (
     "channel",
     *("snoozed-until", "waiting-on", "falsifiers", "model", "reasoning", "repo", "category"),
     *("every", "until"),
-    *("keywords", "probes", "updated"),
+    *("keywords", "probes", "updated", "supersedes"),
 )
 
 

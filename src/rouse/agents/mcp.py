@@ -42,7 +42,11 @@ DESCRIPTIONS = {
     "recall": "Search notes, backlog, records and context files by words (keywords weigh "
     "most) and, with the semantic extra, by meaning. Returns hits best first as JSON: path, "
     "kind, origin, age (the file's last change, ISO 8601), keywords, snippet, probes, updated, "
-    "matched (words, meaning or both), only_log (only the log of rouse's verbs matched).",
+    "matched (words, meaning or both), only_log (only the log of rouse's verbs matched), "
+    "superseded_by (a newer file replaces it: do not act on it), newer (a newer note on "
+    "the same keywords), chunk (the part of a long file that matched by meaning) and "
+    "drifted (a probe it names reads differently from when it was written: re-check it, "
+    "then review or rewrite it).",
     "due": "What the clock would wake you about now (or by `until`, a stamp, +2h or 'fri 18:00'): "
     "one line per record saying when it is or was due (a forecast first says what it covers, "
     "and lists a repeating reminder once per occurrence), then the "
@@ -58,6 +62,14 @@ DESCRIPTIONS = {
     "under a record (under = its slug or path). fields: e.g. {'success-when': ...} for a goal, "
     "{'due': '2026-03-20 09:00', '+2h' or 'mon 9am', 'nag': '1h'} for a reminder; "
     "{'every': 'weekdays 09:00'} (or 1d, 2w, 1mo, 'mon,thu 18:30') makes it repeat.",
+    "review": "Say a note is still true after checking it (recall or the pack showed it "
+    "drifted: a probe it names reads differently now): stamps reviewed:, logs note, and "
+    "takes its probes' current readings as what it was written against. Edit the note "
+    "instead if it is no longer true.",
+    "forget": "Forget a note or context file on purpose (the user asked, or it was wrong and "
+    "harmful): its text is replaced by a tombstone holding only why, and it leaves the recall "
+    "index at once. The file stays so the forgetting is seen. Records are closed, not "
+    "forgotten.",
     "move": "Say a record moved: stamps last-moved now (note: a line appended to its body).",
     "snooze": "Put a record off: not due for any reason before `until` (a stamp, +2h, 'monday', "
     "'tomorrow 09:00') or `duration` from now (e.g. 3d); a move does not cancel it; clear: "
@@ -100,6 +112,8 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "body": "the note's text (replaces the body of an existing note with this slug)",
         "keywords": "comma-separated words that recall and the pack's index use",
         "fields": "other header fields, key → one-line value (never machine fields)",
+        "supersedes": "the slug of the note this one replaces: the old one leaves the pack "
+        "and recall shows it as superseded",
     },
     "intend": {
         "slug": "the intention's name: lowercase letters, digits and -",
@@ -115,6 +129,14 @@ PARAMETERS: dict[str, dict[str, str]] = {
         "body": "what it is about (markdown)",
         "fields": "header fields: 'success-when' for a goal; 'due', 'nag', 'every', 'until' "
         "for a reminder",
+    },
+    "review": {
+        "ref": "the note: its slug or tree-relative path",
+        "note": "why it is still true, kept in its log",
+    },
+    "forget": {
+        "ref": "a note's slug, or a note's or context file's tree-relative path",
+        "why": "the reason, kept word for word in place of the text",
     },
     "move": {
         "ref": "the record: a slug, type/slug or tree-relative path",
@@ -289,6 +311,8 @@ def build_server(tools: Tools) -> Any:
             strict(tools.remember, hints(read_only=False, destructive=True)),
             strict(tools.intend, hints(read_only=False)),
             strict(tools.add, hints(read_only=False)),
+            strict(tools.review, hints(read_only=False)),
+            strict(tools.forget, hints(read_only=False, destructive=True)),
             strict(tools.move, hints(read_only=False)),
             strict(tools.snooze, hints(read_only=False)),
             strict(tools.close, hints(read_only=False, destructive=True)),

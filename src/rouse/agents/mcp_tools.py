@@ -144,10 +144,13 @@ class Tools(ReadTools):
         body: str,
         keywords: str | None = None,
         fields: dict[str, str] | None = None,
+        supersedes: str | None = None,
     ) -> str:
         given = dict(fields or {})
         if keywords is not None:
             given["keywords"] = keywords
+        if supersedes is not None:
+            given["supersedes"] = supersedes
         inputs.check_body(body)
         done = notes.remember(self.root, slug, body, self.now(), given)
         return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"
@@ -195,6 +198,22 @@ class Tools(ReadTools):
         created = scaffold.new(self.root, kind, slug, now, under=under, fields=clean, body=body)
         due = f" (due {created.fields['due']})" if kind == "reminder" else ""
         return f"wrote {created.rel}{due}" + _todo(created.todo)
+
+    def review(self, ref: str, note: str | None = None) -> str:
+        from rouse.records import reviewing
+
+        done = reviewing.review(
+            self.root, ref, self.now(), _text(note, "note"), key_path=self.key_path, env=self.env
+        )
+        return done.summary
+
+    def forget(self, ref: str, why: str) -> str:
+        from rouse.pack import index
+        from rouse.records import forgetting
+
+        done = forgetting.forget(self.root, ref, why, self.now())
+        index.forget(self.root, self._reader().cache_secret)
+        return done.summary
 
     def move(self, ref: str, note: str | None = None) -> str:
         return lifecycle.move(self.root, ref, self.now(), _text(note, "note")).summary

@@ -39,19 +39,23 @@ from rouse.cli.work import (
 )
 from rouse.cli.write import (
     args_close,
+    args_forget,
     args_init,
     args_move,
     args_new,
     args_promote,
     args_remind,
+    args_review,
     args_snooze,
     args_tell,
     cmd_close,
+    cmd_forget,
     cmd_init,
     cmd_move,
     cmd_new,
     cmd_promote,
     cmd_remind,
+    cmd_review,
     cmd_snooze,
     cmd_tell,
 )
@@ -124,6 +128,16 @@ VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] |
         args_explain,
     ),
     "close": (cmd_close, "end a record out loud (nothing is deleted)", args_close),
+    "review": (
+        cmd_review,
+        "say a note is still true: reviewed: now, its probes' readings its new baseline",
+        args_review,
+    ),
+    "forget": (
+        cmd_forget,
+        "replace a note's or context file's text with the reason it was forgotten",
+        args_forget,
+    ),
     "promote": (cmd_promote, "turn a backlog item into an open intention", args_promote),
     "remind": (cmd_remind, "shorthand for a new reminder", args_remind),
     "tell": (

@@ -133,13 +133,16 @@ def cmd_new(args: argparse.Namespace) -> int:
     from rouse.records.inputs import parse_assignments
 
     now = resolve_now(args)
+    fields = parse_assignments(args.set or [], now)
+    if args.supersedes is not None:
+        fields["supersedes"] = args.supersedes
     created = scaffold.new(
         tree_root(args),
         args.type,
         args.slug,
         now,
         under=args.under,
-        fields=parse_assignments(args.set or [], now),
+        fields=fields,
         body=read_body(args.body),
     )
     return _report_created(created, args)
@@ -219,6 +222,37 @@ def cmd_close(args: argparse.Namespace) -> int:
     return report_changed(changed, args)
 
 
+def cmd_forget(args: argparse.Namespace) -> int:
+    from rouse.pack import index
+    from rouse.records import forgetting
+    from rouse.trust.origins import origin_reader
+
+    root = tree_root(args)
+    done = forgetting.forget(root, args.ref, args.why, resolve_now(args))
+    index.forget(root, origin_reader(root).cache_secret)
+    if args.json:
+        emit_json({"path": done.rel, "kind": done.kind, "forgotten": done.at})
+    else:
+        emit([done.summary])
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    import os
+
+    from rouse.records import reviewing
+
+    root, now = tree_root(args), resolve_now(args)
+    done = reviewing.review(
+        root, args.ref, now, args.note, key_path=stamp_key_path(), env=os.environ
+    )
+    if args.json:
+        emit_json({"path": done.rel, "reviewed": done.reviewed, "readings": done.readings})
+    else:
+        emit([done.summary])
+    return 0
+
+
 def cmd_promote(args: argparse.Namespace) -> int:
     from rouse.records import promoting
 
@@ -226,6 +260,23 @@ def cmd_promote(args: argparse.Namespace) -> int:
         tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under
     )
     return report_changed(changed, args)
+
+
+def args_forget(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("ref", metavar="REF", help="a note's slug, or a note's or context file's path")
+    sub.add_argument(
+        "--why",
+        metavar="TEXT",
+        required=True,
+        help="the reason, kept word for word in place of the text",
+    )
+    _json_option(sub, "path kind forgotten")
+
+
+def args_review(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("ref", metavar="NOTE", help="a note's slug or path")
+    sub.add_argument("--note", metavar="TEXT", help="why it is still true, for its log")
+    _json_option(sub, "path reviewed readings")
 
 
 def args_init(sub: argparse.ArgumentParser) -> None:
@@ -255,6 +306,12 @@ def args_new(sub: argparse.ArgumentParser) -> None:
         help="a header field rouse reads, e.g. closes-when=TEXT (repeatable)",
     )
     sub.add_argument("--body", metavar="TEXT", help="the body text, or - to read stdin")
+    sub.add_argument(
+        "--supersedes",
+        metavar="OLD",
+        help="a note or context file: the slug of the one it replaces (it leaves the pack, "
+        "and recall ranks it after this one)",
+    )
     _json_option(sub, "record type path file fields fill_in warnings")
 
 

@@ -46,6 +46,8 @@ MACHINE_FIELDS = frozenset(
         "started",
         "worker",
         "attempts",
+        # rouse forget's tombstone stamp
+        "forgotten",
     ]
 )
 
@@ -60,6 +62,7 @@ KNOWN_KEYS = frozenset(
         *("due", "nag", "backoff", "max-fires", "expires", "channel"),
         *("every", "until"),  # a repeating reminder's rule and its end
         *("keywords", "probes", "updated"),
+        "supersedes",  # a note or context file that replaces another (core.supersession)
         *MACHINE_FIELDS,
     }
 )

@@ -15,6 +15,7 @@ import contextlib
 import fcntl
 import os
 import random
+import re
 import signal
 import stat
 import tempfile
@@ -30,6 +31,15 @@ from rouse.core.statedir import StateError, state_path
 
 WRITE_LOCK = "write.lock"
 GUARDED_RETRIES = 50  # with short growing sleeps: ~2 s in all before giving up
+#: The copy a writer makes beside a file: ``.<name>.md.<pid>.<random>.tmp`` (older
+#: writers left out the pid). A writer killed between writing it and renaming it over
+#: (or, after a swap, before deleting the old bytes it then names) leaves it behind.
+LEFTOVER_RE = re.compile(r"^\.(?P<name>.+\.md)\.(?:(?P<pid>\d{1,10})\.)?[A-Za-z0-9_]+\.tmp\Z")
+#: A leftover whose writer cannot be told alive is removed once it is this old (a live
+#: write holds its copy for a few seconds at most).
+STALE_LEFTOVER_SECONDS = 60
+#: The .gitignore line that keeps writers' copies out of the tree's git.
+LEFTOVER_IGNORE = ".*.md.*.tmp"
 
 
 class Store:
@@ -73,7 +83,9 @@ class Store:
 
     def _write_temp(self, target: Path, data: bytes, mode: int) -> Path:
         try:
-            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            fd, name = tempfile.mkstemp(
+                prefix=f".{target.name}.{os.getpid()}.", suffix=".tmp", dir=target.parent
+            )
         except OSError as exc:
             raise UsageError(
                 f"cannot write in {target.parent} ({exc.strerror}): rouse writes a new copy "
@@ -94,6 +106,7 @@ class Store:
         """Write a new file; never overwrite one that exists."""
         target = self.path(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
+        clear_leftovers(target.parent)
         temp = self._write_temp(target, text.encode("utf-8"), 0o644 & ~_umask())
         try:
             os.link(temp, target)  # atomic, and fails if the target exists
@@ -113,6 +126,7 @@ class Store:
         with ChangedUnderfoot, having written nothing.
         """
         target = self.path(rel)
+        clear_leftovers(target.parent)
         for attempt in range(GUARDED_RETRIES):
             written = _guarded_attempt(self, target, rel, change)
             if written is not None:
@@ -146,6 +160,49 @@ class Store:
             raise UsageError(f"{dst} already exists: refusing to replace it")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
+
+
+def leftovers(directory: Path) -> list[Path]:
+    """Writers' copies in ``directory`` (see :data:`LEFTOVER_RE`), live or not."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    return [directory / name for name in sorted(names) if LEFTOVER_RE.match(name)]
+
+
+def clear_leftovers(directory: Path, now: float | None = None) -> list[Path]:
+    """Remove the writers' copies in ``directory`` that no live write can still need:
+    its writer's process is gone, or (its writer unknown or still running under a pid
+    that may have been reused) it is older than :data:`STALE_LEFTOVER_SECONDS`.
+    Only regular files are touched; what cannot be removed stays. Returns the removed."""
+    now = time.time() if now is None else now
+    removed = []
+    for path in leftovers(directory):
+        match = LEFTOVER_RE.match(path.name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if match is None or not stat.S_ISREG(info.st_mode):
+            continue
+        pid = int(match["pid"]) if match["pid"] else None
+        gone = pid is not None and pid != os.getpid() and not _alive(pid)
+        if gone or now - info.st_mtime > STALE_LEFTOVER_SECONDS:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process (or a number no pid can be): keep it for now
+    return True
 
 
 def _umask() -> int:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
+from rouse.core import supersession
 from rouse.core.tree import File, Tree
 from rouse.lint.fields import header_findings
 from rouse.lint.finding import Finding, error_finding
@@ -98,6 +100,36 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     yield from note_findings(tree, {probe.name for probe in probes})
     yield from plugin_findings(tree)
     yield from duplicate_slug_findings(tree)
+    for problem in supersession.problems(tree):
+        yield Finding("warn", problem.path, problem.message, problem.line)
+    yield from _leftover_findings(tree)
+    for first, second in supersession.overlapping(tree):
+        yield Finding(
+            "warn",
+            first.rel,
+            f"keywords overlap with {second.rel}'s: if one replaces the other, say so with "
+            "'supersedes:' in the newer one; else give them keywords that tell them apart",
+            first.header.line_of("keywords"),
+        )
+
+
+def _leftover_findings(tree: Tree) -> Iterator[Finding]:
+    """A writer's copy left beside a file (a writer killed mid-write): not memory, and
+    full-size; the next write in its directory removes it once no live write needs it."""
+    import os
+
+    from rouse.core.store import leftovers
+
+    root = Path(tree.root)
+    for here, dirs, _ in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .rouse, .git
+        for path in leftovers(Path(here)):
+            yield Finding(
+                "warn",
+                path.relative_to(root).as_posix(),
+                "a copy a writer left behind (killed mid-write?): not part of the memory — "
+                "delete it (the next write in this directory removes it once it is stale)",
+            )
 
 
 def _files(tree: Tree) -> list[File]:

@@ -23,7 +23,7 @@ STAMP_FIELDS = frozenset(
     {
         *("opened", "last-moved", "swept", "reviewed", "due"),
         *("expires", "fired", "set", "updated", "promoted", "snoozed-until", "started"),
-        "until",
+        *("until", "forgotten"),
     }
 )
 
@@ -76,6 +76,13 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
         for key in ("model", "reasoning", "repo", "category", "started", "worker", "attempts")
     },
     "success-when": (frozenset({"goal"}), "only a goal's success-when is read"),
+    **{
+        key: (
+            frozenset({"note", *layout.CONTEXT_TYPES}),
+            f"only a note's or a context file's {key} is read",
+        )
+        for key in ("supersedes", "forgotten")
+    },
     "outcome": (frozenset({"action"}), "only an action is judged by its outcome"),
     "cancel": (frozenset({"task"}), "only a task's worker reads cancel"),
     "channel": (frozenset({"reminder"}), "only a reminder's channel is read (its outreach)"),

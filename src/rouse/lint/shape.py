@@ -265,7 +265,7 @@ def _note(note: Note) -> Iterator[Finding]:
         )
     skip: set[str] = set()
     for key in header.fields:
-        if key in CLOCK_FIELDS and key != "opened":
+        if key in CLOCK_FIELDS and key not in ("opened", "reviewed"):  # (rouse review)
             skip.add(key)
             yield Finding(
                 "warn",

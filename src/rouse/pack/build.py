@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, layout, nudges, snapshot, sweepstate
+from rouse.core import body, clock, header, layout, nudges, snapshot, supersession, sweepstate
 from rouse.core.body import log_entries, split_log
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import still_since
@@ -26,8 +26,8 @@ from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.kept import keep
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
 from rouse.pack.warnings import live_warnings, standing_warnings
+from rouse.probes import baselines, demand, readings
 from rouse.probes import definitions as probes
-from rouse.probes import demand, readings
 from rouse.probes.gate import probes_allowed_at
 from rouse.trust.origins import effective_origin, origin_reader, quoted_origins
 
@@ -174,8 +174,15 @@ def _due(
     return items
 
 
+def _replaced(tree: Tree, origin_of: OriginOf) -> set[str]:
+    """The paths of notes and context files another one supersedes: never served as
+    current. A file held back for its origin supersedes nothing."""
+    held_back = quoted_origins(origin_of)
+    return set(supersession.superseded(tree, lambda f: origin_of(f) not in held_back))
+
+
 def _context(
-    root: Path, tree: Tree, origin_of: OriginOf, query: str | None
+    root: Path, tree: Tree, origin_of: OriginOf, query: str | None, replaced: set[str]
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     layers: dict[str, Any] = {"persona": None, "beliefs": [], "motivations": []}
     quarantined: list[dict[str, str]] = []
@@ -184,6 +191,8 @@ def _context(
     # verify is quarantined like what came from an untrusted source
     held_back = quoted_origins(origin_of)
     for ctx in sorted(tree.context, key=lambda c: c.slug):
+        if ctx.rel in replaced:
+            continue
         origin = origin_of(ctx)
         if origin in held_back:
             quarantined.append(
@@ -214,13 +223,16 @@ def _index(
     origin_of: OriginOf,
     known: Mapping[str, probes.Probe],
     backlog: list[Record],
+    replaced: set[str],
 ) -> tuple[list[dict[str, Any]], int]:
-    """The newest INDEX_CAP notes and open backlog items, and how many there are in all."""
-    files: list[File] = [*tree.notes, *backlog]
+    """The newest INDEX_CAP notes and open backlog items, and how many there are in all
+    (a superseded note is not one of them)."""
+    files: list[File] = [*(n for n in tree.notes if n.rel not in replaced), *backlog]
     total = len(files)
     # (the newest first, then by path: only the first INDEX_CAP are shown)
     files = heapq.nsmallest(INDEX_CAP, files, key=lambda f: (-f.mtime_ns, f.rel))
     cache = demand.load_cache(root, getattr(origin_of, "key_path", None))
+    held = _baselines(root, origin_of, files)
     items = []
     for file in files:
         names = [n.strip() for n in (file.get("probes") or "").split(",") if n.strip()]
@@ -240,7 +252,18 @@ def _index(
                 "probes": shown,
             }
         )
+        found = baselines.drift(held.get(file.rel), shown) if held else []
+        if found:
+            items[-1]["drifted"] = baselines.said(found)
     return items, total
+
+
+def _baselines(root: Path, origin_of: OriginOf, files: list[File]) -> baselines.Baselines:
+    """The readings the shown notes were written against (read only when one names probes)."""
+    if not any(f.get("probes") for f in files):
+        return {}
+    secret = getattr(origin_of, "cache_secret", None)
+    return baselines.load(root, secret)
 
 
 def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -357,9 +380,10 @@ def build_pack(
         # the clock's verdicts, from the plans the walk cache kept where nothing changed
         surveyed = survey(tree, now)
         shown, due_total = surveyed.first(LIST_CAP, {w["path"] for w in woken})
-        layers, quarantined = _context(root, tree, origin_of, query)
+        replaced = _replaced(tree, origin_of)
+        layers, quarantined = _context(root, tree, origin_of, query, replaced)
         census = _Census(tree)
-        index, index_total = _index(root, tree, origin_of, known, census.backlog)
+        index, index_total = _index(root, tree, origin_of, known, census.backlog, replaced)
         ladder = census.ladder
         ladder["snoozed"] = surveyed.snoozed  # (counted open)
         found: dict[str, Any] = {

@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 
 from rouse.core import header, layout, statedir
+from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError
 from rouse.core.tree import File, Tree
 from rouse.pack import search
-from rouse.pack.indexdoc import Current, Doc, Stats, document, indexed_files
+from rouse.pack.indexdoc import Current, Doc, Stats, chunks, document, indexed_files
 from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
 from rouse.pack.search import Match
 
@@ -164,18 +165,27 @@ class Index:
                 (doc.rel, doc.kind, doc.size, doc.mtime_ns),
             )
             self.conn.execute(
-                "INSERT INTO docs (rowid, keywords, path, body, log) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO docs (rowid, keywords, path, body, log, cjk) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
                 (cursor.lastrowid, *doc.columns()),
             )
             if vectors is not None:
-                self.conn.execute(
-                    "INSERT INTO vectors (id, vec) VALUES (?, ?)", (cursor.lastrowid, vectors[at])
+                self.conn.executemany(
+                    "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
+                    [(cursor.lastrowid, n, vec) for n, vec in enumerate(vectors[at])],
                 )
 
-    def _embed(self, docs: list[Doc]) -> list[bytes]:
+    def _embed(self, docs: list[Doc]) -> list[list[bytes]]:
+        """Each doc's vectors, one per chunk (:meth:`Doc.meaning_chunks`)."""
         assert self.model is not None
         self.stats.embedded += len(docs)
-        return self.model.embed([doc.meaning_text() for doc in docs])
+        texts = [doc.meaning_chunks() for doc in docs]
+        flat = self.model.embed([text for parts in texts for text in parts])
+        vectors: list[list[bytes]] = []
+        for parts in texts:
+            vectors.append(flat[: len(parts)])
+            flat = flat[len(parts) :]
+        return vectors
 
     def _model_current(self) -> bool:
         row = self.conn.execute("SELECT value FROM meta WHERE key = 'model'").fetchone()
@@ -202,8 +212,12 @@ class Index:
             ]
             vectors = self._embed(docs)
             self.conn.executemany(
-                "INSERT INTO vectors (id, vec) VALUES (?, ?)",
-                [(row[0], vec) for row, vec in zip(rows, vectors, strict=True)],
+                "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
+                [
+                    (row[0], n, vec)
+                    for row, vecs in zip(rows, vectors, strict=True)
+                    for n, vec in enumerate(vecs)
+                ],
             )
 
     def _diff(
@@ -289,7 +303,7 @@ class Index:
 
     def _says(self, doc_id: int, doc: Doc) -> bool:
         row = self.conn.execute(
-            "SELECT f.rel, f.kind, f.size, f.mtime_ns, d.keywords, d.path, d.body, d.log "
+            "SELECT f.rel, f.kind, f.size, f.mtime_ns, d.keywords, d.path, d.body, d.log, d.cjk "
             "FROM files f JOIN docs d ON d.rowid = f.id WHERE f.id = ?",
             (doc_id,),
         ).fetchone()
@@ -301,13 +315,21 @@ class Index:
             return False  # the row says something the file does not
         if self.model is None:
             return True
-        vec = self.conn.execute("SELECT vec FROM vectors WHERE id = ?", (doc_id,)).fetchone()
-        if vec is None:
+        held = [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT vec FROM vectors WHERE id = ? ORDER BY chunk", (doc_id,)
+            )
+        ]
+        if not held:
             return True  # no vector: nothing by meaning to check
-        if not isinstance(vec[0], bytes):
+        if not all(isinstance(vec, bytes) for vec in held):
             return False  # not a vector (TEXT, say): the row is made again
-        fresh = self.model.embed([doc.meaning_text()])[0]
-        return self.model.cosines(fresh, [vec[0]])[0] >= 0.999
+        fresh = self.model.embed(doc.meaning_chunks())
+        if len(fresh) != len(held):
+            return False
+        pairs = zip(fresh, held, strict=True)
+        return all(self.model.cosines(new, [old])[0] >= 0.999 for new, old in pairs)
 
     # -- searching --------------------------------------------------------------
 
@@ -349,6 +371,9 @@ class Index:
                 continue
             row = self.conn.execute("SELECT body FROM docs WHERE rowid = ?", (match.doc_id,))
             body = str((row.fetchone() or [""])[0] or "")
+            if match.chunk is not None:  # the chunk that matched: its nearest sentence
+                parts = chunks(body)
+                body = parts[match.chunk] if match.chunk < len(parts) else body
             match.snippet = _nearest_sentence(body, wanted, self.model)
 
 
@@ -365,6 +390,26 @@ def _nearest_sentence(body: str, wanted: bytes, model: Model | None) -> str:
         at = max(range(len(sentences)), key=lambda i: scores[i])
     text = ("…" if at else "") + " ".join(sentences[at:])
     return search.one_line(text)
+
+
+def forget(root: Path, secret: bytes | None = None) -> None:
+    """Bring the index up to date with a file just forgotten (``rouse forget``), at once
+    and leaving none of its old words or vector on disk: what SQLite deletes is
+    overwritten with zeros (``secure_delete``) and the full-text index's segments are
+    merged, so the old rows are not kept beside the new ones. ``secret``: the walk
+    cache's, which forgets the old header in the same walk. No index yet: nothing to do.
+    """
+    tree = cached_walk(root, secret)
+    path = root / layout.STATE_DIR / FILE
+    if not path.is_file():
+        return
+    with Index(root) as index:
+        if index.stats.in_memory:
+            return
+        index.conn.execute("PRAGMA secure_delete = ON")
+        index.refresh(tree)
+        if index.fts:
+            index.conn.execute("INSERT INTO docs(docs) VALUES ('optimize')")
 
 
 class _Transaction:

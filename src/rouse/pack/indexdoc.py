@@ -55,13 +55,52 @@ class Doc:
     def path(self) -> str:
         return self.rel.removesuffix(".md")
 
-    def columns(self) -> tuple[str, str, str, str]:
-        return (self.keywords, self.path, self.body, self.log)
+    def columns(self) -> tuple[str, str, str, str, str]:
+        cjk = " ".join(search.bigrams(f"{self.keywords}\n{self.body}"))
+        return (self.keywords, self.path, self.body, self.log, cjk)
 
     def meaning_text(self) -> str:
         """What the vector is made of: keywords, the path's words, the authored body."""
+        return "\n".join(part for part in (self._heading(), self.body) if part)
+
+    def meaning_chunks(self) -> list[str]:
+        """What the vectors are made of: one text for a short body; for a long one, each
+        of its chunks (:func:`chunks`) after the keywords and the path's words."""
+        if len(self.body) <= CHUNK_CHARS:
+            return [self.meaning_text()]
+        heading = self._heading()
+        return [f"{heading}\n{part}" if heading else part for part in chunks(self.body)]
+
+    def _heading(self) -> str:
         path_words = " ".join(search.WORD_RE.findall(self.path.replace("_", " ")))
-        return "\n".join(part for part in (self.keywords, path_words, self.body) if part)
+        return "\n".join(part for part in (self.keywords, path_words) if part)
+
+
+#: A body longer than this is embedded in chunks of about this many characters (the
+#: model reads a text's first 512 tokens: a long note's one vector would miss its end).
+CHUNK_CHARS = 500
+#: At most this many chunks a file: a longer body gets longer chunks.
+MAX_CHUNKS = 64
+
+
+def chunks(body: str) -> list[str]:
+    """``body`` cut into chunks at paragraph (else line, else word) breaks."""
+    size = max(CHUNK_CHARS, -(-len(body) // MAX_CHUNKS))
+    pieces: list[str] = []
+    for paragraph in body.split("\n\n"):
+        while len(paragraph) > size:  # one paragraph longer than a chunk: cut at a space
+            cut = paragraph.rfind(" ", 0, size)
+            cut = cut if cut > size // 2 else size
+            pieces.append(paragraph[:cut])
+            paragraph = paragraph[cut:].lstrip()
+        pieces.append(paragraph)
+    found: list[str] = []
+    for piece in pieces:
+        if found and len(found[-1]) + 2 + len(piece) <= size:
+            found[-1] += "\n\n" + piece
+        elif piece.strip():
+            found.append(piece)
+    return found or [body]
 
 
 @dataclass

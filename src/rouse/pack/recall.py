@@ -19,17 +19,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rouse.core import supersession
 from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header
 from rouse.core.timefmt import human_age, iso_stamp, parse_stamp
 from rouse.core.tree import Tree
-from rouse.pack import semantic
+from rouse.pack import currency, semantic
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, query_words
+from rouse.probes import baselines, demand, gate, readings
 from rouse.probes import definitions as probes
-from rouse.probes import demand, gate, readings
 from rouse.trust import origins
 from rouse.trust.stampkey import verify
 
@@ -54,6 +55,11 @@ class Hit:
     mtime: datetime | None = None  # the file's mtime (local time)
     matched: str = "words"  # how it was found: words, meaning, or both
     only_log: bool = False  # by words, only the log below the marker matched
+    superseded_by: str | None = None  # the path of the file that supersedes it
+    superseded_on: datetime | None = None  # since when (that file's updated:, else its mtime)
+    newer: str | None = None  # a newer note on the same keywords, when no supersedes relates them
+    chunk: int | None = None  # by meaning, in a long file: the part that matched (from 1)
+    drifted: list[tuple[str, str, str]] = field(default_factory=list)  # (probe, then, now)
 
     def to_json(self) -> dict[str, Any]:
         """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset."""
@@ -68,6 +74,11 @@ class Hit:
             "updated": _updated(self.updated),
             "matched": self.matched,
             "only_log": self.only_log,
+            "superseded_by": self.superseded_by,
+            "superseded_on": iso_stamp(self.superseded_on),
+            "newer": self.newer,
+            "chunk": self.chunk,
+            "drifted": [{"probe": p, "then": then, "now": now} for p, then, now in self.drifted],
         }
 
 
@@ -147,10 +158,17 @@ def recall(
                 mtime=mtime,
                 matched=_how(match),
                 only_log=match.only_log,
+                chunk=None if match.chunk is None else match.chunk + 1,
             )
         )
+    seen = [(h.path, h.updated or "", h.probes) for h in hits if h.probes]
+    drifted = baselines.observe(root, reader.cache_secret, seen)
+    for hit in hits:
+        hit.drifted = drifted.get(hit.path, [])
+    held_back = origins.quoted_origins(reader)
+    successors = supersession.superseded(tree, lambda f: reader(f) not in held_back)
     reader.flush()
-    return hits
+    return currency.arrange(hits, successors)
 
 
 def _checked(
@@ -255,10 +273,18 @@ def render(hits: list[Hit]) -> list[str]:
         lines.append(f"{hit.path} [{hit.origin}] ({hit.age}{keywords})")
         if hit.snippet:
             said = "only its log matched: " if hit.only_log else ""
-            said = "near in meaning: " if hit.matched == "meaning" else said
+            part = f" (part {hit.chunk})" if hit.chunk is not None else ""
+            said = f"near in meaning{part}: " if hit.matched == "meaning" else said
             lines.append(f"  {said}{hit.snippet}")
+        if hit.superseded_by:
+            on = f" on {hit.superseded_on:%Y-%m-%d}" if hit.superseded_on else ""
+            lines.append(f"  superseded by {hit.superseded_by}{on}: not current")
+        elif hit.newer:
+            lines.append(f"  a newer note on the same keywords exists: {hit.newer}")
         if hit.updated:
             lines.append(f"  updated: {hit.updated}")
         if hit.probes:
             lines.append("  probes: " + ", ".join(f"{k}={v}" for k, v in hit.probes.items()))
+        if hit.drifted:
+            lines.append(f"  drifted: {baselines.said(hit.drifted)}")
     return lines

@@ -280,6 +280,8 @@ def render_text(
                 if item["probes"]:
                     shown = ", ".join(f"{k}={v}" for k, v in item["probes"].items())
                     out.append(f"    probes: {shown}")
+                if item.get("drifted"):
+                    out.append(f"    drifted: {item['drifted']}")
         out.append("")
     hidden = data["index_total"] - index_cap
     closed = data["not_listed"]["closed_records"]

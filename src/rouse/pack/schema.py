@@ -15,10 +15,12 @@ import os
 import sqlite3
 from pathlib import Path
 
-SCHEMA = 2  # bump when the tables, columns or tokenizer change: old files are rebuilt
+SCHEMA = 3  # bump when the tables, columns or tokenizer change: old files are rebuilt
 #: ``body`` is the authored part, ``log`` the agent's notes below the log marker,
 #: both as plain words (:mod:`rouse.pack.written`).
-COLUMNS = "keywords, path, body, log"
+#: ``cjk`` holds the runs of text written without spaces (Chinese, Japanese) in the
+#: keywords and body, as pairs of characters (:func:`rouse.pack.search.bigrams`).
+COLUMNS = "keywords, path, body, log, cjk"
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
 
@@ -74,7 +76,11 @@ def create(conn: sqlite3.Connection, engine: str) -> None:
         )
         conn.execute(docs)
         # a file's meaning as a vector (the semantic extra); meta 'model' names the model
-        conn.execute(f"{create} vectors (id INTEGER PRIMARY KEY, vec BLOB NOT NULL)")
+        # (one row per chunk: a long file is embedded in chunks, numbered from 0)
+        conn.execute(
+            f"{create} vectors (id INTEGER NOT NULL, chunk INTEGER NOT NULL DEFAULT 0, "
+            "vec BLOB NOT NULL, PRIMARY KEY (id, chunk))"
+        )
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('engine', ?)", (engine,))
         conn.execute(f"PRAGMA user_version = {SCHEMA}")
         conn.execute("COMMIT")

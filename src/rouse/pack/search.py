@@ -25,7 +25,7 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 
-WEIGHTS = (10.0, 4.0, 1.0, 0.5)  # bm25 weights of keywords, path, body, log
+WEIGHTS = (10.0, 4.0, 1.0, 0.5, 1.0)  # bm25 weights of keywords, path, body, log, cjk
 MAX_WORDS = 32
 SNIPPET_TOKENS = 24
 SNIPPET_CHARS = 160
@@ -53,12 +53,36 @@ _STOPWORDS = """a about after again against all am an and any are as at be becau
 STOPWORDS = frozenset(_STOPWORDS.split())
 
 
+#: Runs of characters of scripts written without spaces between words (Chinese,
+#: Japanese kana and kanji): the tokenizer would take a whole run as one word.
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def bigrams(text: str) -> list[str]:
+    """Each run of :data:`CJK_RUN` in ``text`` as its overlapping pairs of characters
+    (a run of one: itself) — the words such text is searched by."""
+    pairs: list[str] = []
+    for run in CJK_RUN.findall(text):
+        pairs += [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+    return pairs
+
+
+def _segmented(word: str) -> list[str]:
+    """A query word as searched: its CJK runs as pairs, the rest as it is."""
+    if not CJK_RUN.search(word):
+        return [word]
+    rest = [w for w in WORD_RE.findall(CJK_RUN.sub(" ", word))]
+    return rest + bigrams(word)
+
+
 def query_words(query: str) -> list[str]:
-    """The words of a user's query, lowercased and de-duplicated (at most 32).
+    """The words of a user's query, lowercased and de-duplicated (at most 32); text
+    without spaces between words (:data:`CJK_RUN`) as pairs of characters.
 
     Raises UsageError when nothing searchable is left.
     """
-    words = list(dict.fromkeys(WORD_RE.findall(query.lower())))[:MAX_WORDS]
+    found = [part for word in WORD_RE.findall(query.lower()) for part in _segmented(word)]
+    words = list(dict.fromkeys(found))[:MAX_WORDS]
     if not words:
         raise UsageError(
             f"nothing to search for in {query!r}: give at least one word of letters or digits"
@@ -83,6 +107,7 @@ class Match:
     only_log: bool = False  # by words: only the log below the marker matched
     by_words: bool = False
     meaning: float | None = None  # the cosine, when it is a match by meaning
+    chunk: int | None = None  # by meaning, in a file embedded in chunks: the nearest (from 0)
 
 
 def _quoted(words: list[str]) -> str:
@@ -117,17 +142,34 @@ def by_meaning(
     *,
     kind: str | None = None,
 ) -> list[Match]:
-    """Files whose vector is near ``query`` (``cosines(query, vectors)``), best first."""
-    sql = "SELECT f.id, f.rel, f.kind, v.vec FROM vectors v JOIN files f ON f.id = v.id WHERE 1"
+    """Files whose vector is near ``query`` (``cosines(query, vectors)``), best first.
+
+    A file embedded in chunks scores its nearest chunk, and the match names it."""
+    sql = (
+        "SELECT f.id, f.rel, f.kind, v.chunk, v.vec FROM vectors v "
+        "JOIN files f ON f.id = v.id WHERE 1"
+    )
     # a vector is a BLOB; a row holding anything else (TEXT written by hand, a number)
     # is no vector: skipped, as if it had none
-    rows = [row for row in _rows(conn, sql, [], kind) if isinstance(row[3], bytes)]
-    scores = cosines(query, [row[3] for row in rows])
-    found = [
-        Match(str(rel), str(doc_kind), 0, -score, doc_id=int(doc_id), meaning=score)
-        for (doc_id, rel, doc_kind, _), score in zip(rows, scores, strict=True)
-        if score >= MEANING_FLOOR
-    ]
+    rows = [row for row in _rows(conn, sql, [], kind) if isinstance(row[4], bytes)]
+    scores = cosines(query, [bytes(row[4]) for row in rows])
+    best: dict[int, Match] = {}
+    chunked: set[int] = set()
+    for (doc_id, rel, doc_kind, chunk, _), score in zip(rows, scores, strict=True):
+        if chunk:
+            chunked.add(int(doc_id))
+        if score < MEANING_FLOOR:
+            continue
+        held = best.get(int(doc_id))
+        if held is None or held.meaning is None or score > held.meaning:
+            best[int(doc_id)] = Match(
+                str(rel), str(doc_kind), 0, -score, doc_id=int(doc_id), meaning=score,
+                chunk=int(chunk),
+            )  # fmt: skip
+    found = list(best.values())
+    for match in found:
+        if match.doc_id not in chunked:
+            match.chunk = None  # one vector for the whole file: no chunk to name
     found.sort(key=lambda m: (m.score, m.rel))
     return found
 
@@ -149,6 +191,7 @@ def fuse(words: list[Match], meaning: list[Match], limit: int, total: int = 1) -
             kept = fused.setdefault(match.doc_id, match)
             if match.meaning is not None:
                 kept.meaning = match.meaning
+                kept.chunk = match.chunk
             if match.by_words:
                 by_words_rank.setdefault(match.doc_id, rank)
     last = FUSED_DEPTH + 1  # a tie goes to the better match by words
@@ -156,7 +199,23 @@ def fuse(words: list[Match], meaning: list[Match], limit: int, total: int = 1) -
         fused.values(),
         key=lambda m: (-round(score[m.doc_id], 12), by_words_rank.get(m.doc_id, last), m.rel),
     )
+    if words and total and words[0].words / total >= MOST_OF_QUERY:
+        _above_meaning_alone(order, fused[words[0].doc_id])
     return order[:limit]
+
+
+#: The best match by words that has at least this share of the query's words is never
+#: ranked below a match that has fewer of them (by meaning alone: none).
+MOST_OF_QUERY = 0.5
+
+
+def _above_meaning_alone(order: list[Match], best: Match) -> None:
+    """Move ``best`` (the best match by words) above every match with fewer of the words."""
+    at = order.index(best)
+    fewer = (i for i, m in enumerate(order[:at]) if not m.by_words or m.words < best.words)
+    first = next(fewer, None)
+    if first is not None:
+        order.insert(first, order.pop(at))
 
 
 def snippets(conn: sqlite3.Connection, words: list[str], best: list[Match]) -> None:
@@ -197,11 +256,11 @@ def _fts(conn: sqlite3.Connection, words: list[str], kind: str | None) -> list[M
         row[0]
         for row in conn.execute(
             "SELECT rowid FROM docs WHERE docs MATCH ?",
-            ("{keywords path body} : (" + _quoted(words) + ")",),
+            ("{keywords path body cjk} : (" + _quoted(words) + ")",),
         )
     }
     sql = (
-        "SELECT f.id, f.rel, f.kind, bm25(docs, ?, ?, ?, ?) FROM docs "
+        "SELECT f.id, f.rel, f.kind, bm25(docs, ?, ?, ?, ?, ?) FROM docs "
         "JOIN files f ON f.id = docs.rowid WHERE docs MATCH ?"
     )
     return [
@@ -231,7 +290,7 @@ def _like(conn: sqlite3.Connection, words: list[str], kind: str | None) -> list[
         lowered = [str(c).lower() for c in texts]
         hits = [[w in text for text in lowered] for w in words]
         score = -sum(
-            weight for row in hits for weight, hit in zip(WEIGHTS, row, strict=True) if hit
+            weight for row in hits for weight, hit in zip(WEIGHTS[:4], row, strict=True) if hit
         )
         only_log = not any(any(row[:3]) for row in hits)
         text = str(texts[3] if only_log else texts[2])

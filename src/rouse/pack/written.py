@@ -45,7 +45,7 @@ ROUSE_PREFIXES = (
     r"snooze cleared",
     r"(?:done|dropped|abandoned|failed|cancelled|expired)(?: \(was [a-z-]+\))?",
     r"told the owner(?: via channel [^\s(]+)? \(tell [^)]*\)",
-    r"moved|checkpoint|started|promoted|note|result",
+    r"moved|checkpoint|started|promoted|note|result|reviewed",
 )
 _PREFIX = re.compile(r"^(?:" + "|".join(ROUSE_PREFIXES) + r")(?::\s*|\s*$)")
 

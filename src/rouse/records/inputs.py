@@ -121,11 +121,22 @@ def validate_fields(fields: Mapping[str, str], now: datetime) -> dict[str, str]:
                 parse_interval(value)
             elif key == "every" and value:
                 parse_every(value)
+            elif key == "supersedes":
+                value = _slugs(value)
         except ValueError as exc:
             raise UsageError(f"bad value for '{key}': {exc}") from None
         clean[key] = value
     readable_header(clean, "the fields given")
     return clean
+
+
+def _slugs(value: str) -> str:
+    """A ``supersedes:`` value: one or more slugs, comma-separated (ValueError otherwise)."""
+    names = [name.strip() for name in value.split(",")]
+    for name in names:
+        if not layout.SLUG_RE.match(name):
+            raise ValueError(f"{name!r} is not a slug (lowercase letters, digits and -)")
+    return ", ".join(names)
 
 
 def readable_header(fields: Mapping[str, str], what: str) -> str:

@@ -18,7 +18,7 @@ from rouse.core.errors import UsageError
 from rouse.core.home import is_tree
 from rouse.core.identity import ensure_tree_id
 from rouse.core.recurrence import parse_every
-from rouse.core.store import Store
+from rouse.core.store import LEFTOVER_IGNORE, Store
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, walk
 from rouse.records.inputs import check_body, readable_header, validate_fields
@@ -129,7 +129,9 @@ def init(
         path = target / directory
         if not any(path.iterdir()):
             (path / ".gitkeep").touch()
-    (target / ".gitignore").write_text(f"{layout.STATE_DIR}/\n", "utf-8")
+    # rouse's state, and a writer's copy left by a writer killed mid-write
+    ignored = f"{layout.STATE_DIR}/\n{LEFTOVER_IGNORE}\n"
+    (target / ".gitignore").write_text(ignored, "utf-8")
     ensure_tree_id(target)  # committed with the tree, so its clones are one tree
     result = Created(target, ".")
     if stamp_key is not None and examples:  # nothing to sign without the examples
@@ -222,6 +224,10 @@ def new(
             f"--under is for records: {article(kind)} does not nest, it lives {FLAT_HOMES[kind]}"
         )
     given = validate_fields(fields or {}, now)
+    if given.get("supersedes") and kind not in ("note", *layout.CONTEXT_TYPES):
+        raise UsageError(
+            f"only a note or a context file supersedes another: {article(kind)} cannot"
+        )
     if kind == "reminder" and not given.get("due"):
         raise UsageError(
             "a reminder needs a due: `rouse remind SLUG --due WHEN`, or `--set due=WHEN` "

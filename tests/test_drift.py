@@ -1,0 +1,146 @@
+"""Facts that check themselves (issue 32, item 3): a note remembers the readings its
+text was written against, shows when a probe reads differently now, and `rouse review`
+takes the new readings as its baseline. Probes here are real commands whose output
+the test changes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import NOTES, NOW, MakeTree
+from rouse.agents.mcp_tools import Tools
+from rouse.core.header import read_header
+from rouse.core.tree import walk
+from rouse.lint.check import check
+from rouse.pack.build import build_pack
+from rouse.pack.recall import recall, render
+from rouse.probes import baselines
+
+PROBES = """\
+Probes.
+
+```probe
+name: staging-version
+cmd: cat version.txt
+```
+"""
+NOTE = (
+    "---\nkeywords: staging, version\nprobes: staging-version\nupdated: 2026-03-01\n---\n"
+    "Staging runs 1.29; the 1.30 migration is still to come.\n"
+)
+REL = f"{NOTES}/staging.md"
+
+
+@pytest.fixture(autouse=True)
+def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
+
+
+@pytest.fixture
+def tree(make_tree: MakeTree) -> Path:
+    root = make_tree({"inventory/probes.md": PROBES, REL: NOTE})
+    (root / "version.txt").write_text("1.29\n")
+    return root
+
+
+def hit(root: Path):  # type: ignore[no-untyped-def]
+    (found,) = [h for h in recall(root, "staging version", NOW, mode="words") if h.path == REL]
+    return found
+
+
+def test_a_note_drifts_when_its_probe_reads_differently(tree: Path) -> None:
+    first = hit(tree)
+    assert first.probes == {"staging-version": "1.29"} and first.drifted == []
+    (tree / "version.txt").write_text("1.31\n")
+    now = hit(tree)
+    assert now.drifted == [("staging-version", "1.29", "1.31")]
+    said = "written when staging-version read 1.29; it reads 1.31 now — re-check this note"
+    assert f"  drifted: {said}" in render([now])
+    assert now.to_json()["drifted"] == [{"probe": "staging-version", "then": "1.29", "now": "1.31"}]
+
+
+def test_an_unknown_reading_is_never_a_drift(tree: Path) -> None:
+    hit(tree)
+    (tree / "version.txt").unlink()  # cat fails: <unknown>
+    gone = hit(tree)
+    assert gone.probes == {"staging-version": "<unknown>"} and gone.drifted == []
+    (tree / "version.txt").write_text("1.29\n")
+    assert hit(tree).drifted == []  # the baseline was kept through the unknown
+
+
+def test_review_takes_the_readings_now_as_the_baseline(tree: Path, tmp_path: Path) -> None:
+    hit(tree)
+    (tree / "version.txt").write_text("1.31\n")
+    assert hit(tree).drifted
+    tools = Tools(tree, lambda: NOW, {}, tmp_path / "no-key")
+    said = tools.review("staging", note="checked: 1.31 has the migration")
+    assert said.startswith(f"reviewed {REL}") and "staging-version=1.31" in said
+    head = read_header(tree / REL)
+    assert head.get("reviewed") == "2026-03-14 12:00"
+    text = (tree / REL).read_text()
+    assert "reviewed: checked: 1.31 has the migration" in text
+    assert "Staging runs 1.29" in text  # the body is the agent's to change, not review's
+    assert hit(tree).drifted == []
+    assert not [f for f in check(walk(tree), NOW) if "'reviewed'" in f.message]
+    (tree / "version.txt").write_text("1.32\n")
+    assert hit(tree).drifted == [("staging-version", "1.31", "1.32")]
+
+
+def test_a_note_rewritten_by_a_verb_takes_a_new_baseline(tree: Path, tmp_path: Path) -> None:
+    hit(tree)
+    (tree / "version.txt").write_text("1.31\n")
+    assert hit(tree).drifted
+    tools = Tools(tree, lambda: NOW, {}, tmp_path / "no-key")
+    tools.remember("staging", "Staging runs 1.31 with the migration.", keywords="staging, version")
+    assert hit(tree).drifted == []  # updated: changed: written against 1.31
+    (tree / "version.txt").write_text("1.29\n")
+    assert hit(tree).drifted == [("staging-version", "1.31", "1.29")]
+
+
+def test_the_pack_shows_drift_from_a_reading_within_its_ttl(make_tree: MakeTree) -> None:
+    root = make_tree({"inventory/probes.md": PROBES.replace("```\n", "ttl: 1h\n```\n"), REL: NOTE})
+    (root / "version.txt").write_text("1.29\n")
+    hit(root)  # baseline 1.29, and a reading within its ttl
+    data = build_pack(root, NOW, probes_enabled=True).to_json()
+    (item,) = [i for i in data["index"] if i["path"] == REL]
+    assert "drifted" not in item
+    baselines.take(root, None, REL, "2026-03-01", {"staging-version": "1.28"})
+    pack = build_pack(root, NOW, probes_enabled=True)
+    (item,) = [i for i in pack.to_json()["index"] if i["path"] == REL]
+    assert item["drifted"].startswith("written when staging-version read 1.28; it reads 1.29")
+    assert "    drifted: written when staging-version read 1.28" in pack.text
+
+
+def test_a_baselines_file_a_key_did_not_seal_is_no_baseline(tree: Path) -> None:
+    baselines.take(tree, None, REL, "2026-03-01", {"staging-version": "0.1"})
+    assert baselines.load(tree, b"k" * 32) == {}
+    assert baselines.load(tree, None)[REL]["readings"] == {"staging-version": "0.1"}
+    (tree / ".rouse" / baselines.FILE).write_text("rouse-baselines 1 -\n{not json")
+    assert baselines.load(tree, None) == {}
+
+
+def test_review_on_the_command_line(tree: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
+    env["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    done = subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(tree), "--now", "2026-03-14 12:00",
+         "review", "staging", "--json"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "path": REL,
+        "reviewed": "2026-03-14 12:00",
+        "readings": {"staging-version": "1.29"},
+    }
+    refused = subprocess.run(
+        [sys.executable, "-m", "rouse", "--memory", str(tree), "review", "nothing-here"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "no note" in refused.stderr
