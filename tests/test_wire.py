@@ -428,7 +428,7 @@ def test_wire_adds_one_stop_and_session_end_hook_for_claude_only(project: Path, 
     assert local.read_text() == first  # idempotent
     groups = json.loads(first)["hooks"]["Stop"]
     assert groups[0] == theirs and "matcher" not in groups[1]  # the user's Stop hook stays
-    (stop,) = idle_hooks(local, "Stop")[1:]
+    (stop, promises) = idle_hooks(local, "Stop")[1:]
     pinned = 'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude'
     assert stop == {
         "type": "command",
@@ -436,13 +436,15 @@ def test_wire_adds_one_stop_and_session_end_hook_for_claude_only(project: Path, 
         "asyncRewake": True,
         "timeout": 24 * 3600,
     }
+    # issue 33: beside it, the promise check, answering before the turn ends (never exit 2)
+    assert promises == {"type": "command", "command": pinned + " --promises || true", "timeout": 30}
     assert idle_hooks(local, "SessionEnd") == [{"type": "command", "command": pinned + " || true"}]
     codex = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
     assert set(codex) == {"SessionStart", "UserPromptSubmit"}  # Codex has no such wake
     # one scope: moving the session hook moves the Stop and SessionEnd hooks too
     run_wire(project, home, claude_hooks=True, shared=True)
     assert idle_hooks(local, "Stop") == theirs["hooks"] and "SessionEnd" not in local.read_text()
-    assert len(idle_hooks(shared, "Stop")) == len(idle_hooks(shared, "SessionEnd")) == 1
+    assert len(idle_hooks(shared, "Stop")) == 2 and len(idle_hooks(shared, "SessionEnd")) == 1
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])

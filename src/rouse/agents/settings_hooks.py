@@ -42,6 +42,9 @@ BEFORE_AGENT = "BeforeAgent"
 EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
+#: The second Stop hook (issue 33): run before the turn ends, it may continue the turn once
+#: about a promise without a record (``--no-promises`` leaves it out). Not an event's name.
+PROMISES, PROMISES_TIMEOUT = "Stop:promises", 30
 _OUR_HOOK_RE = re.compile(
     HOOK_COMMAND.format(kind="(?:claude|codex|gemini|cursor)") + r"|(?:^|[\s;&|(])rouse\s+pack\b"
 )
@@ -143,6 +146,7 @@ def hook_command(
     it calls ``rouse`` by name. It exits 0 on every path.
     """
     run = f"pack --memory {tree_arg(w, kind)} --hook {kind}"
+    run += " --promises" if event == PROMISES else ""
     if executable and not shared:
         head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
     else:
@@ -152,7 +156,7 @@ def hook_command(
         # exit 2 wakes the model with the wake on stderr; anything else (rouse missing
         # included) must not, so it becomes 0
         fallback = "exit $(( $? == 2 ? 2 : 0 ))"
-    elif event in (PROMPT, SESSION_END):
+    elif event in (PROMPT, SESSION_END, PROMISES):  # (PROMISES: exit 2 would block the stop)
         fallback = "true"  # the session start said it once; not again at every prompt
     elif kind != "claude":  # the agents that read JSON: the line, in their JSON
         payload = context_json(kind, cannot) or ""
@@ -246,25 +250,29 @@ def merge_session_hook(
     stop_command: str | None = None,
     extra: Mapping[str, Any] | None = None,
     prompt_event: str = PROMPT,
+    promise_command: str | None = None,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
     with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
     ``stop_command``, one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait). ``extra`` goes into the
+    SessionEnd hook (the prompt command: it ends the wait), and beside the Stop hook the
+    ``promise_command`` when given (it answers before the turn ends). ``extra`` goes into the
     SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
     more = dict(extra or {})
     head = {} if matcher is None else {"matcher": matcher}  # None: every source
-    wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-        (SESSION_START, head, {"command": command, **more})
+    wanted: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
+        (SESSION_START, head, [{"command": command, **more}])
     ]
     if prompt_command is not None:
-        wanted.append((prompt_event, {}, {"command": prompt_command, **more}))
+        wanted.append((prompt_event, {}, [{"command": prompt_command, **more}]))
     if stop_command is not None and prompt_command is not None:
-        idle = {"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}
-        wanted += [(STOP, {}, idle), (SESSION_END, {}, {"command": prompt_command})]
-    for event, head, entry in wanted:
+        stops = [{"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}]
+        if promise_command is not None:
+            stops.append({"command": promise_command, "timeout": PROMISES_TIMEOUT})
+        wanted += [(STOP, {}, stops), (SESSION_END, {}, [{"command": prompt_command}])]
+    for event, head, entries in wanted:
         kept, position = _without_ours(_session_groups(data, where, event))
-        ours = {**head, "hooks": [{"type": "command", **entry}]}
+        ours = {**head, "hooks": [{"type": "command", **entry} for entry in entries]}
         kept.insert(len(kept) if position is None else position, ours)
         data.setdefault("hooks", {})[event] = kept
     return data
@@ -300,6 +308,7 @@ def wire_hook_files(
     stop_command: str | None = None,
     extra: Mapping[str, Any] | None = None,
     prompt_event: str = PROMPT,
+    promise_command: str | None = None,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
@@ -316,6 +325,7 @@ def wire_hook_files(
         stop_command,
         extra,
         prompt_event,
+        promise_command,
     )
     texts = {target: dump(merged)}
     for path in others:
@@ -340,7 +350,9 @@ def wire_hook_file(
     return wire_hook_files(path, (), command, matcher, label, prompt_command, None, extra)[0]
 
 
-def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
+def wire_claude_hooks(
+    w: Wiring, shared: bool, result: Wired, executable: str | None, promises: bool = True
+) -> None:
     paths = claude_paths(w)
     target = (
         paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
@@ -357,6 +369,9 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd",
         prompt,
         hook_command(w, "claude", executable, STOP, shared),
+        promise_command=hook_command(w, "claude", executable, PROMISES, shared)
+        if promises
+        else None,
     )
 
 

@@ -115,12 +115,14 @@ def wire(
     mcp: bool = False,
     executable: str | None = None,
     remove: bool = False,
+    promises: bool = True,
 ) -> Wired:
     """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself.
 
     ``executable`` is the rouse the hooks pin: None finds this one when it is a
     stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
     ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
+    ``promises=False`` leaves Claude Code's promise check out (``--no-promises``).
     """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
@@ -136,7 +138,7 @@ def wire(
     if claude_hooks or codex_hooks or cursor or gemini or opencode:
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
-            wire_claude_hooks(w, shared, result, pinned)
+            wire_claude_hooks(w, shared, result, pinned, promises)
         if codex_hooks:
             wire_codex_hooks(w, result, pinned)
         if gemini:

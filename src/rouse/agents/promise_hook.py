@@ -1,0 +1,260 @@
+"""The Stop hook's promise check: a promise made in a turn becomes a record, or the agent
+is asked once why not (issue 33).
+
+When a Claude Code turn ends, ``rouse pack --hook claude --promises`` reads the
+turn's words (the user's prompt and the tool result that came last from the
+transcript, the final answer from the input's ``last_assistant_message``) and
+looks for a promise (:mod:`rouse.agents.promises`). If there is one and no
+rouse verb wrote or moved a record since the prompt (a record file changed
+since then, or ``.rouse/acts.json`` says a verb acted), it continues the turn
+once with :func:`reason`: what was said (a tool's words fenced as quoted data)
+and the verbs that would keep it.
+
+What it owns: when to ask (never when the input says a Stop hook already
+continued the turn, never twice for one prompt, never in an unattended run
+(``ROUSE_RUN_ID``: ``rouse work`` and ``sweep --run`` children), never with
+``ROUSE_PROMISES=off``) and what is asked. It reads no record's body.
+
+Light like the other idle hooks: with nothing to say it imports only
+:mod:`~rouse.agents.hookstate` and the matcher's cheap first look.
+"""
+
+from __future__ import annotations
+
+import os
+
+from rouse.agents import hookstate, promises
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+#: The transcript's tail read for the turn's prompt (a long turn of tool calls fits).
+TAIL_MOST = 4 << 20
+LINE_DEPTH = 64
+#: Longest quote of what was said, in characters.
+QUOTE_MOST = 300
+SUFFIX = ".promise"  # beside the session's seen-set: the prompt already asked about
+#: The first words of the reason; a transcript entry holding them is never a prompt.
+HEAD = "rouse: a promise in this turn has no record yet"
+WHO = {"user": "the user's words", "agent": "your answer", "tool": "a tool's output"}
+
+
+def wanted(session: Mapping[str, Any], env: Mapping[str, str]) -> bool:
+    """May this turn's end be asked about at all?"""
+    if session.get("stop_hook_active") is True or env.get("ROUSE_RUN_ID"):
+        return False
+    return env.get("ROUSE_PROMISES", "").strip().lower() not in ("off", "no", "0", "false")
+
+
+class Turn:
+    """The turn's words as the transcript holds them, and when its prompt was sent."""
+
+    def __init__(self) -> None:
+        self.prompt = ""
+        self.tool = ""
+        self.answer = ""
+        self.started: float | None = None  # seconds since the epoch
+        self.mark = ""  # the prompt entry's own id (or stamp): which prompt was asked about
+
+
+def read_turn(path: object) -> Turn:
+    """The last prompt of the transcript (JSON lines), the tool result after it that came
+    last, and the last answer; an empty Turn when there is no readable transcript."""
+    turn = Turn()
+    if not isinstance(path, str) or not path or hookstate.through_link(path):
+        return turn
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - TAIL_MOST))
+            data = handle.read(TAIL_MOST)
+    except OSError:
+        return turn
+    for line in reversed(data.split(b"\n")):
+        entry = _entry(line)
+        if entry is None:
+            continue
+        message = entry.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if entry.get("type") == "assistant" and not turn.answer:
+            turn.answer = _text(content)
+        if entry.get("type") != "user" or entry.get("isMeta"):
+            continue
+        if isinstance(content, list) and any(_is(part, "tool_result") for part in content):
+            if not turn.tool:
+                turn.tool = " ".join(
+                    _text(p.get("content")) for p in content if _is(p, "tool_result")
+                )
+            continue
+        text = _text(content)
+        if not text.strip() or HEAD in text or text.lstrip().startswith("<"):
+            continue  # our own reason, a command's echo: no prompt
+        turn.prompt, turn.mark = text, str(entry.get("uuid") or entry.get("timestamp") or "")
+        turn.started = _epoch(entry.get("timestamp"))
+        break
+    return turn
+
+
+def _entry(line: bytes) -> dict[str, Any] | None:
+    if not line.strip() or (b'"user"' not in line and b'"assistant"' not in line):
+        return None
+    try:
+        value = hookstate.loads(line, LINE_DEPTH)
+    except hookstate.Declined:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is(part: object, kind: str) -> bool:
+    return isinstance(part, dict) and part.get("type") == kind
+
+
+def _text(content: object) -> str:
+    """A message's text: a string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if _is(p, "text"))
+    return ""
+
+
+def _epoch(stamp: object) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def stop(
+    kind: str,
+    memory: str | None,
+    session: Mapping[str, Any],
+    serving: Callable[[str, str | None, Mapping[str, Any]], object],
+) -> int:
+    """The hook itself: print the answer that continues the turn, or nothing; exit 0.
+
+    ``serving`` is the hooks' rule for the tree they serve (None: this one gives
+    way). Like every hook it never fails the session: a problem is one line on
+    stderr (Claude Code shows it in its debug output) and the turn ends as it would.
+    """
+    try:
+        if kind != "claude" or not wanted(session, os.environ):
+            return 0
+        turn = read_turn(session.get("transcript_path"))
+        found = promise_of(session, turn)
+        if found is None:
+            return 0
+        root = serving(kind, memory, session)
+        if root is None or not ask(os.fspath(root), session, turn):  # type: ignore[call-overload]
+            return 0
+        text = reason(found)
+    except Exception as exc:  # a Stop hook must never fail the session
+        import sys
+
+        sys.stderr.write(f"rouse: no promise check at this turn's end: {exc!r}\n")
+        return 0
+    import sys
+
+    sys.stdout.write(output(text))
+    return 0
+
+
+def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | None:
+    """The turn's promise (the final answer from the hook's input, else the transcript)."""
+    answer = session.get("last_assistant_message")
+    answer = answer if isinstance(answer, str) else turn.answer
+    if turn.started is None and not answer:
+        return None
+    if not any(promises.likely(text) for text in (turn.prompt, turn.tool, answer)):
+        return None
+    return promises.find(turn.prompt, answer, turn.tool)
+
+
+def ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
+    """Is this turn's promise to be asked about: nothing kept since its prompt, and not
+    asked about before? (Without a known prompt time nothing can be told: no ask.)"""
+    if turn.started is None or kept_since(root, turn.started):
+        return False
+    return _first_ask(root, session, turn)
+
+
+def _first_ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
+    """True once per prompt: the prompt asked about is noted beside the session's state."""
+    from rouse.agents.prompt_hook import seen_file
+
+    seen = seen_file(root, session.get("session_id"))
+    if seen is None:
+        return True  # no session to note it in: the client's stop_hook_active still holds
+    path = seen.removesuffix(".json") + SUFFIX
+    mark = f"{turn.mark}\n".encode()
+    try:
+        if hookstate.read_bounded(path, 4096) == mark:
+            return False
+    except hookstate.Declined:
+        pass
+    return hookstate.save_bytes(path, mark)
+
+
+def kept_since(root: str, started: float) -> bool:
+    """Did a rouse verb write or move a record since ``started``? A record file changed
+    since then (a new reminder, intention or task; an edit), or an act noted after it."""
+    from datetime import datetime
+    from pathlib import Path
+
+    from rouse.core import acts
+
+    since = datetime.fromtimestamp(int(started))
+    if any(at >= since for at in acts.load(Path(root)).values()):
+        return True
+    return _changed_since(root, started - 1)
+
+
+def _changed_since(root: str, since: float, most: int = 50_000) -> bool:
+    """A Markdown file of the tree (not ``.rouse/``, never through a link) changed since."""
+    folders, seen = [root], 0
+    while folders and seen < most:
+        try:
+            entries = list(os.scandir(folders.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if entry.name.startswith(".") or entry.is_symlink():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                folders.append(entry.path)
+            elif entry.name.endswith(".md"):
+                try:
+                    if entry.stat(follow_symlinks=False).st_mtime >= since:
+                        return True
+                except OSError:
+                    continue
+    return False
+
+
+def reason(found: promises.Promise) -> str:
+    """What the turn is continued with: what was said, and how to keep it."""
+    from rouse.core.body import message_block
+
+    said = found.said if len(found.said) <= QUOTE_MOST else found.said[: QUOTE_MOST - 1] + "…"
+    lines = [f"{HEAD} ({WHO[found.origin]}):"]
+    lines += message_block([said], 0, "", found.origin == "tool", indent="  ")
+    lines += [
+        "Keep it before you stop: `rouse remind SLUG --due WHEN --body TEXT` (WHEN: mon 9am, "
+        "tomorrow 17:00, in 2h), or `rouse new intention SLUG` / `rouse new task SLUG`; "
+        "or say in one line why it needs no record. (rouse asks this once per turn.)",
+    ]
+    return "\n".join(lines)
+
+
+def output(text: str) -> str:
+    """Claude Code's Stop hook answer that continues the turn with ``text``."""
+    import json
+
+    return json.dumps({"decision": "block", "reason": text}, ensure_ascii=False) + "\n"
