@@ -277,3 +277,56 @@ def test_wire_adds_the_promise_check_and_no_promises_leaves_it_out(tmp_path: Pat
     hooks = _stop_hooks(home, project)
     assert [h for h in hooks if "--promises" in h["command"]] == []
     assert sum(1 for h in hooks if h.get("asyncRewake")) == 1
+
+
+PROBE = """
+import sys
+before = set(sys.modules)
+from rouse.cli.main import main
+code = main({argv!r})
+sys.stderr.write(" ".join(sorted(set(sys.modules) - before)))
+raise SystemExit(code)
+"""
+#: What the promise check loads for a turn with nothing to say, and no more.
+QUIET_MODULES = {
+    *("rouse", "rouse.cli", "rouse.cli.main", "rouse.cli.quick", "rouse.agents"),
+    *("rouse.agents.hook", "rouse.agents.hookstate"),
+    *("rouse.agents.promise_hook", "rouse.agents.promises"),
+}
+HEAVY = {"pathlib", "re", "json", "contextlib", "functools", "enum", "typing", "datetime"}
+
+
+def test_a_turn_with_nothing_to_say_loads_nothing_heavy(tree: Path, tmp_path: Path) -> None:
+    log = transcript(tmp_path / "t.jsonl", "Fix the typo in the README.")
+    data = {"session_id": "s1", "transcript_path": str(log), "hook_event_name": "Stop"}
+    data["last_assistant_message"] = "Fixed the typo."
+    argv = ["pack", "--memory", str(tree), "--hook", "claude", "--promises"]
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(argv=argv)],
+        input=json.dumps(data),
+        env=kept,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == "", done.stderr
+    loaded = set(done.stderr.split())
+    assert sorted(HEAVY & loaded) == []
+    assert {m for m in loaded if m.startswith("rouse")} == QUIET_MODULES
+
+
+def test_the_prompt_is_found_behind_a_long_tool_result(tree: Path, tmp_path: Path) -> None:
+    log = transcript(
+        tmp_path / "t.jsonl", "Remind me to renew the cert on Friday.", tool="x" * 300_000
+    )
+    said = reason_of(stop(tree, log, "Noted."))
+    assert "Remind me to renew the cert on Friday." in said and "the user's words" in said
+
+
+def test_a_missing_or_strange_transcript_is_no_crash(tree: Path, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for log in (tmp_path / "missing.jsonl", fifo, tmp_path):
+        done = stop(tree, log, "I'll check the logs again tomorrow.")
+        assert done.stdout == "" and done.stderr == ""  # no prompt time known: no ask

@@ -22,6 +22,7 @@ Light like the other idle hooks: with nothing to say it imports only
 from __future__ import annotations
 
 import os
+import stat
 
 from rouse.agents import hookstate, promises
 
@@ -30,8 +31,9 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-#: The transcript's tail read for the turn's prompt (a long turn of tool calls fits).
-TAIL_MOST = 4 << 20
+#: The transcript's tails read for the turn's prompt, each only when the one before did
+#: not reach it (a long turn of tool calls fits in the last).
+TAILS = (1 << 16, 1 << 20, 4 << 20)
 LINE_DEPTH = 64
 #: Longest quote of what was said, in characters.
 QUOTE_MOST = 300
@@ -55,23 +57,65 @@ class Turn:
         self.prompt = ""
         self.tool = ""
         self.answer = ""
-        self.started: float | None = None  # seconds since the epoch
+        self.stamp: object = None  # when the prompt was sent, as the transcript says
         self.mark = ""  # the prompt entry's own id (or stamp): which prompt was asked about
+
+    @property
+    def started(self) -> float | None:
+        """The prompt's instant in seconds since the epoch (datetime only when asked)."""
+        if not isinstance(self.stamp, str):
+            return None
+        from datetime import datetime
+
+        try:
+            return datetime.fromisoformat(self.stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
 
 
 def read_turn(path: object) -> Turn:
     """The last prompt of the transcript (JSON lines), the tool result after it that came
-    last, and the last answer; an empty Turn when there is no readable transcript."""
-    turn = Turn()
-    if not isinstance(path, str) or not path or hookstate.through_link(path):
-        return turn
+    last, and the last answer; an empty Turn when there is no readable transcript. The
+    tail is read from the end, a larger one only while the prompt is not in it."""
+    for most in TAILS:
+        data, whole = _tail(path, most)
+        turn = _turn_in(data)
+        if turn.prompt or whole:
+            return turn
+    return turn
+
+
+def _tail(path: object, most: int) -> tuple[bytes, bool]:
+    """The file's last ``most`` bytes, and whether that is all of it (a regular file only:
+    never a FIFO's wait; nothing for a missing or unreadable one)."""
+    if not isinstance(path, str) or not path:
+        return b"", True
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - TAIL_MOST))
-            data = handle.read(TAIL_MOST)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
-        return turn
+        return b"", True
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return b"", True
+        start = max(0, info.st_size - most)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks, left = [], info.st_size - start
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), start == 0
+    except OSError:
+        return b"", True
+    finally:
+        os.close(fd)
+
+
+def _turn_in(data: bytes) -> Turn:
+    turn = Turn()
     for line in reversed(data.split(b"\n")):
         entry = _entry(line)
         if entry is None:
@@ -89,10 +133,10 @@ def read_turn(path: object) -> Turn:
                 )
             continue
         text = _text(content)
-        if not text.strip() or HEAD in text or text.lstrip().startswith("<"):
-            continue  # our own reason, a command's echo: no prompt
+        if not text.strip() or HEAD in text or text.lstrip().startswith(("<", "rouse: ")):
+            continue  # rouse's own words (this reason, a wake), a command's echo: no prompt
         turn.prompt, turn.mark = text, str(entry.get("uuid") or entry.get("timestamp") or "")
-        turn.started = _epoch(entry.get("timestamp"))
+        turn.stamp = entry.get("timestamp")
         break
     return turn
 
@@ -118,17 +162,6 @@ def _text(content: object) -> str:
     if isinstance(content, list):
         return "\n".join(str(p.get("text", "")) for p in content if _is(p, "text"))
     return ""
-
-
-def _epoch(stamp: object) -> float | None:
-    if not isinstance(stamp, str):
-        return None
-    from datetime import datetime
-
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def stop(
@@ -169,7 +202,7 @@ def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | Non
     """The turn's promise (the final answer from the hook's input, else the transcript)."""
     answer = session.get("last_assistant_message")
     answer = answer if isinstance(answer, str) else turn.answer
-    if turn.started is None and not answer:
+    if not turn.prompt and not answer:
         return None
     if not any(promises.likely(text) for text in (turn.prompt, turn.tool, answer)):
         return None
@@ -179,7 +212,8 @@ def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | Non
 def ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
     """Is this turn's promise to be asked about: nothing kept since its prompt, and not
     asked about before? (Without a known prompt time nothing can be told: no ask.)"""
-    if turn.started is None or kept_since(root, turn.started):
+    started = turn.started
+    if started is None or kept_since(root, started):
         return False
     return _first_ask(root, session, turn)
 
