@@ -120,3 +120,32 @@ def test_wired_with_no_promises_the_turn_ends_as_it_would(machine: Machine) -> N
     machine.model.script = lambda body: [{"type": "text", "text": "Sure, I'll remind you."}]
     asked = turn(machine, PROMPT)
     assert len(asked) == 1 and HEAD not in said(asked[0])
+
+
+# -- Gemini CLI: the AfterAgent hook -------------------------------------------------
+
+
+def gemini_turn(machine: Machine, prompt: str) -> list[str]:
+    """One `gemini -p` turn; the conversation's requests (not the router's JSON-mode ones)."""
+    machine.run([str(BIN / "gemini"), "-p", prompt, "--output-format", "json"], machine.project)
+    bodies = [
+        r["body"]
+        for r in machine.model.requests
+        if "generatecontent" in r["path"].lower()
+        and (r["body"].get("generationConfig") or {}).get("responseMimeType") != "application/json"
+    ]
+    return [json.dumps(body, ensure_ascii=False) for body in bodies]
+
+
+@pytest.mark.parametrize(("prompt", "asked"), [(PROMPT, 1), ("Fix the typo in the README.", 0)])
+def test_gemini_is_asked_once_about_a_promise_and_never_without_one(
+    machine: Machine, prompt: str, asked: int
+) -> None:
+    if not (BIN / "gemini").exists():
+        pytest.fail(f"Gemini CLI is not installed in {CLIENTS}: run `make clients`")
+    machine.wire(gemini=True)  # the stand-in answers "ok": no record is ever written
+    sent = gemini_turn(machine, prompt)
+    assert [HEAD in body for body in sent].count(True) == asked  # the retry, once
+    assert len(sent) == 1 + asked
+    if asked:
+        assert PROMPT in sent[-1].split(HEAD, 1)[1]  # the reason quotes what was said

@@ -330,3 +330,76 @@ def test_a_missing_or_strange_transcript_is_no_crash(tree: Path, tmp_path: Path)
     for log in (tmp_path / "missing.jsonl", fifo, tmp_path):
         done = stop(tree, log, "I'll check the logs again tomorrow.")
         assert done.stdout == "" and done.stderr == ""  # no prompt time known: no ask
+
+
+def test_gemini_s_after_agent_gets_the_check_and_no_promises_leaves_it_out(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    (project / ".git").mkdir(parents=True)
+    init(project / "memory", datetime.now(), examples=False)
+    settings = project / ".gemini" / "settings.json"
+    wire.wire(project / "memory", home=home, gemini=True, executable="")
+    (group,) = json.loads(settings.read_text())["hooks"]["AfterAgent"]
+    assert "--promises" in group["hooks"][0]["command"]
+    wire.wire(project / "memory", home=home, gemini=True, executable="", promises=False)
+    assert "AfterAgent" not in json.loads(settings.read_text())["hooks"]
+
+
+def gemini_log(path: Path, prompt: str) -> Path:
+    """A Gemini CLI transcript: its session line, the session context, then the prompt with
+    the context rouse's hooks put before it (a pack that holds promise-like words)."""
+    at = _stamp(time.time() - 60)
+    pack = (
+        "<hook_context>now: …\nreminder/x: remind me to water the plants tomorrow\n</hook_context>"
+    )
+    lines = [
+        {"sessionId": "g1", "startTime": at, "kind": "main"},
+        {
+            "id": "c0",
+            "timestamp": at,
+            "type": "user",
+            "content": [{"text": "<session_context>\n</session_context>"}],
+        },
+        {
+            "id": "p1",
+            "timestamp": at,
+            "type": "user",
+            "content": [{"text": f"{pack}\n\n{prompt}"}],
+        },
+        {"$set": {"lastUpdated": at}},
+        {"id": "a1", "timestamp": at, "type": "gemini", "content": "ok"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def after_agent(
+    tree: Path, log: Path, prompt: str, answer: str
+) -> subprocess.CompletedProcess[str]:
+    data = {"session_id": "g1", "transcript_path": str(log), "cwd": str(tree.parent)}
+    data |= {"hook_event_name": "AfterAgent", "prompt": prompt, "prompt_response": answer}
+    data["stop_hook_active"] = False
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    args = ["pack", "--memory", str(tree), "--hook", "gemini", "--promises"]
+    return subprocess.run(
+        [sys.executable, "-m", "rouse", *args],
+        input=json.dumps(data),
+        env=kept,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_gemini_s_turn_is_denied_once_with_the_reason(tree: Path, tmp_path: Path) -> None:
+    log = gemini_log(tmp_path / "g.jsonl", "Remind me to renew the cert on Friday.")
+    done = after_agent(tree, log, "Remind me to renew the cert on Friday.", "ok")
+    answer = json.loads(done.stdout)
+    assert (
+        answer["decision"] == "deny"
+        and "Remind me to renew the cert on Friday." in answer["reason"]
+    )
+    assert after_agent(tree, log, "Remind me to renew the cert on Friday.", "ok").stdout == ""
+    # the pack rouse's hooks put before a plain prompt is rouse's words, not a promise
+    log = gemini_log(tmp_path / "g2.jsonl", "Fix the typo.")
+    assert after_agent(tree, log, "Fix the typo.", "Fixed.").stdout == ""

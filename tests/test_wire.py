@@ -1056,10 +1056,13 @@ def test_gemini_hooks_merge_into_the_projects_settings(project: Path, home: Path
     settings.write_text(json.dumps({"model": {"name": "x"}}))
     (project / "GEMINI.md").write_text("# Gemini\n")
     done = run_wire(project, home, executable="/opt/tools/bin/rouse", gemini=True).done
-    assert f"updated {settings} (Gemini CLI SessionStart, BeforeAgent)" in done
+    # issue 33 adds the promise check at AfterAgent (the label says so)
+    assert f"updated {settings} (Gemini CLI SessionStart, BeforeAgent, AfterAgent)" in done
     data = json.loads(settings.read_text())
     assert data["model"] == {"name": "x"}
     ((start,), (prompt,)) = data["hooks"]["SessionStart"], data["hooks"]["BeforeAgent"]
+    ((after,),) = [group["hooks"] for group in data["hooks"]["AfterAgent"]]
+    assert after["command"].endswith("--hook gemini --promises || true")
     assert "matcher" not in start  # lifecycle matchers are exact strings: none runs for all
     (entry,) = start["hooks"]
     assert entry["command"].startswith('rouse pack --memory "$GEMINI_PROJECT_DIR/memory" ')

@@ -1,9 +1,11 @@
 """The Stop hook's promise check: a promise made in a turn becomes a record, or the agent
 is asked once why not (issue 33).
 
-When a Claude Code turn ends, ``rouse pack --hook claude --promises`` reads the
-turn's words (the user's prompt and the tool result that came last from the
-transcript, the final answer from the input's ``last_assistant_message``) and
+When a Claude Code turn ends (``rouse pack --hook claude --promises``, a Stop hook;
+for Gemini CLI ``--hook gemini``, an AfterAgent hook), it reads the turn's words
+(the user's prompt and the tool result that came last from the transcript, the
+final answer from the input's ``last_assistant_message``, Gemini's
+``prompt_response``) and
 looks for a promise (:mod:`rouse.agents.promises`). If there is one and no
 rouse verb wrote or moved a record since the prompt (a record file changed
 since then, or ``.rouse/acts.json`` says a verb acted), it continues the turn
@@ -41,6 +43,9 @@ SUFFIX = ".promise"  # beside the session's seen-set: the prompt already asked a
 #: The first words of the reason; a transcript entry holding them is never a prompt.
 HEAD = "rouse: a promise in this turn has no record yet"
 WHO = {"user": "the user's words", "agent": "your answer", "tool": "a tool's output"}
+CONTEXT_OPEN, CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
+#: The clients whose turn's end this check answers, and the event each calls it at.
+EVENTS = {"claude": "Stop", "gemini": "AfterAgent"}
 
 
 def wanted(session: Mapping[str, Any], env: Mapping[str, str]) -> bool:
@@ -120,9 +125,9 @@ def _turn_in(data: bytes) -> Turn:
         entry = _entry(line)
         if entry is None:
             continue
-        message = entry.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if entry.get("type") == "assistant" and not turn.answer:
+        message = entry.get("message")  # Claude Code's; Gemini CLI's entry is the message
+        content = message.get("content") if isinstance(message, dict) else entry.get("content")
+        if entry.get("type") in ("assistant", "gemini") and not turn.answer:
             turn.answer = _text(content)
         if entry.get("type") != "user" or entry.get("isMeta"):
             continue
@@ -142,7 +147,7 @@ def _turn_in(data: bytes) -> Turn:
 
 
 def _entry(line: bytes) -> dict[str, Any] | None:
-    if not line.strip() or (b'"user"' not in line and b'"assistant"' not in line):
+    if b'"user"' not in line and b'"assistant"' not in line and b'"gemini"' not in line:
         return None
     try:
         value = hookstate.loads(line, LINE_DEPTH)
@@ -156,12 +161,28 @@ def _is(part: object, kind: str) -> bool:
 
 
 def _text(content: object) -> str:
-    """A message's text: a string, or its text parts joined."""
-    if isinstance(content, str):
-        return content
+    """A message's text: a string, or its text parts joined (Gemini CLI's parts have no
+    ``type``), without the context a hook added before the user's words."""
     if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if _is(p, "text"))
-    return ""
+        content = "\n".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict)
+            and isinstance(p.get("text"), str)
+            and p.get("type", "text") == "text"
+        )
+    return _own_words(content) if isinstance(content, str) else ""
+
+
+def _own_words(text: str) -> str:
+    """``text`` without the ``<hook_context>`` blocks Gemini CLI puts before a prompt (the
+    pack and the wakes rouse's own hooks gave: rouse's words, never the user's)."""
+    while text.lstrip().startswith(CONTEXT_OPEN):
+        end = text.find(CONTEXT_CLOSE)
+        if end < 0:
+            return ""
+        text = text[end + len(CONTEXT_CLOSE) :]
+    return text.strip()
 
 
 def stop(
@@ -177,7 +198,7 @@ def stop(
     stderr (Claude Code shows it in its debug output) and the turn ends as it would.
     """
     try:
-        if kind != "claude" or not wanted(session, os.environ):
+        if session.get("hook_event_name") != EVENTS.get(kind) or not wanted(session, os.environ):
             return 0
         turn = read_turn(session.get("transcript_path"))
         found = promise_of(session, turn)
@@ -194,13 +215,13 @@ def stop(
         return 0
     import sys
 
-    sys.stdout.write(output(text))
+    sys.stdout.write(output(kind, text))
     return 0
 
 
 def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | None:
     """The turn's promise (the final answer from the hook's input, else the transcript)."""
-    answer = session.get("last_assistant_message")
+    answer = session.get("last_assistant_message", session.get("prompt_response"))
     answer = answer if isinstance(answer, str) else turn.answer
     if not turn.prompt and not answer:
         return None
@@ -287,8 +308,10 @@ def reason(found: promises.Promise) -> str:
     return "\n".join(lines)
 
 
-def output(text: str) -> str:
-    """Claude Code's Stop hook answer that continues the turn with ``text``."""
+def output(kind: str, text: str) -> str:
+    """The answer that continues the turn with ``text``: Claude Code's Stop hook blocks
+    the stop; Gemini CLI's AfterAgent hook denies the answer, sending ``text`` as a prompt."""
     import json
 
-    return json.dumps({"decision": "block", "reason": text}, ensure_ascii=False) + "\n"
+    decision = "deny" if kind == "gemini" else "block"
+    return json.dumps({"decision": decision, "reason": text}, ensure_ascii=False) + "\n"

@@ -39,7 +39,9 @@ STOP = "Stop"
 SESSION_END = "SessionEnd"
 #: Gemini CLI's name for the moment after a prompt is submitted, before the model plans.
 BEFORE_AGENT = "BeforeAgent"
-EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT)
+#: ... and for the moment its agent has answered, before the turn ends (the promise check).
+AFTER_AGENT = "AfterAgent"
+EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT, AFTER_AGENT)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
 #: The second Stop hook (issue 33): run before the turn ends, it may continue the turn once
@@ -251,12 +253,14 @@ def merge_session_hook(
     extra: Mapping[str, Any] | None = None,
     prompt_event: str = PROMPT,
     promise_command: str | None = None,
+    promise_event: str = STOP,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
     with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
     ``stop_command``, one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait), and beside the Stop hook the
-    ``promise_command`` when given (it answers before the turn ends). ``extra`` goes into the
+    SessionEnd hook (the prompt command: it ends the wait); the ``promise_command`` when
+    given, beside the Stop hook (it answers before the turn ends) or at its own
+    ``promise_event`` (Gemini CLI's AfterAgent). ``extra`` goes into the
     SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
     more = dict(extra or {})
     head = {} if matcher is None else {"matcher": matcher}  # None: every source
@@ -267,9 +271,13 @@ def merge_session_hook(
         wanted.append((prompt_event, {}, [{"command": prompt_command, **more}]))
     if stop_command is not None and prompt_command is not None:
         stops = [{"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}]
-        if promise_command is not None:
+        if promise_command is not None and promise_event == STOP:
             stops.append({"command": promise_command, "timeout": PROMISES_TIMEOUT})
         wanted += [(STOP, {}, stops), (SESSION_END, {}, [{"command": prompt_command}])]
+    if promise_command is not None and promise_event != STOP:
+        wanted.append((promise_event, {}, [{"command": promise_command}]))
+    elif promise_event != STOP:  # --no-promises: the check laid before is taken out
+        remove_session_hook(data, where, (promise_event,))
     for event, head, entries in wanted:
         kept, position = _without_ours(_session_groups(data, where, event))
         ours = {**head, "hooks": [{"type": "command", **entry} for entry in entries]}
@@ -278,10 +286,12 @@ def merge_session_hook(
     return data
 
 
-def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """``data`` without any rouse hook (SessionStart, UserPromptSubmit, Stop,
-    SessionEnd; empty containers left out)."""
-    for event in EVENTS:
+def remove_session_hook(
+    data: dict[str, Any], where: str, events: Sequence[str] = EVENTS
+) -> dict[str, Any]:
+    """``data`` without any rouse hook for ``events`` (every one rouse lays: SessionStart,
+    UserPromptSubmit, Stop, SessionEnd, BeforeAgent, AfterAgent; empty containers left out)."""
+    for event in events:
         kept, _ = _without_ours(_session_groups(data, where, event))
         hooks = data.get("hooks")
         if isinstance(hooks, dict):
@@ -309,6 +319,7 @@ def wire_hook_files(
     extra: Mapping[str, Any] | None = None,
     prompt_event: str = PROMPT,
     promise_command: str | None = None,
+    promise_event: str = STOP,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
@@ -326,6 +337,7 @@ def wire_hook_files(
         extra,
         prompt_event,
         promise_command,
+        promise_event,
     )
     texts = {target: dump(merged)}
     for path in others:

@@ -122,7 +122,8 @@ def wire(
     ``executable`` is the rouse the hooks pin: None finds this one when it is a
     stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
     ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
-    ``promises=False`` leaves Claude Code's promise check out (``--no-promises``).
+    ``promises=False`` leaves the promise check out (``--no-promises``): Claude Code's
+    second Stop hook, Gemini CLI's AfterAgent hook.
     """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
@@ -142,7 +143,7 @@ def wire(
         if codex_hooks:
             wire_codex_hooks(w, result, pinned)
         if gemini:
-            wire_gemini_hooks(w, result, pinned)
+            wire_gemini_hooks(w, result, pinned, promises)
         if opencode:
             wire_opencode(w, result, pinned)
     wire_blocks(w, result)

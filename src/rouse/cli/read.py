@@ -290,7 +290,8 @@ def args_pack(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--promises",
         action="store_true",
-        help="with --hook claude, as a Stop hook: ask once about a promise left without a record",
+        help="with --hook claude or gemini, at a turn's end: ask once about a promise left "
+        "without a record",
     )
 
 
