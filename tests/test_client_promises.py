@@ -149,3 +149,26 @@ def test_gemini_is_asked_once_about_a_promise_and_never_without_one(
     assert len(sent) == 1 + asked
     if asked:
         assert PROMPT in sent[-1].split(HEAD, 1)[1]  # the reason quotes what was said
+
+
+# -- Codex: its Stop hook --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("prompt", "asked"), [(PROMPT, 1), ("Fix the typo in the README.", 0)])
+def test_codex_is_asked_once_about_a_promise_and_never_without_one(
+    machine: Machine, prompt: str, asked: int
+) -> None:
+    from test_clients import codex, trust_hooks
+
+    if not (BIN / "codex").exists():
+        pytest.fail(f"Codex is not installed in {CLIENTS}: run `make clients`")
+    machine.wire(codex_hooks=True)  # the stand-in answers "ok": no record is ever written
+    codex(machine, machine.project, "--trust", "hi")  # Codex reads .codex/ once trusted …
+    assert any("--promises" in c for c in trust_hooks(machine, machine.project))  # … and hooks
+    before = len(machine.model.requests)
+    codex(machine, machine.project, prompt)
+    sent = [json.dumps(r["body"], ensure_ascii=False) for r in machine.model.requests[before:]]
+    assert [HEAD in body for body in sent].count(True) == asked  # one more request, once
+    assert len(sent) == 1 + asked
+    if asked:
+        assert PROMPT in sent[-1].split(HEAD, 1)[1]  # the reason quotes what was said

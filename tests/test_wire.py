@@ -211,7 +211,11 @@ def test_codex_hook_file_and_what_codex_needs_before_it_runs_it(project: Path, h
     hooks.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}))
     result = run_wire(project, home, codex_hooks=True)
     data = json.loads(hooks.read_text())
-    assert data["hooks"]["Stop"] == [{"hooks": [{"command": "x"}]}]
+    theirs, ours = data["hooks"]["Stop"]  # issue 33: the promise check joins their Stop hook
+    assert theirs == {"hooks": [{"command": "x"}]}
+    assert (
+        ours["hooks"][0]["command"] == "rouse pack --memory memory --hook codex --promises || true"
+    )
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
     (command,) = [h["command"] for h in session_hooks(hooks)]
     assert command.startswith("rouse pack --memory memory --hook codex || printf")  # the repo's
@@ -440,7 +444,8 @@ def test_wire_adds_one_stop_and_session_end_hook_for_claude_only(project: Path, 
     assert promises == {"type": "command", "command": pinned + " --promises || true", "timeout": 30}
     assert idle_hooks(local, "SessionEnd") == [{"type": "command", "command": pinned + " || true"}]
     codex = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
-    assert set(codex) == {"SessionStart", "UserPromptSubmit"}  # Codex has no such wake
+    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop"}  # Stop: issue 33's …
+    assert not any("asyncRewake" in h for g in codex["Stop"] for h in g["hooks"])  # no wake
     # one scope: moving the session hook moves the Stop and SessionEnd hooks too
     run_wire(project, home, claude_hooks=True, shared=True)
     assert idle_hooks(local, "Stop") == theirs["hooks"] and "SessionEnd" not in local.read_text()

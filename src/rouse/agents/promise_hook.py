@@ -2,7 +2,8 @@
 is asked once why not (issue 33).
 
 When a Claude Code turn ends (``rouse pack --hook claude --promises``, a Stop hook;
-for Gemini CLI ``--hook gemini``, an AfterAgent hook), it reads the turn's words
+Codex's ``--hook codex``, a Stop hook too; Gemini CLI's ``--hook gemini``, an AfterAgent
+hook), it reads the turn's words
 (the user's prompt and the tool result that came last from the transcript, the
 final answer from the input's ``last_assistant_message``, Gemini's
 ``prompt_response``) and
@@ -44,8 +45,9 @@ SUFFIX = ".promise"  # beside the session's seen-set: the prompt already asked a
 HEAD = "rouse: a promise in this turn has no record yet"
 WHO = {"user": "the user's words", "agent": "your answer", "tool": "a tool's output"}
 CONTEXT_OPEN, CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
+TEXT_PARTS = ("text", "input_text", "output_text")  # Codex's parts: input_ and output_text
 #: The clients whose turn's end this check answers, and the event each calls it at.
-EVENTS = {"claude": "Stop", "gemini": "AfterAgent"}
+EVENTS = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
 
 
 def wanted(session: Mapping[str, Any], env: Mapping[str, str]) -> bool:
@@ -123,31 +125,54 @@ def _turn_in(data: bytes) -> Turn:
     turn = Turn()
     for line in reversed(data.split(b"\n")):
         entry = _entry(line)
-        if entry is None:
+        said = None if entry is None else _said(entry)
+        if said is None:
             continue
-        message = entry.get("message")  # Claude Code's; Gemini CLI's entry is the message
-        content = message.get("content") if isinstance(message, dict) else entry.get("content")
-        if entry.get("type") in ("assistant", "gemini") and not turn.answer:
-            turn.answer = _text(content)
-        if entry.get("type") != "user" or entry.get("isMeta"):
+        who, text = said
+        if who == "assistant":
+            turn.answer = turn.answer or text
             continue
-        if isinstance(content, list) and any(_is(part, "tool_result") for part in content):
-            if not turn.tool:
-                turn.tool = " ".join(
-                    _text(p.get("content")) for p in content if _is(p, "tool_result")
-                )
+        if who == "tool":
+            turn.tool = turn.tool or text
             continue
-        text = _text(content)
         if not text.strip() or HEAD in text or text.lstrip().startswith(("<", "rouse: ")):
-            continue  # rouse's own words (this reason, a wake), a command's echo: no prompt
-        turn.prompt, turn.mark = text, str(entry.get("uuid") or entry.get("timestamp") or "")
-        turn.stamp = entry.get("timestamp")
+            continue  # rouse's own words (this reason, a wake), a client's context: no prompt
+        assert entry is not None
+        turn.prompt, turn.stamp = text, entry.get("timestamp")
+        turn.mark = str(entry.get("uuid") or entry.get("id") or turn.stamp or "")
         break
     return turn
 
 
+def _said(entry: dict[str, Any]) -> tuple[str, str] | None:
+    """Who said what in one transcript entry (``user``, ``assistant``, ``tool``), as
+    Claude Code, Gemini CLI and Codex (its rollout's ``response_item``) write them."""
+    kind = entry.get("type")
+    if kind == "response_item":
+        item = entry.get("payload")
+        if not isinstance(item, dict):
+            return None
+        if item.get("type") == "function_call_output":
+            output = item.get("output")
+            return "tool", output if isinstance(output, str) else _text(output)
+        role = item.get("role")
+        if item.get("type") != "message" or role not in ("user", "assistant"):
+            return None
+        return str(role), _text(item.get("content"))
+    message = entry.get("message")  # Claude Code's; Gemini CLI's entry is the message
+    content = message.get("content") if isinstance(message, dict) else entry.get("content")
+    if kind in ("assistant", "gemini"):
+        return "assistant", _text(content)
+    if kind != "user" or entry.get("isMeta"):
+        return None
+    if isinstance(content, list) and any(_is(part, "tool_result") for part in content):
+        results = [_text(p.get("content")) for p in content if _is(p, "tool_result")]
+        return "tool", " ".join(results)
+    return "user", _text(content)
+
+
 def _entry(line: bytes) -> dict[str, Any] | None:
-    if b'"user"' not in line and b'"assistant"' not in line and b'"gemini"' not in line:
+    if not any(word in line for word in (b'"user"', b'"assistant"', b'"gemini"', b'_output"')):
         return None
     try:
         value = hookstate.loads(line, LINE_DEPTH)
@@ -169,7 +194,7 @@ def _text(content: object) -> str:
             for p in content
             if isinstance(p, dict)
             and isinstance(p.get("text"), str)
-            and p.get("type", "text") == "text"
+            and p.get("type", "text") in TEXT_PARTS
         )
     return _own_words(content) if isinstance(content, str) else ""
 
@@ -313,5 +338,5 @@ def output(kind: str, text: str) -> str:
     the stop; Gemini CLI's AfterAgent hook denies the answer, sending ``text`` as a prompt."""
     import json
 
-    decision = "deny" if kind == "gemini" else "block"
+    decision = "deny" if kind == "gemini" else "block"  # (Codex reads Claude Code's shape)
     return json.dumps({"decision": decision, "reason": text}, ensure_ascii=False) + "\n"

@@ -260,7 +260,7 @@ def merge_session_hook(
     ``stop_command``, one Stop hook (in the background, waking the model) and one
     SessionEnd hook (the prompt command: it ends the wait); the ``promise_command`` when
     given, beside the Stop hook (it answers before the turn ends) or at its own
-    ``promise_event`` (Gemini CLI's AfterAgent). ``extra`` goes into the
+    ``promise_event`` (Codex's Stop, Gemini CLI's AfterAgent). ``extra`` goes into the
     SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
     more = dict(extra or {})
     head = {} if matcher is None else {"matcher": matcher}  # None: every source
@@ -269,14 +269,16 @@ def merge_session_hook(
     ]
     if prompt_command is not None:
         wanted.append((prompt_event, {}, [{"command": prompt_command, **more}]))
-    if stop_command is not None and prompt_command is not None:
+    promise: list[dict[str, Any]] = []
+    if promise_command is not None:  # (Gemini CLI's timeouts are in ms: its default kept)
+        timeout = {"timeout": PROMISES_TIMEOUT} if promise_event == STOP else {}
+        promise.append({"command": promise_command, **timeout})
+    if stop_command is not None and prompt_command is not None:  # Claude Code
         stops = [{"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}]
-        if promise_command is not None and promise_event == STOP:
-            stops.append({"command": promise_command, "timeout": PROMISES_TIMEOUT})
-        wanted += [(STOP, {}, stops), (SESSION_END, {}, [{"command": prompt_command}])]
-    if promise_command is not None and promise_event != STOP:
-        wanted.append((promise_event, {}, [{"command": promise_command}]))
-    elif promise_event != STOP:  # --no-promises: the check laid before is taken out
+        wanted += [(STOP, {}, stops + promise), (SESSION_END, {}, [{"command": prompt_command}])]
+    elif promise:
+        wanted.append((promise_event, {}, promise))
+    else:  # none, or --no-promises: a check laid before is taken out
         remove_session_hook(data, where, (promise_event,))
     for event, head, entries in wanted:
         kept, position = _without_ours(_session_groups(data, where, event))
@@ -351,17 +353,6 @@ def wire_hook_files(
     return done
 
 
-def wire_hook_file(
-    path: Path,
-    command: str,
-    label: str,
-    matcher: str = MATCHER,
-    prompt_command: str | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> str:
-    return wire_hook_files(path, (), command, matcher, label, prompt_command, None, extra)[0]
-
-
 def wire_claude_hooks(
     w: Wiring, shared: bool, result: Wired, executable: str | None, promises: bool = True
 ) -> None:
@@ -392,7 +383,7 @@ def codex_notes(w: Wiring) -> list[str]:
     where = "your user hooks" if w.project is None else "this project's hooks"
     lines = [
         f"Codex runs {where} only once you trust them: start `codex`, open /hooks and trust "
-        "the rouse SessionStart and UserPromptSubmit hooks (again whenever `rouse wire` "
+        "the rouse SessionStart, UserPromptSubmit and Stop hooks (again whenever `rouse wire` "
         "changes their command)."
     ]
     if w.project is not None:
@@ -403,14 +394,26 @@ def codex_notes(w: Wiring) -> list[str]:
     return lines
 
 
-def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+def wire_codex_hooks(
+    w: Wiring, result: Wired, executable: str | None, promises: bool = True
+) -> None:
     shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
     command = hook_command(w, "codex", executable, shared=shared)
     prompt = hook_command(w, "codex", executable, PROMPT, shared)
-    path = codex_path(w)
-    label = "Codex SessionStart, UserPromptSubmit"
+    check = hook_command(w, "codex", executable, PROMISES, shared) if promises else None
+    label = "Codex SessionStart, UserPromptSubmit" + (", Stop" if promises else "")
     limit = {"additionalContextLimit": CODEX_CONTEXT_LIMIT}
-    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt, limit))
+    result.done += wire_hook_files(
+        codex_path(w),
+        (),
+        command,
+        MATCHERS["codex"],
+        label,
+        prompt,
+        None,
+        limit,
+        promise_command=check,
+    )
     result.printed += codex_notes(w)
 
 

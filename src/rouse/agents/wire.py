@@ -123,7 +123,7 @@ def wire(
     stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
     ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
     ``promises=False`` leaves the promise check out (``--no-promises``): Claude Code's
-    second Stop hook, Gemini CLI's AfterAgent hook.
+    second Stop hook, Codex's Stop hook, Gemini CLI's AfterAgent hook.
     """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
@@ -141,7 +141,7 @@ def wire(
         if claude_hooks:
             wire_claude_hooks(w, shared, result, pinned, promises)
         if codex_hooks:
-            wire_codex_hooks(w, result, pinned)
+            wire_codex_hooks(w, result, pinned, promises)
         if gemini:
             wire_gemini_hooks(w, result, pinned, promises)
         if opencode:

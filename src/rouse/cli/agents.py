@@ -65,7 +65,8 @@ def args_wire(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--no-promises",
         action="store_true",
-        help="with --claude-hooks or --gemini: no hook asking about promises left without a record",
+        help="with --claude-hooks, --codex-hooks or --gemini: no hook asking about promises "
+        "left without a record",
     )
     sub.add_argument("--codex-hooks", action="store_true", help="SessionStart hook in .codex/")
     sub.add_argument("--cursor", action="store_true", help="an always-applied .cursor rule")

@@ -290,7 +290,7 @@ def args_pack(sub: argparse.ArgumentParser) -> None:
     sub.add_argument(
         "--promises",
         action="store_true",
-        help="with --hook claude or gemini, at a turn's end: ask once about a promise left "
+        help="with --hook claude, codex or gemini, at a turn's end: ask once about a promise left "
         "without a record",
     )
 
