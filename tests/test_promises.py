@@ -77,6 +77,9 @@ def test_look_alikes_are_no_promise(user: str, agent: str) -> None:
 def test_the_cheap_look_passes_a_plain_turn_without_reading_it() -> None:
     assert not promises.likely("Fixed the typo in README.md; the tests pass.")
     assert promises.likely("I'll check it tomorrow.")
+    # an answer names times all day long: without "I'll" (or the like) it is passed over
+    assert not promises.likely("When the queue is empty it sleeps for a day.", "agent")
+    assert promises.likely("When the queue is empty it sleeps for a day.", "user")
 
 
 # -- the hook, as Claude Code runs it ------------------------------------------------
@@ -403,3 +406,19 @@ def test_gemini_s_turn_is_denied_once_with_the_reason(tree: Path, tmp_path: Path
     # the pack rouse's hooks put before a plain prompt is rouse's words, not a promise
     log = gemini_log(tmp_path / "g2.jsonl", "Fix the typo.")
     assert after_agent(tree, log, "Fix the typo.", "Fixed.").stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("text", "origin"),
+    [
+        ("Check back in 2h.", "user"),
+        ("Please rerun it at 5 pm.", "user"),
+        ("Rotate the keys at 17:30.", "user"),
+        ("I'll look again in 3d.", "agent"),
+        ("We\u2019ll get back to you.", "agent"),
+    ],
+)
+def test_the_cheap_look_never_hides_what_the_phrases_take(text: str, origin: str) -> None:
+    found = promises.find(*((text, "") if origin == "user" else ("ok", text)))
+    assert found is not None and found.origin == origin
+    assert promises.likely(text, origin)

@@ -250,7 +250,8 @@ def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | Non
     answer = answer if isinstance(answer, str) else turn.answer
     if not turn.prompt and not answer:
         return None
-    if not any(promises.likely(text) for text in (turn.prompt, turn.tool, answer)):
+    said = (("user", turn.prompt), ("tool", turn.tool), ("agent", answer))
+    if not any(promises.likely(text, origin) for origin, text in said):
         return None
     return promises.find(turn.prompt, answer, turn.tool)
 

@@ -26,47 +26,21 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import re
 
-#: Words without which no sentence here is a promise (the cheap first look).
-CUES = (
-    "remind",
-    "reminder",
-    "forget",
-    "i'll",
-    "i\u2019ll",
-    "i will",
-    "we'll",
-    "we\u2019ll",
-    "we will",
-    "going to",
-    "let's",
-    "let\u2019s",
-    "let me",
-    "later",
-    "tomorrow",
-    "tonight",
-    "next ",
-    "follow up",
-    "follow-up",
-    "circle back",
-    "check back",
-    "come back to",
-    "get back to",
-    "ping",
-    "nudge",
-    "again",
-    "once",
-    "after",
-    "before",
-    "when",
-    "day",
-    "week",
-    "month",
-    "hour",
-    "minute",
-    "morning",
-    "afternoon",
-    "evening",
-    "weekend",
+#: The cheap first look (plain substrings, no ``re``), a superset of what the phrases
+#: below take: a user's words ask for a reminder, or name a time or a condition; an
+#: agent's say "I'll" (or the like) and name one, or promise to come back.
+ASKED = ("remind", "reminder", "forget", "ping me", "ping us", "nudge me", "nudge us")
+WILL = (
+    *("i'll", "i will", "i'm going to", "i am going to", "i shall", "we'll", "we will"),
+    *("we're going to", "let's", "let us", "let me", "i plan to", "i intend to"),
+    "i promise to",
+)
+COME_BACK = ("remind you", "get back to you", "check back", "circle back", "follow up")
+WHEN = (
+    *("tomorrow", "tonight", "later", "weekend", "end of", "eod", "eow", "first thing"),
+    *("morning", "afternoon", "evening", "next ", "every ", "noon", "after ", "before "),
+    *("once ", "when", "as soon as", "min", "hour", "hr", "day", "week", "month", "year"),
+    *("mon", "tue", "wed", "thu", "fri", "sat", "sun"),
 )
 #: Characters of a text read at most (a turn's words, not a transcript).
 MOST = 20_000
@@ -84,17 +58,40 @@ class Promise:
         return f"Promise({self.origin!r}, {self.said!r})"
 
 
-def likely(text: str) -> bool:
+def likely(text: str, origin: str = "user") -> bool:
     """Could ``text`` hold a promise at all? (False: surely not; nothing imported.)"""
-    lowered = text[:MOST].lower()
-    return any(cue in lowered for cue in CUES)
+    lowered = text[:MOST].lower().replace("\u2019", "'")
+    if origin != "agent" and any(cue in lowered for cue in ASKED):
+        return True
+    if origin == "agent" and not any(cue in lowered for cue in WILL):
+        return False
+    if origin == "agent" and any(cue in lowered for cue in COME_BACK):
+        return True
+    return any(cue in lowered for cue in WHEN) or _clock(lowered)
+
+
+def _clock(lowered: str) -> bool:
+    """A digit before ``am``, ``pm`` or ``:`` (9am, 5 pm, 17:30), or after ``in`` (in 2h),
+    found without ``re``."""
+    for mark in ("am", "pm", ":"):
+        at = lowered.find(mark)
+        while at > 0:
+            if lowered[at - 1].isdigit() or lowered[at - 2 : at - 1].isdigit():
+                return True
+            at = lowered.find(mark, at + 1)
+    at = lowered.find("in ")
+    while at >= 0:
+        if lowered[at + 3 : at + 4].isdigit():
+            return True
+        at = lowered.find("in ", at + 1)
+    return False
 
 
 def find(user: str, agent: str, tool: str = "") -> Promise | None:
     """The first promise of the turn: the user's words, then the tool result that came
     last (``tool``, read as a request, like the user's), then the agent's answer."""
     for origin, text in (("user", user), ("tool", tool), ("agent", agent)):
-        if text and likely(text):
+        if text and likely(text, origin):
             for sentence in sentences(text):
                 if (_requested if origin != "agent" else _committed)(sentence.lower()):
                     return Promise(origin, sentence)
