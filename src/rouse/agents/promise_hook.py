@@ -1,17 +1,15 @@
 """The Stop hook's promise check: a promise made in a turn becomes a record, or the agent
 is asked once why not (issue 33).
 
-When a Claude Code turn ends (``rouse pack --hook claude --promises``, a Stop hook;
-Codex's ``--hook codex``, a Stop hook too; Gemini CLI's ``--hook gemini``, an AfterAgent
-hook), it reads the turn's words
-(the user's prompt and the tool result that came last from the transcript, the
-final answer from the input's ``last_assistant_message``, Gemini's
-``prompt_response``) and
-looks for a promise (:mod:`rouse.agents.promises`). If there is one and no
-rouse verb wrote or moved a record since the prompt (a record file changed
-since then, or ``.rouse/acts.json`` says a verb acted), it continues the turn
-once with :func:`reason`: what was said (a tool's words fenced as quoted data)
-and the verbs that would keep it.
+When a turn ends (``rouse pack --hook KIND --promises``: Claude Code's and Codex's
+Stop hook, Gemini CLI's AfterAgent hook), it reads the turn's words: the user's
+prompt and the tool result that came last from the transcript, the final answer
+from the hook's input (``last_assistant_message``; Gemini's ``prompt_response``).
+If they hold a promise (:mod:`rouse.agents.promises`) and no rouse verb wrote or
+moved a record since the prompt (a record file changed since then, or
+``.rouse/acts.json`` says a verb acted), it continues the turn once with
+:func:`reason`: what was said (a tool's words fenced as quoted data) and the
+verbs that would keep it.
 
 What it owns: when to ask (never when the input says a Stop hook already
 continued the turn, never twice for one prompt, never in an unattended run
