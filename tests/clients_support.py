@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,6 +50,9 @@ class Model:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        #: What a streamed Anthropic Messages request is answered with, when set: the
+        #: request's body → content blocks (``text``, or ``tool_use`` with its ``input``).
+        self.script: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None
         model = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -106,18 +110,26 @@ class Model:
             "usage": {"input_tokens": 1, "output_tokens": 1},
         }
 
-    @classmethod
-    def messages(cls, body: dict[str, Any]) -> str:
-        start = {**cls.message(body), "content": [], "stop_reason": None}
-        events = [
-            ("message_start", {"message": start}),
-            ("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
-            ("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": "ok"}}),
-            ("content_block_stop", {"index": 0}),
-            (
-                "message_delta",
-                {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 1}},
-            ),
+    def messages(self, body: dict[str, Any]) -> str:
+        start = {**self.message(body), "content": [], "stop_reason": None}
+        blocks = self.script(body) if self.script else [{"type": "text", "text": "ok"}]
+        events: list[tuple[str, dict[str, Any]]] = [("message_start", {"message": start})]
+        for index, block in enumerate(blocks):
+            if block["type"] == "tool_use":
+                head = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            else:
+                head = {"type": "text", "text": ""}
+                delta = {"type": "text_delta", "text": block["text"]}
+            events += [
+                ("content_block_start", {"index": index, "content_block": head}),
+                ("content_block_delta", {"index": index, "delta": delta}),
+                ("content_block_stop", {"index": index}),
+            ]
+        used = any(block["type"] == "tool_use" for block in blocks)
+        end = {"stop_reason": "tool_use" if used else "end_turn"}
+        events += [
+            ("message_delta", {"delta": end, "usage": {"output_tokens": 1}}),
             ("message_stop", {}),
         ]
         return "".join(f"event: {k}\ndata: {json.dumps({'type': k, **v})}\n\n" for k, v in events)

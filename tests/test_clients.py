@@ -329,8 +329,8 @@ def test_codex_runs_the_wired_hook_once_trusted_and_again_on_resume(machine: Mac
     codex(machine, machine.project, "--trust", "hi")
     assert PACK_HEADER not in machine.model.last()
 
-    commands = trust_hooks(machine, machine.project)  # SessionStart and UserPromptSubmit
-    assert len(commands) == 2 and all("--hook codex" in c for c in commands)
+    commands = trust_hooks(machine, machine.project)  # SessionStart, UserPromptSubmit, and
+    assert len(commands) == 3 and all("--hook codex" in c for c in commands)  # Stop (issue 33)
     codex(machine, machine.project, "hi")
     sent = machine.model.last()
     assert sent.count(PACK_HEADER) == 1 and "PROJECT-MARK" in sent
@@ -349,7 +349,7 @@ def test_codex_gets_one_pack_with_a_user_and_a_project_hook(machine: Machine) ->
     machine.wire(machine.global_tree, codex_hooks=True)  # ~/.codex/hooks.json
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project
-    assert len(trust_hooks(machine, machine.project)) == 4  # the user's hooks and the project's
+    assert len(trust_hooks(machine, machine.project)) == 6  # the user's hooks and the project's
 
     codex(machine, machine.project, "hi")
     sent = machine.model.last()
@@ -420,7 +420,7 @@ def test_codex_gets_a_wake_between_two_turns_at_the_second_only(machine: Machine
     machine.rouse_on_path = True
     machine.wire(codex_hooks=True)
     codex(machine, machine.project, "--trust", "hi")  # trust the project, then its hooks
-    assert len(trust_hooks(machine, machine.project)) == 2
+    assert len(trust_hooks(machine, machine.project)) == 3  # with issue 33's Stop hook
     server = AppServer(machine, machine.project)
     try:
         started = server.call("thread/start", {"cwd": str(machine.project)})

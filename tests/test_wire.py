@@ -212,7 +212,11 @@ def test_codex_hook_file_and_what_codex_needs_before_it_runs_it(project: Path, h
     hooks.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [{"command": "x"}]}]}}))
     result = run_wire(project, home, codex_hooks=True)
     data = json.loads(hooks.read_text())
-    assert data["hooks"]["Stop"] == [{"hooks": [{"command": "x"}]}]
+    theirs, ours = data["hooks"]["Stop"]  # issue 33: the promise check joins their Stop hook
+    assert theirs == {"hooks": [{"command": "x"}]}
+    assert (
+        ours["hooks"][0]["command"] == "rouse pack --memory memory --hook codex --promises || true"
+    )
     assert data["hooks"]["SessionStart"][0]["matcher"] == "startup|resume|clear"
     (command,) = [h["command"] for h in session_hooks(hooks)]
     assert command.startswith("rouse pack --memory memory --hook codex || printf")  # the repo's
@@ -429,7 +433,7 @@ def test_wire_adds_one_stop_and_session_end_hook_for_claude_only(project: Path, 
     assert local.read_text() == first  # idempotent
     groups = json.loads(first)["hooks"]["Stop"]
     assert groups[0] == theirs and "matcher" not in groups[1]  # the user's Stop hook stays
-    (stop,) = idle_hooks(local, "Stop")[1:]
+    (stop, promises) = idle_hooks(local, "Stop")[1:]
     pinned = 'rouse pack --memory "$CLAUDE_PROJECT_DIR/memory" --hook claude'
     assert stop == {
         "type": "command",
@@ -437,13 +441,16 @@ def test_wire_adds_one_stop_and_session_end_hook_for_claude_only(project: Path, 
         "asyncRewake": True,
         "timeout": 24 * 3600,
     }
+    # issue 33: beside it, the promise check, answering before the turn ends (never exit 2)
+    assert promises == {"type": "command", "command": pinned + " --promises || true", "timeout": 30}
     assert idle_hooks(local, "SessionEnd") == [{"type": "command", "command": pinned + " || true"}]
     codex = json.loads((project / ".codex" / "hooks.json").read_text())["hooks"]
-    assert set(codex) == {"SessionStart", "UserPromptSubmit"}  # Codex has no such wake
+    assert set(codex) == {"SessionStart", "UserPromptSubmit", "Stop"}  # Stop: issue 33's …
+    assert not any("asyncRewake" in h for g in codex["Stop"] for h in g["hooks"])  # no wake
     # one scope: moving the session hook moves the Stop and SessionEnd hooks too
     run_wire(project, home, claude_hooks=True, shared=True)
     assert idle_hooks(local, "Stop") == theirs["hooks"] and "SessionEnd" not in local.read_text()
-    assert len(idle_hooks(shared, "Stop")) == len(idle_hooks(shared, "SessionEnd")) == 1
+    assert len(idle_hooks(shared, "Stop")) == 2 and len(idle_hooks(shared, "SessionEnd")) == 1
 
 
 @pytest.mark.parametrize("kind", ["claude", "codex"])
@@ -1055,10 +1062,13 @@ def test_gemini_hooks_merge_into_the_projects_settings(project: Path, home: Path
     settings.write_text(json.dumps({"model": {"name": "x"}}))
     (project / "GEMINI.md").write_text("# Gemini\n")
     done = run_wire(project, home, executable="/opt/tools/bin/rouse", gemini=True).done
-    assert f"updated {settings} (Gemini CLI SessionStart, BeforeAgent)" in done
+    # issue 33 adds the promise check at AfterAgent (the label says so)
+    assert f"updated {settings} (Gemini CLI SessionStart, BeforeAgent, AfterAgent)" in done
     data = json.loads(settings.read_text())
     assert data["model"] == {"name": "x"}
     ((start,), (prompt,)) = data["hooks"]["SessionStart"], data["hooks"]["BeforeAgent"]
+    ((after,),) = [group["hooks"] for group in data["hooks"]["AfterAgent"]]
+    assert after["command"].endswith("--hook gemini --promises || true")
     assert "matcher" not in start  # lifecycle matchers are exact strings: none runs for all
     (entry,) = start["hooks"]
     assert entry["command"].startswith('rouse pack --memory "${GEMINI_PROJECT_DIR}/memory" ')

@@ -243,6 +243,10 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
     event = session.get("hook_event_name")
     if event in ("UserPromptSubmit", "BeforeAgent"):  # BeforeAgent: Gemini CLI's
         return prompt_hook(kind, args, session, run)
+    if event in ("Stop", "AfterAgent") and getattr(args, "promises", False):  # issue 33
+        from rouse.agents import promise_hook
+
+        return promise_hook.stop(kind, args.memory, session, _serving)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)
     from rouse.agents import session_pack

@@ -39,9 +39,14 @@ STOP = "Stop"
 SESSION_END = "SessionEnd"
 #: Gemini CLI's name for the moment after a prompt is submitted, before the model plans.
 BEFORE_AGENT = "BeforeAgent"
-EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT)
+#: ... and for the moment its agent has answered, before the turn ends (the promise check).
+AFTER_AGENT = "AfterAgent"
+EVENTS = (SESSION_START, PROMPT, STOP, SESSION_END, BEFORE_AGENT, AFTER_AGENT)
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600
+#: The second Stop hook (issue 33): run before the turn ends, it may continue the turn once
+#: about a promise without a record (``--no-promises`` leaves it out). Not an event's name.
+PROMISES, PROMISES_TIMEOUT = "Stop:promises", 30
 #: one shell word as :func:`hook_command` writes it: bare, single-quoted (``shlex.quote``,
 #: a quote inside as ``'"'"'``) or double-quoted (``"$CLAUDE_PROJECT_DIR/…"``)
 _WORD = r"""(?:'[^']*'(?:"'"'[^']*')*|"(?:[^"\\]|\\.)*"|[^\s'"]+)"""
@@ -50,7 +55,7 @@ _WORD = r"""(?:'[^']*'(?:"'"'[^']*')*|"(?:[^"\\]|\\.)*"|[^\s'"]+)"""
 #: command that runs ``rouse pack`` another way (``my-wrapper && rouse pack …``) is not ours
 _OUR_HOOK_RE = re.compile(
     rf"""(?:R={_WORD}; \[ -x "\$R" \] \|\| R=rouse; "\$R"|rouse) pack"""
-    rf"(?: --memory {_WORD})?(?: --hook (?:claude|codex|gemini|cursor))?"
+    rf"(?: --memory {_WORD})?(?: --hook (?:claude|codex|gemini|cursor))?(?: --promises)?"
     r"(?: \|\| (?:true|exit \$\(\( \$\? == 2 \? 2 : 0 \)\)"
     rf"|echo {_WORD}|printf '%s\\n' {_WORD}))?"
 )
@@ -157,6 +162,7 @@ def hook_command(
     it calls ``rouse`` by name. It exits 0 on every path.
     """
     run = f"pack --memory {tree_arg(w, kind)} --hook {kind}"
+    run += " --promises" if event == PROMISES else ""
     if executable and not shared:
         head = f'R={shlex.quote(executable)}; [ -x "$R" ] || R=rouse; "$R" {run}'
     else:
@@ -166,7 +172,7 @@ def hook_command(
         # exit 2 wakes the model with the wake on stderr; anything else (rouse missing
         # included) must not, so it becomes 0
         fallback = "exit $(( $? == 2 ? 2 : 0 ))"
-    elif event in (PROMPT, SESSION_END):
+    elif event in (PROMPT, SESSION_END, PROMISES):  # (PROMISES: exit 2 would block the stop)
         fallback = "true"  # the session start said it once; not again at every prompt
     elif kind != "claude":  # the agents that read JSON: the line, in their JSON
         payload = context_json(kind, cannot) or ""
@@ -261,34 +267,48 @@ def merge_session_hook(
     stop_command: str | None = None,
     extra: Mapping[str, Any] | None = None,
     prompt_event: str = PROMPT,
+    promise_command: str | None = None,
+    promise_event: str = STOP,
 ) -> dict[str, Any]:
     """``data`` with exactly one rouse SessionStart hook (ours), all else kept in order;
     with ``prompt_command``, exactly one rouse UserPromptSubmit hook too; with
     ``stop_command``, one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait). ``extra`` goes into the
+    SessionEnd hook (the prompt command: it ends the wait); the ``promise_command`` when
+    given, beside the Stop hook (it answers before the turn ends) or at its own
+    ``promise_event`` (Codex's Stop, Gemini CLI's AfterAgent). ``extra`` goes into the
     SessionStart and UserPromptSubmit entries (Codex's ``additionalContextLimit``)."""
     more = dict(extra or {})
     head = {} if matcher is None else {"matcher": matcher}  # None: every source
-    wanted: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
-        (SESSION_START, head, {"command": command, **more})
+    wanted: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
+        (SESSION_START, head, [{"command": command, **more}])
     ]
     if prompt_command is not None:
-        wanted.append((prompt_event, {}, {"command": prompt_command, **more}))
-    if stop_command is not None and prompt_command is not None:
-        idle = {"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}
-        wanted += [(STOP, {}, idle), (SESSION_END, {}, {"command": prompt_command})]
-    for event, head, entry in wanted:
+        wanted.append((prompt_event, {}, [{"command": prompt_command, **more}]))
+    promise: list[dict[str, Any]] = []
+    if promise_command is not None:  # (Gemini CLI's timeouts are in ms: its default kept)
+        timeout = {"timeout": PROMISES_TIMEOUT} if promise_event == STOP else {}
+        promise.append({"command": promise_command, **timeout})
+    if stop_command is not None and prompt_command is not None:  # Claude Code
+        stops = [{"command": stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}]
+        wanted += [(STOP, {}, stops + promise), (SESSION_END, {}, [{"command": prompt_command}])]
+    elif promise:
+        wanted.append((promise_event, {}, promise))
+    else:  # none, or --no-promises: a check laid before is taken out
+        remove_session_hook(data, where, (promise_event,))
+    for event, head, entries in wanted:
         kept, position = _without_ours(_session_groups(data, where, event))
-        ours = {**head, "hooks": [{"type": "command", **entry}]}
+        ours = {**head, "hooks": [{"type": "command", **entry} for entry in entries]}
         kept.insert(len(kept) if position is None else position, ours)
         data.setdefault("hooks", {})[event] = kept
     return data
 
 
-def remove_session_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
-    """``data`` without any rouse hook (SessionStart, UserPromptSubmit, Stop,
-    SessionEnd; empty containers left out)."""
-    for event in EVENTS:
+def remove_session_hook(
+    data: dict[str, Any], where: str, events: Sequence[str] = EVENTS
+) -> dict[str, Any]:
+    """``data`` without any rouse hook for ``events`` (every one rouse lays: SessionStart,
+    UserPromptSubmit, Stop, SessionEnd, BeforeAgent, AfterAgent; empty containers left out)."""
+    for event in events:
         kept, _ = _without_ours(_session_groups(data, where, event))
         hooks = data.get("hooks")
         if isinstance(hooks, dict):
@@ -315,6 +335,8 @@ def wire_hook_files(
     stop_command: str | None = None,
     extra: Mapping[str, Any] | None = None,
     prompt_event: str = PROMPT,
+    promise_command: str | None = None,
+    promise_event: str = STOP,
 ) -> list[str]:
     """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
 
@@ -331,6 +353,8 @@ def wire_hook_files(
         stop_command,
         extra,
         prompt_event,
+        promise_command,
+        promise_event,
     )
     texts = {target: dump(merged)}
     for path in others:
@@ -344,18 +368,9 @@ def wire_hook_files(
     return done
 
 
-def wire_hook_file(
-    path: Path,
-    command: str,
-    label: str,
-    matcher: str = MATCHER,
-    prompt_command: str | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> str:
-    return wire_hook_files(path, (), command, matcher, label, prompt_command, None, extra)[0]
-
-
-def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | None) -> None:
+def wire_claude_hooks(
+    w: Wiring, shared: bool, result: Wired, executable: str | None, promises: bool = True
+) -> None:
     paths = claude_paths(w)
     target = (
         paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
@@ -372,6 +387,9 @@ def wire_claude_hooks(w: Wiring, shared: bool, result: Wired, executable: str | 
         "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd",
         prompt,
         hook_command(w, "claude", executable, STOP, shared),
+        promise_command=hook_command(w, "claude", executable, PROMISES, shared)
+        if promises
+        else None,
     )
     if w.project is not None and target.name == Path(CLAUDE_LOCAL).name:
         excluded = exclude_locally(w.project, CLAUDE_LOCAL)
@@ -383,7 +401,7 @@ def codex_notes(w: Wiring) -> list[str]:
     where = "your user hooks" if w.project is None else "this project's hooks"
     lines = [
         f"Codex runs {where} only once you trust them: start `codex`, open /hooks and trust "
-        "the rouse SessionStart and UserPromptSubmit hooks (again whenever `rouse wire` "
+        "the rouse SessionStart, UserPromptSubmit and Stop hooks (again whenever `rouse wire` "
         "changes their command)."
     ]
     if w.project is not None:
@@ -394,14 +412,26 @@ def codex_notes(w: Wiring) -> list[str]:
     return lines
 
 
-def wire_codex_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+def wire_codex_hooks(
+    w: Wiring, result: Wired, executable: str | None, promises: bool = True
+) -> None:
     shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
     command = hook_command(w, "codex", executable, shared=shared)
     prompt = hook_command(w, "codex", executable, PROMPT, shared)
-    path = codex_path(w)
-    label = "Codex SessionStart, UserPromptSubmit"
+    check = hook_command(w, "codex", executable, PROMISES, shared) if promises else None
+    label = "Codex SessionStart, UserPromptSubmit" + (", Stop" if promises else "")
     limit = {"additionalContextLimit": CODEX_CONTEXT_LIMIT}
-    result.done.append(wire_hook_file(path, command, label, MATCHERS["codex"], prompt, limit))
+    result.done += wire_hook_files(
+        codex_path(w),
+        (),
+        command,
+        MATCHERS["codex"],
+        label,
+        prompt,
+        None,
+        limit,
+        promise_command=check,
+    )
     result.printed += codex_notes(w)
 
 

@@ -116,12 +116,15 @@ def wire(
     mcp: bool = False,
     executable: str | None = None,
     remove: bool = False,
+    promises: bool = True,
 ) -> Wired:
     """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself.
 
     ``executable`` is the rouse the hooks pin: None finds this one when it is a
     stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
     ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
+    ``promises=False`` leaves the promise check out (``--no-promises``): Claude Code's
+    second Stop hook, Codex's Stop hook, Gemini CLI's AfterAgent hook.
     """
     if shared and not claude_hooks:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
@@ -138,11 +141,11 @@ def wire(
     if claude_hooks or codex_hooks or cursor or gemini or opencode:
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
-            wire_claude_hooks(w, shared, result, pinned)
+            wire_claude_hooks(w, shared, result, pinned, promises)
         if codex_hooks:
-            wire_codex_hooks(w, result, pinned)
+            wire_codex_hooks(w, result, pinned, promises)
         if gemini:
-            wire_gemini_hooks(w, result, pinned)
+            wire_gemini_hooks(w, result, pinned, promises)
         if opencode:
             wire_opencode(w, result, pinned)
     wire_blocks(w, result)

@@ -34,6 +34,7 @@ def cmd_wire(args: argparse.Namespace) -> int:
         opencode=args.opencode,
         mcp=args.mcp,
         remove=args.remove,
+        promises=not args.no_promises,
     )
     emit([*wired.done, *wired.printed])
     return 0
@@ -62,6 +63,12 @@ def args_wire(sub: argparse.ArgumentParser) -> None:
         "--claude-hooks", action="store_true", help="SessionStart hook in .claude/ settings"
     )
     sub.add_argument("--shared", action="store_true", help="with --claude-hooks: settings.json")
+    sub.add_argument(
+        "--no-promises",
+        action="store_true",
+        help="with --claude-hooks, --codex-hooks or --gemini: no hook asking about promises "
+        "left without a record",
+    )
     sub.add_argument("--codex-hooks", action="store_true", help="SessionStart hook in .codex/")
     sub.add_argument("--cursor", action="store_true", help="an always-applied .cursor rule")
     sub.add_argument(

@@ -29,6 +29,7 @@ PACK_DEFAULTS: dict[str, Any] = {
     "max_chars": 9000,
     "probe_budget": 150,
     "hook": None,
+    "promises": False,
 }
 
 #: Each option the quick parse takes: its destination and how to read its value.
@@ -40,6 +41,7 @@ _PACK_OPTIONS: dict[str, tuple[str, Callable[[str], Any] | None]] = {
     "--max-chars": ("max_chars", int),
     "--probe-budget": ("probe_budget", int),
     "--hook": ("hook", str),
+    "--promises": ("promises", None),
 }
 _GLOBAL_DESTS = frozenset({"memory", "now"})
 

@@ -291,6 +291,12 @@ def args_pack(sub: argparse.ArgumentParser) -> None:
         choices=HOOK_KINDS,
         help="as a SessionStart hook: fit 10,000 chars, always exit 0 (codex: JSON)",
     )
+    sub.add_argument(
+        "--promises",
+        action="store_true",
+        help="with --hook claude, codex or gemini, at a turn's end: ask once about a promise left "
+        "without a record",
+    )
 
 
 def args_probe(sub: argparse.ArgumentParser) -> None:
