@@ -99,7 +99,7 @@ def _resign(args: argparse.Namespace) -> int:
     if key is None:
         raise UsageError("there is no stamp key to sign with: `rouse stamp --init-key` makes one")
     root = tree_root(args)
-    states = frozenset({"verified-v1"} if args.upgrade else {"mismatch", "unsigned"})
+    states = frozenset({"verified-v1"} if args.upgrade else {"mismatch", "unsigned", "unstamped"})
     listed = stamping.unvouched(root, key, states)
     if not listed:
         emit(["nothing to re-sign: every stamp is v2 and verifies" if args.upgrade
@@ -109,17 +109,27 @@ def _resign(args: argparse.Namespace) -> int:
         "verified-v1": "signed v1",
         "mismatch": "edited since stamped",
         "unsigned": "no signature",
+        "unstamped": "never stamped (written outside rouse): vouching signs it owner",
     }
-    emit([f"{item.rel}\torigin {item.origin}\t{why[item.state]}" for item in listed])
+    emit(
+        [
+            f"{item.rel}\t{'no origin' if item.state == 'unstamped' else 'origin ' + item.origin}"
+            f"\t{why[item.state]}"
+            for item in listed
+        ]
+    )
     if not args.upgrade and not args.yes:
         if not sys.stdin.isatty():
             print(
-                f"rouse: {len(listed)} file(s) above carry an origin that does not verify; review "
+                f"rouse: {len(listed)} file(s) above are not signed; review "
                 "them, then re-sign with `rouse stamp --changed --yes` (from outside the agent)",
                 file=sys.stderr,
             )
             return 1
-        answer = input(f"re-sign these {len(listed)} file(s) with the origin each carries? [y/N] ")
+        answer = input(
+            f"re-sign these {len(listed)} file(s) with the origin each carries (owner for "
+            "those with none)? [y/N] "
+        )
         if answer.strip().lower() not in ("y", "yes"):
             emit(["nothing re-signed"])
             return 1

@@ -122,9 +122,16 @@ class Sweeper(Leading):
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
-        self.nudges = NudgeArchive(root)
+        self.nudges = NudgeArchive(root, self.headers.secret)
         self.escalator = (
-            Escalator(root, self.ledger, self.escalation, self, fence=self._fence)
+            Escalator(
+                root,
+                self.ledger,
+                self.escalation,
+                self,
+                fence=self._fence,
+                secret=self.headers.secret,
+            )
             if self.escalation is not None
             else None
         )
@@ -194,7 +201,7 @@ class Sweeper(Leading):
         else:
             self._lead_tick(tree, now, report)
         try:
-            report.archived += self.nudges.archive(tree)
+            report.archived += self.nudges.archive(tree, now)
         except OSError as exc:
             self.say(f"{moment(now)} could not archive nudge files: {exc}", ERRORS)
         report.undelivered = self.ledger.counts()["pending"]
@@ -213,7 +220,7 @@ class Sweeper(Leading):
             holdable=self.sink.holdable,
             quiet=self.quiet,
             sends=not self.plan_only,
-            done=acts.load(self.root) if entries else None,
+            done=acts.load(self.root, self.headers.secret, now) if entries else None,
         )
         ids = display_ids(tree)
         self.digests.batch = []
