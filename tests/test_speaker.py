@@ -150,3 +150,105 @@ def test_the_rule_itself() -> None:
     with pytest.raises(UsageError, match="unknown origin class"):
         speaker({}, terminal=True, asked="unknown")
     assert marked({"PATH": "/bin"}) == {"PATH": "/bin", ROUSE_MARKER: "1"}
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--origin", "owner", REL],
+        ["--origin", "system", REL],
+        ["--changed", "--yes"],
+        ["--upgrade"],
+    ],
+    ids=["owner", "system", "changed", "upgrade"],
+)
+def test_stamp_never_vouches_inside_a_session(keyed: tuple[Path, Path], args: list[str]) -> None:
+    root, key = keyed
+    assert without_terminal(_remind(), _env(root, key)).returncode == 0  # signed agent
+    before = (root / REL).read_bytes()
+    argv = [sys.executable, "-m", "rouse", "stamp", *args]
+    done = without_terminal(argv, _env(root, key, CURSOR_AGENT="1"))
+    assert done.returncode == 2
+    assert "refused inside an agent session ($CURSOR_AGENT is set)" in done.stderr
+    assert (root / REL).read_bytes() == before
+
+
+def test_stamp_as_the_agent_still_works_inside_a_session(keyed: tuple[Path, Path]) -> None:
+    root, key = keyed
+    assert without_terminal(_remind("--origin", "owner"), _env(root, key)).returncode == 0
+    argv = [sys.executable, "-m", "rouse", "stamp", "--origin", "agent", "--if-changed", REL]
+    done = without_terminal(argv, _env(root, key, CLAUDECODE="1"))
+    assert done.returncode == 0, done.stderr
+    assert signed_as(root, key) == ("owner", "verified")  # --if-changed kept it
+
+
+def test_an_owners_reminder_is_followed_in_the_pack_and_the_prompt_hook(
+    keyed: tuple[Path, Path],
+) -> None:
+    root, key = keyed  # a one-shot reminder typed by the owner, due, swept, then shown
+    due = "2026-03-14 12:00"
+    env = _env(root, key)
+    made = in_terminal(
+        [sys.executable, "-m", "rouse", "remind", "pay-rent", "--due", due, "--now", due,
+         "--body", "Pay the rent today"],
+        env,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stdout
+    start = '{"session_id": "s", "hook_event_name": "SessionStart", "cwd": "/"}'
+    hook = [sys.executable, "-m", "rouse", "pack", "--hook", "claude"]
+    subprocess.run(
+        [*hook, "--now", due], input=start, env=env, capture_output=True, text=True, check=True
+    )
+    swept = without_terminal(
+        [sys.executable, "-m", "rouse", "sweep", "--once", "--now", due, "-q"], env
+    )
+    assert swept.returncode == 0, swept.stderr
+    packed = without_terminal(
+        [sys.executable, "-m", "rouse", "pack", "--now", "2026-03-14 12:01"], env
+    )
+    said = packed.stdout.split("pay-rent", 1)[1]
+    assert "says: Pay the rent today" in said
+    assert "untrusted" not in said.split("\n\n", 1)[0]
+    event = '{"session_id": "s", "hook_event_name": "UserPromptSubmit", "cwd": "/"}'
+    prompt = subprocess.run(
+        [*hook, "--now", "2026-03-14 12:02"], input=event, env=env, capture_output=True, text=True
+    )
+    assert "says: Pay the rent today" in prompt.stdout
+    assert "untrusted" not in prompt.stdout
+
+
+def test_wire_offers_claude_code_the_rule_that_hides_the_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rouse.agents import wire
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(home / ".config/rouse/stamp.key"))
+    tree = tmp_path / "proj" / "memory"
+    init(tree, NOW, examples=False)
+    done = wire.wire(tree, home=home, claude_hooks=True, executable="")
+    text = "\n".join(done.printed)
+    assert '"Read(~/.config/rouse/**)"' in text and '"denyRead"' in text
+    settings = (tmp_path / "proj" / ".claude" / "settings.local.json").read_text()
+    assert "denyRead" not in settings  # offered, never written
+
+
+def test_what_an_mcp_tool_writes_signs_agent(
+    keyed: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rouse.agents.mcp_tools import Tools
+
+    root, key = keyed
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(key))
+    tools = Tools(root, now=lambda: NOW, key_path=key)
+    tools.add("reminder", "call-bank", fields={"due": "+2h"}, body="Call the bank")
+    assert signed_as(root, key) == ("agent", "verified")
+    tools.remember("setup", "How the machine is set up.", keywords="setup")
+    loaded = stampkey.load_key(key)
+    assert loaded is not None and loaded.secret is not None
+    note = "inventory/notes/setup.md"
+    assert stampkey.verify(loaded.secret, note, (root / note).read_bytes()) == (
+        "agent",
+        "verified",
+    )

@@ -76,6 +76,17 @@ def speaker(env: Mapping[str, str], terminal: bool, asked: str | None = None) ->
     return "owner" if terminal else "agent"
 
 
+def vouching(env: Mapping[str, str], what: str) -> None:
+    """Refuse ``what`` (a ``rouse stamp`` that vouches: an origin above ``agent``,
+    ``--changed``, ``--upgrade``, ``--vouch-existing``) inside an agent session."""
+    marker = session_marker(env)
+    if marker is not None:
+        raise UsageError(
+            f"{what} is refused inside an agent session (${marker} is set): vouching is "
+            "the owner's, from a terminal of their own, outside the agent"
+        )
+
+
 def lower(first: str, second: str) -> str | None:
     """The less trusted of two origins; None when either is not a signed class
     (``unknown``: nothing to keep)."""
