@@ -34,11 +34,10 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
     ("AGENT", "an agent (the shared AGENT convention; opencode sets it)"),
 )
 
-#: The classes ``--origin`` may name (``unknown`` is the absence of a reading, never said).
-SAYABLE = ("owner", "system", "agent", "untrusted")
-
 #: Trust order, highest first (``unknown`` is below all of them: no reading).
 TRUST = ("owner", "system", "agent", "untrusted")
+#: The classes ``--origin`` may name: all of them (``unknown`` is no reading, never said).
+SAYABLE = TRUST
 
 
 def session_marker(env: Mapping[str, str]) -> str | None:
