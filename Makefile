@@ -29,15 +29,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	touch $(STAMP)
 
-# The demo signs: a stamp key outside the tree, made first, so `init` signs the
-# examples and the move and close at the end show that rouse's own verbs keep
-# an origin (their notes go to the record's log, which the signature leaves out).
+# The demo signs, as every new tree does: `init` makes the stamp key (here in the
+# demo's own folder, outside the tree, so your ~/.config is left alone) and signs
+# the examples; the move and close at the end show that rouse's own verbs keep an
+# origin (their notes go to the record's log, which the signature leaves out).
 demo: export ROUSE_STAMP_KEY = $(DEMO)/key/stamp.key
 demo: $(STAMP)
 	@rm -rf $(DEMO) && mkdir -p $(DEMO)
-	@echo '$$ rouse stamp --init-key    # (ROUSE_STAMP_KEY=$(DEMO)/key/stamp.key)'
-	@$(BIN)/rouse stamp --init-key
-	@echo; echo '$$ rouse init $(DEMO)'
+	@echo '$$ rouse init $(DEMO)    # (ROUSE_STAMP_KEY=$(DEMO)/key/stamp.key)'
 	@$(BIN)/rouse init $(DEMO)
 	@echo; echo '$$ rouse tree'
 	@$(BIN)/rouse --memory $(DEMO)/memory tree

@@ -116,6 +116,22 @@ def local_tz(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], None]]
         time.tzset()
 
 
+@pytest.fixture(autouse=True)
+def _no_real_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts with ``$ROUSE_STAMP_KEY`` at a path of its own where no key is
+    (beside its ``tmp_path``, outside any tree): ``rouse init`` makes a key when there is
+    none, and a test must never make one in the real ``~/.config`` nor read the
+    developer's own. A test that wants a key sets the variable itself (or makes one)."""
+    import hashlib  # (a neutral name: the test's own name would show in messages)
+
+    name = hashlib.sha256(str(tmp_path).encode()).hexdigest()[:16]
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path.parent / f"key-{name}" / "stamp.key"))
+    from rouse.trust.speaker import AGENT_MARKERS
+
+    for name, _ in AGENT_MARKERS:  # the suite may itself run inside an agent session
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture
 def key_path(tmp_path: Path) -> Path:
     """A fresh stamp key outside any tree (``tmp_path/keys/stamp.key``)."""

@@ -127,7 +127,7 @@ class Fleet:
         past = datetime.now() - timedelta(hours=1)
         for t in range(self.trees):
             origin = self.where / f"origin{t}" / "memory"
-            _run([*ROUSE, "init", "--no-examples", str(origin.parent)], self.env)
+            _run([*ROUSE, "init", "--no-key", "--no-examples", str(origin.parent)], self.env)
             for r in range(self.reminders):
                 self._remind(origin, f"t{t}-r{r}", past)
             subprocess.run(["git", "add", "-A"], cwd=origin, check=True, capture_output=True)

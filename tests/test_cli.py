@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from rouse.core.timefmt import human_age
+from rouse.pack.warnings import UNVERIFIED
 
 LATER = "2099-01-02 09:00"
 REMINDER = "inventory/reminders/example-renew-the-tls-certificate"
@@ -43,7 +44,7 @@ def run(
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fresh example tree laid by `rouse init`, at tmp_path/memory."""
-    done = run("init", str(tmp_path), "--now", "2026-03-14 12:00")
+    done = run("init", "--no-key", str(tmp_path), "--now", "2026-03-14 12:00")
     assert done.returncode == 0, done.stderr
     return tmp_path / "memory"
 
@@ -73,7 +74,7 @@ def test_init_then_check_is_clean(home: Path) -> None:
 
 
 def test_init_lays_examples_and_prints_the_agent_line(tmp_path: Path) -> None:
-    done = run("init", str(tmp_path))
+    done = run("init", "--no-key", str(tmp_path))
     assert done.returncode == 0
     assert "rouse pack" in done.stdout and "persona.md is optional" in done.stdout
     root = tmp_path / "memory"
@@ -106,7 +107,7 @@ def test_init_makes_one_commit_in_its_own_repository(home: Path) -> None:
 
 def test_init_inside_a_work_tree_commits_nothing(tmp_path: Path) -> None:
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
-    done = run("init", str(tmp_path / "project"))
+    done = run("init", "--no-key", str(tmp_path / "project"))
     assert done.returncode == 0
     assert "existing git work tree" in done.stdout
     assert not (tmp_path / "project/memory/.git").exists()
@@ -114,21 +115,21 @@ def test_init_inside_a_work_tree_commits_nothing(tmp_path: Path) -> None:
 
 def test_init_refuses_an_existing_tree(home: Path) -> None:
     before = sorted(p.as_posix() for p in home.rglob("*"))
-    done = run("init", str(home.parent))
+    done = run("init", "--no-key", str(home.parent))
     assert done.returncode == 2
     assert "already exists" in done.stderr
     assert sorted(p.as_posix() for p in home.rglob("*")) == before
 
 
 def test_init_no_examples_lays_only_instructions(tmp_path: Path) -> None:
-    done = run("init", str(tmp_path), "--no-examples")
+    done = run("init", "--no-key", str(tmp_path), "--no-examples")
     assert done.returncode == 0
     mds = sorted(p.relative_to(tmp_path / "memory").as_posix() for p in tmp_path.rglob("*.md"))
     assert mds == ["entrypoint/rouse.md"]
 
 
 def test_init_global_uses_home(tmp_path: Path) -> None:
-    done = run("init", "--global", env={"HOME": str(tmp_path)})
+    done = run("init", "--no-key", "--global", env={"HOME": str(tmp_path)})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / ".rouse/entrypoint/rouse.md").is_file()
     found = run("tree", cwd=tmp_path, env={"HOME": str(tmp_path)})
@@ -703,7 +704,10 @@ def test_pack_through_a_real_process_is_whole(home: Path) -> None:
     text = rouse(home, "pack", "--now", LATER)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("now: Friday 2099-01-02 09:00")
-    assert text.stdout.endswith("`rouse recall QUERY` or grep finds them\n")
+    # unkeyed (--no-key): the pack says once, last, that origins are unverified (issue 29)
+    assert text.stdout.endswith(
+        f"`rouse recall QUERY` or grep finds them\n\nwarnings:\n  {UNVERIFIED}\n"
+    )
     data = json.loads(rouse(home, "pack", "--json", "--now", LATER).stdout)
     assert data["due_total"] == 2 and len(data["beliefs"]) == 2
 

@@ -47,7 +47,9 @@ def _leases_work(path: Path) -> bool:
 @pytest.fixture
 def memory(tmp_path: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path)], capture_output=True, text=True
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path)],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     root = tmp_path / "memory"

@@ -81,7 +81,7 @@ def test_init_refuses_a_memory_directory_that_is_not_a_tree(tmp_path: Path, home
     repo = tmp_path / "repo"
     (repo / "memory").mkdir(parents=True)
     (repo / "memory" / "store.py").write_text("")
-    done = rouse(repo, home, "init")
+    done = rouse(repo, home, "init", "--no-key")
     assert done.returncode == 2 and "is not a rouse tree" in done.stderr
     assert sorted(p.name for p in (repo / "memory").iterdir()) == ["store.py"]
 

@@ -37,7 +37,7 @@ def rouse(
 @pytest.fixture
 def memory(tmp_path: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path / "project")],
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path / "project")],
         capture_output=True,
         text=True,
     )
@@ -61,7 +61,7 @@ STATE_FILES = {
     "probes.json": NESTED,
     "runs/budget.json": NESTED,
     "sessions/s1.json": NESTED,
-    "acts.json": NESTED,
+    "acts.json": "rouse-acts 2 -\n" + NESTED,
     "fleet.json": NESTED,
 }
 
@@ -299,7 +299,7 @@ def _service(
 def _odd_tree(tmp_path: Path, folder: str) -> Path:
     base = tmp_path / folder
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(base), "--no-examples"],
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(base), "--no-examples"],
         capture_output=True,
         text=True,
     )

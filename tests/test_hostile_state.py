@@ -38,7 +38,7 @@ def rouse(memory: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def memory(tmp_path: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path / "project")],
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path / "project")],
         capture_output=True,
         text=True,
     )
@@ -322,7 +322,9 @@ def readonly_memory() -> Iterator[tuple[Path, list[str]]]:
     try:
         top.chmod(0o755)
         done = subprocess.run(
-            [sys.executable, "-m", "rouse", "init", str(top)], capture_output=True, text=True
+            [sys.executable, "-m", "rouse", "init", "--no-key", str(top)],
+            capture_output=True,
+            text=True,
         )
         assert done.returncode == 0, done.stderr
         for path in [top, *top.rglob("*")]:

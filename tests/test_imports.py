@@ -83,7 +83,7 @@ sys.stderr.write(json.dumps(sorted(sys.modules)))
 
 @pytest.mark.parametrize("extra", [[], ["--hook", "claude"], ["--hook", "codex"]])
 def test_session_start_loads_nothing_heavy(tmp_path: Path, extra: list[str]) -> None:
-    subprocess.run([sys.executable, "-m", "rouse", "init", str(tmp_path)], check=True)
+    subprocess.run([sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path)], check=True)
     argv = ["--memory", str(tmp_path / "memory"), "pack", *extra]
     done = subprocess.run(
         [sys.executable, "-c", START.format(argv=argv)], capture_output=True, text=True
@@ -100,7 +100,7 @@ NOT_AT_A_LOOK = {"argparse", "dataclasses", "inspect", "rouse.sweep.options", "r
 
 @pytest.mark.parametrize("verb", ["status", "due"])
 def test_status_and_due_load_nothing_heavy(tmp_path: Path, verb: str) -> None:
-    subprocess.run([sys.executable, "-m", "rouse", "init", str(tmp_path)], check=True)
+    subprocess.run([sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path)], check=True)
     argv = ["--memory", str(tmp_path / "memory"), verb]
     done = subprocess.run(
         [sys.executable, "-c", START.format(argv=argv)], capture_output=True, text=True
@@ -119,7 +119,7 @@ SEMANTIC = {"numpy", "tokenizers", "safetensors"}
 def test_recall_loads_the_model_only_to_search_by_meaning(tmp_path: Path, mode: str) -> None:
     from rouse.pack import semantic
 
-    subprocess.run([sys.executable, "-m", "rouse", "init", str(tmp_path)], check=True)
+    subprocess.run([sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path)], check=True)
     argv = ["--memory", str(tmp_path / "memory"), "recall", "nightly", "build"]
     argv += ["--mode", "words"] if mode == "words" else []
     done = subprocess.run(

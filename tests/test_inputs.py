@@ -267,7 +267,9 @@ def test_promote_refuses_a_closes_when_the_reader_could_not_read(
     tmp_path: Path, closes_when: str
 ) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path)], capture_output=True, text=True
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path)],
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stderr
     memory = tmp_path / "memory"

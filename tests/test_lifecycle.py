@@ -38,7 +38,7 @@ def run(
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """The example tree, plus `ship-it`: an intention with no children, moved at 12:00."""
-    done = run("init", str(tmp_path), "--now", "2021-03-14 12:00", tmp=tmp_path)
+    done = run("init", "--no-key", str(tmp_path), "--now", "2021-03-14 12:00", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     root = tmp_path / "memory"
     made = rouse(root, "new", "intention", "ship-it", "--set", "closes-when=it ships")

@@ -49,7 +49,7 @@ def wait_for(check: Callable[[], bool], timeout: float = 20) -> None:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    done = rouse("init", str(tmp_path), "--now", INIT)
+    done = rouse("init", "--no-key", str(tmp_path), "--now", INIT)
     assert done.returncode == 0, done.stderr
     return tmp_path / "memory"
 
@@ -96,7 +96,7 @@ def test_a_tick_that_delivers_says_so(tree: Path) -> None:
 def test_silent_keeps_quiet_about_deliveries(tree: Path) -> None:
     for flag in ("-q", "--silent"):
         root = tree.parent.parent / flag.strip("-")
-        assert rouse("init", str(root), "--now", INIT).returncode == 0
+        assert rouse("init", "--no-key", str(root), "--now", INIT).returncode == 0
         done = sweep(root / "memory", "--once", "--now", LATER, flag)
         assert done.returncode == 0
         assert (done.stdout, done.stderr) == ("", "")

@@ -168,7 +168,7 @@ def rouse(*args: str) -> subprocess.CompletedProcess[str]:
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tree laid by ``rouse init`` (the verbs below never write to it)."""
     base = tmp_path_factory.mktemp("numbers")
-    made = rouse("init", str(base))
+    made = rouse("init", "--no-key", str(base))
     assert made.returncode == 0, made.stderr
     return base / "memory"
 
@@ -215,7 +215,7 @@ def test_the_stamp_years_are_usable_to_their_edges(tree: Path) -> None:
 
 
 def test_explain_check_and_the_pack_show_an_out_of_bounds_count(tmp_path: Path) -> None:
-    assert rouse("init", str(tmp_path)).returncode == 0
+    assert rouse("init", "--no-key", str(tmp_path)).returncode == 0
     root = tmp_path / "memory"
     made = rouse("--memory", str(root), "remind", "big", "--due", "2026-01-01 09:00", "--nag", "1h")
     assert made.returncode == 0, made.stderr
@@ -237,7 +237,7 @@ def test_explain_check_and_the_pack_show_an_out_of_bounds_count(tmp_path: Path) 
 
 
 def test_a_sweep_delivers_and_stamps_a_reminder_with_a_huge_count(tmp_path: Path) -> None:
-    assert rouse("init", str(tmp_path)).returncode == 0
+    assert rouse("init", "--no-key", str(tmp_path)).returncode == 0
     root = tmp_path / "memory"
     made = rouse("--memory", str(root), "remind", "big", "--due", "2026-01-01 09:00", "--nag", "1h")
     assert made.returncode == 0, made.stderr

@@ -268,7 +268,7 @@ INTENTION_ID = "example-stabilise-nightly-build"
 @pytest.fixture
 def keyed_tree(tmp_path: Path, key_path: Path) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path / "p"), "--no-examples"],
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path / "p"), "--no-examples"],
         capture_output=True,
         text=True,
     )

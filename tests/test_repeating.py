@@ -183,6 +183,7 @@ def laid(tmp_path: Path) -> Path:
             "-m",
             "rouse",
             "init",
+            "--no-key",
             str(tmp_path),
             "--no-examples",
             "--now",

@@ -44,7 +44,7 @@ def run(
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """A fresh example tree laid by `rouse init`, at tmp_path/memory."""
-    done = run("init", str(tmp_path), "--now", "2026-03-14 12:00", tmp=tmp_path)
+    done = run("init", "--no-key", str(tmp_path), "--now", "2026-03-14 12:00", tmp=tmp_path)
     assert done.returncode == 0, done.stderr
     return tmp_path / "memory"
 
@@ -245,7 +245,7 @@ def test_init_without_examples_does_not_mention_signing(tmp_path: Path) -> None:
     key = tmp_path / "stamp.key"
     made = run("stamp", "--init-key", tmp=tmp_path, env={"ROUSE_STAMP_KEY": str(key)})
     assert made.returncode == 0, made.stderr
-    bare = run("init", str(tmp_path / "a"), "--no-examples", tmp=tmp_path,
+    bare = run("init", "--no-key", str(tmp_path / "a"), "--no-examples", tmp=tmp_path,
                env={"ROUSE_STAMP_KEY": str(key)})  # fmt: skip
     assert bare.returncode == 0, bare.stderr
     said = bare.stdout.replace(str(tmp_path), "TMP")  # (the test's own name says "signing")

@@ -55,7 +55,7 @@ def environment(home: Path, path: str) -> dict[str, str]:
 @pytest.fixture
 def tree(tmp_path: Path, home: Path, empty_path: str) -> Path:
     done = subprocess.run(
-        [sys.executable, "-m", "rouse", "init", str(tmp_path), "--now", INIT],
+        [sys.executable, "-m", "rouse", "init", "--no-key", str(tmp_path), "--now", INIT],
         env=environment(home, empty_path),
         capture_output=True,
         text=True,

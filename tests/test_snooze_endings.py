@@ -116,7 +116,7 @@ def test_a_snooze_keeps_an_owners_signed_origin(tmp_path: Path) -> None:
         return done.stdout
 
     run("stamp", "--init-key")
-    run("init", str(tmp_path), "--no-examples", "--now", T)
+    run("init", "--no-key", str(tmp_path), "--no-examples", "--now", T)
     run("--memory", str(root), "new", "intention", "ship", "--set", "closes-when=x", "--now", T)
     file = root / SHIP / "intention.md"
     run("--memory", str(root), "stamp", "--origin", "owner", str(file))

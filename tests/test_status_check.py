@@ -33,7 +33,7 @@ def rouse(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    done = rouse("init", str(tmp_path), "--now", INIT)
+    done = rouse("init", "--no-key", str(tmp_path), "--now", INIT)
     assert done.returncode == 0, done.stderr
     return tmp_path / "memory"
 

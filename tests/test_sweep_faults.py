@@ -366,7 +366,7 @@ def test_the_loop_wakes_early_for_the_next_due_instant(tmp_path: Path) -> None:
 
 
 def test_sweep_once_on_the_example_tree_then_log_and_status(tmp_path: Path) -> None:
-    assert rouse("init", str(tmp_path), "--now", "2026-03-14 12:00").returncode == 0
+    assert rouse("init", "--no-key", str(tmp_path), "--now", "2026-03-14 12:00").returncode == 0
     root = tmp_path / "memory"
     done = rouse("--memory", str(root), "sweep", "--once", "--now", "2099-01-02 09:00")
     assert done.returncode == 0, done.stderr

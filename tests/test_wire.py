@@ -653,7 +653,7 @@ def test_a_malformed_settings_file_exits_2_and_nothing_is_written(
 
 
 def test_init_and_wire_suggest_the_same_instruction_line(tmp_path: Path, home: Path) -> None:
-    done = cli("init", cwd=tmp_path, home=home)
+    done = cli("init", "--no-key", cwd=tmp_path, home=home)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     suggested = lines[lines.index(next(x for x in lines if x.startswith("Add this line"))) + 1]
@@ -824,7 +824,7 @@ def cli(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
 
 def test_init_wire_adds_the_block(tmp_path: Path, home: Path) -> None:
     (tmp_path / "AGENTS.md").write_text("# Agents\n")
-    done = cli("init", "--wire", cwd=tmp_path, home=home)
+    done = cli("init", "--no-key", "--wire", cwd=tmp_path, home=home)
     assert done.returncode == 0, done.stderr
     assert f"updated {tmp_path / 'AGENTS.md'} (rouse block)" in done.stdout
     assert wire.BEGIN in (tmp_path / "AGENTS.md").read_text()

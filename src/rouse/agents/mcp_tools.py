@@ -30,6 +30,10 @@ ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
 ENDINGS = ("done", "dropped", "abandoned", "failed", "cancelled")
 
 
+#: Who speaks through an MCP tool: always the agent (the server is started by one).
+AGENT = "agent"
+
+
 def wall_clock() -> datetime:
     return datetime.now().replace(microsecond=0)
 
@@ -152,7 +156,7 @@ class Tools(ReadTools):
         if supersedes is not None:
             given["supersedes"] = supersedes
         inputs.check_body(body)
-        done = notes.remember(self.root, slug, body, self.now(), given)
+        done = notes.remember(self.root, slug, body, self.now(), given, origin=AGENT)
         return f"wrote {done.rel}" + _todo(done.todo) if done.created else f"updated {done.rel}"
 
     def intend(
@@ -172,6 +176,7 @@ class Tools(ReadTools):
             under=under,
             fields=inputs.validate_fields(given, self.now()),
             body=body,
+            origin=AGENT,
         )
         return f"wrote {created.rel}" + _todo(created.todo)
 
@@ -195,7 +200,9 @@ class Tools(ReadTools):
                 "(or fields.every, to start a series at its first occurrence)"
             )
         clean = inputs.validate_fields(given, now)
-        created = scaffold.new(self.root, kind, slug, now, under=under, fields=clean, body=body)
+        created = scaffold.new(
+            self.root, kind, slug, now, under=under, fields=clean, body=body, origin=AGENT
+        )
         due = f" (due {created.fields['due']})" if kind == "reminder" else ""
         return f"wrote {created.rel}{due}" + _todo(created.todo)
 
@@ -275,7 +282,8 @@ class Tools(ReadTools):
         closes_when = _one_line(closes_when, "closes_when")
         from rouse.records import promoting
 
-        return promoting.promote(self.root, slug, closes_when, self.now(), under).summary
+        done = promoting.promote(self.root, slug, closes_when, self.now(), under, origin=AGENT)
+        return done.summary
 
 
 def _todo(todo: list[str]) -> str:

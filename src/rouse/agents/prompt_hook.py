@@ -351,14 +351,18 @@ def _standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nu
     since."""
     if not kept:
         return []
+    from datetime import datetime
+
     from rouse.core import acts, nudges
     from rouse.core.cache import cached_walk
     from rouse.core.home import stamp_key_path
     from rouse.core.tree import display_ids
     from rouse.trust.stampkey import cache_secret
 
-    tree = cached_walk(root, cache_secret(stamp_key_path()))  # the pack's cache, warm
-    live = nudges.standing(tree, kept, acts.load(root))
+    secret = cache_secret(stamp_key_path())
+    tree = cached_walk(root, secret)  # the pack's cache, warm
+    # an act later than the wall clock answers nothing; acts.json is MACed under the key
+    live = nudges.standing(tree, kept, acts.load(root, secret, datetime.now()))
     _fill_messages(root, tree, live)
     ids = display_ids(tree)
     return [(ids.get(n.record_dir, n.record_dir), n) for n in live]

@@ -41,6 +41,7 @@ from rouse.agents.skills import wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
+from rouse.core.home import stamp_key_path
 
 #: What callers of ``rouse wire``'s library reach through this module.
 __all__ = [
@@ -103,6 +104,30 @@ def mcp_instructions(w: Wiring) -> list[str]:
     ]
 
 
+def key_guard(key: Path, home: Path) -> list[str]:
+    """Claude Code's settings that keep the stamp key out of the agent's reach: offered
+    (printed), never written — a deny rule is the owner's choice to make."""
+    folder = key.parent
+    try:
+        rule = f"~/{folder.relative_to(home).as_posix()}/**"
+    except ValueError:
+        rule = f"/{folder.as_posix()}/**"  # Claude Code reads //path as absolute
+    settings = {
+        "permissions": {"deny": [f"Read({rule})", f"Edit({rule})"]},
+        "sandbox": {
+            "enabled": True,
+            "allowUnsandboxedCommands": False,
+            "filesystem": {"denyRead": [rule]},
+        },
+    }
+    return [
+        "",
+        "To keep the stamp key out of the agent's reach (docs/provenance.md), add to "
+        "Claude Code's settings (~/.claude/settings.json):",
+        *("  " + line for line in json.dumps(settings, indent=2).splitlines()),
+    ]
+
+
 def wire(
     tree: Path,
     *,
@@ -142,6 +167,7 @@ def wire(
         pinned = stable_executable() if executable is None else executable
         if claude_hooks:
             wire_claude_hooks(w, shared, result, pinned, promises)
+            result.printed += key_guard(stamp_key_path(), home)
         if codex_hooks:
             wire_codex_hooks(w, result, pinned, promises)
         if gemini:

@@ -54,7 +54,9 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from rouse.core.store import prepare_leases
 
     prepare_leases()  # the tools may write from worker threads: guard them too
-    mcp_server.serve(root, now=lambda: resolve_now(args), env=dict(os.environ))
+    from rouse.trust.speaker import marked
+
+    mcp_server.serve(root, now=lambda: resolve_now(args), env=marked(os.environ))
     return 0
 
 

@@ -47,6 +47,16 @@ def resolve_now(args: argparse.Namespace) -> datetime:
     return when
 
 
+def speaking(args: argparse.Namespace) -> str:
+    """Who is speaking, for a writing verb (:mod:`rouse.trust.speaker`): a terminal on
+    stderr and on stdin or stdout (a body piped in with ``--body -`` still counts),
+    the agent markers in the environment, and ``--origin``."""
+    from rouse.trust.speaker import speaker
+
+    terminal = sys.stderr.isatty() and (sys.stdin.isatty() or sys.stdout.isatty())
+    return speaker(os.environ, terminal, getattr(args, "origin", None))
+
+
 def tree_root(args: argparse.Namespace) -> Path:
     return find_tree(getattr(args, "memory", None), warn=_say)
 

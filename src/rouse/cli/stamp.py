@@ -7,12 +7,14 @@ key); this module parses, asks on a terminal, and prints.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from pathlib import Path
 
 from rouse.cli.common import emit, tree_root
 from rouse.core.errors import UsageError
 from rouse.core.home import stamp_key_path
+from rouse.trust.speaker import vouching
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -28,6 +30,8 @@ def cmd_stamp(args: argparse.Namespace) -> int:
     if args.init_key:
         if args.origin or args.turn or args.files:
             raise UsageError("--init-key takes no --origin, --turn or FILE")
+        if args.vouch_existing:
+            vouching(os.environ, "--vouch-existing")
         trees = [Path(args.memory)] if getattr(args, "memory", None) else []
         with contextlib.suppress(UsageError):
             trees.append(tree_root(args))
@@ -44,11 +48,14 @@ def cmd_stamp(args: argparse.Namespace) -> int:
     if args.vouch_existing:
         raise UsageError("--vouch-existing goes with --init-key")
     if args.upgrade or args.changed:
+        vouching(os.environ, "--upgrade" if args.upgrade else "--changed")
         return _resign(args)
     if not args.origin:
         raise UsageError("stamp needs --origin CLASS (or --init-key, --upgrade, --changed)")
     if not args.files:
         raise UsageError("stamp needs at least one FILE")
+    if args.origin.strip().lower() in ("owner", "system"):
+        vouching(os.environ, f"--origin {args.origin.strip().lower()}")
     key = stampkey.load_key(stamp_key_path())
     done = stamping.stamp(
         tree_root(args), args.files, args.origin, args.turn, key=key, if_changed=args.if_changed
@@ -99,7 +106,7 @@ def _resign(args: argparse.Namespace) -> int:
     if key is None:
         raise UsageError("there is no stamp key to sign with: `rouse stamp --init-key` makes one")
     root = tree_root(args)
-    states = frozenset({"verified-v1"} if args.upgrade else {"mismatch", "unsigned"})
+    states = frozenset({"verified-v1"} if args.upgrade else {"mismatch", "unsigned", "unstamped"})
     listed = stamping.unvouched(root, key, states)
     if not listed:
         emit(["nothing to re-sign: every stamp is v2 and verifies" if args.upgrade
@@ -109,17 +116,27 @@ def _resign(args: argparse.Namespace) -> int:
         "verified-v1": "signed v1",
         "mismatch": "edited since stamped",
         "unsigned": "no signature",
+        "unstamped": "never stamped (written outside rouse): vouching signs it owner",
     }
-    emit([f"{item.rel}\torigin {item.origin}\t{why[item.state]}" for item in listed])
+    emit(
+        [
+            f"{item.rel}\t{'no origin' if item.state == 'unstamped' else 'origin ' + item.origin}"
+            f"\t{why[item.state]}"
+            for item in listed
+        ]
+    )
     if not args.upgrade and not args.yes:
         if not sys.stdin.isatty():
             print(
-                f"rouse: {len(listed)} file(s) above carry an origin that does not verify; review "
+                f"rouse: {len(listed)} file(s) above are not signed; review "
                 "them, then re-sign with `rouse stamp --changed --yes` (from outside the agent)",
                 file=sys.stderr,
             )
             return 1
-        answer = input(f"re-sign these {len(listed)} file(s) with the origin each carries? [y/N] ")
+        answer = input(
+            f"re-sign these {len(listed)} file(s) with the origin each carries (owner for "
+            "those with none)? [y/N] "
+        )
         if answer.strip().lower() not in ("y", "yes"):
             emit(["nothing re-signed"])
             return 1

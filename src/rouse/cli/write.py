@@ -14,6 +14,7 @@ from rouse.cli.common import (
     emit_json,
     read_body,
     resolve_now,
+    speaking,
     tree_root,
 )
 from rouse.core import layout
@@ -103,8 +104,14 @@ def cmd_init(args: argparse.Namespace) -> int:
     if args.glob and args.dir:
         raise UsageError("give DIR or --global, not both")
     target = global_tree() if args.glob else Path(args.dir or ".").resolve() / "memory"
-    key = stampkey.load_key(stamp_key_path())
-    result = scaffold.init(target, resolve_now(args), examples=not args.no_examples, stamp_key=key)
+    key_path = stamp_key_path()
+    result = scaffold.init(
+        target,
+        resolve_now(args),
+        examples=not args.no_examples,
+        stamp_key=stampkey.load_key(key_path),
+        new_key=None if args.no_key else key_path,
+    )
     # the line goes into a committed file: the project's own path, never this checkout's
     instructions = (
         target / layout.INSTRUCTIONS if args.glob else Path(target.name, layout.INSTRUCTIONS)
@@ -136,6 +143,7 @@ def cmd_new(args: argparse.Namespace) -> int:
     fields = parse_assignments(args.set or [], now)
     if args.supersedes is not None:
         fields["supersedes"] = args.supersedes
+    origin = speaking(args)
     created = scaffold.new(
         tree_root(args),
         args.type,
@@ -144,6 +152,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         under=args.under,
         fields=fields,
         body=read_body(args.body),
+        origin=origin,
     )
     return _report_created(created, args)
 
@@ -151,6 +160,7 @@ def cmd_new(args: argparse.Namespace) -> int:
 def cmd_remind(args: argparse.Namespace) -> int:
     from rouse.records import scaffold
 
+    origin = speaking(args)
     created = scaffold.remind(
         tree_root(args),
         args.slug,
@@ -160,6 +170,7 @@ def cmd_remind(args: argparse.Namespace) -> int:
         body=read_body(args.body),
         every=args.every,
         until=args.until,
+        origin=origin,
     )
     return _report_created(created, args)
 
@@ -256,8 +267,9 @@ def cmd_review(args: argparse.Namespace) -> int:
 def cmd_promote(args: argparse.Namespace) -> int:
     from rouse.records import promoting
 
+    origin = speaking(args)
     changed = promoting.promote(
-        tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under
+        tree_root(args), args.slug, args.closes_when, resolve_now(args), args.under, origin
     )
     return report_changed(changed, args)
 
@@ -283,6 +295,12 @@ def args_init(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("dir", nargs="?", metavar="DIR", help="lay DIR/memory (default ./memory)")
     sub.add_argument("--global", dest="glob", action="store_true", help="lay ~/.rouse instead")
     sub.add_argument("--no-examples", action="store_true", help="only the instruction file")
+    sub.add_argument(
+        "--no-key",
+        action="store_true",
+        help="make no stamp key when there is none ($ROUSE_STAMP_KEY, else "
+        "~/.config/rouse/stamp.key): nothing is signed, origins read as written",
+    )
     sub.add_argument("--wire", action="store_true", help="then `rouse wire` (CLAUDE.md/AGENTS.md)")
 
 
@@ -312,7 +330,17 @@ def args_new(sub: argparse.ArgumentParser) -> None:
         help="a note or context file: the slug of the one it replaces (it leaves the pack, "
         "and recall ranks it after this one)",
     )
+    _origin_option(sub)
     _json_option(sub, "record type path file fields fill_in warnings")
+
+
+def _origin_option(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument(
+        "--origin",
+        metavar="CLASS",
+        help="who it is from, when rouse's own reading is wrong: owner system agent "
+        "untrusted (inside an agent session only untrusted)",
+    )
 
 
 def _json_option(sub: argparse.ArgumentParser, keys: str) -> None:
@@ -381,6 +409,7 @@ def args_promote(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("slug", metavar="SLUG", help="the backlog item's slug")
     sub.add_argument("--closes-when", required=True, metavar="TEXT", help="how you'll know")
     sub.add_argument("--under", metavar="REF", help="nest it under this record")
+    _origin_option(sub)
     _json_option(sub, "record path file was promoted_at closes_when")
 
 
@@ -397,4 +426,5 @@ def args_remind(sub: argparse.ArgumentParser) -> None:
     )
     sub.add_argument("--until", metavar="WHEN", help="with --every: no occurrence after WHEN")
     sub.add_argument("--body", metavar="TEXT", help="what to say when it fires, or - for stdin")
+    _origin_option(sub)
     _json_option(sub, "record type path file fields fill_in warnings")

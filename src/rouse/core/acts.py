@@ -13,6 +13,13 @@ The file is operational state: one entry per record directory (the latest
 act), pruned as it is written, read through the bounded state reader. Lost,
 it costs only the same-minute answers of the wakes still standing (a later
 ``rouse move`` answers them again).
+
+An act answers wakes, so what the agent can write must not forge one: with a
+stamp key the file is MACed like the caches (:func:`rouse.core.cachefmt.write_signed`,
+under a key derived for it), and one that does not verify, is damaged or is of
+another format reads as empty (``rouse check`` says so). An act later than now is
+never an answer, and pruning counts back from the act being written, so an act
+dated far ahead can neither stand nor push the others out.
 """
 
 from __future__ import annotations
@@ -20,11 +27,17 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import layout, statefile, stateshapes
+from rouse.core import layout, stateshapes
+from rouse.core.cachefmt import read_signed, write_signed
+from rouse.core.statefile import Damaged
 
 FILE = "acts.json"
-VERSION = 1
-#: Acts older than this (before the newest one written) are dropped: a wake
+#: The file's first line: magic, version, MAC (``-`` without a key).
+MAGIC = b"rouse-acts"
+VERSION = 2
+#: which key the file is MACed with (derived from the stamp key's secret)
+_LABEL = b"rouse-acts-mac"
+#: Acts older than this (before the act being written) are dropped: a wake
 #: still standing after so long is answered by the next act, not an old one.
 KEEP = timedelta(days=90)
 #: At most this many records are remembered (the newest acts win).
@@ -38,39 +51,67 @@ def path_of(root: Path) -> Path:
     return root / layout.STATE_DIR / FILE
 
 
-def load(root: Path) -> Acts:
-    """record directory → the instant a verb last acted on it (damaged state: nothing)."""
-    data = stateshapes.ACTS.read(path_of(root))
+def _read(root: Path, secret: bytes | None) -> tuple[Acts, bool]:
+    """The acts, and whether the file (when there is one) read as rouse wrote it."""
+    path = path_of(root)
+    body = read_signed(path, stateshapes.ACTS.max_bytes, MAGIC, VERSION, secret, _LABEL)
+    if body is None:
+        return {}, not path.exists()
+    try:
+        data = stateshapes.ACTS.decode(body)
+    except Damaged:
+        return {}, False
     found: Acts = {}
-    if not isinstance(data, dict) or data.get("version") != VERSION:
-        return found
-    acts = data.get("acts")
-    if not isinstance(acts, dict):
-        return found
-    for record_dir, stamp in acts.items():
-        if isinstance(record_dir, str) and isinstance(stamp, str):
-            try:  # (fromisoformat: ~20× strptime; the round trip keeps the one format)
-                at = datetime.fromisoformat(stamp)
-            except ValueError:
-                continue
-            if at.isoformat() == stamp:  # naive, to the second, exactly as written
-                found[record_dir] = at
-    return found
+    for record_dir, stamp in data["acts"].items():
+        try:  # (fromisoformat: ~20× strptime; the round trip keeps the one format)
+            at = datetime.fromisoformat(stamp)
+        except ValueError:
+            continue
+        if at.isoformat() == stamp:  # naive, to the second, exactly as written
+            found[record_dir] = at
+    return found, True
 
 
-def note(root: Path, record_dir: str, when: datetime) -> bool:
+def load(root: Path, secret: bytes | None = None, now: datetime | None = None) -> Acts:
+    """record directory → the instant a verb last acted on it; nothing when the file is
+    damaged or (with the stamp key's ``secret``) not MACed with it. With ``now``, an act
+    later than now is left out: it answers nothing."""
+    found, _ = _read(root, secret)
+    if now is None:
+        return found
+    return {record_dir: at for record_dir, at in found.items() if at <= now}
+
+
+def problem(root: Path, secret: bytes | None) -> str | None:
+    """What ``rouse check`` says of the file: None when it reads as rouse wrote it."""
+    if _read(root, secret)[1]:
+        return None
+    keyed = " or not written by rouse under the stamp key" if secret is not None else ""
+    return (
+        f"damaged{keyed}: it reads as empty, so no verb's act answers a wake until the "
+        "next one rewrites it"
+    )
+
+
+def note(root: Path, record_dir: str, when: datetime, secret: bytes | None = None) -> bool:
     """Note that a verb acted on ``record_dir`` at ``when`` (call it under the writers' lock).
 
-    Best effort, like all state: False when ``.rouse/`` cannot be written.
+    Acts later than ``when`` are dropped (an act ahead of now is no answer), then those
+    more than :data:`KEEP` before it (unless ``when`` itself is ahead of the wall
+    clock). Best effort, like all state: False when ``.rouse/`` cannot be written.
     """
-    acts = load(root)
     when = when.replace(microsecond=0)
-    acts[record_dir] = max(when, acts.get(record_dir, when))
-    newest = max(acts.values())
+    acts = load(root, secret, when)
+    acts[record_dir] = when
+    # an act dated ahead of the wall clock prunes nothing by age: it could push out all
+    ages = when <= datetime.now()
     kept = sorted(
-        ((d, at) for d, at in acts.items() if at >= newest - KEEP),
+        ((d, at) for d, at in acts.items() if not ages or at >= when - KEEP),
         key=lambda item: item[1],
         reverse=True,
     )[:MOST]
+    import json  # writers only
+
     body = {"version": VERSION, "acts": {d: at.strftime(_FORMAT) for d, at in kept}}
-    return statefile.save_json(path_of(root), body)
+    data = json.dumps(body, separators=(",", ":")).encode()
+    return write_signed(path_of(root), MAGIC, VERSION, secret, _LABEL, data)

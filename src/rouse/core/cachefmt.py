@@ -147,10 +147,11 @@ def read_signed(
 
 def write_signed(
     path: Path, magic: bytes, version: int, secret: bytes | None, label: bytes, body: bytes
-) -> None:
-    """Save ``body`` under one line of magic, version and MAC (``-`` unkeyed), best effort."""
+) -> bool:
+    """Save ``body`` under one line of magic, version and MAC (``-`` unkeyed), best effort
+    (False when it could not be written)."""
     signed = keyed_mac(secret, label, body) if secret is not None else b"-"
-    save_bytes(path, b" ".join((magic, str(version).encode(), signed)) + b"\n" + body)
+    return save_bytes(path, b" ".join((magic, str(version).encode(), signed)) + b"\n" + body)
 
 
 def read_cache(path: Path, secret: bytes | None) -> Any:

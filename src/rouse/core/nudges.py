@@ -205,7 +205,9 @@ def standing(tree: Tree, found: list[Nudge], done: acts.Acts) -> list[Nudge]:
     return live
 
 
-def woken(root: Path, tree: Tree) -> list[Nudge]:
+def woken(
+    root: Path, tree: Tree, secret: bytes | None = None, now: datetime | None = None
+) -> list[Nudge]:
     """What woke the agent and is not answered yet, one entry per record, oldest first.
 
     The latest nudge file per record, of those the ledger vouches for (see
@@ -223,7 +225,7 @@ def woken(root: Path, tree: Tree) -> list[Nudge]:
     ]
     if not found and not fired:
         return []
-    done = acts.load(root)
+    done = acts.load(root, secret, now)  # (the stamp key's secret: acts.json is MACed)
     live = standing(tree, found, done)
     shown = {n.record_dir for n in live}
     for record, at in fired:

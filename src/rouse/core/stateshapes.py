@@ -140,7 +140,7 @@ FLEET = StateFile(
 )
 BUDGET = StateFile("runs/budget.json", {"until": str, "budget?": str, "runs?": WHOLE})
 PROBES = StateFile("probes.json", {"version": WHOLE, "entries": {str: dict}})
-ACTS = StateFile("acts.json", {"version": WHOLE, "acts": {str: str}}, max_bytes=8 << 20)
+ACTS = StateFile("acts.json", {"version": WHOLE, "acts": {str: str}}, max_bytes=8 << 20, magic=True)
 SEEN = StateFile("sessions/*.json", {"seen": [str]}, max_bytes=8 << 20)
 WAITER = StateFile("sessions/*.waiter", {"pid": PID, "at": WHOLE})
 WORK = StateFile(

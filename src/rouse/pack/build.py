@@ -112,10 +112,10 @@ def _message(root: Path, record: Record, origin_of: OriginOf) -> dict[str, Any] 
 
 
 def _woken(
-    root: Path, tree: Tree, ids: Mapping[str, str], origin_of: OriginOf
+    root: Path, tree: Tree, ids: Mapping[str, str], origin_of: OriginOf, now: datetime
 ) -> list[dict[str, Any]]:
     items = []
-    for n in nudges.woken(root, tree):
+    for n in nudges.woken(root, tree, getattr(origin_of, "cache_secret", None), now):
         record = tree.records.get(n.record_dir)
         items.append(
             {
@@ -349,6 +349,8 @@ def build_pack(
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``: from the snapshot the last
     full walk kept (:mod:`rouse.core.snapshot`) while it holds, else from a walk."""
+    # a reader without a key: every [origin] label is only what a file claims (said once)
+    unverified = origin_of is not None and not getattr(origin_of, "keyed", False)
     origin_of = origin_of or effective_origin
     keyed = bool(getattr(origin_of, "keyed", False))
     part = f"pack {query}" if query else "pack"
@@ -376,7 +378,7 @@ def build_pack(
     else:
         measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
     with sweepstate.one_reader(root):  # (the ledger reads below share one connection)
-        woken = _woken(root, tree, ids, origin_of)
+        woken = _woken(root, tree, ids, origin_of, now)
         # the clock's verdicts, from the plans the walk cache kept where nothing changed
         surveyed = survey(tree, now)
         shown, due_total = surveyed.first(LIST_CAP, {w["path"] for w in woken})
@@ -400,7 +402,7 @@ def build_pack(
             "index": index,
             "index_total": index_total,
             "closed_records": census.closed,
-            "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes),
+            "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes, unverified),
         }
         # kept for the next pack while nothing changes: not when it runs probes, nor
         # while anything could wake the agent

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 CONTEXT_BUDGET = 8000
 STOPPED_AFTER = timedelta(hours=1)  # or 3 × the sweeper's interval, whichever is longer
 GIVEN_UP_SHOWN = timedelta(days=1)
+#: Said once by a pack with no stamp key (for the owner: how to sign is theirs to do).
+UNVERIFIED = (
+    "origins are unverified: no stamp key signs this tree, so each [origin] label is only "
+    "what its file claims (the owner can make a key: `rouse stamp --init-key`)"
+)
 
 
 def _context_chars(layers: Mapping[str, Any]) -> int:
@@ -93,11 +98,16 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
 
 
 def standing_warnings(
-    tree: Tree, unreadable: list[FieldProblem], layers: Mapping[str, Any], extra: list[str]
+    tree: Tree,
+    unreadable: list[FieldProblem],
+    layers: Mapping[str, Any],
+    extra: list[str],
+    unverified: bool = False,
 ) -> tuple[list[str], list[str]]:
     """The warnings the tree itself gives, those said before :func:`live_warnings`
     (``extra``, the context layers' size) and those said after (untrackable files,
-    unreadable clock fields): kept in the snapshot while the tree is unchanged."""
+    unreadable clock fields, and with ``unverified`` — no stamp key — that the origins
+    are only what the files claim): kept in the snapshot while the tree is unchanged."""
     before = list(extra)
     size = _context_chars(layers)
     if size > CONTEXT_BUDGET:
@@ -107,6 +117,8 @@ def standing_warnings(
         )
     after = [f"untrackable: {p.render()}" for p in tree.untrackable]
     after += [f"unreadable clock field: {p.render()}" for p in unreadable]
+    if unverified:
+        after.append(UNVERIFIED)
     return before, after
 
 

@@ -108,7 +108,10 @@ class Batch:
 def _start(root: Path, probe: Probe) -> subprocess.Popen[bytes] | None:
     import subprocess  # only when a probe runs: the pack without probes never pays for it
 
-    env = dict(os.environ, MEMORY=str(root), ROOT=str(root.parent))
+    # a probe is rouse's child, never a person: what it writes through rouse signs as agent
+    from rouse.trust.speaker import ROUSE_MARKER
+
+    env = dict(os.environ, MEMORY=str(root), ROOT=str(root.parent), **{ROUSE_MARKER: "1"})
     try:
         return subprocess.Popen(
             probe.cmd,

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from rouse.core import acts, body, clock, header
 from rouse.core.errors import UsageError
-from rouse.core.store import Store
 from rouse.core.timefmt import (
     format_stamp,
     later_by,
@@ -27,6 +26,7 @@ from rouse.core.tree import Record, walk
 from rouse.records.inputs import check_body
 from rouse.records.locate import find
 from rouse.records.scaffold import article
+from rouse.trust.sealing import SigningStore
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
 Fact = str | int | datetime | timedelta | None
@@ -64,7 +64,7 @@ def _logged(
     """Write ``updates`` and a dated line in the record's log under the writers' lock, and
     note that a verb acted on the record (what answers its wake). ``before``: a dated
     line that goes just above it, in the same write."""
-    store = Store(root)
+    store = SigningStore(root)
     with store.lock():
         if before is None:
             store.append_log(record.rel, updates, _dated(now, line))
@@ -79,7 +79,7 @@ def _logged(
                 return data
 
             store.update(record.rel, change)
-        acts.note(root, record.dir, now)
+        acts.note(root, record.dir, now, store.secret)
 
 
 def _dated(now: datetime, text: str) -> str:
@@ -118,7 +118,7 @@ def move(
     """
     record = _record(root, ref)
     _not_back(record, now, force)
-    store = Store(root)
+    store = SigningStore(root)
     updates: dict[str, str | None] = {"last-moved": format_stamp(now)}
     line = one_line(note) if note else None
     with store.lock():
@@ -126,7 +126,7 @@ def move(
             store.append_log(record.rel, updates, _dated(now, line))
         else:
             store.set_fields(record.rel, updates)
-        acts.note(root, record.dir, now)
+        acts.note(root, record.dir, now, store.secret)
     return Changed(
         record.rel,
         f"moved {record.id} at {format_stamp(now)}",

@@ -14,18 +14,29 @@ from pathlib import Path
 
 from rouse.core import acts, clock, layout
 from rouse.core.errors import UsageError
-from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import walk
 from rouse.records.inputs import check_value
 from rouse.records.lifecycle import Changed, minute
 from rouse.records.scaffold import check_parent
+from rouse.trust.sealing import SigningStore
+from rouse.trust.speaker import lower
 
 
 def promote(
-    root: Path, slug: str, closes_when: str, now: datetime, under: str | None = None
+    root: Path,
+    slug: str,
+    closes_when: str,
+    now: datetime,
+    under: str | None = None,
+    origin: str | None = None,
 ) -> Changed:
-    """Move a backlog item into the intentions as an open intention (all or nothing)."""
+    """Move a backlog item into the intentions as an open intention (all or nothing).
+
+    With a stamp key, the intention it makes is signed with the less trusted of who
+    is speaking (``origin``, who wrote its ``closes-when``) and the origin the backlog
+    item verified with; an item whose origin did not verify stays unsigned.
+    """
     layout.validate_slug(slug)
     closes_when = check_value("closes-when", closes_when)
     if not closes_when:
@@ -41,7 +52,9 @@ def promote(
     if under is not None:
         home = check_parent("intention", tree.resolve(under))
     target = f"{home}/{slug}"
-    store = Store(root)
+    store = SigningStore(root)
+    was = store.verified_origin(record.rel)
+    signed_as = lower(origin, was) if origin is not None and was is not None else None
     stamp = format_stamp(now)
     updates: dict[str, str | None] = {
         "status": "open",
@@ -58,10 +71,12 @@ def promote(
             mover.move(source, target)
             mover.move(f"{target}/backlog.md", f"{target}/intention.md")
             store.set_fields(f"{target}/intention.md", updates)
+            if signed_as is not None:
+                store.sign(f"{target}/intention.md", signed_as)
         except BaseException:
             mover.undo()
             raise
-        acts.note(root, target, now)
+        acts.note(root, target, now, store.secret)
     return Changed(
         f"{target}/intention.md",
         f"promoted {source} to {target}",
@@ -74,7 +89,7 @@ def promote(
 class _Mover:
     """Renames inside the tree (``git mv`` when tracked) that can be undone."""
 
-    def __init__(self, root: Path, store: Store):
+    def __init__(self, root: Path, store: SigningStore):
         self.root = root
         self.store = store
         self.done: list[tuple[str, str]] = []

@@ -18,12 +18,13 @@ from rouse.core.errors import UsageError
 from rouse.core.home import is_tree
 from rouse.core.identity import ensure_tree_id
 from rouse.core.recurrence import parse_every
-from rouse.core.store import LEFTOVER_IGNORE, Store
+from rouse.core.store import LEFTOVER_IGNORE
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, walk
 from rouse.records.inputs import check_body, readable_header, validate_fields
 from rouse.trust import stamp as stamping
-from rouse.trust.stampkey import StampKey
+from rouse.trust.sealing import SigningStore
+from rouse.trust.stampkey import StampKey, init_key, load_key
 
 SKELETON = Path(__file__).parent / "skeleton"
 EMPTY_DIRS = (layout.INTENTIONS, layout.PLUGINS, layout.NOTES, layout.REMINDERS, layout.BACKLOG)
@@ -101,11 +102,18 @@ class Created:
 
 
 def init(
-    target: Path, now: datetime, *, examples: bool = True, stamp_key: StampKey | None = None
+    target: Path,
+    now: datetime,
+    *,
+    examples: bool = True,
+    stamp_key: StampKey | None = None,
+    new_key: Path | None = None,
 ) -> Created:
     """Lay a new tree at ``target``: examples, .gitignore, and its own git repo.
 
-    With a stamp key, the example files' ``origin: system`` is signed.
+    With a stamp key, the example files' ``origin: system`` is signed. With none
+    and ``new_key``, the key is made there first (outside the tree: refused inside),
+    so the tree has provenance from its first file.
     """
     if target.exists() and (not target.is_dir() or any(target.iterdir())):
         if target.is_dir() and not is_tree(target):
@@ -114,6 +122,10 @@ def init(
                 "refusing to write into it — give `rouse init` another DIR"
             )
         raise UsageError(f"{target} already exists: refusing to lay a tree over it")
+    made = None
+    if stamp_key is None and new_key is not None:
+        made = init_key(new_key, [target])  # refused inside the tree, before anything is laid
+        stamp_key = load_key(made)
     target.mkdir(parents=True, exist_ok=True)
     stamp = format_stamp(now)
     for directory in EMPTY_DIRS:
@@ -134,6 +146,11 @@ def init(
     (target / ".gitignore").write_text(ignored, "utf-8")
     ensure_tree_id(target)  # committed with the tree, so its clones are one tree
     result = Created(target, ".")
+    if made is not None:
+        result.notes.append(
+            f"made a stamp key at {made} (mode 600): what rouse writes is signed with who "
+            "wrote it — keep the key out of the agent's reach (docs/provenance.md)"
+        )
     if stamp_key is not None and examples:  # nothing to sign without the examples
         result.notes.append(_sign_examples(target, stamp_key))
     result.notes.append(_git_init(target))
@@ -209,8 +226,12 @@ def new(
     under: str | None = None,
     fields: Mapping[str, str] | None = None,
     body: str = "",
+    origin: str | None = None,
 ) -> Created:
     """Write a new record, context file or note with the right header.
+
+    ``origin``: who is speaking (:mod:`rouse.trust.speaker`); with a stamp key the
+    file is signed with it. None writes no origin (a library caller that has no speaker).
 
     Refused, with nothing written: an unknown type or field key, a reminder
     without a ``due``, ``under`` on a file that does not nest or a parent the
@@ -259,7 +280,7 @@ def new(
     elif kind in CONTEXT_TYPES and not body.strip():
         notes.append("write its body: one short ground truth, shown in every pack")
     text = head + (body if body.endswith("\n") or not body else body + "\n")
-    store = Store(root)
+    store = SigningStore(root, origin=origin)
     with store.lock():
         path = store.create(rel, text)
     todo = [key for key in WANTED.get(kind, ()) if not start.get(key)]
@@ -354,6 +375,7 @@ def remind(
     body: str = "",
     every: str | None = None,
     until: str | None = None,
+    origin: str | None = None,
 ) -> Created:
     """Shorthand for a reminder: ``due`` is any CLI time (a stamp, ``+2h``, ``mon 9am``).
 
@@ -374,7 +396,7 @@ def remind(
         fields["every"] = every.strip()
     if until:
         fields["until"] = until
-    created = new(root, "reminder", slug, now, fields=fields, body=body)
+    created = new(root, "reminder", slug, now, fields=fields, body=body, origin=origin)
     line = f"due {created.fields.get('due', '')}"
     if every:
         line += f", then every {every.strip()}"

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from rouse.core import acts, body, header, layout
 from rouse.core.errors import HeaderError, UsageError
-from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
 from rouse.records.lifecycle import Changed, close, minute, one_line
 from rouse.records.locate import find
 from rouse.records.scaffold import article
+from rouse.trust.sealing import SigningStore
 
 CHECKPOINT = body.CHECKPOINT
 #: The longest checkpoint text, in characters (one line in the log).
@@ -82,10 +82,10 @@ def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
         }
         return header.set_fields(data, updates, record.rel)
 
-    store = Store(root)
+    store = SigningStore(root)
     with store.lock():
         store.update(record.rel, claim)
-        acts.note(root, record.dir, now)
+        acts.note(root, record.dir, now, store.secret)
     return Changed(
         record.rel,
         f"{record.id} is running (attempt {attempts}, worker {worker})",
@@ -99,7 +99,7 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
     """Stamp ``cancel:`` on a task: a running one is stopped by its supervisor, a pending
     one is ended ``cancelled`` here and never runs. Refused for a task that has ended."""
     record = _task(root, ref)
-    store = Store(root)
+    store = SigningStore(root)
     was = ""
 
     def stamp(data: bytes) -> bytes:
@@ -113,7 +113,7 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
 
     with store.lock():
         store.update(record.rel, stamp)
-        acts.note(root, record.dir, now)
+        acts.note(root, record.dir, now, store.secret)
     if was == "pending":
         try:
             return close(root, record.dir, now, "cancelled", "cancelled before it ran")
@@ -132,7 +132,7 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
     """Append ``- <now>: checkpoint: TEXT`` to a pending or running task's log."""
     record = _task(root, ref)
     line = _one_line(text, MAX_CHECKPOINT, "checkpoint")
-    store = Store(root)
+    store = SigningStore(root)
 
     def add(data: bytes) -> bytes:
         status, _ = _status(data, record.rel)
@@ -145,13 +145,13 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
 
     with store.lock():
         store.update(record.rel, add)
-        acts.note(root, record.dir, now)
+        acts.note(root, record.dir, now, store.secret)
     return record, line
 
 
 def requeue(root: Path, record: Record, now: datetime, why: str) -> bool:
     """A running task back to ``pending`` with a log line; False if it is not running."""
-    store = Store(root)
+    store = SigningStore(root)
     moved = False
 
     def back(data: bytes) -> bytes:
@@ -178,7 +178,7 @@ def result_line(result: str) -> str:
 def add_result(root: Path, record: Record, now: datetime, result: str) -> None:
     """The run's final message as one log line (``result: …``), before the task ends
     (its worker writes it with the ending: ``close(…, before=result_line(…))``)."""
-    store = Store(root)
+    store = SigningStore(root)
     with store.lock():
         store.append_log(record.rel, {}, f"- {format_stamp(now)}: {result_line(result)}")
 

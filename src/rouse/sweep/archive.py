@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+from datetime import datetime
 from pathlib import Path
 
 from rouse.core import acts, nudges
@@ -14,12 +15,13 @@ from rouse.core.tree import Tree
 class NudgeArchive:
     """The sweeper's view of ``.rouse/nudges/``, re-read only when a file appears or goes."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, secret: bytes | None = None):
         self.root = root
+        self.secret = secret  # the stamp key's: acts.json is MACed with it
         self._nudge_names: frozenset[str] = frozenset()
         self._nudges: list[nudges.Nudge] = []
 
-    def archive(self, tree: Tree) -> list[str]:
+    def archive(self, tree: Tree, now: datetime | None = None) -> list[str]:
         """Move nudge files whose record the agent acted on to ``.rouse/nudges/done/``.
 
         Acted on = ``nudges.acted_since`` (the pack's own test: the wake is
@@ -41,7 +43,7 @@ class NudgeArchive:
             self._nudges = found
             self._nudge_names = names
         untrackable = {p.path for p in tree.untrackable}
-        done = acts.load(self.root) if self._nudges else {}
+        done = acts.load(self.root, self.secret, now) if self._nudges else {}
         kept: list[nudges.Nudge] = []
         moved: set[str] = set()
         for nudge in self._nudges:

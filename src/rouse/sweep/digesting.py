@@ -176,7 +176,7 @@ class DigestSender:
         answered = {one.id for one, _ in batch}
         if ran is not None:  # did the run answer the wakes it was given?
             fresh = self.headers.walk()
-            done = acts.load(self.headers.root)
+            done = acts.load(self.headers.root, self.headers.secret, now)
             answered = {one.id for one, _ in batch if _answered(fresh, one, done)}
             receipt += f", answered {len(answered)} of {len(batch)}"
         landed: list[tuple[str, str]] = []

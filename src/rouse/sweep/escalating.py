@@ -34,8 +34,10 @@ class Escalator:
         voice: Voice,
         *,
         fence: Callable[[float], bool] | None = None,
+        secret: bytes | None = None,
     ) -> None:
         self.root = root
+        self.secret = secret  # the stamp key's: acts.json is MACed with it
         #: in a fleet: asked before each send whether this sweeper still leads (for
         #: the seconds the send may take); if not, the escalation waits in the ledger
         self.fence = fence
@@ -72,7 +74,7 @@ class Escalator:
         fired = [(r, at) for r in tree.records.values() if (at := nudges.fired_at(r)) is not None]
         if not fired:
             return
-        done = acts.load(self.root)
+        done = acts.load(self.root, self.secret, now)
         for record, at in fired:
             if nudges.acted_since(record, at, done, "due"):
                 continue

@@ -18,12 +18,12 @@ from pathlib import Path
 from rouse.core import acts, layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.locks import holder, sweeper_channels
-from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import display_ids, walk
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.tells import Outreach
 from rouse.sweep.wake import ID_RE
+from rouse.trust.sealing import SigningStore
 
 #: The longest message ``tell`` takes, in characters.
 MAX_MESSAGE = 4000
@@ -139,14 +139,15 @@ def tell(root: Path, ref: str, message: str, now: datetime) -> Told:
     quoted = first if len(first) <= LOG_QUOTE else first[: LOG_QUOTE - 1] + "…"
     via = f" via channel {layout.shown(channel)}" if channel else ""
     line = f"- {format_stamp(now)}: told the owner{via} (tell {made.id}): {quoted}"
+    store = SigningStore(root)
     try:
-        store = Store(root)
         with store.lock():
             store.append_log(record.rel, {}, line)
-            acts.note(root, record.dir, now)  # telling the owner answers the record's wake
+            # telling the owner answers the record's wake
+            acts.note(root, record.dir, now, store.secret)
     except (RouseError, OSError) as exc:  # the tell is in the ledger all the same
         told.warnings.append(f"the tell is written, but its note in {record.rel} is not: {exc}")
-        acts.note(root, record.dir, now)
+        acts.note(root, record.dir, now, store.secret)
     return told
 
 

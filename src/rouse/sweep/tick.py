@@ -126,9 +126,16 @@ class Sweeper(Leading):
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
         # its own walks ask only its own watcher (sweep.watch), in process: never a socket
         self.headers.ask_socket = False
-        self.nudges = NudgeArchive(root)
+        self.nudges = NudgeArchive(root, self.headers.secret)
         self.escalator = (
-            Escalator(root, self.ledger, self.escalation, self, fence=self._fence)
+            Escalator(
+                root,
+                self.ledger,
+                self.escalation,
+                self,
+                fence=self._fence,
+                secret=self.headers.secret,
+            )
             if self.escalation is not None
             else None
         )
@@ -198,7 +205,7 @@ class Sweeper(Leading):
         else:
             self._lead_tick(tree, now, report)
         try:
-            report.archived += self.nudges.archive(tree)
+            report.archived += self.nudges.archive(tree, now)
         except OSError as exc:
             self.say(f"{moment(now)} could not archive nudge files: {exc}", ERRORS)
         report.undelivered = self.ledger.counts()["pending"]
@@ -217,7 +224,7 @@ class Sweeper(Leading):
             holdable=self.sink.holdable,
             quiet=self.quiet,
             sends=not self.plan_only,
-            done=acts.load(self.root) if entries else None,
+            done=acts.load(self.root, self.headers.secret, now) if entries else None,
         )
         ids = display_ids(tree)
         self.digests.batch = []

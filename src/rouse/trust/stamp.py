@@ -18,7 +18,7 @@ from rouse.trust.origins import ORIGINS, VERIFIED, OriginReader
 from rouse.trust.stampkey import StampKey, sign, verify
 
 
-def _stamp_bytes(
+def stamp_bytes(
     data: bytes, rel: str, origin: str, turn: str | None, secret: bytes | None
 ) -> bytes:
     updates: dict[str, str | None] = {"origin": origin, "origin-turn": turn, "origin-sig": None}
@@ -32,7 +32,7 @@ def _stamper(
     rel: str, origin: str, turn: str | None, secret: bytes | None
 ) -> Callable[[bytes], bytes]:
     def change(data: bytes) -> bytes:
-        return _stamp_bytes(data, rel, origin, turn, secret)
+        return stamp_bytes(data, rel, origin, turn, secret)
 
     return change
 
@@ -170,9 +170,14 @@ class Unvouched(Value):
         self.digest = digest  # sha256 of the file as listed: re-signed only if unchanged
 
 
+#: The origin a file that was never stamped gets when the owner vouches for it.
+VOUCHED = "owner"
+
+
 def unvouched(root: Path, key: StampKey, states: frozenset[str]) -> list[Unvouched]:
-    """Stamped files whose verdict is one of ``states``, by path: what ``--changed``
-    (mismatch, unsigned) and ``--upgrade`` (verified-v1) offer to re-sign."""
+    """Files whose verdict is one of ``states``, by path: what ``--changed`` (mismatch,
+    unsigned, unstamped) and ``--upgrade`` (verified-v1) offer to re-sign. A file never
+    stamped is listed with :data:`VOUCHED`, the origin vouching gives it."""
     from rouse.core.tree import walk  # writers only
 
     secret = _usable_secret(key)
@@ -188,8 +193,8 @@ def unvouched(root: Path, key: StampKey, states: frozenset[str]) -> list[Unvouch
             written, state = verify(secret, file.rel, data)
         except (OSError, HeaderError):
             continue
-        if written and state in states:
-            found.append(Unvouched(file.rel, written, state, _digest(data)))
+        if state in states and (written or state == "unstamped"):
+            found.append(Unvouched(file.rel, written or VOUCHED, state, _digest(data)))
     return found
 
 
@@ -215,7 +220,7 @@ def resign(root: Path, key: StampKey, chosen: Iterable[Unvouched]) -> Stamped:
                 if _digest(data) != item.digest:
                     return data  # it changed since the owner saw it listed: leave it
                 turn = header.parse_header(data, item.rel).get("origin-turn")
-                return _stamp_bytes(data, item.rel, item.origin, turn, secret)
+                return stamp_bytes(data, item.rel, item.origin, turn, secret)
 
             before = (root / item.rel).read_bytes()
             after = store.update(item.rel, change)

@@ -9,8 +9,12 @@ them and says what to do.
 
 from __future__ import annotations
 
+from rouse.core import acts, layout
 from rouse.core.tree import File, Tree
 from rouse.trust.origins import OriginReader, StampFinding, quoted_origins
+
+#: Verdict states ``check`` names as not signed, and ``stamp --changed`` vouches for.
+UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
 
 
 def _stamped_files(tree: Tree) -> list[File]:
@@ -45,6 +49,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
             )
         ]
     findings: list[StampFinding] = []
+    unsigned = 0
     if key.mode is not None and key.mode & 0o077:
         findings.append(
             StampFinding(
@@ -54,7 +59,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
                 f"chmod 600 {key.path}",
             )
         )
-    context_kinds = {c.rel: c.kind for c in tree.context}
+    contexts = {context.rel for context in tree.context}
     for file in _stamped_files(tree):
         verdict = reader.verdict(file)
         if verdict.state == "verified-v1":
@@ -78,18 +83,24 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
                     file.header.line_of("origin"),
                 )
             )
-        elif verdict.state in ("mismatch", "unsigned", "unreadable"):
-            shown = verdict.written or "(none)"
-            kind = context_kinds.get(file.rel)
-            held = kind is not None and verdict.origin in quoted_origins(reader)
-            left_out = f" (the pack leaves this {kind} out)" if held else ""
+        elif verdict.state in UNVOUCHED:
+            unsigned += 1
+            if file.rel in contexts and not verdict.written:
+                continue  # named below as quarantined, which says more
+            shown = "no origin"
+            if verdict.written:
+                shown = f"origin {verdict.written!r} does not verify"
+            vouch = ""
+            if file.rel in contexts:  # held back by the pack: its own vouching command
+                vouch = (
+                    " — the pack leaves it out; review it, and if it is yours, vouch for it "
+                    f"from outside the agent: rouse stamp --origin owner {file.rel}"
+                )
             findings.append(
                 StampFinding(
                     "warn",
                     file.rel,
-                    f"origin {shown!r} does not verify: {verdict.why}; it reads as unknown"
-                    f"{left_out} — review the file; if it is yours, vouch for it from outside "
-                    f"the agent: rouse stamp --origin owner {file.rel}",
+                    f"{shown}: {verdict.why}; it reads as unknown (not signed){vouch}",
                     file.header.line_of("origin"),
                 )
             )
@@ -105,6 +116,19 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
                 "vouches for it under the stamp key) — review it; if it is yours, vouch for it "
                 f"from outside the agent: rouse stamp --origin owner {context.rel}",
                 context.header.line_of("origin"),
+            )
+        )
+    acted = acts.problem(tree.root, key.secret)
+    if acted is not None:
+        findings.append(StampFinding("warn", f"{layout.STATE_DIR}/{acts.FILE}", acted))
+    if unsigned:
+        findings.append(
+            StampFinding(
+                "warn",
+                probes_rel,
+                f"{unsigned} file(s) named in this check are not signed: review them, then "
+                "vouch for them all at once from a terminal of your own (outside the "
+                "agent): rouse stamp --changed",
             )
         )
     reader.flush()

@@ -23,6 +23,7 @@ from rouse.core.tree import Record, Tree
 from rouse.runs import presets
 from rouse.runs.handle import resolve
 from rouse.trust.origins import OriginReader
+from rouse.trust.speaker import ROUSE_MARKER
 from rouse.work import prompt
 from rouse.work.queue import lock_rel
 
@@ -65,6 +66,7 @@ def launch(
     )
     run_env = {
         **env,
+        ROUSE_MARKER: "1",  # what the run writes through rouse signs as agent
         "ROUSE_MEMORY": str(root),
         "ROUSE_TASK": record.dir,
         "ROUSE_TASK_ATTEMPT": str(attempt),

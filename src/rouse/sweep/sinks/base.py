@@ -14,6 +14,7 @@ from typing import Protocol
 
 from rouse.core.errors import UsageError
 from rouse.sweep.wake import Wake
+from rouse.trust.speaker import marked
 
 
 class Sink(Protocol):
@@ -49,5 +50,6 @@ PRIVATE_ENV = frozenset({"ROUSE_LEDGER", "ROUSE_WEBHOOK_SECRET"})
 
 
 def child_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` without rouse's own secrets: what a command rouse starts inherits."""
-    return {key: value for key, value in base.items() if key not in PRIVATE_ENV}
+    """``base`` without rouse's own secrets, with rouse's agent marker: what a command
+    rouse starts inherits (what it writes through rouse signs as ``agent``)."""
+    return marked({key: value for key, value in base.items() if key not in PRIVATE_ENV})
