@@ -84,6 +84,7 @@ class Planted:
     def __init__(self) -> None:
         self.markers: dict[str, tuple[str, str, str]] = {}  # marker → (kind, origin, where)
         self.hidden: set[str] = set()  # markers that must appear nowhere
+        self.shown: list[str] = []  # every text checked (so the test is never vacuous)
 
     def new(self, kind: str, origin: str, where: str) -> str:
         marker = f"zq{len(self.markers)}{kind[:3]}{origin[:3]}zq"
@@ -91,15 +92,23 @@ class Planted:
         return marker
 
 
-@pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Planted]:
+@pytest.fixture(scope="module", params=["keyed", "no key"])
+def planted(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, Path, Planted]:
+    """The tree, its key path (no file there for "no key") and what was planted."""
+    keyed = request.param == "keyed"
     base = tmp_path_factory.mktemp("fence")
     key = base / "stamp.key"
     memory = base / "project" / "memory"
-    init = rouse(memory, key, "init", str(base / "project"))
+    init = rouse(memory, key, "init", str(base / "project"), *([] if keyed else ["--no-key"]))
+    if init.returncode != 0:  # (before `init --no-key` exists)
+        init = rouse(memory, key, "init", str(base / "project"))
     assert init.returncode == 0, init.stderr
-    if not key.exists():
+    if keyed and not key.exists():
         assert rouse(memory, key, "stamp", "--init-key").returncode == 0
+    if not keyed:
+        key.unlink(missing_ok=True)
     plant = Planted()
     untrusted: list[str] = []
     for origin in ORIGINS:
@@ -113,8 +122,11 @@ def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Plant
                 "## Log <!-- rouse:log -->\n"
                 f"- 2026-01-01 10:00: checkpoint: {plant.new(kind, origin, 'log')}\n"
             )
-            if kind in ("belief", "motivation"):  # quarantined with a key: bodies nowhere
-                plant.hidden |= {m for m, (k, o, w) in plant.markers.items() if k == kind}
+            # quarantined context: its words nowhere (untrusted; with a key, unknown too)
+            if kind in ("belief", "motivation") and (keyed or origin == "untrusted"):
+                plant.hidden |= {
+                    m for m, (k, o, _) in plant.markers.items() if (k, o) == (kind, origin)
+                }
             path = memory / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("---\n" + "\n".join(lines) + "\n---\n" + body)
@@ -153,6 +165,7 @@ def _inline_spans(line: str) -> list[tuple[str, str]]:
 
 def leaks(text: str, plant: Planted) -> list[str]:
     """Every marker in ``text`` that is not inside a rightly labelled fence."""
+    plant.shown.append(text)
     found = []
     lines = text.splitlines()
     fence: str | None = None
@@ -257,8 +270,13 @@ def test_every_surface_fences_every_field(planted: tuple[Path, Path, Planted]) -
             ref = str(Path(rel).parent)
             text_of(f"explain {ref}", "explain", ref, "--now", NOW)
             json_of(f"explain --json {ref}", "explain", ref, "--now", NOW, "--json")
+    text_of("tree", "tree", "--now", NOW)
+    json_of("tree --json", "tree", "--now", NOW, "--json")
+    text_of("status", "status", "--now", NOW)
     start = json.dumps({"session_id": "s", "hook_event_name": "SessionStart", "cwd": "/"})
     text_of("session hook", "pack", "--hook", "claude", "--now", NOW, stdin=start)
+    idle = json.dumps({"session_id": "idle", "hook_event_name": "SessionStart", "cwd": "/"})
+    rouse(memory, key, "pack", "--hook", "claude", "--now", NOW, stdin=idle)
     base = memory.parent.parent
     script, digest = _standin(base, "digest")
     swept = rouse(
@@ -271,6 +289,8 @@ def test_every_surface_fences_every_field(planted: tuple[Path, Path, Planted]) -
     found["digest run prompt"] = leaks(digest.read_text() if digest.exists() else "", plant)
     event = json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit", "cwd": "/"})
     text_of("prompt hook", "pack", "--hook", "claude", "--now", NOW, stdin=event)
+    text_of("log", "log")
+    found["stop hook"] = leaks(_stop_hook_text(memory, key), plant)
     script, prompts = _standin(base, "task")
     rouse(memory, key, "work", "--once", "--allow-untrusted", "--run", "exec", "--", str(script))
     assert prompts.exists(), "no task ran"
@@ -281,7 +301,26 @@ def test_every_surface_fences_every_field(planted: tuple[Path, Path, Planted]) -
     if os.environ.get("FENCE_REPORT"):
         Path(os.environ["FENCE_REPORT"]).write_text(json.dumps(leaked_by_surface, indent=1))
     assert leaked_by_surface == {}
+    bodies = [m for m, (_, _, where) in plant.markers.items() if where == "body"]
+    never = [m for m in bodies if m not in plant.hidden and not any(m in t for t in plant.shown)]
+    assert never == []  # every body that may be shown was shown somewhere, fenced
     assert digest.exists() and prompts.read_text().count("zq") > 0  # the prompts said something
+
+
+def _stop_hook_text(memory: Path, key: Path) -> str:
+    """What the Stop hook wakes an idle session with (its wait is the stop hook tests')."""
+    from rouse.agents import prompt_hook
+
+    before = os.environ.get("ROUSE_STAMP_KEY")
+    os.environ["ROUSE_STAMP_KEY"] = str(key)
+    try:
+        found, _ = prompt_hook.take_new(memory, "idle")
+    finally:
+        os.environ.pop("ROUSE_STAMP_KEY")
+        if before is not None:
+            os.environ["ROUSE_STAMP_KEY"] = before
+    assert found, "the idle session was given no wake"
+    return prompt_hook.render(found, datetime(2099, 1, 2, 9, 0), idle=True)
 
 
 def _mcp(memory: Path, key: Path, plant: Planted) -> dict[str, list[str]]:
