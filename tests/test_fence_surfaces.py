@@ -42,6 +42,11 @@ FREE_FIELDS = sorted(
     - lint_fields.COUNT_FIELDS
     - {"status"}
 )
+#: Fields the clock parses: a marker in each (but the status and the origin's own)
+#: makes a problem the pack, due and explain report, and they must quote it too.
+PARSED_FIELDS = sorted(
+    layout.KNOWN_KEYS - set(FREE_FIELDS) - {"status", "origin", "origin-sig", "origin-turn"}
+)
 INT = layout.INTENTIONS
 
 
@@ -60,6 +65,8 @@ def paths(origin: str) -> dict[str, tuple[str, str]]:
         "note": (f"{layout.NOTES}/fx{o}-note.md", ""),
         "belief": (f"{layout.BELIEFS}/belief-fx{o}.md", ""),
         "motivation": (f"{layout.MOTIVATIONS}/motivation-fx{o}.md", ""),
+        "bad-intention": (f"{INT}/fx{o}-bad/intention.md", "status: open\n"),
+        "bad-reminder": (f"{layout.REMINDERS}/fx{o}-badrem/reminder.md", "status: open\n"),
     }
 
 
@@ -116,6 +123,8 @@ def planted(
             lines = [clock.rstrip("\n")] if clock else []
             for field in FREE_FIELDS:
                 lines.append(f"{field}: {plant.new(kind, origin, field)}")
+            if kind.startswith("bad-"):
+                lines += [f"{field}: {plant.new(kind, origin, field)}" for field in PARSED_FIELDS]
             body = (
                 f"# {COMMON}\n\n{plant.new(kind, origin, 'body')} {COMMON}\n"
                 f"second line {plant.new(kind, origin, 'body 2')}\n\n"
@@ -273,6 +282,8 @@ def test_every_surface_fences_every_field(planted: tuple[Path, Path, Planted]) -
     text_of("tree", "tree", "--now", NOW)
     json_of("tree --json", "tree", "--now", NOW, "--json")
     text_of("status", "status", "--now", NOW)
+    text_of("check", "check", "--now", NOW)
+    json_of("check --json", "check", "--now", NOW, "--json")
     start = json.dumps({"session_id": "s", "hook_event_name": "SessionStart", "cwd": "/"})
     text_of("session hook", "pack", "--hook", "claude", "--now", NOW, stdin=start)
     idle = json.dumps({"session_id": "idle", "hook_event_name": "SessionStart", "cwd": "/"})

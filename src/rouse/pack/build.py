@@ -403,7 +403,7 @@ def build_pack(
             "index": index,
             "index_total": index_total,
             "closed_records": census.closed,
-            "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes),
+            "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes, origin_of),
         }
         # kept for the next pack while nothing changes: not when it runs probes, nor
         # while anything could wake the agent

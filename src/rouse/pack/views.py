@@ -427,7 +427,7 @@ def explain(tree: Tree, record: Record, now: datetime, origin: str | None = None
             for key in SHOWN_FIELDS
             if (value := (record.get(key) or "").strip())
         },
-        "problems": [p.render() for p in decision.problems],
+        "problems": [fence.said_of(p, origin) for p in decision.problems],
         "notes": decision.notes,
         "agent_notes": [fence.inline(note, origin) for note in _agent_notes(tree, record)],
     }
