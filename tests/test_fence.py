@@ -60,3 +60,29 @@ def test_the_entrypoint_and_the_skill_say_what_each_label_asks(tmp_path: Path) -
     assert fence.GUIDE in skills.skill_text(wiring)
     for label in ("[owner]", "[system]", "[agent]", "[unknown]", "[untrusted]", "Quarantined"):
         assert label in fence.GUIDE
+
+
+def test_fleet_recall_shows_a_hit_by_the_same_rule() -> None:
+    from datetime import datetime
+
+    from rouse.fleet.recall import FleetHit, recall_lines
+
+    def hit(kind: str, origin: str) -> FleetHit:
+        return FleetHit(
+            *("t", "/r", "h", f"x/{kind}.md", kind, origin, "mismatch", "kw-mark"),
+            snippet="body-mark",
+            mtime=datetime(2026, 3, 14),
+            updated="up-mark",
+        )
+
+    now = datetime(2026, 3, 15)
+    plain = "\n".join(recall_lines([hit("note", "owner")], now))
+    assert "— kw-mark)" in plain and "  body-mark" in plain and "updated: up-mark" in plain
+    quoted = recall_lines([hit("note", "unknown")], now)
+    assert "(not signed, quoted) `kw-mark`" in quoted[0]
+    assert quoted[1:4] == [f"  snippet: {fence.LABELS['unknown']}", "    ```text", "    body-mark"]
+    held = hit("belief", "untrusted")
+    text = "\n".join(recall_lines([held], now))
+    assert "mark" not in text and "quarantined" in text
+    assert "mark" not in str(held.to_json())
+    assert hit("note", "untrusted").to_json()["snippet"].startswith(fence.LABELS["untrusted"])
