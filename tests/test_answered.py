@@ -31,12 +31,16 @@ from conftest import NOW, stamp
 from rouse.core import acts, nudges
 from rouse.core.tree import walk
 from rouse.records.scaffold import init
+from rouse.trust.fence import LABELS
+
+NOT_SIGNED = LABELS["unknown"]
 
 T = stamp(NOW)  # 12:00
 
 
 def rouse(tree: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROUSE_", "CLAUDE_"))}
+    env["ROUSE_STAMP_KEY"] = str(tree.parent / "no-key")  # (never a key of the machine's)
     return subprocess.run(
         [sys.executable, "-m", "rouse", *args, "--memory", str(tree)],
         input=stdin,
@@ -99,7 +103,8 @@ def test_a_reminder_due_now_stays_woken_after_the_tick_that_delivers_it(tree: Pa
     assert data["ladder"]["reminder"] == 0 and data["ladder"]["fired"] == 1
     assert data["not_listed"]["closed_records"] == 0  # fired is not closed
     text = pack_text(tree, at(2))
-    assert "says: Call the bank." in text
+    # (no stamp key: the reminder is not signed, so its message is quoted as data)
+    assert f"says: {NOT_SIGNED}\n      ```text\n      Call the bank.\n      ```" in text
     assert "1 fired, waiting for done" in text
 
 
@@ -240,10 +245,10 @@ def test_a_reminder_fired_through_a_webhook_is_woken_until_answered(
     data = pack(tree, at(90))
     (item,) = data["woken"]
     assert item["record"] == "reminder/dentist" and item["file"] is None
-    assert item["message"]["lines"] == ["Book the dentist."]
+    assert item["message"]["lines"] == [NOT_SIGNED, "```text", "Book the dentist.", "```"]
     text = pack_text(tree, at(90))
     assert "reminder/dentist — fired 1h ago, waiting for done" in text
-    assert "says: Book the dentist." in text
+    assert f"says: {NOT_SIGNED}\n      ```text\n      Book the dentist.\n" in text
     ok(tree, "move", "dentist", "--note", "told the human", "--now", at(91))
     data = pack(tree, at(92))
     assert data["woken"] == [] and data["ladder"]["fired"] == 1  # answered, still not done
@@ -276,7 +281,8 @@ def test_the_prompt_hook_carries_the_reminders_message(tree: Path) -> None:
     ok(tree, "sweep", "--once", "--now", at(1), "-q")
     event = json.dumps({"session_id": "s", "hook_event_name": "UserPromptSubmit", "cwd": "/"})
     said = rouse(tree, "pack", "--hook", "claude", "--now", at(2), stdin=event).stdout
-    assert "reminder/call — woke you" in said and "says: Call Ana about the lease." in said
+    assert "reminder/call — woke you" in said
+    assert f"says: {NOT_SIGNED}\n      ```text\n      Call Ana about the lease.\n" in said
 
 
 # -- item 2: runs and escalation ----------------------------------------------------

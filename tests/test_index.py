@@ -22,6 +22,9 @@ from rouse.pack.index import Index
 from rouse.pack.recall import Hit, recall, render
 from rouse.trust import stamp as stamping
 from rouse.trust import stampkey
+from rouse.trust.fence import LABELS, SHORT
+
+NOT_SIGNED = SHORT["unknown"]
 
 FILLER = "Nothing of note happened in this paragraph, which only pads the body. " * 3
 
@@ -156,9 +159,10 @@ def test_hit_json_times_are_iso_and_the_text_keeps_ages(make_tree: MakeTree) -> 
     dated = hits[f"{NOTES}/dated.md"].to_json()
     assert dated["age"] == ago(days=2).astimezone().isoformat()
     assert dated["updated"] == datetime(2026, 3, 11, 9, 30).astimezone().isoformat()
-    assert hits[f"{NOTES}/free.md"].to_json()["updated"] == "last spring"  # not a time: as written
+    # not a time: as written, quoted as data (no key: nobody signed the note)
+    assert hits[f"{NOTES}/free.md"].to_json()["updated"] == f"{NOT_SIGNED} `last spring`"
     text = "\n".join(render(list(hits.values())))
-    assert f"({human_age(ago(days=2), NOW)} — zebra)" in text
+    assert f"({human_age(ago(days=2), NOW)} — {NOT_SIGNED} `zebra`)" in text
     assert "updated: 2026-03-11 09:30" in text
 
 
@@ -179,12 +183,19 @@ def test_plain_rendering(make_tree: MakeTree) -> None:
         mtime=ago(days=6),
     )
     lines = render(recall(root, "deploy", NOW))
+    # nobody signed them (no key): their words are quoted as data, labelled so
     assert lines == [
-        f"{NOTES}/deploys.md [unknown] (6d ago — deploy)",
-        "  How we deploy.",
+        f"{NOTES}/deploys.md [unknown] (6d ago — {NOT_SIGNED} `deploy`)",
+        f"  snippet: {LABELS['unknown']}",
+        "    ```text",
+        "    How we deploy.",
+        "    ```",
         "  updated: 2026-03-10",
         f"{NOTES}/bare.md [unknown] (6d ago)",
-        "  We deploy on Fridays.",
+        f"  snippet: {LABELS['unknown']}",
+        "    ```text",
+        "    We deploy on Fridays.",
+        "    ```",
     ]
 
 
@@ -377,7 +388,8 @@ def probed(make_tree: MakeTree) -> Path:
 def test_probe_readings_beside_a_hit(probed: Path) -> None:
     (hit,) = recall(probed, "disk", NOW)
     assert hit.probes == {"v": "42", "missing": "<unknown>"}
-    assert render([hit])[-1] == "  probes: v=42, missing=<unknown>"
+    # the names are the note's words (not signed): quoted; the readings are the probes'
+    assert render([hit])[-1] == f"  probes: {NOT_SIGNED} `v`=42, {NOT_SIGNED} `missing`=<unknown>"
 
 
 def test_only_probes_named_by_returned_hits_run(probed: Path) -> None:
@@ -440,7 +452,8 @@ def test_cli_json(tree: Path) -> None:
 
 def test_cli_probes_off(probed: Path) -> None:
     done = run(probed, "disk", "--json", env={"ROUSE_PROBES": "off"})
-    assert json.loads(done.stdout)[0]["probes"] == {"v": "<unknown>", "missing": "<unknown>"}
+    probes = {f"{NOT_SIGNED} `v`": "<unknown>", f"{NOT_SIGNED} `missing`": "<unknown>"}
+    assert json.loads(done.stdout)[0]["probes"] == probes
     assert not (probed / "ran.txt").exists()
 
 

@@ -228,8 +228,10 @@ def test_new_persona_writes_a_template_that_packs_as_a_persona(home: Path) -> No
     assert len(body.strip().splitlines()) >= 3  # something to keep or edit, not an empty file
     assert "edit" in done.stdout  # the output says what to do with it
     pack = rouse(home, "pack")
-    block = pack.stdout.split("persona [unknown]:\n", 1)[1]
-    assert block.splitlines()[0].strip(), pack.stdout  # the persona has words under its title
+    # (no key: nobody signed it, so its words come quoted as data, under its title)
+    block = pack.stdout.split("persona [unknown] — not standing truth", 1)[1].splitlines()
+    assert "not signed" in block[0] and block[1].strip() == "```text", pack.stdout
+    assert block[2].strip(), pack.stdout  # the persona has words under its title
     assert rouse(home, "check").returncode == 0
     given = rouse(home, "new", "belief", "b", "--body", "x")
     assert given.returncode == 0

@@ -28,6 +28,7 @@ from rouse.core.errors import UsageError
 from rouse.core.tree import walk
 from rouse.records import tasks
 from rouse.records.scaffold import init
+from rouse.trust.fence import SHORT
 
 T = stamp(NOW)  # Saturday 2026-03-14 12:00
 SHIP = f"{INTENTIONS}/ship"
@@ -227,7 +228,7 @@ def test_check_and_explain_show_a_pending_cancel(tree: Path) -> None:
     ok(tree, "new", "task", "build", "--under", "ship", "--set", f"cancel={T}", "--now", T)
     findings = json.loads(rouse(tree, "check", "--json").stdout)
     assert any("cancel: 2026-03-14 12:00 is pending" in f["message"] for f in findings)
-    assert f"cancel: {T}" in ok(tree, "explain", "build", "--now", T)
+    assert f"cancel: {SHORT['unknown']} `{T}`" in ok(tree, "explain", "build", "--now", T)
 
 
 # -- item 5: fields the conventions define, each with a reader ------------------------------
@@ -263,12 +264,17 @@ def test_convention_fields_are_known_shown_and_quoted(tree: Path) -> None:
     assert [
         f["message"] for f in findings if "nothing" in f["message"] or "unknown" in f["message"]
     ] == []
+    # (no key: nobody signed them, so explain quotes their words as data)
     explained = ok(tree, "explain", "build", "--now", T)
-    for line in ("model: sonnet", "reasoning: high", "repo: git@x:y.git", "category: ci"):
-        assert line in explained
+    for key, value in (("model", "sonnet"), ("reasoning", "high"), ("repo", "git@x:y.git")):
+        assert f"{key}: {SHORT['unknown']} `{value}`" in explained
+    assert f"category: {SHORT['unknown']} `ci`" in explained
     goal = ok(tree, "explain", "green", "--now", T)
-    assert "waiting-on: the CI budget" in goal and "falsifiers: a red main" in goal
-    assert "closes-when: found it" in ok(tree, "explain", "bisect", "--now", T)
+    assert f"waiting-on: {SHORT['unknown']} `the CI budget`" in goal
+    assert f"falsifiers: {SHORT['unknown']} `a red main`" in goal
+    assert f"closes-when: {SHORT['unknown']} `found it`" in ok(
+        tree, "explain", "bisect", "--now", T
+    )
     later = stamp(NOW + timedelta(days=2))
     ok(tree, "sweep", "--once", "--now", later, "-q")
     wakes = "".join(p.read_text() for p in (tree / ".rouse" / "nudges").glob("*.md"))

@@ -15,6 +15,7 @@ from rouse.core.errors import RouseError
 from rouse.pack import written
 from rouse.pack.recall import recall, render
 from rouse.records import lifecycle
+from rouse.trust.fence import LABELS
 
 MARKUP = ("#", "**", "`", "<!--", "-->", "](", "rouse:log", "|", "> ")
 
@@ -78,8 +79,13 @@ def test_the_agent_s_words_in_the_log_are_found_and_say_so(worked: Path) -> None
     assert echo.only_log and echo.to_json()["only_log"] is True
     assert echo.snippet == "superseded by bravo"
     assert by_path[f"{INTENTIONS}/delta/intention.md"].snippet == "waiting on review"
-    lines = render([echo])
-    assert lines[1] == "  only its log matched: superseded by bravo"
+    lines = render([echo])  # (no key: not signed, so quoted as data)
+    assert lines[1:] == [
+        f"  only its log matched, snippet: {LABELS['unknown']}",
+        "    ```text",
+        "    superseded by bravo",
+        "    ```",
+    ]
 
 
 def test_a_hit_in_the_authored_body_is_not_only_log(worked: Path) -> None:
@@ -177,7 +183,8 @@ def test_cli_nothing_recalled_for_the_marker(worked: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     (hit,) = json.loads(done.stdout)
-    assert hit["only_log"] is True and hit["snippet"] == "superseded by bravo"
+    assert hit["only_log"] is True
+    assert hit["snippet"] == f"{LABELS['unknown']}\n```text\nsuperseded by bravo\n```"
 
 
 def test_recall_never_raises_on_a_log_of_markup_only(make_tree: MakeTree) -> None:

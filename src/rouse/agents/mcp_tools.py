@@ -91,7 +91,9 @@ class ReadTools:
     ) -> str:
         from rouse.pack import recall
 
-        hits = recall.recall(self.root, query, self.now(), limit=limit, kind=kind, mode=mode)
+        hits = recall.recall(
+            self.root, query, self.now(), limit=limit, kind=kind, mode=mode, key_path=self.key_path
+        )
         if not hits:
             return f"nothing recalled for {query!r}"
         return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)

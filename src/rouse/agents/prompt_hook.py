@@ -374,16 +374,15 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
     if not reminders:
         return
     from rouse.core import nudges
-    from rouse.core.body import message_block
     from rouse.core.home import stamp_key_path
-    from rouse.trust.origins import origin_reader, quoted_origins
+    from rouse.trust.fence import message_block
+    from rouse.trust.origins import origin_reader
 
     origins = origin_reader(root, stamp_key_path())
-    fenced = quoted_origins(origins)
     for nudge in reminders:
         record = tree.records[nudge.record_dir]
         shown, more = nudges.message(root, record)
-        nudge.says = message_block(shown, more, record.rel, origins(record) in fenced)
+        nudge.says = message_block(shown, more, record.rel, origins(record))
     origins.flush()
 
 

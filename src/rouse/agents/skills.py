@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rouse.agents.wiring import Wired, Wiring, read_text, update_file
 from rouse.core import layout
+from rouse.trust import fence
 
 NAME = "rouse"
 #: Where each agent looks for skills, from the project root (or the home directory).
@@ -85,6 +86,9 @@ memory for the first time in a session.
 
 Add `{memory.strip() or "--memory DIR"}` when you run rouse outside this project.
 
+## Who wrote it, and what it asks of you
+
+{fence.GUIDE}
 ## Header rules
 
 - A header is the block between the first two `---` lines: one `key: value`

@@ -178,7 +178,7 @@ def cmd_due(args: argparse.Namespace) -> int:
         tree, surveyed = walk_and_keep(root, secret, now)
         shown = _due_shown(args.json, tree, due_order(surveyed.due), now)
         skipped = [p.render() for p in tree.untrackable]
-        skipped += [p.render() for p in surveyed.problems]
+        skipped += _problem_lines(tree, surveyed.problems)
     return _show_due(args.json, shown, now, None, skipped)
 
 
@@ -193,8 +193,20 @@ def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     every = clock.decisions(tree, until)
     shown = _due_shown(args.json, tree, due_order(clock.forecast(every, until)), now)
     skipped = [p.render() for p in tree.untrackable]
-    skipped += [p.render() for p in clock.field_problems(every)]
+    skipped += _problem_lines(tree, clock.field_problems(every))
     return _show_due(args.json, shown, now, until, skipped)
+
+
+def _problem_lines(tree: Tree, problems: list[Any]) -> list[str]:
+    """Unreadable clock fields, each value quoted by its file's origin (read only when
+    there is a problem to say)."""
+    if not problems:
+        return []
+    from rouse.pack.warnings import problem_lines
+    from rouse.trust.origins import origin_reader
+
+    reader = origin_reader(tree.root, stamp_key_path())
+    return problem_lines(tree, problems, reader)
 
 
 def _due_shown(json: bool, tree: Tree, found: list[Decision], now: datetime) -> list[Any]:

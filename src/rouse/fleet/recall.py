@@ -12,13 +12,16 @@ from datetime import datetime
 from typing import Any
 
 from rouse.core.errors import UsageError
+from rouse.core.layout import CONTEXT_TYPES
 from rouse.core.timefmt import human_age, iso_stamp
 from rouse.fleet.mirror import TEXT_CONFIG
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.views import only_trees, short
 from rouse.pack import written
 from rouse.pack.indexdoc import KINDS
+from rouse.pack.recall import HELD
 from rouse.pack.search import SNIPPET_TOKENS, one_line, query_words
+from rouse.trust import fence
 from rouse.trust.origins import VERIFIED
 
 #: ``ts_rank`` weights, in PostgreSQL's order {D, C, B, A}: body 0.1, path 0.4, keywords 1.
@@ -49,6 +52,20 @@ class FleetHit:
     def origin_verified(self) -> bool:
         return self.verified in VERIFIED
 
+    @property
+    def held(self) -> bool:
+        """Context whose words are quoted data is held back whole here (which key judged
+        it is another machine's to say)."""
+        return self.kind in CONTEXT_TYPES and fence.quoted(self.origin)
+
+    def shown(self) -> tuple[str, str, str | None]:
+        """Its keywords, snippet and ``updated:`` as a model may see them (the fence rule
+        of its origin; a held context file: how the owner vouches, never its words)."""
+        if self.held:
+            return "", HELD, None
+        updated = fence.inline(self.updated, self.origin) if self.updated else None
+        return fence.inline(self.keywords, self.origin), self.snippet, updated
+
     def to_json(self) -> dict[str, Any]:
         return {
             "tree": self.tree,
@@ -60,9 +77,9 @@ class FleetHit:
             "verified": self.verified,
             "origin_verified": self.origin_verified,
             "age": iso_stamp(self.mtime),
-            "keywords": self.keywords,
-            "snippet": self.snippet,
-            "updated": self.updated,
+            "keywords": self.shown()[0],
+            "snippet": self.shown()[1] if self.held else fence.shown(self.snippet, self.origin),
+            "updated": self.shown()[2],
         }
 
 
@@ -173,13 +190,16 @@ def recall_lines(hits: list[FleetHit], now: datetime) -> list[str]:
     """``rouse fleet recall``: each hit's line (tree, path, origin and verdict), its snippet."""
     lines: list[str] = []
     for hit in hits:
-        keywords = f" — {hit.keywords}" if hit.keywords else ""
+        words, snippet, updated = hit.shown()
+        keywords = f" — {words}" if words else ""
         age = human_age(hit.mtime, now)
         lines.append(
             f"{short(hit.tree)} {hit.path} [{hit.origin}: {hit.verified}] ({age}{keywords})"
         )
-        if hit.snippet:
-            lines.append(f"  {hit.snippet}")
-        if hit.updated:
-            lines.append(f"  updated: {hit.updated}")
+        if snippet and (hit.held or not fence.quoted(hit.origin)):
+            lines.append(f"  {snippet}")
+        elif snippet:
+            lines += fence.block(snippet, hit.origin, "snippet: ", "  ", "    ")
+        if updated:
+            lines.append(f"  updated: {updated}")
     return lines

@@ -32,6 +32,7 @@ from rouse.lint.shape import (
 )
 from rouse.probes import demand, readings
 from rouse.probes.definitions import load_probes
+from rouse.trust import fence
 from rouse.trust.origins import OriginReader
 from rouse.trust.stampcheck import stamp_findings
 
@@ -56,8 +57,30 @@ def check(
     findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
     if origins is not None and not origins.keyed:
         findings += _unvouched_tasks(tree)
+    if origins is not None:
+        findings = _quoted_values(tree, findings, origins)
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
+
+
+def _quoted_values(tree: Tree, findings: list[Finding], origins: OriginReader) -> list[Finding]:
+    """Findings that quote a header value of a file whose words are quoted data: the value
+    quoted by the fence rule (:mod:`rouse.trust.fence`), as every surface quotes it."""
+    files: dict[str, File] = {
+        f.rel: f for f in (*tree.records.values(), *tree.notes, *tree.context)
+    }
+    shown = []
+    for finding in findings:
+        file = files.get(finding.path)
+        origin = origins(file) if file is not None else ""
+        message = finding.message
+        if file is not None and fence.quoted(origin):
+            for value in sorted(file.header.fields.values(), key=len, reverse=True):
+                for form in {repr(value), repr(value.strip())}:
+                    if value.strip() and form in message:
+                        message = message.replace(form, fence.inline(value, origin))
+        shown.append(Finding(finding.level, finding.path, message, finding.line))
+    return shown
 
 
 def _unvouched_tasks(tree: Tree) -> list[Finding]:

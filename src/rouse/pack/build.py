@@ -29,7 +29,8 @@ from rouse.pack.warnings import live_warnings, standing_warnings
 from rouse.probes import baselines, demand, readings
 from rouse.probes import definitions as probes
 from rouse.probes.gate import probes_allowed_at
-from rouse.trust.origins import effective_origin, origin_reader, quoted_origins
+from rouse.trust import fence
+from rouse.trust.origins import effective_origin, origin_reader
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -76,7 +77,9 @@ def _for_json(data: dict[str, Any], now: datetime) -> dict[str, Any]:
     Human ages are for the text only: ``now`` becomes ISO 8601 and the items
     keep their instants (``due_at``, ``moved_at``, ``at``, ``mtime``) without
     the ``still`` and ``age`` the text was written from (nor the naive instants,
-    ``_still``, ``_mtime``, ``_at``, they were measured from).
+    ``_still``, ``_mtime``, ``_at``, they were measured from). Words from a file
+    are as the text shows them (:mod:`rouse.trust.fence`): quoted as data, after their
+    label, when their origin says so; each item says its ``origin``.
     """
 
     def without(items: list[dict[str, Any]], key: str = "_") -> list[dict[str, Any]]:
@@ -84,11 +87,33 @@ def _for_json(data: dict[str, Any], now: datetime) -> dict[str, Any]:
 
     shaped = dict(data)
     shaped["now"] = iso_stamp(now)
-    shaped["woken"] = without(data["woken"])
-    shaped["due"] = without(data["due"], "still")
-    shaped["index"] = without(data["index"], "age")
-    shaped["motivations"] = without(data["motivations"], "age")
+    shaped["woken"] = [_fenced_message(item) for item in without(data["woken"])]
+    shaped["due"] = [_fenced_message(item) for item in without(data["due"], "still")]
+    for item in shaped["due"]:
+        if item["line"]:
+            item["line"] = fence.inline(item["line"], item["origin"])
+    shaped["index"] = [
+        {**item, "keywords": fence.inline(item["keywords"], item["origin"])}
+        for item in without(data["index"], "age")
+    ]
+    for kind in ("beliefs", "motivations"):
+        shaped[kind] = [_fenced_body(entry) for entry in without(data[kind], "age")]
+    shaped["persona"] = _fenced_body(data["persona"]) if data["persona"] else None
     return shaped
+
+
+def _fenced_message(item: dict[str, Any]) -> dict[str, Any]:
+    message = item.get("message")
+    if not message or not fence.quoted(message["origin"]):
+        return item
+    lines = fence.block(message["lines"], message["origin"])
+    return {**item, "message": {**message, "lines": lines}}
+
+
+def _fenced_body(entry: dict[str, Any]) -> dict[str, Any]:
+    if entry.get("body") is None:
+        return entry
+    return {**entry, "body": fence.shown(entry["body"], entry["origin"])}
 
 
 def _now_line(now: datetime) -> str:
@@ -106,7 +131,7 @@ def _message(root: Path, record: Record, origin_of: OriginOf) -> dict[str, Any] 
     return {
         "lines": shown,
         "more": more,
-        "quoted": origin_of(record) in quoted_origins(origin_of),
+        "origin": origin_of(record),
         "file": record.rel,
     }
 
@@ -146,7 +171,6 @@ def _due(
     root: Path, shown: list[clock.Decision], ids: Mapping[str, str], origin_of: OriginOf
 ) -> list[dict[str, Any]]:
     """The due list's items: ``shown`` (the LIST_CAP records still longest, oldest first)."""
-    fenced = quoted_origins(origin_of)
     items = []
     for decision in shown:
         record = decision.record
@@ -166,8 +190,8 @@ def _due(
                 "moved_at": iso_stamp(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
-                # its line is the record's words: fenced as quoted data when untrusted
-                "quoted": origin_of(record) in fenced,
+                # its line is the record's words: shown by the fence rule of its origin
+                "origin": origin_of(record),
                 "message": _message(root, record, origin_of),
             }
         )
@@ -189,12 +213,12 @@ def _context(
     asked = _words(query) if query else None
     # with a stamp key the owner vouches for context by stamping it: what does not
     # verify is quarantined like what came from an untrusted source
-    held_back = quoted_origins(origin_of)
+    keyed = bool(getattr(origin_of, "keyed", False))
     for ctx in sorted(tree.context, key=lambda c: c.slug):
         if ctx.rel in replaced:
             continue
         origin = origin_of(ctx)
-        if origin in held_back:
+        if fence.held_back(origin, keyed):
             quarantined.append(
                 {"kind": ctx.kind, "slug": ctx.slug, "path": ctx.rel, "origin": origin}
             )
@@ -266,7 +290,9 @@ def _baselines(root: Path, origin_of: OriginOf, files: list[File]) -> baselines.
     return baselines.load(root, secret)
 
 
-def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> list[dict[str, Any]]:
+def _tasks(
+    root: Path, tasks: list[Record], ids: Mapping[str, str], origin_of: OriginOf
+) -> list[dict[str, Any]]:
     """Running tasks (``tasks``), each with its latest checkpoint (read from the task
     file itself: running tasks are few)."""
     running = []
@@ -286,6 +312,7 @@ def _tasks(root: Path, tasks: list[Record], ids: Mapping[str, str]) -> list[dict
                 "started": (record.get("started") or "").strip(),
                 "attempts": (record.get("attempts") or "").strip(),
                 "checkpoint": latest,
+                "origin": origin_of(record),
             }
         )
     running.sort(key=lambda item: (item["started"], item["path"]))
@@ -397,12 +424,14 @@ def build_pack(
             "motivations": layers["motivations"],
             "quarantined": quarantined,
             "ladder": ladder,
-            "running": _tasks(root, census.running, ids),
+            "running": _tasks(root, census.running, ids, origin_of),
             "plugins": [Path(p.rel).stem for p in tree.plugins],
             "index": index,
             "index_total": index_total,
             "closed_records": census.closed,
-            "warnings": standing_warnings(tree, surveyed.problems, layers, probe_notes, unverified),
+            "warnings": standing_warnings(
+                tree, surveyed.problems, layers, probe_notes, origin_of, unverified
+            ),
         }
         # kept for the next pack while nothing changes: not when it runs probes, nor
         # while anything could wake the agent

@@ -23,6 +23,7 @@ from rouse.core import supersession
 from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header
+from rouse.core.layout import CONTEXT_TYPES
 from rouse.core.timefmt import human_age, iso_stamp, parse_stamp
 from rouse.core.tree import Tree
 from rouse.pack import currency, semantic
@@ -31,7 +32,7 @@ from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, query_words
 from rouse.probes import baselines, demand, gate, readings
 from rouse.probes import definitions as probes
-from rouse.trust import origins
+from rouse.trust import fence, origins
 from rouse.trust.stampkey import verify
 
 MODES = ("words", "meaning", "both")
@@ -60,18 +61,20 @@ class Hit:
     newer: str | None = None  # a newer note on the same keywords, when no supersedes relates them
     chunk: int | None = None  # by meaning, in a long file: the part that matched (from 1)
     drifted: list[tuple[str, str, str]] = field(default_factory=list)  # (probe, then, now)
+    held: bool = False  # quarantined context: its words are not shown, only how to vouch
 
     def to_json(self) -> dict[str, Any]:
-        """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset."""
+        """The hit for scripts: ``age`` is the mtime in ISO 8601 with the local offset.
+        The file's words are as the text shows them (:mod:`rouse.trust.fence`)."""
         return {
             "path": self.path,
             "kind": self.kind,
             "origin": self.origin,
             "age": iso_stamp(self.mtime),
-            "keywords": self.keywords,
-            "snippet": self.snippet,
-            "probes": dict(self.probes),
-            "updated": _updated(self.updated),
+            "keywords": fence.inline(self.keywords, self.origin),
+            "snippet": self.snippet if self.held else fence.shown(self.snippet, self.origin),
+            "probes": {fence.inline(k, self.origin): v for k, v in self.probes.items()},
+            "updated": _updated(self.updated, self.origin),
             "matched": self.matched,
             "only_log": self.only_log,
             "superseded_by": self.superseded_by,
@@ -82,14 +85,33 @@ class Hit:
         }
 
 
-def _updated(text: str | None) -> str | None:
-    """A note's ``updated:`` in ISO when it reads as a stamp; else as written."""
+def _updated(text: str | None, origin: str) -> str | None:
+    """A note's ``updated:`` in ISO when it reads as a stamp; else as written (quoted by
+    the fence rule of its origin)."""
     if text is None:
         return None
     try:
         return iso_stamp(parse_stamp(text))
     except ValueError:
-        return text
+        return fence.inline(text, origin)
+
+
+def _updated_text(text: str, origin: str) -> str:
+    """A note's ``updated:`` as the text shows it: as written when it reads as a time,
+    else quoted by the fence rule of its origin."""
+    try:
+        parse_stamp(text)
+    except ValueError:
+        return fence.inline(text, origin)
+    return text
+
+
+#: What recall shows of a quarantined context file instead of its words.
+HELD = (
+    "quarantined: its words are not shown (nobody you trust vouches for it). For the owner, "
+    "from outside the agent: review the file, then `rouse stamp --origin owner FILE` vouches "
+    "for it; or delete it"
+)
 
 
 def default_mode() -> str:
@@ -107,6 +129,7 @@ def recall(
     run_probes: bool = True,
     mode: str | None = None,
     notes: list[str] | None = None,
+    key_path: Path | None = None,
 ) -> list[Hit]:
     """Search the tree at ``root`` for ``query``; the best ``limit`` hits, best first.
 
@@ -134,7 +157,7 @@ def recall(
         mode, model = "words", None
         if notes is not None:
             notes.append(f"recall by words only: {exc.render()}")
-    reader = origins.origin_reader(root)
+    reader = origins.origin_reader(root, key_path)
     tree = cached_walk(root, reader.cache_secret)
     with Index(root, model=model) as index:
         index.refresh(tree)
@@ -143,22 +166,25 @@ def recall(
     hits = []
     for match, now_is in shown:
         head = now_is.header
+        origin = _origin(reader, match.rel, now_is.data, head)
+        held = match.kind in CONTEXT_TYPES and fence.held_back(origin, reader.keyed)
         names = [n.strip() for n in (head.get("probes") or "").split(",") if n.strip()]
         mtime = datetime.fromtimestamp(now_is.mtime_ns / 1e9)
         hits.append(
             Hit(
                 path=match.rel,
                 kind=match.kind,
-                origin=_origin(reader, match.rel, now_is.data, head),
+                origin=origin,
                 age=human_age(mtime, now),
-                keywords=(head.get("keywords") or "").strip(),
-                snippet=match.snippet,
-                probes={name: measure(name) for name in names},
-                updated=(head.get("updated") or "").strip() or None,
+                keywords="" if held else (head.get("keywords") or "").strip(),
+                snippet=HELD if held else match.snippet,
+                probes={} if held else {name: measure(name) for name in names},
+                updated=None if held else (head.get("updated") or "").strip() or None,
                 mtime=mtime,
                 matched=_how(match),
                 only_log=match.only_log,
                 chunk=None if match.chunk is None else match.chunk + 1,
+                held=held,
             )
         )
     seen = [(h.path, h.updated or "", h.probes) for h in hits if h.probes]
@@ -230,7 +256,8 @@ def _origin(reader: origins.OriginReader, rel: str, data: bytes, head: Header) -
         written, state = verify(reader.key.secret, rel, data)
     except (ValueError, HeaderError):
         return "unknown"
-    return _as_written_value(written) if state in origins.VERIFIED else "unknown"
+    origin = _as_written_value(written) if state in origins.VERIFIED else "unknown"
+    return reader.kept_fence(rel, origin)
 
 
 def _as_written(head: Header) -> str:
@@ -269,22 +296,27 @@ def render(hits: list[Hit]) -> list[str]:
     """The plain text of ``rouse recall``: each hit's path line, then indented details."""
     lines: list[str] = []
     for hit in hits:
-        keywords = f" — {hit.keywords}" if hit.keywords else ""
+        words = fence.inline(hit.keywords, hit.origin)
+        keywords = f" — {words}" if words else ""
         lines.append(f"{hit.path} [{hit.origin}] ({hit.age}{keywords})")
-        if hit.snippet:
+        if hit.snippet and (hit.held or not fence.quoted(hit.origin)):
             said = "only its log matched: " if hit.only_log else ""
             part = f" (part {hit.chunk})" if hit.chunk is not None else ""
             said = f"near in meaning{part}: " if hit.matched == "meaning" else said
             lines.append(f"  {said}{hit.snippet}")
+        elif hit.snippet:
+            said = "only its log matched, " if hit.only_log else ""
+            lines += fence.block(hit.snippet, hit.origin, f"{said}snippet: ", "  ", "    ")
         if hit.superseded_by:
             on = f" on {hit.superseded_on:%Y-%m-%d}" if hit.superseded_on else ""
             lines.append(f"  superseded by {hit.superseded_by}{on}: not current")
         elif hit.newer:
             lines.append(f"  a newer note on the same keywords exists: {hit.newer}")
         if hit.updated:
-            lines.append(f"  updated: {hit.updated}")
+            lines.append(f"  updated: {_updated_text(hit.updated, hit.origin)}")
         if hit.probes:
-            lines.append("  probes: " + ", ".join(f"{k}={v}" for k, v in hit.probes.items()))
+            shown = (f"{fence.inline(k, hit.origin)}={v}" for k, v in hit.probes.items())
+            lines.append("  probes: " + ", ".join(shown))
         if hit.drifted:
             lines.append(f"  drifted: {baselines.said(hit.drifted)}")
     return lines

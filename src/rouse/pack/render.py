@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rouse.core import body, layout
+from rouse.core import layout
+from rouse.trust import fence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -166,6 +167,9 @@ def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
         return [
             f"{kind} [{entry['slug']}] — {entry['age']} (on disk: no keyword matches the query)"
         ]
+    if fence.quoted(entry["origin"]):  # (no key: context nobody signed, quoted as data)
+        lead = f"{name} [{entry['origin']}] — not standing truth until the owner vouches for it: "
+        return [*fence.block(entry["body"], entry["origin"], lead=lead, inner="  "), ""]
     return [f"{name} [{entry['origin']}]:", entry["body"], ""]
 
 
@@ -173,7 +177,9 @@ def _message_lines(message: Mapping[str, Any] | None) -> list[str]:
     """A reminder's message under its woken or due entry (nothing for other records)."""
     if not message:
         return []
-    return body.message_block(message["lines"], message["more"], message["file"], message["quoted"])
+    return fence.message_block(
+        message["lines"], message["more"], message["file"], message["origin"]
+    )
 
 
 def _left_out_line(kind: str, entry: Mapping[str, Any]) -> str:
@@ -224,8 +230,8 @@ def render_text(
             out.append(f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}")
             out += _message_lines(item.get("message"))
             out.append(f"    at: {item['path']}")
-            if item["line"] and item.get("quoted"):
-                out += body.quoted_block([item["line"]])
+            if item["line"] and fence.quoted(item["origin"]):
+                out += fence.block(item["line"], item["origin"], "its fields: ", "    ", "      ")
             elif item["line"]:
                 out.append(f"    {item['line']}")
         if due_total > due_cap:
@@ -255,7 +261,8 @@ def render_text(
     out.append(line)
     tasks = data.get("tasks") or {}
     for item in tasks.get("running", []):
-        said = f" — latest checkpoint {item['checkpoint']}" if item["checkpoint"] else ""
+        latest = item["checkpoint"]
+        said = f" — latest checkpoint {fence.inline(latest, item['origin'])}" if latest else ""
         out.append(
             f"  running: {item['record']} (attempt {item['attempts'] or '?'}, "
             f"since {item['started'] or '?'}){said}"
@@ -275,7 +282,8 @@ def render_text(
             if group:
                 out.append(f"{label}:")
             for item in group:
-                keywords = f" — {item['keywords']}" if item["keywords"] else ""
+                words = fence.inline(item["keywords"], item["origin"])
+                keywords = f" — {words}" if words else ""
                 out.append(f"  {item['path']} [{item['origin']}] ({item['age']}{keywords})")
                 if item["probes"]:
                     shown = ", ".join(f"{k}={v}" for k, v in item["probes"].items())

@@ -21,6 +21,7 @@ from rouse.core.header import split
 from rouse.core.planned import Survey, instant
 from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
+from rouse.trust import fence
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -384,8 +385,16 @@ def _reminder(record: Record) -> dict[str, Any]:
     return data
 
 
-def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
-    """Why a record is or is not due, as data (``rouse explain --json``)."""
+def explain(tree: Tree, record: Record, now: datetime, origin: str | None = None) -> dict[str, Any]:
+    """Why a record is or is not due, as data (``rouse explain --json``). Its words
+    (fields, the agent's notes) are shown by the fence rule of its effective
+    ``origin`` (default: read with the stamp key, if any)."""
+    if origin is None:
+        from rouse.trust.origins import origin_reader
+
+        reader = origin_reader(tree.root)
+        origin = reader(record)
+        reader.flush()
     decision = clock.evaluate(tree, record, now)
     fields = record.header.fields
     review_every = None
@@ -395,6 +404,7 @@ def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
         "record": display_ids(tree)[record.dir],
         "path": record.dir,
         "type": record.type,
+        "origin": origin,
         "status": clock.status_of(record),
         "open": clock.is_open(record),
         "now": iso_stamp(now),
@@ -413,11 +423,13 @@ def explain(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
         "nudge": decision.nudge,
         "snoozed_until": iso_stamp(decision.snoozed_until),
         "fields": {
-            key: value for key in SHOWN_FIELDS if (value := (record.get(key) or "").strip())
+            key: fence.inline(value, origin)
+            for key in SHOWN_FIELDS
+            if (value := (record.get(key) or "").strip())
         },
-        "problems": [p.render() for p in decision.problems],
+        "problems": [fence.said_of(p, origin) for p in decision.problems],
         "notes": decision.notes,
-        "agent_notes": _agent_notes(tree, record),
+        "agent_notes": [fence.inline(note, origin) for note in _agent_notes(tree, record)],
     }
     if record.type == "reminder":
         data["reminder"] = _reminder(record)
@@ -478,6 +490,7 @@ def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
     else:
         lines.append("not due: nothing will wake it while open records sit under it")
     lines.append(f"moved_at: {_stamp_of(data['moved_at'])} (from {data['moved_from']})")
+    lines.append(f"origin: {data['origin']}")
     for key in ("swept", "own_clock", "stale_at", "review_every", "review_at"):
         if data.get(key):
             lines.append(f"{key}: {_shown(key, data[key])}")

@@ -8,14 +8,15 @@ unreadable clock fields.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import statedir, sweepstate
 from rouse.core.clockfields import FieldProblem
 from rouse.core.timefmt import format_stamp, human_age
-from rouse.core.tree import Tree
+from rouse.core.tree import File, Tree
+from rouse.trust import fence
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -97,11 +98,26 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
     return warnings
 
 
+def problem_lines(
+    tree: Tree, problems: list[FieldProblem], origin_of: Callable[[File], str]
+) -> list[str]:
+    """Unreadable clock fields as a model may see them: a value from a file whose words
+    are quoted is quoted too (:func:`rouse.trust.fence.said_of`)."""
+    if not problems:
+        return []
+    files = {record.rel: record for record in tree.records.values()}
+    return [
+        fence.said_of(p, origin_of(files[p.path]) if p.path in files else "unknown")
+        for p in problems
+    ]
+
+
 def standing_warnings(
     tree: Tree,
     unreadable: list[FieldProblem],
     layers: Mapping[str, Any],
     extra: list[str],
+    origin_of: Callable[[File], str],
     unverified: bool = False,
 ) -> tuple[list[str], list[str]]:
     """The warnings the tree itself gives, those said before :func:`live_warnings`
@@ -116,7 +132,7 @@ def standing_warnings(
             "merge or retire beliefs and motivations"
         )
     after = [f"untrackable: {p.render()}" for p in tree.untrackable]
-    after += [f"unreadable clock field: {p.render()}" for p in unreadable]
+    after += [f"unreadable clock field: {p}" for p in problem_lines(tree, unreadable, origin_of)]
     if unverified:
         after.append(UNVERIFIED)
     return before, after

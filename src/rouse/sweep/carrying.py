@@ -39,7 +39,7 @@ from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
-from rouse.trust.origins import quoted_origins
+from rouse.trust import fence
 
 
 class WorkerQueue:
@@ -120,7 +120,7 @@ class Carrier:
                 read_body(self.root, record.rel),
                 origin,
                 wake_id=key(self.ledger.tree, step.decision),
-                quoted=origin in quoted_origins(self.origins),
+                quoted=fence.quoted(origin),
             )
             held = self.sink.holdable and self.quiet is not None and self.quiet.holds(now)
             known = self.ledger.add(made, self.sink.kind, now, held=held, queued=self.queue)

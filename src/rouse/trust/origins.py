@@ -77,15 +77,6 @@ def effective_origin(file: File) -> str:
     return _normal(file.get("origin"))
 
 
-def quoted_origins(reader: object) -> frozenset[str]:
-    """The origins whose words are shown as quoted data, never as standing truth or an
-    instruction: untrusted, and with a stamp key also what does not verify (``unknown``:
-    the owner vouches by stamping). ``reader``: an :class:`OriginReader`, or any origin
-    function (one without a key)."""
-    keyed = getattr(reader, "keyed", False)
-    return frozenset({"untrusted", "unknown"} if keyed else {"untrusted"})
-
-
 def _normal(value: str | None) -> str:
     value = (value or "").strip().lower()
     return value if value in ORIGINS else "unknown"
@@ -276,6 +267,13 @@ class OriginReader:
             else:
                 return Verdict("untrusted", verdict.written, "once-untrusted")
         return verdict
+
+    def kept_fence(self, rel: str, origin: str) -> str:
+        """``origin``, verified by the caller from bytes it read itself (recall), as the
+        fence reads it: a file once stamped untrusted stays so until the owner vouches."""
+        if self._cache is None:
+            return origin
+        return self._once_untrusted(rel, Verdict(origin, "", "verified")).origin
 
     def stamped(self, rel: str, origin: str) -> None:
         """``rouse stamp`` just signed ``rel`` as ``origin``: remember an untrusted one,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from rouse.core import acts, layout
 from rouse.core.tree import File, Tree
-from rouse.trust.origins import OriginReader, StampFinding, quoted_origins
+from rouse.trust.fence import held_back
+from rouse.trust.origins import OriginReader, StampFinding
 
 #: Verdict states ``check`` names as not signed, and ``stamp --changed`` vouches for.
 UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
@@ -106,7 +107,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
             )
     flagged = {finding.path for finding in findings}
     for context in sorted(tree.context, key=lambda c: c.rel):
-        if context.rel in flagged or reader.verdict(context).origin not in quoted_origins(reader):
+        if context.rel in flagged or not held_back(reader.verdict(context).origin, reader.keyed):
             continue
         findings.append(
             StampFinding(
@@ -138,4 +139,4 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
 def quarantined(tree: Tree, reader: OriginReader) -> list[File]:
     """The context files the pack holds back under this reader (their origin is one to
     quote, never to inject): what a new stamp key would quarantine."""
-    return [c for c in tree.context if reader.verdict(c).origin in quoted_origins(reader)]
+    return [c for c in tree.context if held_back(reader.verdict(c).origin, reader.keyed)]

@@ -60,10 +60,7 @@ def launch(
     run_id = f"w{now:%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
     last = state_path(root, f"runs/{run_id}.last") if kind == "codex" else None
     argv, unflagged = presets.task_command(kind, extra, fields, str(last) if last else None)
-    origin = reader.verdict(record).origin
-    text = prompt.build(
-        root, tree, record, origin, prompt.is_quoted(reader, origin), unflagged, attempt
-    )
+    text = prompt.build(root, tree, record, reader, unflagged, attempt)
     run_env = {
         **env,
         ROUSE_MARKER: "1",  # what the run writes through rouse signs as agent
