@@ -319,11 +319,13 @@ def _changed_since(root: str, since: float, most: int = 50_000) -> bool:
 
 def reason(found: promises.Promise) -> str:
     """What the turn is continued with: what was said, and how to keep it."""
-    from rouse.core.body import message_block
+    from rouse.trust.fence import message_block
 
     said = found.said if len(found.said) <= QUOTE_MOST else found.said[: QUOTE_MOST - 1] + "…"
     lines = [f"{HEAD} ({WHO[found.origin]}):"]
-    lines += message_block([said], 0, "", found.origin == "tool", indent="  ")
+    # a tool's result is quoted data; the user's and the agent's own words are plain
+    spoken = "untrusted" if found.origin == "tool" else "agent"
+    lines += message_block([said], 0, "", spoken, indent="  ")
     lines += [
         "Keep it before you stop: `rouse remind SLUG --due WHEN --body TEXT` (WHEN: mon 9am, "
         "tomorrow 17:00, in 2h), or `rouse new intention SLUG` / `rouse new task SLUG`; "

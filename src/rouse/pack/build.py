@@ -201,8 +201,8 @@ def _due(
 def _replaced(tree: Tree, origin_of: OriginOf) -> set[str]:
     """The paths of notes and context files another one supersedes: never served as
     current. A file held back for its origin supersedes nothing."""
-    held_back = quoted_origins(origin_of)
-    return set(supersession.superseded(tree, lambda f: origin_of(f) not in held_back))
+    keyed = bool(getattr(origin_of, "keyed", False))
+    return set(supersession.superseded(tree, lambda f: not fence.held_back(origin_of(f), keyed)))
 
 
 def _context(

@@ -191,8 +191,9 @@ def recall(
     drifted = baselines.observe(root, reader.cache_secret, seen)
     for hit in hits:
         hit.drifted = drifted.get(hit.path, [])
-    held_back = origins.quoted_origins(reader)
-    successors = supersession.superseded(tree, lambda f: reader(f) not in held_back)
+    successors = supersession.superseded(
+        tree, lambda f: not fence.held_back(reader(f), reader.keyed)
+    )
     reader.flush()
     return currency.arrange(hits, successors)
 

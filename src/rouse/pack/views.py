@@ -434,11 +434,11 @@ def explain(tree: Tree, record: Record, now: datetime, origin: str | None = None
     if record.type == "reminder":
         data["reminder"] = _reminder(record)
         if decision.every is not None:  # a repeating one: its rule, its end, what follows
-            reader = clockfields.FieldReader(record, [])
-            due = reader.stamp("due")
+            fields_of = clockfields.FieldReader(record, [])
+            due = fields_of.stamp("due")
             after = max(now, due) if due is not None else now  # the one after its due
             data["reminder"]["every"] = decision.every.text
-            data["reminder"]["until"] = iso_stamp(reader.stamp("until"))
+            data["reminder"]["until"] = iso_stamp(fields_of.stamp("until"))
             data["reminder"]["next_occurrence"] = iso_stamp(clock.rearmed(record, after))
     return data
 
