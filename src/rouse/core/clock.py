@@ -115,7 +115,7 @@ class Decision(Value):
         #: change when that instant comes (so no plan keeps it)
         self.provisional = False
         #: the readable ``snoozed-until``, holding or past (a record is never due from an
-        #: instant inside it: :func:`_not_inside`)
+        #: instant inside it: :func:`rouse.core.clockplan.verdict`)
         self.snooze: datetime | None = None
         #: the plan's instants (rouse.core.clockplan): when it first comes due, and a
         #: reminder's expiry, nags run out, nagging
