@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 
 from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
+from rouse.core.clockplan import REMINDER, STALE, verdict, wake_of
 from rouse.core.timefmt import (
     FLOOR,
     LATEST,
@@ -83,6 +84,10 @@ class Decision(Value):
         "missed",
         "provisional",
         "snooze",
+        "wake",
+        "expires",
+        "fires_out",
+        "nagging",
     )
     _fields = __slots__
 
@@ -110,8 +115,14 @@ class Decision(Value):
         #: change when that instant comes (so no plan keeps it)
         self.provisional = False
         #: the readable ``snoozed-until``, holding or past (a record is never due from an
-        #: instant inside it: :func:`_not_inside`)
+        #: instant inside it: :func:`rouse.core.clockplan.verdict`)
         self.snooze: datetime | None = None
+        #: the plan's instants (rouse.core.clockplan): when it first comes due, and a
+        #: reminder's expiry, nags run out, nagging
+        self.wake: datetime | None = None
+        self.expires: datetime | None = None
+        self.fires_out = False
+        self.nagging = False
 
     def replace(self, **changes: object) -> Decision:
         """A copy with some fields changed."""
@@ -317,23 +328,15 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
 
     decision.snooze = snoozed = fields.stamp("snoozed-until")
     if snoozed is not None and now < snoozed:
-        # put off: due for no reason before it; then as its arithmetic says (inert once past)
+        # put off: due for no reason before it; then as its arithmetic says (inert once
+        # past, but a record is never due from an instant inside it)
         decision.snoozed_until = snoozed
-        natural = [at for at in (review_at, None if silenced else stale_at) if at is not None]
-        decision.due_at = max(min(natural), snoozed) if natural else None
-    elif review_at is not None and now >= review_at:
-        decision.reason, decision.due_at = "review", _not_inside(review_at, snoozed)
-    elif not silenced and now >= stale_at:
-        decision.reason, decision.due_at = "stale", _not_inside(stale_at, snoozed)
-    elif silenced:
-        decision.due_at = review_at  # only a review can wake a silenced record
+    decision.wake = wake = wake_of(review_at, stale_at, silenced, snoozed)
+    found = verdict(STALE, now, wake, review_at, stale_at)
+    if found is None:
+        decision.due_at = wake  # (only a review can wake a silenced record)
     else:
-        decision.due_at = stale_at if review_at is None else min(review_at, stale_at)
-
-
-def _not_inside(due_at: datetime, snoozed: datetime | None) -> datetime:
-    """When a record came due: never inside a snooze now past (it was put off till its end)."""
-    return snoozed if snoozed is not None and snoozed > due_at else due_at
+        decision.reason, decision.due_at = found
 
 
 def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -> None:
@@ -345,7 +348,7 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
     if nagging:
         fields.integer("max-fires", DEFAULT_MAX_FIRES)
         fields.backoff()
-    expires = fields.stamp("expires")
+    decision.expires = expires = fields.stamp("expires")
     decision.every = every = fields.every()
     if every is not None:
         fields.stamp("until")  # (read for its problem: the series ends only on re-arming)
@@ -359,18 +362,16 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
     if nagging and status_of(record) == "fired":
         decision.notes.append("stuck at 'fired' with a nag: treated as pending and due now")
         due = min(due, now)
-    decision.due_at = due
-    if now < due:
+    decision.nagging = nagging
+    if nagging:
+        decision.fires_out = fires + 1 >= fields.integer("max-fires", DEFAULT_MAX_FIRES)
+    decision.due_at = decision.wake = due
+    found = verdict(REMINDER, now, due, None, None, expires, decision.fires_out, nagging)
+    if found is None:
         return
-    max_fires = fields.integer("max-fires", DEFAULT_MAX_FIRES) if nagging else None
-    if (expires is not None and now >= expires) or (
-        max_fires is not None and fires + 1 >= max_fires
-    ):
-        decision.reason = "expire"
-    else:
-        decision.reason = "nag" if nagging else "due"
-        if every is not None and not nagging:
-            decision.missed = recurrence.count_between(every, _anchor(fields, due), due, now)
+    decision.reason = found[0]
+    if found[0] == "due" and every is not None:
+        decision.missed = recurrence.count_between(every, _anchor(fields, due), due, now)
 
 
 def due(tree: Tree, now: datetime) -> list[Decision]:

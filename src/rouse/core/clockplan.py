@@ -1,27 +1,160 @@
-"""The clock's plan for a record: the instants at which it will come due, and why.
+"""The clock's plan for a record: the instants at which its verdict can turn, and the
+one rule that reads a verdict from them.
 
-:func:`clock_plan` asks :func:`rouse.core.clock.evaluate` once, at ``now``,
-and keeps what stays true while the record and its subtree do not change:
-when it next comes due, when its review and staleness fall, whether a child
-silences it, when a reminder expires. :func:`due_at_time` answers "due at
-``t``, and why?" from those instants alone, by the same rules as the clock,
-so a copy of the plan (the fleet's mirror keeps one per record) stays right
-as time passes, without the file.
+:func:`rouse.core.clock.evaluate` decides at ``now`` and leaves in its decision
+what stays true while neither the record nor its subtree changes: when it next
+comes due (``wake``), when its review and staleness fall, when a reminder
+expires, whether its nags have run out. :func:`verdict` is the one rule that
+turns those instants into "due at ``t``, why, and since when" — the clock
+itself decides through it, so a copy of the plan decides at any later instant
+exactly as the clock would, without the file. :func:`plan_of` takes the
+:class:`Plan` out of a decision; the walk cache (:mod:`rouse.core.planned`)
+stores it as a list of microseconds and the fleet's mirror as columns
+(:meth:`Plan.columns`), both read back through :func:`verdict`.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from rouse.core import clock
-from rouse.core.clockfields import FieldReader
-from rouse.core.tree import Record, Tree
-
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
+
+    from rouse.core.clock import Decision
+    from rouse.core.tree import Tree
+
+#: What a plan follows: never due (closed, backlog), the stale rule, a reminder.
+NEVER, STALE, REMINDER = 0, 1, 2
+
+
+def verdict(
+    kind: int,
+    at: Any,
+    wake: Any,
+    review: Any = None,
+    stale: Any = None,
+    expires: Any = None,
+    fires_out: bool = False,
+    nagging: bool = False,
+) -> tuple[str, Any] | None:
+    """``(reason, due_at)`` if a plan with these instants is due at ``at``, else None.
+
+    THE rule of "is it due", for the clock and every copy of its plan. Instants
+    are anything ordered alike (naive datetimes, aware ones, microseconds).
+    ``wake`` is when it first comes due (a snooze already put it off to its end),
+    so a record is due from ``wake`` on; a review once reached outranks
+    staleness; a due instant is never inside a snooze (never before ``wake``); a
+    reminder past ``expires``, or whose nags have run out, is due to expire.
+    """
+    if wake is None or at < wake:
+        return None
+    if kind == REMINDER:
+        if (expires is not None and at >= expires) or fires_out:
+            return "expire", wake
+        return ("nag" if nagging else "due"), wake
+    if kind != STALE:
+        return None
+    if review is not None and at >= review:
+        return "review", review if review > wake else wake
+    return "stale", stale if stale is not None and stale > wake else wake
+
+
+def wake_of(review: Any, stale: Any, silenced: bool, snooze: Any) -> Any:
+    """When a record on the stale rule first comes due: the earlier of its review and —
+    unless an open record under it silences it — its staleness, put off to the end of
+    a snooze that ends later; None when nothing can wake it."""
+    wake = review
+    if stale is not None and not silenced and (wake is None or stale < wake):
+        wake = stale
+    if wake is not None and snooze is not None and snooze > wake:
+        wake = snooze
+    return wake
+
+
+class Plan:
+    """A record's plan, as :func:`plan_of` takes it from the clock's decision."""
+
+    __slots__ = (
+        "kind",
+        "wake",
+        "review",
+        "stale",
+        "expires",
+        "fires_out",
+        "nagging",
+        "snooze",
+        "silenced",
+        "nudge",
+        "moved",
+        "moved_from",
+        "status",
+        "open",
+    )
+
+    def __init__(self, decision: Decision, kind: int, status: str, is_open: bool) -> None:
+        self.kind = kind
+        self.wake = decision.wake
+        self.review = decision.review_at
+        self.stale = decision.stale_at
+        self.expires = decision.expires
+        self.fires_out = decision.fires_out
+        self.nagging = decision.nagging
+        self.snooze = decision.snooze
+        self.silenced = bool(decision.silenced_by)
+        self.nudge = decision.nudge
+        self.moved = decision.moved_at
+        self.moved_from = decision.moved_from
+        self.status = status
+        self.open = is_open
+
+    def at(self, when: datetime) -> tuple[str, Any] | None:
+        """:func:`verdict` of this plan at ``when``."""
+        return verdict(
+            self.kind,
+            when,
+            self.wake,
+            self.review,
+            self.stale,
+            self.expires,
+            self.fires_out,
+            self.nagging,
+        )
+
+    def columns(self) -> dict[str, Any]:
+        """The plan as the fleet's mirror keeps it (naive local instants; the rows hold
+        them aware). ``wake_why``: the verdict at the wake."""
+        found = None if self.wake is None else self.at(self.wake)
+        return {
+            "status": self.status,
+            "open": self.open,
+            "wake_at": self.wake,
+            "wake_why": None if found is None else found[0],
+            "review_at": self.review if self.kind == STALE else None,
+            "stale_at": self.stale if self.kind == STALE else None,
+            "silenced": self.silenced,
+            "expires_at": self.expires,
+            "nagging": self.nagging,
+            "fires_out": self.fires_out,
+            "nudge": self.nudge,
+            "moved_at": self.moved,
+        }
+
+
+def plan_of(decision: Decision) -> Plan:
+    """The plan in the clock's decision (already made, at its ``now``)."""
+    from rouse.core import clock  # (clock imports this module: the rule above)
+
+    record = decision.record
+    is_open = clock.is_open(record)
+    kind = NEVER
+    if is_open and record.type == "reminder":
+        kind = REMINDER
+    elif is_open and record.type in clock.STALE_LEVELS:
+        kind = STALE
+    return Plan(decision, kind, clock.status_of(record), is_open)
 
 
 def aware(value: datetime | None) -> datetime | None:
@@ -35,7 +168,7 @@ def aware(value: datetime | None) -> datetime | None:
 
 
 def no_plan() -> dict[str, Any]:
-    """Every key of a plan, as for a file with no clock (context, a note): never due."""
+    """Every column of a plan, as for a file with no clock (context, a note): never due."""
     return {
         "status": None,
         "open": None,
@@ -52,87 +185,23 @@ def no_plan() -> dict[str, Any]:
     }
 
 
-def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
-    """The clock's plan for ``record``: the instants :func:`due_at_time` needs.
+def clock_plan(tree: Tree, record: Any, now: datetime) -> dict[str, Any]:
+    """The columns of ``record``'s plan from ``now`` on (the fleet's mirror)."""
+    from rouse.core import clock
 
-    Valid at every ``t >= now`` while neither the record nor its subtree
-    changes. Instants are naive local times, as the clock's; the rows hold
-    them aware (with the local offset), for a database shared across time zones.
-    """
-    return plan_of(tree, clock.evaluate(tree, record, now))
+    return plan_of(clock.evaluate(tree, record, now)).columns()
 
 
-def plan_of(tree: Tree, decision: clock.Decision) -> dict[str, Any]:
-    """:func:`clock_plan` from the clock's decision at its ``now`` (already made)."""
-    record = decision.record
-    is_open = clock.is_open(record)
-    plan = no_plan()
-    plan.update(
-        status=clock.status_of(record),
-        open=is_open,
-        nudge=decision.nudge,
-        moved_at=decision.moved_at,
+def due_at_time(row: Any, when: datetime) -> tuple[str, datetime] | None:
+    """:func:`verdict` of a mirrored row (``mirror_files``' columns) at ``when`` (aware)."""
+    kind = REMINDER if row["kind"] == "reminder" else STALE
+    return verdict(
+        kind,
+        when,
+        row["wake_at"],
+        row["review_at"],
+        row["stale_at"],
+        row["expires_at"],
+        bool(row["fires_out"]),
+        bool(row["nagging"]),
     )
-    if not is_open:
-        return plan
-    if record.type == "reminder":
-        fields = FieldReader(record, [])
-        nagging = clock.is_nagging(record)
-        assert decision.moved_at is not None
-        due = fields.stamp("due") or decision.moved_at
-        if nagging and clock.status_of(record) == "fired":
-            # stuck at fired with a nag: due now, whenever now is (the clock's
-            # own ``min(due, now)``); the last move is a stable instant for that
-            due = min(due, decision.moved_at)
-        expires = fields.stamp("expires")
-        fires_out = nagging and decision.nudge >= fields.integer(
-            "max-fires", clock.DEFAULT_MAX_FIRES
-        )
-        plan.update(
-            nagging=nagging,
-            fires_out=fires_out,
-            expires_at=expires,
-            wake_at=due,
-        )
-        if (expires is not None and due >= expires) or fires_out:
-            plan["wake_why"] = "expire"
-        else:
-            plan["wake_why"] = "nag" if nagging else "due"
-        return plan
-    if clock.LEVELS[record.type].stale_after is None:
-        return plan  # backlog: never swept
-    silenced = bool(decision.silenced_by)
-    review_at, stale_at = decision.review_at, decision.stale_at
-    plan.update(silenced=silenced, review_at=review_at, stale_at=stale_at)
-    candidates = [(review_at, "review")] if review_at is not None else []
-    if not silenced and stale_at is not None:
-        candidates.append((stale_at, "stale"))
-    if candidates:
-        at, why = min(candidates, key=lambda pair: (pair[0], pair[1] != "review"))
-        snoozed = decision.snooze  # (holding or past)
-        if snoozed is not None and snoozed > at:  # put off: nothing wakes it before
-            at = snoozed
-            why = "review" if review_at is not None and review_at <= at else "stale"
-        plan.update(wake_at=at, wake_why=why)
-    return plan
-
-
-def due_at_time(plan: Any, when: datetime) -> tuple[str, datetime] | None:
-    """``(reason, due_at)`` if a record with this plan is due at ``when`` (aware), else None.
-
-    ``plan`` is a mapping of the plan's columns (a row of ``mirror_files``
-    works). The same rules as :func:`rouse.core.clock.evaluate`.
-    """
-    wake_at = plan["wake_at"]
-    if wake_at is None or when < wake_at:
-        return None
-    if plan["kind"] == "reminder":
-        expires = plan["expires_at"]
-        if (expires is not None and when >= expires) or plan["fires_out"]:
-            return "expire", wake_at
-        return ("nag" if plan["nagging"] else "due"), wake_at
-    # (never inside a snooze now past: the wake, which a snooze puts off, bounds it)
-    review_at = plan["review_at"]
-    if review_at is not None and when >= review_at:
-        return "review", max(review_at, wake_at)
-    return "stale", max(plan["stale_at"], wake_at)

@@ -18,9 +18,11 @@ clock's instants are naive local times; this keeps their order exactly)::
     [since, kind, wake, why, review, stale, expires, fires_out, snooze, nudge,
      moved, moved_from]
 
-``kind`` is 0 (never due), 1 (the stale rule) or 2 (a reminder); ``0`` in
-place of the list marks a record the clock must always evaluate afresh (a
-field it cannot read, a repeating reminder, a nag stuck at fired).
+``kind`` is 0 (never due), 1 (the stale rule) or 2 (a reminder), ``why`` 1
+for a nagging reminder; ``0`` in place of the list marks a record the clock
+must always evaluate afresh (a field it cannot read, a repeating reminder, a
+nag stuck at fired, a stamp later than now below it). What a plan says at an
+instant is :func:`rouse.core.clockplan.verdict`'s, the clock's own rule.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import heapq
 from datetime import datetime, timedelta
 
 from rouse.core import clock
-from rouse.core.clockplan import plan_of
+from rouse.core.clockplan import REMINDER, plan_of, verdict
 from rouse.core.tree import Record, Tree
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
@@ -44,8 +46,6 @@ EPOCH = datetime(1970, 1, 1)
 MICROSECOND = timedelta(microseconds=1)
 MOVED_FROM = ("last-moved", "opened", "mtime")
 _MOVED_FROM = {name: index for index, name in enumerate(MOVED_FROM)}
-REMINDER_WHY = ("due", "nag")
-NEVER, STALE, REMINDER = 0, 1, 2
 #: a plan's length (anything else is not a plan: the clock evaluates afresh)
 SIZE = 12
 #: what a malformed stored plan can raise while it is read (then: evaluate afresh)
@@ -70,73 +70,31 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     """The clock's plan for ``record`` from ``now`` on, as the cache stores it;
     0 when the clock must evaluate it afresh every time. ``at``: ``micros(now)``.
 
-    Runs for every record of a first walk: a record on the stale rule (almost
-    all of them) or a closed one is planned straight from the clock's decision;
-    a reminder through :func:`rouse.core.clockplan.plan_of`."""
+    Runs for every record of a first walk: the :class:`rouse.core.clockplan.Plan`
+    in the clock's decision, its instants in microseconds."""
     decision = clock.evaluate(tree, record, now)
     if decision.problems or decision.every is not None or decision.provisional:
         # its warnings are the clock's to give; a series counts what it missed; a
         # stamp passed over as later than now will be read once now reaches it
         return 0
+    if decision.nagging and clock.status_of(record) == "fired":
+        return 0  # a nag stuck at fired: due since "now", whenever now is
     if at is None:
         at = (now - EPOCH) // MICROSECOND
-    moved = decision.moved_at
-    assert moved is not None
-    snoozed = decision.snooze  # (holding or past: a past one still bounds due_at)
-    snooze = None if snoozed is None else (snoozed - EPOCH) // MICROSECOND
-    moved_from = _MOVED_FROM[decision.moved_from]
-    moved_at = (moved - EPOCH) // MICROSECOND
-    if record.open_memo:  # (evaluate has memoised is_open)
-        kind = record.type
-        if kind == "reminder":
-            return _reminder_plan(
-                tree, decision, at, [snooze, decision.nudge, moved_at, moved_from]
-            )
-        if kind in clock.STALE_LEVELS:
-            # (plan_of's rule: the earlier of review and — unless a child silences
-            # it — staleness; a snooze that ends later puts it off)
-            review, stale = decision.review_at, decision.stale_at
-            wake = review
-            if stale is not None and not decision.silenced_by and (wake is None or stale < wake):
-                wake = stale
-            if wake is not None and snoozed is not None and snoozed > wake:
-                wake = snoozed
-            return [
-                at,
-                STALE,
-                None if wake is None else (wake - EPOCH) // MICROSECOND,
-                0,
-                None if review is None else (review - EPOCH) // MICROSECOND,
-                None if stale is None else (stale - EPOCH) // MICROSECOND,
-                None,
-                0,
-                snooze,
-                decision.nudge,
-                moved_at,
-                moved_from,
-            ]
-    return [at, NEVER, None, 0, None, None, None, 0, snooze, decision.nudge, moved_at, moved_from]
-
-
-def _reminder_plan(
-    tree: Tree, decision: clock.Decision, at: int, tail: list[Any]
-) -> list[Any] | int:
-    """An open reminder's plan (0 for a nag stuck at fired: due since "now", whenever now is)."""
-    record = decision.record
-    if clock.is_nagging(record) and clock.status_of(record) == "fired":
-        return 0
-    plan = plan_of(tree, decision)
-    why = plan["wake_why"]
+    plan = plan_of(decision)
     return [
         at,
-        REMINDER,
-        micros(plan["wake_at"]),
-        REMINDER_WHY.index(why) if why in REMINDER_WHY else 0,
-        micros(plan["review_at"]),
-        micros(plan["stale_at"]),
-        micros(plan["expires_at"]),
-        int(bool(plan["fires_out"])),
-        *tail,
+        plan.kind,
+        micros(plan.wake),
+        int(plan.nagging),
+        micros(plan.review),
+        micros(plan.stale),
+        micros(plan.expires),
+        int(plan.fires_out),
+        micros(plan.snooze),
+        plan.nudge,
+        micros(plan.moved),
+        _MOVED_FROM[plan.moved_from],
     ]
 
 
@@ -151,24 +109,10 @@ def _verdict(record: Record, plan: list[Any], at: int) -> tuple[Any, ...]:
     (``still``: what the pack orders its due list by, as :func:`clock.still_since`).
     Every value checked, so that making the decision cannot fail."""
     kind = plan[1]
-    if kind == REMINDER:
-        expires = plan[6]
-        if (expires is not None and at >= expires) or plan[7]:
-            reason = "expire"
-        else:
-            reason = REMINDER_WHY[plan[3]]
-        due_at = plan[2]
-    elif kind == STALE:
-        review = plan[4]
-        if review is not None and at >= review:
-            reason, due_at = "review", review
-        else:
-            reason, due_at = "stale", plan[5]
-        snooze = plan[8]  # (the clock's _not_inside: due from a past snooze's end)
-        if snooze is not None and due_at is not None and snooze > due_at:
-            due_at = snooze
-    else:
-        raise ValueError("a plan that is never due has a wake")
+    found = verdict(kind, at, plan[2], plan[4], plan[5], plan[6], bool(plan[7]), bool(plan[3]))
+    if found is None:
+        raise ValueError("a plan that is not due has a wake before now")
+    reason, due_at = found
     moved, nudge, moved_from = plan[10], plan[9], MOVED_FROM[plan[11]]
     if not (
         type(due_at) is int

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse.core.body import log_entries, split_log
-from rouse.core.clock import OUTCOMES, Decision, rearmed
+from rouse.core.clock import OUTCOMES, Decision, is_nagging, rearmed
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.timefmt import format_stamp, human_age, parse_stamp
@@ -172,7 +172,7 @@ def first_line(decision: Decision, now: datetime) -> str:
     if record.type == "reminder":
         due_at = decision.due_at or now
         line = f"{record.id} — due {human_age(due_at, now)}"
-        if (record.get("nag") or "").strip():
+        if is_nagging(record):  # (an unreadable nag is absent: a one-shot)
             first = (record.get("set") or "").strip() or (record.get("due") or "").strip()
             try:
                 first = format_stamp(parse_stamp(first))
