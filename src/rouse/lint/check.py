@@ -69,16 +69,20 @@ def _quoted_values(tree: Tree, findings: list[Finding], origins: OriginReader) -
     files: dict[str, File] = {
         f.rel: f for f in (*tree.records.values(), *tree.notes, *tree.context)
     }
+    contexts = {c.rel for c in tree.context}
     shown = []
     for finding in findings:
         file = files.get(finding.path)
         origin = origins(file) if file is not None else ""
         message = finding.message
         if file is not None and fence.quoted(origin):
+            # a quarantined context file's words are shown nowhere, quoted or not
+            held = file.rel in contexts and fence.held_back(origin, origins.keyed)
             for value in sorted(file.header.fields.values(), key=len, reverse=True):
+                said = "(a value held back: the file is quarantined)" if held else None
                 for form in {repr(value), repr(value.strip())}:
                     if value.strip() and form in message:
-                        message = message.replace(form, fence.inline(value, origin))
+                        message = message.replace(form, said or fence.inline(value, origin))
         shown.append(Finding(finding.level, finding.path, message, finding.line))
     return shown
 
