@@ -182,7 +182,7 @@ def test_stamp_as_the_agent_still_works_inside_a_session(keyed: tuple[Path, Path
     assert signed_as(root, key) == ("owner", "verified")  # --if-changed kept it
 
 
-def test_an_owners_reminder_is_followed_in_the_pack_and_the_prompt_hook(
+def test_an_owners_reminder_is_followed_in_the_pack_and_both_hooks(
     keyed: tuple[Path, Path],
 ) -> None:
     root, key = keyed  # a one-shot reminder typed by the owner, due, swept, then shown
@@ -215,6 +215,17 @@ def test_an_owners_reminder_is_followed_in_the_pack_and_the_prompt_hook(
     )
     assert "says: Pay the rent today" in prompt.stdout
     assert "untrusted" not in prompt.stdout
+    # the Stop hook wakes an idle session with the same text as the prompt hook's
+    from datetime import datetime
+
+    from rouse.agents import prompt_hook
+
+    os.environ["ROUSE_STAMP_KEY"] = str(key)  # (the autouse fixture restores it)
+    found, _ = prompt_hook.take_new(root, "idle")
+    assert found, "the idle session was given no wake"
+    idle = prompt_hook.render(found, datetime(2026, 3, 14, 12, 3), idle=True)
+    assert "says: Pay the rent today" in idle
+    assert "untrusted" not in idle and "not signed" not in idle
 
 
 def test_wire_offers_claude_code_the_rule_that_hides_the_key(
