@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from rouse.core.cachefmt import VERSION as WALK_CACHE_VERSION
+
 OVERDUE = "2099-01-02 09:00"  # the example tree's intention and reminder are due then
 
 
@@ -54,7 +56,7 @@ def answered(done: subprocess.CompletedProcess[str]) -> None:
 
 NESTED = "[" * 1000 + "\n"
 STATE_FILES = {
-    "cache/walk.json": "rouse-walk-cache 7 -\n" + NESTED,
+    "cache/walk.json": f"rouse-walk-cache {WALK_CACHE_VERSION} -\n" + NESTED,
     "cache/origins.json": NESTED,
     "sweep.json": NESTED,
     "sweep.lock": NESTED,
@@ -95,7 +97,7 @@ def test_the_walk_cache_is_rewritten_after_it_was_refused(memory: Path) -> None:
     answered(rouse(memory, "pack"))
     cache.write_text(STATE_FILES["cache/walk.json"])
     answered(rouse(memory, "pack"))
-    assert cache.read_bytes().startswith(b"rouse-walk-cache 7 ")
+    assert cache.read_bytes().startswith(f"rouse-walk-cache {WALK_CACHE_VERSION} ".encode())
     assert b"[[[[" not in cache.read_bytes()
 
 
