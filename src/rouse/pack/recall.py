@@ -278,6 +278,7 @@ def render(hits: list[Hit]) -> list[str]:
             lines.append(f"  {said}{hit.snippet}")
         elif hit.snippet:
             said = "only its log matched, " if hit.only_log else ""
+            said = "near in meaning, " if hit.matched == "meaning" else said
             lines += fence.block(hit.snippet, hit.origin, f"{said}snippet: ", "  ", "    ")
         if hit.updated:
             lines.append(f"  updated: {_updated_text(hit.updated, hit.origin)}")
