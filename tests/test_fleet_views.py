@@ -262,7 +262,7 @@ def test_fleet_recall_ranks_keywords_over_path_over_body_with_provenance(
     assert heads[0].startswith(f"{a[:8]} {NOTES}/alpha.md [owner: verified]")
     assert heads[1].startswith(f"{b[:8]} {NOTES}/zebra.md [agent: as-written]")
     assert f"{c[:8]} {NOTES}/gamma.md [unknown: unstamped] (" in "\n".join(heads[2:4])
-    assert "  A zebra crossed." in out.splitlines()
+    assert "    A zebra crossed." in out.splitlines()  # (unknown: quoted as data)
 
     code, out, _ = rouse(
         capsys, "--now", AT, "fleet", "recall", "zebra", "okapi", "--ledger", fleet, "--json"
@@ -382,9 +382,10 @@ def test_fleet_recall_marks_a_cut_snippet_with_an_ellipsis(
     code, out, _ = rouse(capsys, "fleet", "recall", "zebra", "--ledger", fleet, "--json")
     assert code == 0
     snippets = {h["path"]: h["snippet"] for h in json.loads(out)}
-    cut = snippets[f"{NOTES}/long.md"]
+    # (no origin: the snippets are quoted as data, not signed)
+    cut = snippets[f"{NOTES}/long.md"].splitlines()[2]
     assert cut.startswith("…") and cut.endswith("…") and "zebra" in cut
-    assert snippets[f"{NOTES}/short.md"] == "A zebra."  # whole: no ellipsis
+    assert snippets[f"{NOTES}/short.md"].splitlines()[2] == "A zebra."  # whole: no ellipsis
 
 
 def test_fleet_recall_snippets_show_no_log_markup(

@@ -103,7 +103,9 @@ def test_a_due_record_gets_one_wake_then_its_stamp(stale: Path, logs: list[str])
     assert name == "20260314-120000-intention-ship.md"
     text = (stale / ".rouse/nudges" / name).read_text()
     assert text.startswith(f"intention/ship — nudge 1, last moved 3h ago\nat: {SHIP}\n")
-    assert "closes-when: the release is tagged\norigin: unknown\n\nShip the release.\n" in text
+    # (no key: nobody signed it, so its fields and body are quoted as data)
+    quoted = "closes-when: the release is tagged\n\nShip the release.\n```\n"
+    assert f"origin: unknown\n\n{wake.NOTES['unknown']}\n```text\n{quoted}" in text
     after = (stale / f"{SHIP}/intention.md").read_bytes()
     assert fields(stale, f"{SHIP}/intention.md")["swept"] == stamp(NOW)
     assert fields(stale, f"{SHIP}/intention.md")["nudges"] == "1"

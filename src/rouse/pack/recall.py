@@ -307,6 +307,7 @@ def render(hits: list[Hit]) -> list[str]:
             lines.append(f"  {said}{hit.snippet}")
         elif hit.snippet:
             said = "only its log matched, " if hit.only_log else ""
+            said = "near in meaning, " if hit.matched == "meaning" else said
             lines += fence.block(hit.snippet, hit.origin, f"{said}snippet: ", "  ", "    ")
         if hit.superseded_by:
             on = f" on {hit.superseded_on:%Y-%m-%d}" if hit.superseded_on else ""
