@@ -106,7 +106,7 @@ def test_a_hand_written_future_last_moved_does_not_take_an_owners_intention_off_
 
     init = [sys.executable, "-m", "rouse", "init", str(tmp_path), "--now", "2026-03-14 08:00"]
     assert subprocess.run(init, env=env, capture_output=True, timeout=60).returncode == 0
-    assert rouse("stamp", "--init-key").returncode == 0
+    assert (tmp_path / "keys" / "stamp.key").exists()  # init made the key (signed by default)
     made = rouse("new", "intention", "ship", "--set", "closes-when=x", "--now", "2026-03-14 08:00")
     assert made.returncode == 0, made.stderr
     signed = rouse("stamp", "--origin", "owner", str(tmp_path / "memory" / SHIP / "intention.md"))

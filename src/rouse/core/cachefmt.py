@@ -106,7 +106,7 @@ def load_header(data: dict[str, str] | list[Any]) -> Header:
     return header
 
 
-VERSION = 8  # 8: plans made by the 0.4 clock (DST instants, future stamps)
+VERSION = 9  # 8: plans made by the 0.4 clock (DST instants, future stamps); 9: real micros
 #: the first line of the file: magic, version, MAC (or "-" when unkeyed)
 MAGIC = b"rouse-walk-cache"
 

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
-from rouse.core.clockplan import REMINDER, STALE, verdict, wake_of
+from rouse.core.clockplan import REMINDER, STALE, decide, wake_of
 from rouse.core.timefmt import (
     FLOOR,
     LATEST,
@@ -332,7 +332,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
         # past, but a record is never due from an instant inside it)
         decision.snoozed_until = snoozed
     decision.wake = wake = wake_of(review_at, stale_at, silenced, snoozed)
-    found = verdict(STALE, now, wake, review_at, stale_at)
+    found = decide(STALE, now, wake, review_at, stale_at)
     if found is None:
         decision.due_at = wake  # (only a review can wake a silenced record)
     else:
@@ -366,7 +366,7 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
     if nagging:
         decision.fires_out = fires + 1 >= fields.integer("max-fires", DEFAULT_MAX_FIRES)
     decision.due_at = decision.wake = due
-    found = verdict(REMINDER, now, due, None, None, expires, decision.fires_out, nagging)
+    found = decide(REMINDER, now, due, None, None, expires, decision.fires_out, nagging)
     if found is None:
         return
     decision.reason = found[0]

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from rouse.core import timefmt
+
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
@@ -60,6 +62,34 @@ def verdict(
     if review is not None and at >= review:
         return "review", review if review > wake else wake
     return "stale", stale if stale is not None and stale > wake else wake
+
+
+def decide(
+    kind: int,
+    at: datetime,
+    wake: datetime | None,
+    review: datetime | None = None,
+    stale: datetime | None = None,
+    expires: datetime | None = None,
+    fires_out: bool = False,
+    nagging: bool = False,
+) -> tuple[str, datetime] | None:
+    """:func:`verdict` on naive local times, compared as the real instants they name
+    (:func:`timefmt.micros`: in the hour a fall-back night repeats, naive times that
+    read alike are an hour apart, and ``fold`` says which)."""
+    named: dict[int, datetime] = {}
+
+    def key(value: datetime | None) -> int | None:
+        if value is None:
+            return None
+        found = timefmt.micros(value)
+        named[found] = value
+        return found
+
+    found = verdict(
+        kind, key(at), key(wake), key(review), key(stale), key(expires), fires_out, nagging
+    )
+    return None if found is None else (found[0], named[found[1]])
 
 
 def wake_of(review: Any, stale: Any, silenced: bool, snooze: Any) -> Any:
@@ -112,7 +142,7 @@ class Plan:
 
     def at(self, when: datetime) -> tuple[str, Any] | None:
         """:func:`verdict` of this plan at ``when``."""
-        return verdict(
+        return decide(
             self.kind,
             when,
             self.wake,

@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
-from rouse.core import clock
+from rouse.core import clock, timefmt
 from rouse.core.clockplan import REMINDER, plan_of, verdict
 from rouse.core.tree import Record, Tree
 
@@ -53,17 +53,13 @@ BAD_PLAN = (TypeError, ValueError, IndexError, OverflowError, KeyError)
 
 
 def micros(value: datetime | None) -> int | None:
-    """A naive instant as whole microseconds since the naive epoch (None stays None)."""
-    if value is None:
-        return None
-    return (value - EPOCH) // MICROSECOND
+    """A naive instant as whole microseconds (:func:`timefmt.micros`; None stays None)."""
+    return None if value is None else timefmt.micros(value)
 
 
 def instant(value: int | None) -> datetime | None:
     """The inverse of :func:`micros`."""
-    if value is None:
-        return None
-    return EPOCH + timedelta(microseconds=value)
+    return None if value is None else timefmt.from_micros(value)
 
 
 def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) -> list[Any] | int:
@@ -80,7 +76,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     if decision.nagging and clock.status_of(record) == "fired":
         return 0  # a nag stuck at fired: due since "now", whenever now is
     if at is None:
-        at = (now - EPOCH) // MICROSECOND
+        at = timefmt.micros(now)
     plan = plan_of(decision)
     return [
         at,

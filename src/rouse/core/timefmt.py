@@ -170,6 +170,35 @@ def real(value: datetime) -> datetime:
     return value + timedelta(seconds=shift)
 
 
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(value: datetime) -> int:
+    """A naive local time as whole microseconds, ordered as the real instants are: in
+    a zone with DST, microseconds since the Unix epoch, so the hour a fall-back night
+    repeats is ordered by its ``fold`` (01:30 the second time is after 01:59 the
+    first); elsewhere (or out of the system's range) since the naive epoch."""
+    if time.daylight:
+        try:
+            seconds = int(value.replace(microsecond=0).timestamp())
+            return seconds * 1_000_000 + value.microsecond
+        except (OverflowError, OSError, ValueError):
+            pass
+    return (value - _NAIVE_EPOCH) // _MICROSECOND
+
+
+def from_micros(value: int) -> datetime:
+    """The inverse of :func:`micros` (the naive local time, its ``fold`` kept)."""
+    if time.daylight:
+        try:
+            whole, part = divmod(value, 1_000_000)
+            return datetime.fromtimestamp(whole).replace(microsecond=part)
+        except (OverflowError, OSError, ValueError):
+            pass
+    return _NAIVE_EPOCH + timedelta(microseconds=value)
+
+
 def after(base: datetime, elapsed: timedelta, days: int = 0) -> datetime:
     """``days`` calendar days after ``base`` at the same wall-clock time, then
     ``elapsed`` real time later: a real instant. May raise OverflowError."""

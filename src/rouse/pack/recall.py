@@ -300,15 +300,15 @@ def render(hits: list[Hit]) -> list[str]:
         words = fence.inline(hit.keywords, hit.origin)
         keywords = f" — {words}" if words else ""
         lines.append(f"{hit.path} [{hit.origin}] ({hit.age}{keywords})")
-        if hit.snippet and (hit.held or not fence.quoted(hit.origin)):
-            said = "only its log matched: " if hit.only_log else ""
+        if hit.snippet:
+            how = "only its log matched" if hit.only_log else ""
             part = f" (part {hit.chunk})" if hit.chunk is not None else ""
-            said = f"near in meaning{part}: " if hit.matched == "meaning" else said
-            lines.append(f"  {said}{hit.snippet}")
-        elif hit.snippet:
-            said = "only its log matched, " if hit.only_log else ""
-            said = "near in meaning, " if hit.matched == "meaning" else said
-            lines += fence.block(hit.snippet, hit.origin, f"{said}snippet: ", "  ", "    ")
+            how = f"near in meaning{part}" if hit.matched == "meaning" else how
+            if hit.held or not fence.quoted(hit.origin):
+                lines.append(f"  {how + ': ' if how else ''}{hit.snippet}")
+            else:
+                lead = f"{how + ', ' if how else ''}snippet: "
+                lines += fence.block(hit.snippet, hit.origin, lead, "  ", "    ")
         if hit.superseded_by:
             on = f" on {hit.superseded_on:%Y-%m-%d}" if hit.superseded_on else ""
             lines.append(f"  superseded by {hit.superseded_by}{on}: not current")

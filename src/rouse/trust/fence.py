@@ -173,10 +173,16 @@ you by it:
 
 def said_of(problem: Any, origin: str) -> str:
     """A clock field that cannot be read (a ``FieldProblem``), as a model may see it: its
-    own message when the file's words are plain; else where and which field, the value
-    quoted by the rule (a message quoting the value itself could carry any words)."""
-    if not quoted(origin) or not str(problem.value).strip():
-        return str(problem.render())
+    own message when the file's words are plain; else the same message with the value
+    quoted by the rule where it names it whole, or where and which field with the value
+    quoted (a message that quotes only part of the value could carry any words)."""
+    said = str(problem.render())
+    raw = str(problem.value)
+    if not quoted(origin) or not raw.strip():
+        return said
+    value = inline(raw, origin)
+    for form in (repr(raw), repr(raw.strip())):
+        if form in said:  # rouse's own words around it, the value in its code span
+            return said.replace(form, value)
     where = problem.path if problem.line is None else f"{problem.path}:{problem.line}"
-    value = inline(str(problem.value), origin)
     return f"{where}: '{problem.key}' cannot be read as written, {value}: the clock falls back"
