@@ -12,7 +12,9 @@ holds no promise, brings none.
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +49,11 @@ def machine(tmp_path: Path, model: Model) -> Machine:
     machine = Machine(tmp_path, model)
     machine.rouse_on_path = True  # the model's Bash tool calls rouse by name
     machine.wire(claude_hooks=True)
+    # what the set-up wrote is older than the turn: a file changed in the second before
+    # the prompt would read as a record the turn kept (the check's one-second margin)
+    then = time.time() - 30
+    for path in (machine.project / "memory").rglob("*"):
+        os.utime(path, (then, then), follow_symlinks=False)
     return machine
 
 
