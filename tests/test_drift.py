@@ -152,14 +152,17 @@ def test_review_on_the_command_line(tree: Path, tmp_path: Path) -> None:
 TTL_PROBES = PROBES.replace("cmd: cat version.txt\n", "cmd: cat version.txt\nttl: 1h\n")
 
 
-def sweep(root: Path, tmp_path: Path, minute: int) -> subprocess.CompletedProcess[str]:
+def sweep(
+    root: Path, tmp_path: Path, minute: int, *extra: str, probes: str = ""
+) -> subprocess.CompletedProcess[str]:
     """``rouse sweep --once`` at 12:MM of a day ahead of any file's mtime: each step of a
     test has its own minute, so "after the wake" never hangs on a wall-clock second."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
     env["ROUSE_STAMP_KEY"] = str(tmp_path / "no-key")
+    env["ROUSE_PROBES"] = probes
     done = subprocess.run(
         [sys.executable, "-m", "rouse", "--memory", str(root), "--now", f"2099-01-01 12:{minute:02d}",
-         "sweep", "--once"],
+         "sweep", "--once", *extra],
         env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -285,3 +288,29 @@ def test_a_tree_whose_notes_cite_no_probes_runs_none(make_tree: MakeTree, tmp_pa
     sweep(root, tmp_path, 1)
     assert not (root / ".rouse" / "probes.json").exists()
     assert not (root / ".rouse" / baselines.FILE).exists()
+
+
+def test_a_drift_wake_goes_into_the_ticks_digest(make_tree: MakeTree, tmp_path: Path) -> None:
+    root = make_tree({"inventory/probes.md": TTL_PROBES, REL: NOTE})
+    (root / "version.txt").write_text("1.29\n")
+    got = tmp_path / "got.txt"
+    digest = ("--sink", "exec", "--digest", "--sink-cmd", f"sh -c 'cat >> {got}'")
+    sweep(root, tmp_path, 1, *digest)
+    (root / "version.txt").write_text("1.31\n")
+    expire_readings(root)
+    sweep(root, tmp_path, 2, *digest)
+    with sqlite3.connect(root / ".rouse" / "ledger.sqlite3") as db:
+        rows = db.execute("SELECT reason, state, digest IS NOT NULL FROM wakes").fetchall()
+    assert rows == [("drifted", "delivered", 1)]
+    assert "written when staging-version read 1.29; it reads 1.31 now" in got.read_text()
+
+
+def test_probes_turned_off_run_nothing_and_wake_nobody(make_tree: MakeTree, tmp_path: Path) -> None:
+    root = make_tree({"inventory/probes.md": TTL_PROBES, REL: NOTE})
+    (root / "version.txt").write_text("1.29\n")
+    sweep(root, tmp_path, 1)
+    (root / "version.txt").write_text("1.31\n")
+    expire_readings(root)
+    sweep(root, tmp_path, 2, probes="off")
+    assert drift_wakes(root) == []
+    assert not (root / ".rouse" / "probes.json").exists()  # the probe did not run

@@ -114,18 +114,18 @@ def waiting(root: Path) -> bool:
         return statedir.path_problem(root, DIR, directory=True) is not None
 
 
-def note_answered(tree: Tree, nudge: Nudge, done: acts.Acts) -> bool:
-    """Is a wake about a note's drift (its ``at:`` is the note's path) answered? When
+def note_answered(tree: Tree, rel: str, at: datetime, done: acts.Acts) -> bool:
+    """Is a wake made at ``at`` about the drift of the note ``rel`` answered? When
     the note is gone, was reviewed at or after the wake (``rouse review`` notes the act,
     to the second), or its file changed in a later second (rewritten). Nothing is
     stamped in a note for its wake."""
-    note = next((n for n in tree.notes if n.rel == nudge.record_dir), None)
+    note = next((n for n in tree.notes if n.rel == rel), None)
     if note is None:
         return True
     act = done.get(note.rel)
-    if act is not None and act >= nudge.at.replace(microsecond=0):
+    if act is not None and act >= at.replace(microsecond=0):
         return True
-    return note.mtime >= nudge.at + timedelta(seconds=1)
+    return note.mtime >= at + timedelta(seconds=1)
 
 
 def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "") -> bool:
@@ -216,7 +216,7 @@ def standing(tree: Tree, found: list[Nudge], done: acts.Acts) -> list[Nudge]:
     live = []
     for nudge in latest.values():
         if nudge.reason == DRIFTED:
-            if not note_answered(tree, nudge, done):
+            if not note_answered(tree, nudge.record_dir, nudge.at, done):
                 live.append(nudge)
             continue
         record = tree.records.get(nudge.record_dir)

@@ -49,7 +49,7 @@ class NudgeArchive:
         for nudge in self._nudges:
             record = tree.records.get(nudge.record_dir)
             if nudge.reason == nudges.DRIFTED:  # a note's: it has no record
-                acted = nudges.note_answered(tree, nudge, done)
+                acted = nudges.note_answered(tree, nudge.record_dir, nudge.at, done)
             elif record is None:
                 acted = not any(p.startswith(nudge.record_dir + "/") for p in untrackable)
             else:

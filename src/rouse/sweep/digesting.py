@@ -210,5 +210,7 @@ class DigestSender:
 
 def _answered(tree: Tree, made: Wake, done: acts.Acts) -> bool:
     """Whether the agent answered ``made`` (``nudges.acted_since``; a record gone counts)."""
+    if made.reason == nudges.DRIFTED:  # a note's: it has no record
+        return nudges.note_answered(tree, made.path, made.made_at, done)
     record = tree.records.get(made.path)
     return record is None or nudges.acted_since(record, made.made_at, done, made.reason)
