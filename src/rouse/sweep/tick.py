@@ -276,7 +276,8 @@ class Sweeper(Leading):
             reader = origin_reader(self.root, home.stamp_key_path())
         try:
             for note, found in drifting.drifted(tree, reader, os.environ):
-                made = drifting.build(self.root, self.ledger.tree, note, found, reader(note), now)
+                origin = self.origins(note)
+                made = drifting.build(self.root, self.ledger.tree, note, found, origin, now)
                 self.carrier.offer(made, None, now, report)
         except Exception as exc:  # a note's drift never stops the tick
             if self._outage(exc):
