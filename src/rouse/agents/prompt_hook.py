@@ -370,7 +370,9 @@ def _standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nu
 
 def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
     """Each woken reminder's message, fenced when its origin is not to be trusted."""
-    reminders = [n for n in live if tree.records[n.record_dir].type == "reminder"]
+    reminders = [  # (a note's drift wake has no record)
+        n for n in live if getattr(tree.records.get(n.record_dir), "type", "") == "reminder"
+    ]
     if not reminders:
         return
     from rouse.core import nudges

@@ -9,7 +9,7 @@ agent acting, and creating a record never answers its own wake.
 from __future__ import annotations
 
 import os
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import acts, body, clock, header, layout, statedir, sweepstate
@@ -27,6 +27,9 @@ MAX_NUDGE_BYTES = 64 * 1024
 #: whoever asked (its log, the pack's running line, a worker's ``--sink``); its nudge
 #: file never stands as a wake (:func:`standing`), so no hook hands it to a session.
 PROGRESS = frozenset({"checkpoint"})
+#: The reason of a wake about a note whose probes read differently now
+#: (:mod:`rouse.sweep.drifting`): it names a note, not a record.
+DRIFTED = "drifted"
 
 
 class Nudge(Value):
@@ -109,6 +112,20 @@ def waiting(root: Path) -> bool:
             return any(True for _ in entries)
     except OSError:
         return statedir.path_problem(root, DIR, directory=True) is not None
+
+
+def note_answered(tree: Tree, rel: str, at: datetime, done: acts.Acts) -> bool:
+    """Is a wake made at ``at`` about the drift of the note ``rel`` answered? When
+    the note is gone, was reviewed at or after the wake (``rouse review`` notes the act,
+    to the second), or its file changed in a later second (rewritten). Nothing is
+    stamped in a note for its wake."""
+    note = next((n for n in tree.notes if n.rel == rel), None)
+    if note is None:
+        return True
+    act = done.get(note.rel)
+    if act is not None and act >= at.replace(microsecond=0):
+        return True
+    return note.mtime >= at + timedelta(seconds=1)
 
 
 def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "") -> bool:
@@ -198,6 +215,10 @@ def standing(tree: Tree, found: list[Nudge], done: acts.Acts) -> list[Nudge]:
             latest[nudge.record_dir] = nudge
     live = []
     for nudge in latest.values():
+        if nudge.reason == DRIFTED:
+            if not note_answered(tree, nudge.record_dir, nudge.at, done):
+                live.append(nudge)
+            continue
         record = tree.records.get(nudge.record_dir)
         if record is not None and not acted_since(record, nudge.at, done, nudge.reason):
             live.append(nudge)

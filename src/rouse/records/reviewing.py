@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from rouse.core import acts
 from rouse.core.errors import UsageError
 from rouse.core.header import read_header
 from rouse.core.store import Store
@@ -59,12 +60,13 @@ def review(
         check_body(note, "the note")
     stamp = format_stamp(now)
     line = f"- {stamp}: reviewed" + (f": {' '.join(note.split())}" if note and note.strip() else "")
+    reader = origins.origin_reader(root, key_path)
     store = Store(root)
     with store.lock():
         store.append_log(file.rel, {"reviewed": stamp}, line)
+        acts.note(root, file.rel, now, reader.cache_secret)  # answers a drift wake
     head = read_header(root / file.rel)
     measured = _readings(root, head.get("probes") or "", key_path, env or {})
-    reader = origins.origin_reader(root, key_path)
     updated = (head.get("updated") or "").strip()
     baselines.take(root, reader.cache_secret, file.rel, updated, measured)
     return Reviewed(file.rel, stamp, measured)

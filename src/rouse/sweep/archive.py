@@ -48,7 +48,9 @@ class NudgeArchive:
         moved: set[str] = set()
         for nudge in self._nudges:
             record = tree.records.get(nudge.record_dir)
-            if record is None:
+            if nudge.reason == nudges.DRIFTED:  # a note's: it has no record
+                acted = nudges.note_answered(tree, nudge.record_dir, nudge.at, done)
+            elif record is None:
                 acted = not any(p.startswith(nudge.record_dir + "/") for p in untrackable)
             else:
                 acted = nudges.acted_since(record, nudge.at, done, nudge.reason)

@@ -122,28 +122,11 @@ class Carrier:
                 wake_id=key(self.ledger.tree, step.decision),
                 quoted=fence.quoted(origin),
             )
-            held = self.sink.holdable and self.quiet is not None and self.quiet.holds(now)
-            known = self.ledger.add(made, self.sink.kind, now, held=held, queued=self.queue)
-            if known is not None:
-                self.already_known(known, step.decision, now, report)
-                return
-            if held:
-                report.held.append(made.id)
-                self.voice.say(f"{moment(now)} held {named(made)} until {self.quiet} ends")
-                return
-            if self.queue:
-                report.queued.append(made.id)
-                self.voice.say(f"{moment(now)} queued {named(made)} for the delivery workers")
-                return
-            if self.digests is not None:
-                self.digests.add(made, step.decision)
-                return
-            self.send(made, step.decision, now, report)
+            self.offer(made, step.decision, now, report)
             return
         entry = step.entry
         assert entry is not None
         if step.action == "send":
-            assert step.decision is not None
             if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
                 # queued (held) for whoever takes it first: a worker's --sink, a fleet
                 # carrier or this tick; one of ours that failed is retried (pending)
@@ -239,6 +222,30 @@ class Carrier:
         elif step.action == "nudge":
             self.nudge(entry, step, now, report, entry.receipt)
 
+    def offer(
+        self, made: Wake, decision: Decision | None, now: datetime, report: TickReport
+    ) -> None:
+        """A new wake: into the ledger first, then held, queued, gathered or sent.
+        ``decision``: its record's, None for a wake about a note (it stamps nothing)."""
+        held = self.sink.holdable and self.quiet is not None and self.quiet.holds(now)
+        known = self.ledger.add(made, self.sink.kind, now, held=held, queued=self.queue)
+        if known is not None:
+            if decision is not None:
+                self.already_known(known, decision, now, report)
+            return
+        if held:
+            report.held.append(made.id)
+            self.voice.say(f"{moment(now)} held {named(made)} until {self.quiet} ends")
+            return
+        if self.queue:
+            report.queued.append(made.id)
+            self.voice.say(f"{moment(now)} queued {named(made)} for the delivery workers")
+            return
+        if self.digests is not None:
+            self.digests.add(made, decision)
+            return
+        self.send(made, decision, now, report)
+
     def nudge(
         self, entry: Entry, step: Step, now: datetime, report: TickReport, why: str | None
     ) -> None:
@@ -325,7 +332,9 @@ class Carrier:
                     EVERY_TICK,
                 )
 
-    def send(self, made: Wake, decision: Decision, now: datetime, report: TickReport) -> None:
+    def send(
+        self, made: Wake, decision: Decision | None, now: datetime, report: TickReport
+    ) -> None:
         try:
             if made.reason in NOTICES and self.sink.kind == "run":
                 receipt = write_nudge(self.root, made, now)  # a run takes digests only

@@ -24,7 +24,7 @@ from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake
 
 #: The stamp after delivery: False means try again next tick.
-Stamp = Callable[[Wake, Decision, datetime, TickReport], bool]
+Stamp = Callable[[Wake, Decision | None, datetime, TickReport], bool]
 #: What follows a wake that landed (an escalation, if one is due); the flag says
 #: it landed in an agent run that ended without answering it.
 Landed = Callable[[Wake, datetime, TickReport, bool], None]
@@ -110,9 +110,9 @@ class DigestSender:
         self.stamp = stamp
         self.landed = landed
         self.vouch: Vouch | None = None
-        self.batch: list[tuple[Wake, Decision]] = []
+        self.batch: list[tuple[Wake, Decision | None]] = []
 
-    def add(self, made: Wake, decision: Decision) -> None:
+    def add(self, made: Wake, decision: Decision | None) -> None:
         self.batch.append((made, decision))
 
     def flush(self, now: datetime, report: TickReport) -> None:
@@ -139,7 +139,9 @@ class DigestSender:
             self.vouch(made, "delivered", now, written)
         return written
 
-    def send(self, batch: list[tuple[Wake, Decision]], now: datetime, report: TickReport) -> None:
+    def send(
+        self, batch: list[tuple[Wake, Decision | None]], now: datetime, report: TickReport
+    ) -> None:
         """Send the tick's wakes as one digest; each wake lands, fails or is stamped on its own.
 
         A retry keeps the digest's id when every wake in it was carried by that
@@ -208,5 +210,7 @@ class DigestSender:
 
 def _answered(tree: Tree, made: Wake, done: acts.Acts) -> bool:
     """Whether the agent answered ``made`` (``nudges.acted_since``; a record gone counts)."""
+    if made.reason == nudges.DRIFTED:  # a note's: it has no record
+        return nudges.note_answered(tree, made.path, made.made_at, done)
     record = tree.records.get(made.path)
     return record is None or nudges.acted_since(record, made.made_at, done, made.reason)

@@ -11,7 +11,7 @@ from datetime import datetime
 
 from rouse.core import acts, clock
 from rouse.core.clock import Decision
-from rouse.core.nudges import acted_since
+from rouse.core.nudges import DRIFTED, acted_since
 from rouse.core.tree import Tree
 from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS, Entry
 from rouse.sweep.quiet import QuietHours
@@ -128,6 +128,8 @@ def _plan_entry(
         if already_stamped(record, entry.wake):  # (a crash after the nudge file, say)
             return Step("nudge", None, entry, "its record is stamped for it already")
         return Step("nudge", decision, entry)
+    if entry.wake.reason == DRIFTED:
+        return _plan_drift(tree, entry, now, quiet_now, sends)
     if record is None:
         return Step("withdraw", None, entry, "its record is gone")
     assert decision is not None
@@ -151,3 +153,21 @@ def _plan_entry(
     if entry.in_flight or entry.state == "held" or ready:
         return Step("send", decision, entry)
     return None
+
+
+def _plan_drift(
+    tree: Tree, entry: Entry, now: datetime, quiet_now: bool, sends: bool
+) -> Step | None:
+    """A note's drift wake the ledger owes: it has no record and no clock (no decision),
+    so it is sent as owed, and withdrawn when its note is gone or after 24h of failures
+    (the next tick makes it again while the note still drifts)."""
+    if not any(note.rel == entry.wake.file for note in tree.notes):
+        return Step("withdraw", None, entry, "its note is gone")
+    if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
+        return Step("withdraw", None, entry, "not delivered for 24h")
+    if quiet_now:
+        return Step("hold", None, entry) if entry.state != "held" else None
+    if entry.sink == WORKERS and not sends:
+        return Step("release", None, entry) if entry.state == "held" else None
+    ready = entry.next_attempt is None or now >= entry.next_attempt
+    return Step("send", None, entry) if entry.in_flight or entry.state == "held" or ready else None

@@ -22,19 +22,21 @@ at the next tick.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, clock
+from rouse.core import acts, clock, home
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
+from rouse.core.nudges import DRIFTED
 from rouse.core.statedir import require_safe
 from rouse.core.sweepstate import write_state
 from rouse.core.tree import Tree, display_ids
-from rouse.sweep import wake
+from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import TELL_AGAIN, Channels, Teller
@@ -49,7 +51,7 @@ from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
-from rouse.trust.origins import effective_origin
+from rouse.trust.origins import OriginReader, effective_origin, origin_reader
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
 __all__ = ["ERRORS", "EVENTS", "EVERY_TICK", "Sweeper"]
@@ -231,8 +233,11 @@ class Sweeper(Leading):
         if self.escalator is not None:
             self.escalator.tried = set()  # escalations tried this tick
         next_at = the_plan.next_at
-        if self._carry(the_plan.steps, ids, now, report) and report.restamped:
+        carried = self._carry(the_plan.steps, ids, now, report)
+        if carried and report.restamped:
             tree, next_at = self._wake_restamped(now, report, next_at)
+        if carried and drifting.cited(tree) and self._may_carry(Step("new"), now):
+            self._wake_drifted(tree, now, report)
         if self.digests.batch and not self._fence(self.send_cover):
             self.digests.batch = []  # owed in the ledger: the new leader sends them
             report.interrupted = True
@@ -263,6 +268,22 @@ class Sweeper(Leading):
         self._carry(steps, display_ids(tree), now, report)
         found = [at for at in (next_at, again.next_at) if at is not None]
         return tree, min(found) if found else None
+
+    def _wake_drifted(self, tree: Tree, now: datetime, report: TickReport) -> None:
+        """One wake per note whose probes read differently now (:mod:`rouse.sweep.drifting`)."""
+        reader = self.origins
+        if not isinstance(reader, OriginReader):
+            reader = origin_reader(self.root, home.stamp_key_path())
+        try:
+            for note, found in drifting.drifted(tree, reader, os.environ):
+                origin = self.origins(note)
+                made = drifting.build(self.root, self.ledger.tree, note, found, origin, now)
+                self.carrier.offer(made, None, now, report)
+        except Exception as exc:  # a note's drift never stops the tick
+            if self._outage(exc):
+                raise
+            report.errors += 1
+            self.say(f"{moment(now)} error on notes' drift: {type(exc).__name__}: {exc}", ERRORS)
 
     def _carry(
         self, steps: list[Step], ids: Mapping[str, str], now: datetime, report: TickReport
@@ -313,7 +334,7 @@ class Sweeper(Leading):
         report.eventful = self._eventful
 
     def _stamp_wake(
-        self, made: wake.Wake, decision: Decision, now: datetime, report: TickReport
+        self, made: wake.Wake, decision: Decision | None, now: datetime, report: TickReport
     ) -> bool:
         """Stamp ``made``'s record after delivery (see :func:`_stamp`)."""
         return _stamp(self.root, made, decision, now, report, self.say)
@@ -324,6 +345,8 @@ class Sweeper(Leading):
         """After ``made`` landed: tell the owner if its record reached a new level; a
         reminder with a ``channel:`` reaches it too (not under ``--run``: the run's
         agent reaches the owner itself, with ``rouse tell``)."""
+        if made.reason == DRIFTED:
+            return  # a note's news: nothing to escalate, nobody else to reach
         if self.escalator is not None:
             self.escalator.after_delivery(made, now, report, unanswered_run=unanswered_run)
         if self.teller is not None and self.runner is None and self._tree is not None:
@@ -335,11 +358,16 @@ def _never(exc: BaseException) -> bool:
 
 
 def _stamp(
-    root: Path, made: wake.Wake, decision: Decision, now: datetime, report: TickReport, say: Say
+    root: Path,
+    made: wake.Wake,
+    decision: Decision | None,
+    now: datetime,
+    report: TickReport,
+    say: Say,
 ) -> bool:
     """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
-    if made.reason in wake.NOTICES:
-        return True  # a task's news: nothing of the record's clock to write
+    if made.reason in wake.NOTICES or decision is None:
+        return True  # a task's news, a note's drift: nothing of a record's clock to write
     record = decision.record
     if already_stamped(record, made):
         return True
