@@ -56,8 +56,8 @@ demo: $(STAMP)
 	@$(BIN)/rouse --memory $(DEMO)/memory move example-bisect-the-flaky-test --note "bisected it to the retry test" --now "2099-01-02 09:10"
 	@echo; echo '$$ rouse close example-renew-the-tls-certificate --done --now "2099-01-02 09:15"'
 	@$(BIN)/rouse --memory $(DEMO)/memory close example-renew-the-tls-certificate --done --now "2099-01-02 09:15"
-	@echo; echo '$$ rouse check    # both still carry their signed origin: no provenance warning'
-	@$(BIN)/rouse --memory $(DEMO)/memory check
+	@echo; echo '$$ rouse check --now "2099-01-02 09:20"    # both still carry their signed origin: no provenance warning'
+	@$(BIN)/rouse --memory $(DEMO)/memory check --now "2099-01-02 09:20"
 	@echo; echo '$$ rouse explain example-bisect-the-flaky-test --now "2099-01-02 09:20"'
 	@$(BIN)/rouse --memory $(DEMO)/memory explain example-bisect-the-flaky-test --now "2099-01-02 09:20"
 
