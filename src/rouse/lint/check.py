@@ -63,6 +63,10 @@ def check(
     return sorted(unique.values(), key=Finding.sort_key)
 
 
+#: What ``check`` says in place of a value of a quarantined context file.
+HELD_VALUE = "(a value held back: the file is quarantined)"
+
+
 def _quoted_values(tree: Tree, findings: list[Finding], origins: OriginReader) -> list[Finding]:
     """Findings that quote a header value of a file whose words are quoted data: the value
     quoted by the fence rule (:mod:`rouse.trust.fence`), as every surface quotes it."""
@@ -79,10 +83,8 @@ def _quoted_values(tree: Tree, findings: list[Finding], origins: OriginReader) -
             # a quarantined context file's words are shown nowhere, quoted or not
             held = file.rel in contexts and fence.held_back(origin, origins.keyed)
             for value in sorted(file.header.fields.values(), key=len, reverse=True):
-                said = "(a value held back: the file is quarantined)" if held else None
-                for form in {repr(value), repr(value.strip())}:
-                    if value.strip() and form in message:
-                        message = message.replace(form, said or fence.inline(value, origin))
+                quoted = HELD_VALUE if held else fence.inline(value, origin)
+                message = fence.quote_in(message, value, quoted) or message
         shown.append(Finding(finding.level, finding.path, message, finding.line))
     return shown
 

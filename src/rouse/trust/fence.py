@@ -171,6 +171,18 @@ you by it:
 """
 
 
+def quote_in(message: str, value: str, shown: str) -> str | None:
+    """``message`` (rouse's words) with each place it names ``value`` whole, as rouse
+    quotes a value (``repr``, as written or stripped), put as ``shown``; None when it
+    names it nowhere whole."""
+    if not value.strip():
+        return None
+    forms = [form for form in {repr(value), repr(value.strip())} if form in message]
+    for form in forms:
+        message = message.replace(form, shown)
+    return message if forms else None
+
+
 def said_of(problem: Any, origin: str) -> str:
     """A clock field that cannot be read (a ``FieldProblem``), as a model may see it: its
     own message when the file's words are plain; else the same message with the value
@@ -181,8 +193,8 @@ def said_of(problem: Any, origin: str) -> str:
     if not quoted(origin) or not raw.strip():
         return said
     value = inline(raw, origin)
-    for form in (repr(raw), repr(raw.strip())):
-        if form in said:  # rouse's own words around it, the value in its code span
-            return said.replace(form, value)
+    requoted = quote_in(said, raw, value)  # rouse's own words around it, the value quoted
+    if requoted is not None:
+        return requoted
     where = problem.path if problem.line is None else f"{problem.path}:{problem.line}"
     return f"{where}: '{problem.key}' cannot be read as written, {value}: the clock falls back"
