@@ -147,10 +147,17 @@ def transcript(path: Path, prompt: str, *, tool: str = "", at: float | None = No
 
 
 def stop(
-    tree: Path, log: Path, answer: str, *, active: bool = False, **env: str
+    tree: Path,
+    log: Path,
+    answer: str,
+    *,
+    active: bool = False,
+    prompt_id: str | None = None,
+    **env: str,
 ) -> subprocess.CompletedProcess[str]:
     """`rouse pack --hook claude --promises` fed a Stop event, as Claude Code runs it."""
-    data = {
+    data: dict[str, Any] = {} if prompt_id is None else {"prompt_id": prompt_id}
+    data |= {
         "session_id": "s1",
         "transcript_path": str(log),
         "cwd": str(tree.parent),
@@ -325,6 +332,53 @@ def test_the_prompt_is_found_behind_a_long_tool_result(tree: Path, tmp_path: Pat
     )
     said = reason_of(stop(tree, log, "Noted."))
     assert "Remind me to renew the cert on Friday." in said and "the user's words" in said
+
+
+def _prompt_entry(prompt: str, prompt_id: str) -> str:
+    entry = {
+        "type": "user",
+        "uuid": f"u-{prompt_id}",
+        "promptId": prompt_id,
+        "timestamp": _stamp(time.time()),
+        "message": {"role": "user", "content": prompt},
+    }
+    return json.dumps(entry) + "\n"
+
+
+def test_the_check_waits_for_the_client_to_write_the_turn_s_prompt(
+    tree: Path, tmp_path: Path
+) -> None:
+    # Claude Code writes its transcript in the background: its Stop hook can start before
+    # this turn's prompt is in it (seen with 2.1.x, one turn in two on a quiet machine)
+    log = transcript(tmp_path / "t.jsonl", "What time is it?")  # an older prompt, no id
+    with log.open("a") as f:
+        f.write(_prompt_entry("Summarise the log.", "p-old"))
+    late = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; time.sleep(0.4); open(sys.argv[1], 'a').write(sys.argv[2])",
+            str(log),
+            _prompt_entry("Remind me to renew the cert on Friday.", "p-now"),
+        ]
+    )
+    try:
+        said = reason_of(stop(tree, log, "Sure.", prompt_id="p-now"))
+    finally:
+        late.wait(timeout=30)
+    assert "Remind me to renew the cert on Friday." in said and "the user's words" in said
+
+
+def test_a_prompt_that_never_comes_is_no_ask_about_an_older_one(tree: Path, tmp_path: Path) -> None:
+    log = transcript(tmp_path / "t.jsonl", "Remind me to renew the cert on Friday.")
+    with log.open("a") as f:
+        f.write(_prompt_entry("Remind me to call Ana tomorrow.", "p-old"))
+    started = time.monotonic()
+    done = stop(tree, log, "Done.", prompt_id="p-now")
+    assert done.stdout == "" and done.stderr == ""
+    assert time.monotonic() - started < 20  # the wait is bounded (FLUSH_WAIT)
+    # without an id (an older client) the last prompt is the turn's, as before
+    assert "Remind me to call Ana tomorrow." in reason_of(stop(tree, log, "Done."))
 
 
 def test_a_missing_or_strange_transcript_is_no_crash(tree: Path, tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ is asked once why not (issue 33).
 When a turn ends (``rouse pack --hook KIND --promises``: Claude Code's and Codex's
 Stop hook, Gemini CLI's AfterAgent hook), it reads the turn's words: the user's
 prompt and the tool result that came last from the transcript, the final answer
-from the hook's input (``last_assistant_message``; Gemini's ``prompt_response``).
+from the hook's input (``last_assistant_message``; Gemini's ``prompt_response``); when
+the input names the prompt (Claude Code's ``prompt_id``) it is that prompt's turn, waited
+for while the client has not yet written it.
 If they hold a promise (:mod:`rouse.agents.promises`) and no rouse verb wrote or
 moved a record since the prompt (a record file changed since then, or
 ``.rouse/acts.json`` says a verb acted), it continues the turn once with
@@ -36,6 +38,10 @@ if TYPE_CHECKING:
 #: not reach it (a long turn of tool calls fits in the last).
 TAILS = (1 << 16, 1 << 20, 4 << 20)
 LINE_DEPTH = 64
+#: Claude Code writes its transcript in the background: a Stop hook can start before the
+#: turn's prompt is in it. The hook's input names the prompt (``prompt_id``; the entry's
+#: ``promptId``), and the check reads again every step until it is there, at most this long.
+FLUSH_WAIT, FLUSH_STEP = 3.0, 0.02
 #: Longest quote of what was said, in characters.
 QUOTE_MOST = 300
 SUFFIX = ".promise"  # beside the session's seen-set: the prompt already asked about
@@ -64,6 +70,7 @@ class Turn:
         self.answer = ""
         self.stamp: object = None  # when the prompt was sent, as the transcript says
         self.mark = ""  # the prompt entry's own id (or stamp): which prompt was asked about
+        self.prompt_id: object = None  # the client's id of the prompt (Claude Code's)
 
     @property
     def started(self) -> float | None:
@@ -78,7 +85,27 @@ class Turn:
             return None
 
 
-def read_turn(path: object) -> Turn:
+def read_turn(path: object, prompt_id: object = None) -> Turn:
+    """The turn of the prompt the client names (``prompt_id``), read again while the
+    transcript does not yet hold it (:data:`FLUSH_WAIT`); an empty Turn when it never
+    comes (an older prompt's words are not this turn's). Without an id, the last prompt."""
+    turn = _last_turn(path)
+    if not isinstance(prompt_id, str) or not prompt_id:
+        return turn
+    import time
+
+    deadline = time.monotonic() + FLUSH_WAIT
+    while turn.prompt_id != prompt_id:
+        if turn.prompt and turn.prompt_id is None:
+            return turn  # a client that writes no prompt ids: its last prompt
+        if time.monotonic() >= deadline:
+            return Turn()
+        time.sleep(FLUSH_STEP)
+        turn = _last_turn(path)
+    return turn
+
+
+def _last_turn(path: object) -> Turn:
     """The last prompt of the transcript (JSON lines), the tool result after it that came
     last, and the last answer; an empty Turn when there is no readable transcript. The
     tail is read from the end, a larger one only while the prompt is not in it."""
@@ -138,6 +165,7 @@ def _turn_in(data: bytes) -> Turn:
         assert entry is not None
         turn.prompt, turn.stamp = text, entry.get("timestamp")
         turn.mark = str(entry.get("uuid") or entry.get("id") or turn.stamp or "")
+        turn.prompt_id = entry.get("promptId")
         break
     return turn
 
@@ -223,7 +251,7 @@ def stop(
     try:
         if session.get("hook_event_name") != EVENTS.get(kind) or not wanted(session, os.environ):
             return 0
-        turn = read_turn(session.get("transcript_path"))
+        turn = read_turn(session.get("transcript_path"), session.get("prompt_id"))
         found = promise_of(session, turn)
         if found is None:
             return 0
