@@ -1168,3 +1168,39 @@ def test_the_local_claude_settings_are_left_out_of_git(project: Path, home: Path
     run_wire(project, home, claude_hooks=True)  # again: the line is not added twice
     lines = (project / ".git/info/exclude").read_text().splitlines()
     assert lines.count("/.claude/settings.local.json") == 1
+
+
+def test_in_a_git_worktree_the_local_settings_are_left_out_too(tmp_path: Path, home: Path) -> None:
+    """A worktree's ``.git`` is a file: the exclude goes to the repository's common
+    ``info/exclude``, which git reads for every worktree."""
+    main = tmp_path / "main"
+    main.mkdir()
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], cwd=main, check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=main, check=True)
+    work = tmp_path / "work"
+    subprocess.run([*git, "worktree", "add", "-q", str(work)], cwd=main, check=True)
+    init(work / "memory", NOW)
+    done = run_wire(work, home, claude_hooks=True).done
+    assert any("info/exclude" in line for line in done), done
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".claude/settings.local.json" not in status and "memory/" in status
+    run_wire(work, home, claude_hooks=True)
+    lines = (main / ".git/info/exclude").read_text().splitlines()
+    assert lines.count("/.claude/settings.local.json") == 1
+
+
+def test_a_git_file_that_points_elsewhere_is_not_followed(tmp_path: Path, home: Path) -> None:
+    """A ``.git`` file naming a folder that is not this worktree's is left alone."""
+    project, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    init(project / "memory", NOW)
+    (elsewhere / "info").mkdir(parents=True)
+    (project / ".git").write_text(f"gitdir: {elsewhere}\n")
+    run_wire(project, home, claude_hooks=True)
+    assert not (elsewhere / "info" / "exclude").exists()

@@ -84,11 +84,11 @@ def update_file(path: Path, text: str, label: str) -> str:
 
 def exclude_locally(project: Path, rel: str) -> str | None:
     """Leave ``rel`` (a file of this machine's, such as Claude Code's local settings) out
-    of the project's git repository through ``.git/info/exclude``, which is never
-    committed; what was done, or None when there is nothing to do or no ``.git`` folder
-    (a worktree's ``.git`` file, no repository: the caller says how instead)."""
-    git = project / ".git"
-    if not git.is_dir() or git.is_symlink():
+    of the project's git repository through ``info/exclude``, which is never committed
+    (in a worktree, the repository's common one: git reads it for every worktree); what
+    was done, or None when there is nothing to do or no repository."""
+    git = _git_dir(project)
+    if git is None:
         return None
     exclude = git / "info" / "exclude"
     line = "/" + rel
@@ -100,4 +100,28 @@ def exclude_locally(project: Path, rel: str) -> str | None:
         return None
     exclude.parent.mkdir(exist_ok=True)
     _write_text(exclude, text + ("" if not text or text.endswith("\n") else "\n") + line + "\n")
-    return f"added {rel} to {exclude.relative_to(project)} (this machine's file, never committed)"
+    where = exclude.relative_to(project) if exclude.is_relative_to(project) else exclude
+    return f"added {rel} to {where} (this machine's file, never committed)"
+
+
+def _git_dir(project: Path) -> Path | None:
+    """The folder whose ``info/exclude`` git reads for ``project``: its ``.git`` folder,
+    or for a worktree (``.git`` a file: ``gitdir: PATH``) the common one, only when that
+    worktree's own folder names this project's ``.git`` back (a ``.git`` file pointing
+    anywhere else is not followed)."""
+    dot = project / ".git"
+    if dot.is_symlink():
+        return None
+    if dot.is_dir():
+        return dot
+    try:
+        first = read_text(dot).partition("\n")[0] if dot.is_file() else ""
+        if not first.startswith("gitdir: "):
+            return None
+        own = (project / first.removeprefix("gitdir: ").strip()).resolve()
+        if (own / "gitdir").read_text().strip() != str(dot.resolve()):
+            return None
+        common = (own / (own / "commondir").read_text().strip()).resolve()
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return common if (common / "HEAD").is_file() else None
