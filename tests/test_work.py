@@ -589,3 +589,22 @@ def test_status_knows_the_worker_runs_during_its_first_round(
     finally:
         assert main(["--memory", str(tree), "cancel", "notes"]) == 0
         assert worker.wait(timeout=60) == 0
+
+
+def test_status_does_not_count_init_s_example_task_as_pending(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worker never runs an example (``layout.is_example``): status does not wait on it."""
+    from rouse.records.scaffold import init
+
+    root = tmp_path / "memory"
+    init(root, datetime.now().replace(microsecond=0))
+    assert any(p.parent.name.startswith("example-") for p in root.rglob("task.md"))
+    capsys.readouterr()
+    assert main(["--memory", str(root), "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"]["pending"] == 0
+    assert main(["--memory", str(root), "new", "intention", "ship"]) == 0
+    assert main(["--memory", str(root), "new", "task", "real-one", "--under", "ship"]) == 0
+    capsys.readouterr()
+    assert main(["--memory", str(root), "status", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tasks"]["pending"] == 1

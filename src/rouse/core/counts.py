@@ -64,14 +64,15 @@ def tree_counts(tree: Tree, due: int) -> dict[str, Any]:
 
 def tasks_of(tree: Tree) -> tuple[list[dict[str, Any]], int]:
     """Each running task as the tree says it (whether a live run holds it is not the
-    tree's to say), by path, and how many tasks are pending."""
+    tree's to say), by path, and how many tasks are pending (init's examples are never
+    run: ``layout.is_example``)."""
     running: list[dict[str, Any]] = []
     pending = 0
     for record in tree.records.values():
         if record.type != "task":
             continue
         state = clock.status_of(record)
-        pending += state == "pending"
+        pending += state == "pending" and not layout.is_example(record.dir)
         if state == "running":
             running.append(
                 {
