@@ -380,3 +380,19 @@ def test_status_compares_with_the_options_the_service_was_installed_with(
         unit = unit_path(home, tree)
         unit.write_text(unit.read_text().replace("Restart=", "#Restart="))
         assert "differs" in rouse("status", "--kind", kind).stdout
+
+
+@pytest.mark.parametrize("kind", ["systemd", "launchd"])
+def test_a_service_installed_with_a_fleet_dsn_is_current(
+    rouse: Rouse, home: Path, kind: str
+) -> None:
+    """The DSN is an option it was installed with: status compares with it (read back from
+    the 0600 file that keeps it), and neither prints nor shows it."""
+    dsn = "postgresql://u:s3cret-pw@db.invalid/rouse"
+    done = rouse("install", "--kind", kind, "--no-start", "--ledger", dsn)
+    assert done.returncode == 0, done.stderr
+    for args in (("status", "--kind", kind), ("status", "--kind", kind, "--json")):
+        status = rouse(*args)
+        assert status.returncode == 0, status.stderr
+        assert "differs" not in status.stdout and "s3cret-pw" not in status.stdout
+    assert json.loads(rouse("status", "--kind", kind, "--json").stdout)["current"] is True

@@ -123,7 +123,7 @@ def status(service: Service) -> dict[str, object]:
             "in `crontab -l`",
             "line": service.cron_line,
         }
-    path = next(iter(service.files))
+    path = service.unit
     installed = path.is_file()
     state: str | None = None
     if installed and _tool(service) is not None and service.query is not None:
@@ -142,7 +142,7 @@ def status(service: Service) -> dict[str, object]:
         "file": str(path),
         "installed": installed,
         "state": state,
-        "current": installed and _read(path) == service.files[path],
+        "current": installed and _read(path) == {**service.files, **service.secrets}[path],
         "command": service.command,
         "path": service.path,
     }
@@ -152,7 +152,7 @@ def installed_text(service: Service) -> str | None:
     """The service's installed file as it is now (None: not installed, or cron)."""
     if service.kind == "cron":
         return None
-    return _read(next(iter(service.files)))
+    return _read(service.unit)
 
 
 def _read(path: Path) -> str | None:

@@ -49,6 +49,11 @@ class Service:
     private: list[Path] = field(default_factory=list)
     path: str = ""  # the PATH the unit runs with
 
+    @property
+    def unit(self) -> Path:
+        """The file the OS reads (a launchd plist holding the DSN is among the secrets)."""
+        return next(iter({**self.files, **self.secrets}))
+
 
 def env_value(value: str) -> str:
     """``value`` quoted for a systemd EnvironmentFile (read back unchanged)."""
@@ -104,6 +109,29 @@ def installed_flags(service: Service, text: str, root: Path, verb: str) -> list[
         if argv[at : at + 3] == ["--memory", str(root), verb]:
             return argv[at + 3 :]
     return None
+
+
+def installed_ledger(kind: str, text: str) -> str | None:
+    """The fleet's DSN an installed unit (systemd: through its ``EnvironmentFile=``, the
+    0600 file) or plist (launchd: its environment) was given; None without one. For
+    ``status``, to plan what an install with it would write; never printed."""
+    if kind == "launchd":
+        try:
+            env = plistlib.loads(text.encode("utf-8")).get("EnvironmentVariables")
+        except (plistlib.InvalidFileException, ValueError, AttributeError):
+            return None
+        value = env.get("ROUSE_LEDGER") if isinstance(env, dict) else None
+        return value if isinstance(value, str) else None
+    line = next((ln for ln in text.splitlines() if ln.startswith("EnvironmentFile=")), None)
+    if kind != "systemd" or line is None:
+        return None
+    try:
+        with open(line.partition("=")[2].replace("%%", "%"), encoding="utf-8") as handle:
+            words = shlex.split(handle.read(4096))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    found = [w.partition("=")[2] for w in words if w.startswith("ROUSE_LEDGER=")]
+    return found[0] if len(found) == 1 else None
 
 
 #: Who each service's verb is, as its unit describes it.

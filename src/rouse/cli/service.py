@@ -120,19 +120,23 @@ def cmd_service(args: argparse.Namespace) -> int:
 
 def _as_installed(plan: Service, root: Path, verb: str) -> Service:
     """For ``status``: the plan with the options the installed file was written with
-    (``--every 300``…), so a fresh install is current; ``plan`` as it is without one."""
+    (``--every 300``…, the fleet's DSN), so a fresh install is current; ``plan`` as it is
+    without one."""
     from rouse.agents import service, service_control, service_units
 
     text = service_control.installed_text(plan)
     installed = None if text is None else service_units.installed_flags(plan, text, root, verb)
-    if not installed:
+    if installed is None:
         return plan
     try:
         parsed = _sweep_flags(installed, verb)
     except (UsageError, SystemExit):
         return plan  # (options no longer valid: compared without them, and differ)
     every = getattr(parsed, "every", None)
-    return service.plan(root, installed, kind=plan.kind, home=Path.home(), every=every, verb=verb)
+    ledger = service_units.installed_ledger(plan.kind, text) if text is not None else None
+    return service.plan(
+        root, installed, kind=plan.kind, home=Path.home(), every=every, verb=verb, ledger=ledger
+    )
 
 
 def args_service(sub: argparse.ArgumentParser) -> None:
