@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -130,3 +131,24 @@ def test_the_mcp_server_keeps_one_session(tree: Path) -> None:
     hits = json.loads(tools.recall("ferry", mode="words"))
     assert tools.recalling is session
     assert "ten" in hits[0]["snippet"] and "nine" not in hits[0]["snippet"]
+
+
+def test_the_server_recalls_from_any_of_its_worker_threads_at_once(tree: Path) -> None:
+    """The MCP SDK runs a tool in a worker thread of its pool: one session serves them
+    all, one recall at a time."""
+    tools = Tools(tree)
+    results: list[object] = []
+
+    def ask() -> None:
+        try:
+            results.append(json.loads(tools.recall("ferry", mode="words"))[0]["path"])
+        except Exception as exc:  # (a thread's exception would be lost otherwise)
+            results.append(exc)
+
+    for batch in (1, 4):  # one thread after another, then four at once
+        threads = [threading.Thread(target=ask) for _ in range(batch)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == [ALPHA] * 5

@@ -57,6 +57,9 @@ class Index:
     ``model`` (a :class:`rouse.pack.semantic.Model`) adds vectors: rows get one
     as they are written, rows without one (or made by another model) get one
     at the next refresh, and :meth:`search` can rank by meaning.
+
+    Its connection may be used from any thread, one at a time (the MCP server's
+    recall session holds a lock: :class:`rouse.pack.recall.Session`).
     """
 
     def __init__(
@@ -102,13 +105,15 @@ class Index:
 
     def _memory(self) -> sqlite3.Connection:
         self.stats = Stats(rebuilt=True, in_memory=True)
-        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         create(conn, self.engine)
         return conn
 
     def _open_file(self) -> sqlite3.Connection:
         for attempt in range(2):
-            conn = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+            conn = sqlite3.connect(
+                self.path, timeout=5, isolation_level=None, check_same_thread=False
+            )
             try:
                 if is_empty(conn):
                     create(conn, self.engine)

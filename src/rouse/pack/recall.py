@@ -14,6 +14,7 @@ the verdict of the signature over them.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -163,9 +164,10 @@ def recall(
     reader = origins.origin_reader(root, key_path)
     kept = session or Session()
     try:
-        tree, index = kept.open(root, reader.cache_secret, model)
-        shown = _checked(index, tree, words, query, mode, kind, limit)
-        kept.searched()
+        with kept.lock:
+            tree, index = kept.open(root, reader.cache_secret, model)
+            shown = _checked(index, tree, words, query, mode, kind, limit)
+            kept.searched()
     finally:
         if session is None:
             kept.close()
@@ -217,10 +219,12 @@ class Session:
     file the walk could not vouch for, another stamp key — and it walks, as a
     single recall does. The index is brought up to date again when the tree was
     walked again, when its file was replaced or another process wrote to it, or
-    when the model changed (it is opened again).
+    when the model changed (it is opened again). One recall at a time uses it (the
+    MCP server runs each tool call in a worker thread of its own).
     """
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
         #: the last walk: where, under which key, and the cache that made it
         self.walked: tuple[Path, bytes | None, HeaderCache, Tree] | None = None
         self.shape: snapshot.Shape | None = None  # that walk's, once asked for
