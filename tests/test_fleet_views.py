@@ -280,6 +280,23 @@ def test_fleet_recall_ranks_keywords_over_path_over_body_with_provenance(
     assert len([line for line in out.splitlines() if not line.startswith("  ")]) == 1
 
 
+def test_fleet_recall_finds_chinese_and_japanese_by_words(
+    make_tree: MakeTree, fleet: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = make_tree(
+        {
+            f"{NOTES}/tokyo.md": "---\nkeywords: 天気\n---\n東京の会議は来週の火曜日に決まりました。\n",
+            f"{NOTES}/beijing.md": "---\n---\n北京的服务器明天迁移到新机房。\n",
+            f"{NOTES}/other.md": "---\n---\nNothing written without spaces here.\n",
+        }
+    )
+    tree = mirror_tree(root, fleet)
+    for query, path in (("会議", "tokyo"), ("服务器迁移", "beijing"), ("天気", "tokyo")):
+        code, out, _ = rouse(capsys, "fleet", "recall", query, "--ledger", fleet, "--json")
+        assert code == 0, query
+        assert [(h["tree"], h["path"]) for h in json.loads(out)] == [(tree, f"{NOTES}/{path}.md")]
+
+
 def test_fleet_recall_finds_nothing_exits_1(
     make_tree: MakeTree, fleet: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

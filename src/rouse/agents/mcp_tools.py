@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rouse.core import clock, layout
 from rouse.core.errors import UsageError
@@ -25,6 +25,9 @@ from rouse.pack.views import due_header, due_item, due_lines, due_order
 from rouse.probes import gate
 from rouse.records import inputs, lifecycle, notes, scaffold
 from rouse.trust import origins
+
+if TYPE_CHECKING:
+    from rouse.pack.recall import Session
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
 ENDINGS = ("done", "dropped", "abandoned", "failed", "cancelled")
@@ -65,6 +68,8 @@ class ReadTools:
         self.now = now
         self.env: Mapping[str, str] = env or {}
         self.key_path = key_path
+        #: what recall keeps between queries (rouse.pack.recall.Session), from the first
+        self.recalling: Session | None = None
 
     def _reader(self) -> origins.OriginReader:
         return origins.origin_reader(self.root, self.key_path)
@@ -91,8 +96,17 @@ class ReadTools:
     ) -> str:
         from rouse.pack import recall
 
+        if self.recalling is None:
+            self.recalling = recall.Session()
         hits = recall.recall(
-            self.root, query, self.now(), limit=limit, kind=kind, mode=mode, key_path=self.key_path
+            self.root,
+            query,
+            self.now(),
+            limit=limit,
+            kind=kind,
+            mode=mode,
+            key_path=self.key_path,
+            session=self.recalling,
         )
         if not hits:
             return f"nothing recalled for {query!r}"

@@ -218,16 +218,36 @@ def _listed_alike(root: Path, listed: dict[str, list[list[str]]]) -> bool:
         return False
 
 
+def still(root: Path, shape: Shape, token: str | None, secret: bytes | None) -> bool:
+    """Is the tree still as it was when a walk made ``shape`` (:func:`shape_of`) at
+    ``token``? The rule :func:`load` holds a snapshot to, for a process that keeps
+    its own (the MCP server's recall): a directory kept by its listing lists the
+    same, and a watching sweeper says nothing changed since ``token`` or a fresh
+    ``lstat`` of every path gives the same digest."""
+    dir_text, file_text, listed, digest = shape
+    return _listed_alike(root, listed) and (
+        _unchanged(root, token, secret) or _same(root, dir_text, file_text, digest)
+    )
+
+
 def _holds(root: Path, paths: bytes, digest: str) -> bool:
     """Do the snapshot's paths have the same identities now?"""
+    try:
+        kept = json.loads(paths)
+        return _same(root, kept["dirs"], kept["files"], digest)
+    except (ValueError, RecursionError, TypeError, KeyError):
+        return False
+
+
+def _same(root: Path, dir_text: str, file_text: str, digest: str) -> bool:
+    """Do these paths (``\n``-joined, each opening with ``/``) have the identities
+    that make ``digest`` now?"""
     base = str(root)
     lstat = os.lstat
     values: list[int] = []
     add = values.append
     extend = values.extend
     try:
-        kept = json.loads(paths)
-        dir_text, file_text = kept["dirs"], kept["files"]
         if dir_text:
             for rel in dir_text.split("\n"):
                 add(lstat(base + rel).st_mtime_ns)

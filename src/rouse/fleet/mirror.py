@@ -59,8 +59,9 @@ from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import MIGRATION_LOCK, MIRROR, migrate
 from rouse.trust.origins import OriginReader
 
-#: What a row holds; a mirror of another format is re-synced whole.
-FORMAT = 1
+#: What a row holds; a mirror of another format is re-synced whole (2: text written
+#: without spaces searched as pairs of characters).
+FORMAT = 2
 #: The text search configuration of the tsvector and of ``fleet recall``'s queries.
 TEXT_CONFIG = "english"
 

@@ -25,7 +25,7 @@ from rouse.core.clockplan import clock_plan, no_plan
 from rouse.core.errors import HeaderError
 from rouse.core.tree import Context, File, Note, Record, Tree
 from rouse.pack.indexdoc import DESCRIBED_BY, indexed_files
-from rouse.pack.search import WORD_RE
+from rouse.pack.search import WORD_RE, bigrams
 from rouse.trust.origins import OriginReader
 
 #: Body bytes a row keeps; a longer body is cut there, and ``body_note`` says so.
@@ -173,6 +173,9 @@ def read_row(root: Path, file: File, origins: OriginReader) -> dict[str, Any] | 
     text = raw.decode("utf-8", "replace")
     described = [f"{key}: {head.get(key)}" for key in DESCRIBED_BY if head.get(key)]
     search_body = "\n\n".join([text.strip(), *described])[:SEARCH_CHARS]
+    # text written without spaces (Chinese, Japanese) is searched as pairs of characters,
+    # as the local index's ``cjk`` column holds it: the parser takes a whole run as one word
+    pairs = " ".join(bigrams(f"{head.get('keywords') or ''}\n{search_body}"))[:SEARCH_CHARS]
     verdict = origins.verdict(file)
     mtime_ns = info.st_mtime_ns
     settled = time.time_ns() - mtime_ns >= RACY_NS and (info.st_size, mtime_ns) == (
@@ -195,7 +198,7 @@ def read_row(root: Path, file: File, origins: OriginReader) -> dict[str, Any] | 
         "keywords": keywords,
         "s_keywords": keywords.replace(",", " "),
         "s_path": " ".join(WORD_RE.findall(file.rel.removesuffix(".md"))),
-        "s_body": search_body,
+        "s_body": f"{search_body}\n\n{pairs}" if pairs else search_body,
     }
 
 

@@ -25,6 +25,7 @@ import sqlite3
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 from rouse.core import header, layout, statedir
 from rouse.core.cache import cached_walk
@@ -33,7 +34,7 @@ from rouse.core.tree import File, Tree
 from rouse.pack import search
 from rouse.pack.indexdoc import Current, Doc, Stats, chunks, document, indexed_files
 from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
-from rouse.pack.search import Match
+from rouse.pack.search import Match, VectorRow
 
 # the model (rouse.pack.semantic) is only ever handed in: this module never loads it
 TYPE_CHECKING = False
@@ -56,6 +57,9 @@ class Index:
     ``model`` (a :class:`rouse.pack.semantic.Model`) adds vectors: rows get one
     as they are written, rows without one (or made by another model) get one
     at the next refresh, and :meth:`search` can rank by meaning.
+
+    Its connection may be used from any thread, one at a time (the MCP server's
+    recall session holds a lock: :class:`rouse.pack.recall.Session`).
     """
 
     def __init__(
@@ -75,6 +79,9 @@ class Index:
         self.engine = "fts5" if self.fts else "like"
         self.stats = Stats()
         self.conn = self._memory() if in_memory else self._connect()
+        #: the vectors by kind, as :meth:`_vectors` stacked them, and the index's version then
+        self._stacked: dict[str | None, tuple[list[VectorRow], Any]] = {}
+        self._stacked_at: tuple[int, int] | None = None
 
     def close(self) -> None:
         self.conn.close()
@@ -98,13 +105,15 @@ class Index:
 
     def _memory(self) -> sqlite3.Connection:
         self.stats = Stats(rebuilt=True, in_memory=True)
-        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
         create(conn, self.engine)
         return conn
 
     def _open_file(self) -> sqlite3.Connection:
         for attempt in range(2):
-            conn = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+            conn = sqlite3.connect(
+                self.path, timeout=5, isolation_level=None, check_same_thread=False
+            )
             try:
                 if is_empty(conn):
                     create(conn, self.engine)
@@ -352,7 +361,8 @@ class Index:
         if mode in ("meaning", "both"):
             assert self.model is not None, "a search by meaning needs a model"
             wanted = self.model.embed([query or " ".join(words)])[0]
-            near = search.by_meaning(self.conn, self.model.cosines, wanted, kind=kind)
+            rows, matrix = self._vectors(kind)
+            near = search.by_meaning(rows, self.model.scores(wanted, matrix))
             found = (
                 near[:limit]
                 if mode == "meaning"
@@ -363,6 +373,19 @@ class Index:
             search.snippets(self.conn, words, best)
         self._meaning_snippets(wanted, best)
         return best
+
+    def _vectors(self, kind: str | None) -> tuple[list[VectorRow], Any]:
+        """The vectors of files of ``kind`` and their matrix, read and stacked once while
+        nothing writes to the index (this connection or another: ``data_version``)."""
+        assert self.model is not None
+        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes)
+        if version != self._stacked_at:
+            self._stacked, self._stacked_at = {}, version
+        if kind not in self._stacked:
+            found = search.vector_rows(self.conn, kind)
+            matrix = self.model.stack([vec for _, vec in found])
+            self._stacked[kind] = ([row for row, _ in found], matrix)
+        return self._stacked[kind]
 
     def _meaning_snippets(self, wanted: bytes, best: list[Match]) -> None:
         """A match by meaning alone quotes the sentence of its body nearest the query."""

@@ -13,14 +13,16 @@ the verdict of the signature over them.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import supersession
-from rouse.core.cache import cached_walk
+from rouse.core import snapshot, supersession
+from rouse.core.cache import HeaderCache
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header
 from rouse.core.layout import CONTEXT_TYPES
@@ -130,6 +132,7 @@ def recall(
     mode: str | None = None,
     notes: list[str] | None = None,
     key_path: Path | None = None,
+    session: Session | None = None,
 ) -> list[Hit]:
     """Search the tree at ``root`` for ``query``; the best ``limit`` hits, best first.
 
@@ -140,6 +143,7 @@ def recall(
     within their ttl) unless ``run_probes`` is False or the probes file is not
     trusted; then they read ``<unknown>``. With no ``mode`` given, a semantic
     model that cannot be read makes it recall by words, and says so in ``notes``.
+    A long-lived process passes the same ``session`` (:class:`Session`) to each recall.
     """
     words = query_words(query)
     if kind is not None and kind not in KINDS:
@@ -158,10 +162,15 @@ def recall(
         if notes is not None:
             notes.append(f"recall by words only: {exc.render()}")
     reader = origins.origin_reader(root, key_path)
-    tree = cached_walk(root, reader.cache_secret)
-    with Index(root, model=model) as index:
-        index.refresh(tree)
-        shown = _checked(index, tree, words, query, mode, kind, limit)
+    kept = session or Session()
+    try:
+        with kept.lock:
+            tree, index = kept.open(root, reader.cache_secret, model)
+            shown = _checked(index, tree, words, query, mode, kind, limit)
+            kept.searched()
+    finally:
+        if session is None:
+            kept.close()
     measure = _probe_reader(tree, reader, run_probes)
     hits = []
     for match, now_is in shown:
@@ -196,6 +205,93 @@ def recall(
     )
     reader.flush()
     return currency.arrange(hits, successors)
+
+
+class Session:
+    """What a long-lived process (the MCP server) keeps between recalls of one tree, so
+    that a warm recall neither walks the tree nor compares the index with it when
+    nothing changed.
+
+    It keeps the last walk, and the open index. The next recall takes that walk
+    only when :func:`rouse.core.snapshot.still` says the tree is as it was (a
+    watching sweeper says nothing changed since the walk's token, else one
+    ``lstat`` per directory and file gives the same identities); anything else — a
+    file the walk could not vouch for, another stamp key — and it walks, as a
+    single recall does. The index is brought up to date again when the tree was
+    walked again, when its file was replaced or another process wrote to it, or
+    when the model changed (it is opened again). One recall at a time uses it (the
+    MCP server runs each tool call in a worker thread of its own).
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        #: the last walk: where, under which key, and the cache that made it
+        self.walked: tuple[Path, bytes | None, HeaderCache, Tree] | None = None
+        self.shape: snapshot.Shape | None = None  # that walk's, once asked for
+        self.index: Index | None = None
+        self.opened: tuple[int, int] | None = None  # the index file's (device, inode)
+        self.version: tuple[int, int] | None = None  # the index's, after our last recall
+
+    def open(
+        self, root: Path, secret: bytes | None, model: semantic.Model | None
+    ) -> tuple[Tree, Index]:
+        """The tree and the index, both up to date."""
+        tree = self._kept_tree(root, secret)
+        fresh = tree is None
+        if tree is None:
+            walked = HeaderCache(root, secret)
+            tree = walked.walk()
+            self.walked, self.shape = (root, secret, walked, tree), None
+        index = self.index
+        if index is not None and (index.model is not model or _identity(index.path) != self.opened):
+            self.close()
+            index = None
+        if index is None:
+            index = self.index = Index(root, model=model)
+            self.opened = None if index.stats.in_memory else _identity(index.path)
+            fresh = True
+        if fresh or _version(index) != self.version:
+            index.refresh(tree)
+        return tree, index
+
+    def _kept_tree(self, root: Path, secret: bytes | None) -> Tree | None:
+        """The last walk's tree, if the tree is still as that walk found it."""
+        if self.walked is None:
+            return None
+        at, key, walked, tree = self.walked
+        if (at, key) != (root, secret) or walked.unsettled or tree.untrackable:
+            return None
+        if self.shape is None:
+            self.shape = snapshot.shape_of(walked.dirs, walked.racy_listings)
+        token = snapshot.token_of(walked)
+        if self.shape is None or not snapshot.still(root, self.shape, token, secret):
+            return None
+        return tree
+
+    def searched(self) -> None:
+        """Note the index's version after this recall's own writes: another process's
+        next write is then seen."""
+        assert self.index is not None
+        self.version = _version(self.index)
+
+    def close(self) -> None:
+        if self.index is not None:
+            self.index.close()
+        self.index = self.version = None
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _version(index: Index) -> tuple[int, int]:
+    """Changes when anyone writes to the index: another connection (``data_version``)
+    or this one."""
+    return index.conn.execute("PRAGMA data_version").fetchone()[0], index.conn.total_changes
 
 
 def _checked(

@@ -135,37 +135,42 @@ def by_words(
     return found
 
 
-def by_meaning(
-    conn: sqlite3.Connection,
-    cosines: Any,
-    query: bytes,
-    *,
-    kind: str | None = None,
-) -> list[Match]:
-    """Files whose vector is near ``query`` (``cosines(query, vectors)``), best first.
+#: A file's vector, as :func:`by_meaning` ranks it: (file id, path, kind, chunk).
+VectorRow = tuple[int, str, str, int]
 
-    A file embedded in chunks scores its nearest chunk, and the match names it."""
+
+def vector_rows(conn: sqlite3.Connection, kind: str | None = None) -> list[tuple[VectorRow, bytes]]:
+    """Every vector in the index (of files of ``kind``), each with its row."""
     sql = (
         "SELECT f.id, f.rel, f.kind, v.chunk, v.vec FROM vectors v "
         "JOIN files f ON f.id = v.id WHERE 1"
     )
     # a vector is a BLOB; a row holding anything else (TEXT written by hand, a number)
     # is no vector: skipped, as if it had none
-    rows = [row for row in _rows(conn, sql, [], kind) if isinstance(row[4], bytes)]
-    scores = cosines(query, [bytes(row[4]) for row in rows])
+    return [
+        ((int(doc_id), str(rel), str(doc_kind), int(chunk)), bytes(vec))
+        for doc_id, rel, doc_kind, chunk, vec in _rows(conn, sql, [], kind)
+        if isinstance(vec, bytes)
+    ]
+
+
+def by_meaning(rows: list[VectorRow], scores: list[float]) -> list[Match]:
+    """Files ranked by the cosine of their vectors (``rows``, :func:`vector_rows`) with
+    the query's (``scores``, one per row), best first, those below the floor left out.
+
+    A file embedded in chunks scores its nearest chunk, and the match names it."""
     best: dict[int, Match] = {}
     chunked: set[int] = set()
-    for (doc_id, rel, doc_kind, chunk, _), score in zip(rows, scores, strict=True):
+    for (doc_id, rel, doc_kind, chunk), score in zip(rows, scores, strict=True):
         if chunk:
-            chunked.add(int(doc_id))
+            chunked.add(doc_id)
         if score < MEANING_FLOOR:
             continue
-        held = best.get(int(doc_id))
+        held = best.get(doc_id)
         if held is None or held.meaning is None or score > held.meaning:
-            best[int(doc_id)] = Match(
-                str(rel), str(doc_kind), 0, -score, doc_id=int(doc_id), meaning=score,
-                chunk=int(chunk),
-            )  # fmt: skip
+            best[doc_id] = Match(
+                rel, doc_kind, 0, -score, doc_id=doc_id, meaning=score, chunk=chunk
+            )
     found = list(best.values())
     for match in found:
         if match.doc_id not in chunked:

@@ -102,14 +102,21 @@ class Model:
 
     def cosines(self, query: bytes, vectors: list[bytes]) -> list[float]:
         """The cosine of each vector with ``query`` (all are unit length, or zero)."""
+        return self.scores(query, self.stack(vectors))
+
+    def stack(self, vectors: list[bytes]) -> Any:
+        """The vectors as one matrix for :meth:`scores` (one of another width: zeros), so
+        a process that searches the same vectors again stacks them once."""
         np = self._np
-        if not vectors:
-            return []
-        wanted = np.frombuffer(query, dtype=np.float32)
-        width = wanted.shape[0]
+        width = self.table.shape[1]
         rows = [v if len(v) == width * 4 else bytes(width * 4) for v in vectors]
-        matrix = np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), width)
-        scores: Any = matrix @ wanted
+        return np.frombuffer(b"".join(rows), dtype=np.float32).reshape(len(rows), width)
+
+    def scores(self, query: bytes, matrix: Any) -> list[float]:
+        """The cosine of ``query`` with each row of ``matrix`` (:meth:`stack`)."""
+        if not len(matrix):
+            return []
+        scores: Any = matrix @ self._np.frombuffer(query, dtype=self._np.float32)
         return [float(s) for s in scores]
 
 
