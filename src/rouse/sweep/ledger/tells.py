@@ -14,7 +14,7 @@ Which sink a tell goes through, and when, is :mod:`rouse.sweep.channels`'.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from rouse.core.timefmt import iso_stamp
@@ -126,13 +126,13 @@ class TellRows(Rows):
         tell_id: str,
         sink: str,
         now: datetime,
-        backoff: timedelta,
+        again: datetime | None,
         *,
         receipt: str | None,
         error: str | None,
     ) -> None:
-        """One attempt through ``sink``: landed (``receipt``), or not (``error``; the next
-        try ``backoff`` after this one)."""
+        """One attempt through ``sink``: landed (``receipt``), or not (``error``; tried
+        ``again`` then)."""
         if error is None:
             self.run(
                 "UPDATE tells SET state = 'delivered', sink = ?, attempts = attempts + 1, "
@@ -153,7 +153,7 @@ class TellRows(Rows):
             sink,
             as_text(now),
             as_text(now),
-            as_text(now + backoff),
+            as_text(again),
             error,
             self.tree,
             tell_id,
