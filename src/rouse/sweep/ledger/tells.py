@@ -17,16 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from rouse.core.ledgerschema import TABLES, column_name
 from rouse.core.timefmt import iso_stamp
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake
 
-TELL_STATES = ("pending", "waiting", "delivered", "given_up")
-TELL_COLUMNS = (
-    "id, record, path, type, slug, channel, source, text, made_at, state, sink, attempts, "
-    "first_failure, last_attempt, next_attempt, finished, receipt, error"
-)
+#: a tell's columns but its tree
+TELL_COLUMNS = ", ".join(column_name(column) for column in TABLES["tells"][1:])
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
+from rouse.core.ledgerschema import WAKE_STATES
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, as_time, entries
 from rouse.sweep.ledger.retry import next_try
 from rouse.sweep.wake import Wake
 
-STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
+STATES = WAKE_STATES
 #: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
 WORKERS = "workers"
 #: The ``sink`` of a task's notice queued for whoever sends it first (:mod:`rouse.work.notices`).
