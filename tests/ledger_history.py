@@ -2,7 +2,9 @@
 
 ``SQLITE_STEPS`` are the SQLite ledger's numbered migrations as rouse 0.x wrote
 them, one script per ``PRAGMA user_version``: a ledger at version ``n`` is the
-first ``n`` of them. Kept here as data (never imported by rouse itself).
+first ``n`` of them. ``PG_LEDGER_1`` is the fleet's PostgreSQL migration 1 as it
+was written by hand before both were made from one column spec. Kept here as
+data (never imported by rouse itself).
 """
 
 from __future__ import annotations
@@ -134,6 +136,105 @@ SQLITE_STEPS: tuple[str, ...] = (
     CREATE INDEX tells_receipt ON tells (receipt);
     """,
 )
+
+
+#: the fleet's PostgreSQL migration 1 (the shared ledger, the lease, the trees)
+PG_LEDGER_1 = """
+CREATE TABLE trees (
+    tree TEXT PRIMARY KEY,
+    root TEXT NOT NULL DEFAULT '',
+    host TEXT NOT NULL DEFAULT '',
+    first_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+    last_tick TIMESTAMPTZ,
+    last_tick_by TEXT
+);
+CREATE TABLE wakes (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    path TEXT NOT NULL,
+    file TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    nudge INTEGER NOT NULL,
+    made_at TEXT NOT NULL,
+    last_moved TEXT,
+    wake TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    first_failure TEXT,
+    last_attempt TEXT,
+    next_attempt TEXT,
+    finished TEXT,
+    stamped INTEGER NOT NULL DEFAULT 0,
+    receipt TEXT,
+    error TEXT,
+    digest TEXT,
+    claimed_by TEXT,
+    claim_until TIMESTAMPTZ
+);
+CREATE INDEX wakes_open ON wakes (tree, state, stamped);
+CREATE INDEX wakes_made ON wakes (tree, made_at);
+CREATE INDEX wakes_receipt ON wakes (receipt);
+CREATE INDEX wakes_streak ON wakes (tree, path, last_moved);
+CREATE INDEX wakes_owed ON wakes (state, claim_until) WHERE state = 'pending';
+CREATE TABLE digests (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    made_at TEXT NOT NULL,
+    wakes TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT
+);
+CREATE TABLE escalations (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    path TEXT NOT NULL,
+    last_moved TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    wake_id TEXT NOT NULL,
+    made_at TEXT NOT NULL,
+    message TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT,
+    UNIQUE (tree, path, last_moved, level)
+);
+CREATE TABLE runs (
+    tree TEXT NOT NULL,
+    id TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    wakes TEXT NOT NULL,
+    command TEXT NOT NULL,
+    started TEXT NOT NULL,
+    state TEXT NOT NULL,
+    exit INTEGER,
+    seconds DOUBLE PRECISION,
+    answered INTEGER,
+    woken INTEGER
+);
+CREATE INDEX runs_started ON runs (tree, started);
+CREATE TABLE leaders (
+    tree TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    token BIGINT NOT NULL,
+    since TIMESTAMPTZ NOT NULL,
+    expires TIMESTAMPTZ NOT NULL
+);
+"""
 
 
 def old_sqlite_ledger(path: Path, version: int) -> sqlite3.Connection:
