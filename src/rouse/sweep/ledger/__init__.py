@@ -18,13 +18,12 @@ from rouse.sweep.ledger.entry import Entry
 from rouse.sweep.ledger.retry import GIVE_UP_AFTER, backoff, gives_up, next_try, ready
 from rouse.sweep.ledger.sqlite import Ledger
 from rouse.sweep.ledger.views import log_lines, recent
-from rouse.sweep.ledger.wakes import NOTICE_SINK, SET_ASIDE, STATES, WORKERS
+from rouse.sweep.ledger.wakes import NOTICE_SINK, SET_ASIDE, WORKERS
 
 __all__ = [
     "GIVE_UP_AFTER",
     "NOTICE_SINK",
     "SET_ASIDE",
-    "STATES",
     "WORKERS",
     "Entry",
     "Ledger",

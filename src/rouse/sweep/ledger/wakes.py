@@ -21,7 +21,6 @@ from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, as_time, entries
 from rouse.sweep.ledger.retry import next_try
 from rouse.sweep.wake import Wake
 
-STATES = WAKE_STATES
 #: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
 WORKERS = "workers"
 #: The ``sink`` of a task's notice queued for whoever sends it first (:mod:`rouse.work.notices`).
@@ -97,7 +96,7 @@ class WakeRows(Rows):
 
     def counts(self) -> dict[str, int]:
         """How many of this tree's wakes are in each state."""
-        found = dict.fromkeys(STATES, 0)
+        found = dict.fromkeys(WAKE_STATES, 0)
         for row in self.run(
             "SELECT state, COUNT(*) AS n FROM wakes WHERE tree = ? GROUP BY state", self.tree
         ):
