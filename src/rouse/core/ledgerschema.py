@@ -10,6 +10,17 @@ The column types are spelled so both databases read them alike.
 
 from __future__ import annotations
 
+#: what every message the ledger sends carries: its state and its tries (the retry
+#: rule of those that retry, wakes and tells, is :mod:`rouse.sweep.ledger.retry`'s)
+SENDING = (
+    "state TEXT NOT NULL",
+    "attempts INTEGER NOT NULL DEFAULT 0",
+    "last_attempt TEXT",
+    "finished TEXT",
+    "receipt TEXT",
+    "error TEXT",
+)
+
 #: table → its columns and constraints, in order
 TABLES: dict[str, tuple[str, ...]] = {
     "wakes": (
@@ -24,16 +35,11 @@ TABLES: dict[str, tuple[str, ...]] = {
         "last_moved TEXT",
         "wake TEXT NOT NULL",
         "sink TEXT NOT NULL",
-        "state TEXT NOT NULL",
-        "attempts INTEGER NOT NULL DEFAULT 0",
+        *SENDING,
         "in_flight INTEGER NOT NULL DEFAULT 0",
         "first_failure TEXT",
-        "last_attempt TEXT",
         "next_attempt TEXT",
-        "finished TEXT",
         "stamped INTEGER NOT NULL DEFAULT 0",
-        "receipt TEXT",
-        "error TEXT",
         "digest TEXT",
     ),
     "digests": (
@@ -42,12 +48,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "made_at TEXT NOT NULL",
         "wakes TEXT NOT NULL",
         "sink TEXT NOT NULL",
-        "state TEXT NOT NULL",
-        "attempts INTEGER NOT NULL DEFAULT 0",
-        "last_attempt TEXT",
-        "finished TEXT",
-        "receipt TEXT",
-        "error TEXT",
+        *SENDING,
     ),
     "escalations": (
         "tree TEXT NOT NULL DEFAULT ''",
@@ -60,12 +61,7 @@ TABLES: dict[str, tuple[str, ...]] = {
         "made_at TEXT NOT NULL",
         "message TEXT NOT NULL",
         "sink TEXT NOT NULL",
-        "state TEXT NOT NULL",
-        "attempts INTEGER NOT NULL DEFAULT 0",
-        "last_attempt TEXT",
-        "finished TEXT",
-        "receipt TEXT",
-        "error TEXT",
+        *SENDING,
         "UNIQUE (tree, path, last_moved, level)",
     ),
     "runs": (
@@ -93,15 +89,10 @@ TABLES: dict[str, tuple[str, ...]] = {
         "source TEXT NOT NULL",
         "text TEXT NOT NULL",
         "made_at TEXT NOT NULL",
-        "state TEXT NOT NULL",
+        *SENDING,
         "sink TEXT",
-        "attempts INTEGER NOT NULL DEFAULT 0",
         "first_failure TEXT",
-        "last_attempt TEXT",
         "next_attempt TEXT",
-        "finished TEXT",
-        "receipt TEXT",
-        "error TEXT",
     ),
 }
 
