@@ -11,7 +11,7 @@ The plan is made by :mod:`rouse.sweep.plan`, the loop around ticks is
 :mod:`rouse.sweep.loop`, nudge files are archived by :mod:`rouse.sweep.archive`
 and the record stamps are written by :mod:`rouse.sweep.stamping`. The Sweeper's
 collaborators send digests and agent runs (:mod:`rouse.sweep.digesting`) and
-escalations (:mod:`rouse.sweep.escalating`); what it says, and how much, is
+escalations (:mod:`rouse.sweep.escalation`); what it says, and how much, is
 :mod:`rouse.sweep.voice`'s.
 
 In a fleet one sweeper per tree leads and the others stand by
@@ -41,7 +41,7 @@ from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import TELL_AGAIN, Channels, Teller
 from rouse.sweep.digesting import DigestSender, NudgeNotes, Receipts, never
-from rouse.sweep.escalating import Escalator
+from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.parts import Parts
