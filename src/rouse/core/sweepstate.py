@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import layout
+from rouse.core.ledgerschema import ESCALATION_STATES, TELL_STATES, WAKE_STATES
 from rouse.core.statedir import path_problem
 from rouse.core.statefile import save_json
 from rouse.core.stateshapes import BUDGET, FLEET, SWEEP
@@ -42,7 +43,6 @@ FLEET_FILE = f"{layout.STATE_DIR}/fleet.json"
 QUEUED_TOO_LONG = timedelta(minutes=5)
 LEDGER = f"{layout.STATE_DIR}/ledger.sqlite3"
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
-LEDGER_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 #: The longest interval a sweeper ticks at (``rouse sweep --every``), in seconds: one
 #: day. A longer one in ``sweep.json`` is believed as this, so a late sweeper is late.
 LONGEST_INTERVAL = 86400.0
@@ -268,7 +268,7 @@ def _connect(root: Path) -> Iterator[sqlite3.Connection | None]:
 
 def counts(root: Path) -> dict[str, int]:
     """Wakes by state (all time): pending, held, delivered, given_up, withdrawn."""
-    found = dict.fromkeys(LEDGER_STATES, 0)
+    found = dict.fromkeys(WAKE_STATES, 0)
     with ledger_reader(root) as db:
         if db is None:
             return found
@@ -360,11 +360,12 @@ def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, i
 
 
 def _by_state(
-    root: Path, table: str, owed: tuple[str, ...], ended: tuple[str, ...], since: datetime | None
+    root: Path, table: str, states: tuple[tuple[str, ...], tuple[str, ...]], since: datetime | None
 ) -> dict[str, int]:
     """``table``'s rows counted by state: every row in an ``owed`` state, and those in an
     ``ended`` state finished at or after ``since``. Never creates the database; a ledger
     without the table (an older one), busy or damaged reads as none."""
+    owed, ended = states
     found = dict.fromkeys((*owed, *ended), 0)
     listed = ", ".join(f"'{state}'" for state in owed)  # (rouse's own state names)
     over = ", ".join(f"'{state}'" for state in ended)
@@ -386,14 +387,14 @@ def _by_state(
 def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
     """Escalations to the owner (``sweep --escalate``): delivered (at or after ``since``)
     and still pending."""
-    return _by_state(root, "escalations", ("pending",), ("delivered",), since)
+    return _by_state(root, "escalations", ESCALATION_STATES, since)
 
 
 def tell_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
     """Messages to the owner (``rouse tell``, a reminder's channel): pending (not sent
     yet, or failing), waiting (the sweeper has no channel for them), delivered and
     given up (at or after ``since``)."""
-    return _by_state(root, "tells", ("pending", "waiting"), ("delivered", "given_up"), since)
+    return _by_state(root, "tells", TELL_STATES, since)
 
 
 def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:

@@ -33,7 +33,7 @@ from datetime import datetime
 
 from rouse.core.errors import UsageError
 from rouse.fleet.pg import PgDatabase
-from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, backoff
+from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, gives_up, next_try
 from rouse.sweep.ledger.entry import UNREADABLE, DamagedRow, as_text, as_time, read_wake
 from rouse.sweep.wake import Wake
 
@@ -129,7 +129,7 @@ class Claim:
 
     def gives_up(self, now: datetime) -> bool:
         """24 h or more of failures: give it up instead of sending it."""
-        return self.first_failure is not None and now - self.first_failure >= GIVE_UP_AFTER
+        return gives_up(self.first_failure, now)
 
 
 class Claims:
@@ -242,14 +242,14 @@ class Claims:
 
     def failed(self, claim: Claim, now: datetime, error: str) -> tuple[datetime, str | None]:
         """A failed attempt: the ledger's backoff from this attempt. (next try, why untouched)."""
-        next_try = claim.attempt_at + backoff(claim.attempts)
+        again = next_try(claim.attempt_at, claim.attempts)
         cursor = self.db.execute(
             "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
             "next_attempt = ?, error = ?, claimed_by = NULL, claim_until = NULL "
             "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (as_text(now), as_text(next_try), error, claim.id, self.holder),
+            (as_text(now), as_text(again), error, claim.id, self.holder),
         )
-        return next_try, None if cursor.rowcount == 1 else self.why_untouched(claim)
+        return again, None if cursor.rowcount == 1 else self.why_untouched(claim)
 
     def given_up(self, claim: Claim, now: datetime) -> str | None:
         """24 h of failures: given up, not sent (``stamped = 0``: its sweeper writes the nudge)."""

@@ -5,12 +5,13 @@ newer than this rouse knows is refused with a clear error, never touched.
 Migrations run under a transaction-scoped advisory lock, so two machines
 starting at once apply each step once.
 
-The ledger's tables are the SQLite ledger's (:mod:`rouse.sweep.ledger.schema`)
-with a ``tree`` column, so many trees share one database, and the columns a
-fleet adds: a delivery worker's claim on a wake (``claimed_by``,
-``claim_until``), the per-tree leader lease (``leaders``), the trees seen
-(``trees``), the one-way mirror of each tree's files (``mirror_files``) and the
-delivery workers' presence (``workers``, :mod:`rouse.fleet.workers`).
+The ledger's tables are made from the same column spec as the SQLite
+ledger's (:mod:`rouse.core.ledgerschema`; each row names its tree, so many
+trees share one database), and the columns a fleet adds: a delivery worker's
+claim on a wake (``claimed_by``, ``claim_until``), the per-tree leader lease
+(``leaders``), the trees seen (``trees``), the one-way mirror of each tree's
+files (``mirror_files``) and the delivery workers' presence (``workers``,
+:mod:`rouse.fleet.workers`).
 """
 
 from __future__ import annotations
@@ -18,97 +19,30 @@ from __future__ import annotations
 from typing import Any
 
 from rouse.core.errors import TooNew
+from rouse.core.ledgerschema import LOCAL_ONLY, TABLES, create, indexes
 
 #: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
 MIGRATION_LOCK = 0x726F757365
 
-LEDGER = """
-CREATE TABLE trees (
+#: the columns a fleet adds to the ledger's: a delivery worker's claim on a wake
+FLEET_COLUMNS = {"wakes": ("claimed_by TEXT", "claim_until TIMESTAMPTZ")}
+#: the ledger's tables a fleet shares (tells stay in each tree's own SQLite file)
+SHARED = tuple(table for table in TABLES if table not in LOCAL_ONLY)
+
+LEDGER = ";\n".join(
+    (
+        """CREATE TABLE trees (
     tree TEXT PRIMARY KEY,
     root TEXT NOT NULL DEFAULT '',
     host TEXT NOT NULL DEFAULT '',
     first_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
     last_tick TIMESTAMPTZ,
     last_tick_by TEXT
-);
-CREATE TABLE wakes (
-    tree TEXT NOT NULL,
-    id TEXT PRIMARY KEY,
-    record TEXT NOT NULL,
-    path TEXT NOT NULL,
-    file TEXT NOT NULL,
-    reason TEXT NOT NULL,
-    nudge INTEGER NOT NULL,
-    made_at TEXT NOT NULL,
-    last_moved TEXT,
-    wake TEXT NOT NULL,
-    sink TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    first_failure TEXT,
-    last_attempt TEXT,
-    next_attempt TEXT,
-    finished TEXT,
-    stamped INTEGER NOT NULL DEFAULT 0,
-    receipt TEXT,
-    error TEXT,
-    digest TEXT,
-    claimed_by TEXT,
-    claim_until TIMESTAMPTZ
-);
-CREATE INDEX wakes_open ON wakes (tree, state, stamped);
-CREATE INDEX wakes_made ON wakes (tree, made_at);
-CREATE INDEX wakes_receipt ON wakes (receipt);
-CREATE INDEX wakes_streak ON wakes (tree, path, last_moved);
-CREATE INDEX wakes_owed ON wakes (state, claim_until) WHERE state = 'pending';
-CREATE TABLE digests (
-    tree TEXT NOT NULL,
-    id TEXT PRIMARY KEY,
-    made_at TEXT NOT NULL,
-    wakes TEXT NOT NULL,
-    sink TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    last_attempt TEXT,
-    finished TEXT,
-    receipt TEXT,
-    error TEXT
-);
-CREATE TABLE escalations (
-    tree TEXT NOT NULL,
-    id TEXT PRIMARY KEY,
-    record TEXT NOT NULL,
-    path TEXT NOT NULL,
-    last_moved TEXT NOT NULL,
-    level INTEGER NOT NULL,
-    wake_id TEXT NOT NULL,
-    made_at TEXT NOT NULL,
-    message TEXT NOT NULL,
-    sink TEXT NOT NULL,
-    state TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    last_attempt TEXT,
-    finished TEXT,
-    receipt TEXT,
-    error TEXT,
-    UNIQUE (tree, path, last_moved, level)
-);
-CREATE TABLE runs (
-    tree TEXT NOT NULL,
-    id TEXT PRIMARY KEY,
-    digest TEXT NOT NULL,
-    wakes TEXT NOT NULL,
-    command TEXT NOT NULL,
-    started TEXT NOT NULL,
-    state TEXT NOT NULL,
-    exit INTEGER,
-    seconds DOUBLE PRECISION,
-    answered INTEGER,
-    woken INTEGER
-);
-CREATE INDEX runs_started ON runs (tree, started);
-CREATE TABLE leaders (
+)""",
+        *(create(table, FLEET_COLUMNS.get(table, ())) for table in SHARED),
+        *indexes(SHARED),
+        "CREATE INDEX wakes_owed ON wakes (state, claim_until) WHERE state = 'pending'",
+        """CREATE TABLE leaders (
     tree TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
     host TEXT NOT NULL,
@@ -116,8 +50,9 @@ CREATE TABLE leaders (
     token BIGINT NOT NULL,
     since TIMESTAMPTZ NOT NULL,
     expires TIMESTAMPTZ NOT NULL
-);
-"""
+)""",
+    )
+)
 
 MIRROR = """
 CREATE TABLE IF NOT EXISTS mirror_files (

@@ -15,12 +15,12 @@ from datetime import datetime
 from typing import Any
 
 from rouse.core.errors import UsageError
+from rouse.core.ledgerschema import WAKE_STATES
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
 from rouse.pack.views import clock_time
-from rouse.sweep.ledger import STATES
 
 #: How many characters of a tree id the text views show (``--tree`` takes any unique start).
 SHORT_ID = 8
@@ -162,7 +162,7 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         f"SELECT tree, state, count(*) AS n FROM wakes WHERE TRUE{where} GROUP BY tree, state",
         params,
     ):
-        counts.setdefault(row["tree"], dict.fromkeys(STATES, 0))[row["state"]] = int(row["n"])
+        counts.setdefault(row["tree"], dict.fromkeys(WAKE_STATES, 0))[row["state"]] = int(row["n"])
     queued: dict[str, tuple[int, str | None]] = {}
     for row in db.execute(
         "SELECT tree, count(*) AS n, min(made_at) AS oldest FROM wakes "
@@ -192,7 +192,7 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
                 last_tick=row["last_tick"],
                 last_tick_by=row["last_tick_by"],
                 leader=leader,
-                wakes=counts.get(row["tree"], dict.fromkeys(STATES, 0)),
+                wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
                 files=row["files"],
                 skipped=row["skipped"],
                 synced_at=row["synced_at"],

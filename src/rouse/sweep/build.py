@@ -17,7 +17,7 @@ from rouse.core.home import stamp_key_path
 from rouse.runs import presets
 from rouse.sweep.carrying import WorkerQueue
 from rouse.sweep.channels import Channels
-from rouse.sweep.escalate import Escalation, Threshold
+from rouse.sweep.escalation import Escalation, Threshold
 from rouse.sweep.options import CHANNEL_KINDS, NOTIFY, SweepOptions
 from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours

@@ -15,23 +15,21 @@ tick read the ledger, is not withdrawn, held, given up or taken back: that
 step is skipped this tick (each of those writes is conditional in the ledger).
 
 In a fleet, the nudge files this sweeper writes in its tree (the file sink's,
-a give-up's) are also noted in the tree's own SQLite ledger: the pack shows
-only nudge files that file vouches for, and never loads a database driver.
+a give-up's) are also noted in the tree's own SQLite ledger
+(:class:`~rouse.sweep.digesting.NudgeNotes`).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
 from rouse.core.clock import Decision
-from rouse.core.errors import RouseError
 from rouse.core.layout import STATE_DIR
 from rouse.core.nudges import DIR as NUDGES_DIR
-from rouse.sweep.digesting import DigestSender, Landed, Receipts, Stamp, never
+from rouse.sweep.digesting import DigestSender, Landed, NudgeNotes, Receipts, Stamp
 from rouse.sweep.ledger import WORKERS, Entry, Ledger
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
@@ -82,7 +80,8 @@ class Carrier:
         digests: DigestSender | None,
         stamp: Stamp,
         landed: Landed,
-        receipts: Receipts | None = None,
+        receipts: Receipts,
+        notes: NudgeNotes,
     ) -> None:
         self.root = root
         self.sink = sink
@@ -94,133 +93,133 @@ class Carrier:
         self.digests = digests
         self.stamp = stamp
         self.landed = landed
-        self.receipts = receipts or Receipts(ledger, never)
+        self.receipts = receipts
+        #: in a fleet, the nudge files written here are noted in the tree's own ledger
+        self.vouch = notes.vouch
         #: ``--plan-only``: wakes are queued for the delivery workers, never sent here
         self.queue = sink.kind == WORKERS
-        #: the tree's own SQLite ledger, where a fleet sweeper notes its nudge files
-        self._local: Ledger | None = None
-
-    def close(self) -> None:
-        if self._local is not None:
-            self._local.close()
-            self._local = None
 
     def carry_out(
         self, step: Step, ids: Mapping[str, str], now: datetime, report: TickReport
     ) -> None:
         """Carry ``step`` out; ``ids`` are the display ids of the records' folders."""
         if step.action == "new":
-            assert step.decision is not None
-            record = step.decision.record
-            origin = self.origins(record)
-            made = build(
-                step.decision,
-                ids[record.dir],
-                now,
-                read_body(self.root, record.rel),
-                origin,
-                wake_id=key(self.ledger.tree, step.decision),
-                quoted=fence.quoted(origin),
-            )
-            self.offer(made, step.decision, now, report)
+            self._new(step, ids, now, report)
             return
-        entry = step.entry
-        assert entry is not None
-        if step.action == "send":
-            if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
-                # queued (held) for whoever takes it first: a worker's --sink, a fleet
-                # carrier or this tick; one of ours that failed is retried (pending)
-                if entry.state == "held" and not self.ledger.take_notice(entry.id, self.sink.kind):
-                    return
-                self.ledger.start_attempt(entry.id, self.sink.kind, now)
-                self.send(entry.wake, step.decision, now, report)
-                return
-            if entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
-                if not self.ledger.take_back(entry.id, self.sink.kind, now):
-                    self._claimed(entry, "send", now)
-                    return
-                if self.digests is not None:
-                    self.digests.add(entry.wake, step.decision)
-                    return
-                self.send(entry.wake, step.decision, now, report)
-                return
-            if entry.in_flight:
-                self.ledger.failed(
-                    entry.id,
-                    now,
-                    "no result recorded: the sweeper stopped mid-send",
-                    when=entry.last_attempt,
-                )
-            if self.queue:  # owed from before --plan-only: the workers send it now
-                if self.ledger.queue(entry.id):
-                    report.queued.append(entry.id)
-                    self.voice.say(
-                        f"{moment(now)} queued {named(entry.wake)} for the delivery workers"
-                    )
+        assert step.entry is not None
+        _ACTIONS[step.action](self, step, step.entry, now, report)
+
+    def _new(self, step: Step, ids: Mapping[str, str], now: datetime, report: TickReport) -> None:
+        assert step.decision is not None
+        record = step.decision.record
+        origin = self.origins(record)
+        made = build(
+            step.decision,
+            ids[record.dir],
+            now,
+            read_body(self.root, record.rel),
+            origin,
+            wake_id=key(self.ledger.tree, step.decision),
+            quoted=fence.quoted(origin),
+        )
+        self.offer(made, step.decision, now, report)
+
+    def _send(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
+            # queued (held) for whoever takes it first: a worker's --sink, a fleet
+            # carrier or this tick; one of ours that failed is retried (pending)
+            if entry.state == "held" and not self.ledger.take_notice(entry.id, self.sink.kind):
                 return
             self.ledger.start_attempt(entry.id, self.sink.kind, now)
-            if self.digests is not None:
-                self.digests.add(entry.wake, step.decision)
-                return
             self.send(entry.wake, step.decision, now, report)
-        elif step.action == "hold":
-            if self.ledger.hold(entry.id):
-                report.held.append(entry.id)
+        elif entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
+            if self.ledger.take_back(entry.id, self.sink.kind, now):
+                self._go(entry.wake, step.decision, now, report)
             else:
-                self._claimed(entry, "hold", now)
-        elif step.action == "release":
-            if self.ledger.queue(entry.id):
-                report.queued.append(entry.id)
-                self.voice.say(
-                    f"{moment(now)} released {named(entry.wake)} to the delivery workers"
-                )
-        elif step.action == "withdraw":
-            if not self.ledger.withdraw(entry.id, now, step.why):
-                self._claimed(entry, "withdraw", now)
-                return
-            report.withdrawn.append(entry.id)
-            self.voice.say(f"{moment(now)} withdrew {named(entry.wake)}: {step.why}")
-        elif step.action == "confirm":
-            self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
-            report.delivered.append(entry.id)
-        elif step.action == "restamp":
-            # stamped as of when it landed, as every clone of a fleet stamps it from this
-            # row: clones that disagreed on `swept` would make different wakes (ids) next time
-            when = entry.finished or now
-            written = nudge_file(entry)
-            if written is not None:  # noted again for the pack: idempotent
-                self.vouch(entry.wake, entry.state, when, written)
-            done = step.decision is None or self.stamp(entry.wake, step.decision, when, report)
-            if done:
-                self.ledger.mark_stamped(entry.id)
-        elif step.action == "give_up":
-            assert step.decision is not None
-            if entry.sink == WORKERS:  # theirs until it is given up: claim-checked first
-                why = f"given up after 24h by the sweeper — {entry.error or 'no answer'}"
-                if not self.ledger.given_up(entry.id, now, why, stamped=False):
-                    self._claimed(entry, "give up", now)
-                    return
-                self.nudge(entry, step, now, report, why)
-                return
-            trailer = (
-                f"\n(rouse could not deliver this wake via {entry.sink} for 24h "
-                f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
-            )
-            written = write_nudge(self.root, aged(entry.wake, step.decision, now), now, trailer)
-            if not self.ledger.given_up(entry.id, now, written, stamped=False):
-                with suppress(OSError):  # it landed meanwhile (another sweeper's send)
-                    (self.root / written).unlink()
+                self._claimed(entry, "send", now)
+        else:
+            self._resend(step, entry, now, report)
+
+    def _resend(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        if entry.in_flight:
+            why = "no result recorded: the sweeper stopped mid-send"
+            self.ledger.failed(entry.id, now, why, when=entry.last_attempt)
+        if self.queue:  # owed from before --plan-only: the workers send it now
+            self._to_workers(entry, "queued", "for", now, report)
+            return
+        self.ledger.start_attempt(entry.id, self.sink.kind, now)
+        self._go(entry.wake, step.decision, now, report)
+
+    def _hold(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        if self.ledger.hold(entry.id):
+            report.held.append(entry.id)
+        else:
+            self._claimed(entry, "hold", now)
+
+    def _release(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        self._to_workers(entry, "released", "to", now, report)
+
+    def _to_workers(
+        self, entry: Entry, done: str, to: str, now: datetime, report: TickReport
+    ) -> None:
+        if self.ledger.queue(entry.id):
+            report.queued.append(entry.id)
+            self.voice.say(f"{moment(now)} {done} {named(entry.wake)} {to} the delivery workers")
+
+    def _withdraw(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        if not self.ledger.withdraw(entry.id, now, step.why):
+            self._claimed(entry, "withdraw", now)
+            return
+        report.withdrawn.append(entry.id)
+        self.voice.say(f"{moment(now)} withdrew {named(entry.wake)}: {step.why}")
+
+    def _confirm(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        self.ledger.delivered(entry.id, now, "its stamp landed before a crash", stamped=True)
+        report.delivered.append(entry.id)
+
+    def _restamp(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        # stamped as of when it landed, as every clone of a fleet stamps it from this
+        # row: clones that disagreed on `swept` would make different wakes (ids) next time
+        when = entry.finished or now
+        written = nudge_file(entry)
+        if written is not None:  # noted again for the pack: idempotent
+            self.vouch(entry.wake, entry.state, when, written)
+        if step.decision is None or self.stamp(entry.wake, step.decision, when, report):
+            self.ledger.mark_stamped(entry.id)
+
+    def _give_up(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
+        assert step.decision is not None
+        if entry.sink == WORKERS:  # theirs until it is given up: claim-checked first
+            why = f"given up after 24h by the sweeper — {entry.error or 'no answer'}"
+            if self.ledger.given_up(entry.id, now, why, stamped=False):
+                self._nudge(step, entry, now, report, why)
+            else:
                 self._claimed(entry, "give up", now)
-                return
-            self.vouch(entry.wake, "given_up", now, written)
-            if self.stamp(entry.wake, step.decision, now, report):
-                self.ledger.mark_stamped(entry.id)
-            report.given_up.append(entry.id)
-            self.voice.say(
-                f"{moment(now)} gave up on {named(entry.wake)} after 24h: wrote {written}", ERRORS
-            )
-        elif step.action == "nudge":
-            self.nudge(entry, step, now, report, entry.receipt)
+            return
+        trailer = (
+            f"\n(rouse could not deliver this wake via {entry.sink} for 24h "
+            f"— {entry.error or 'no answer'} — so it was given up and written here.)\n"
+        )
+        written = write_nudge(self.root, aged(entry.wake, step.decision, now), now, trailer)
+        if not self.ledger.given_up(entry.id, now, written, stamped=False):
+            with suppress(OSError):  # it landed meanwhile (another sweeper's send)
+                (self.root / written).unlink()
+            self._claimed(entry, "give up", now)
+            return
+        self.vouch(entry.wake, "given_up", now, written)
+        if self.stamp(entry.wake, step.decision, now, report):
+            self.ledger.mark_stamped(entry.id)
+        report.given_up.append(entry.id)
+        self.voice.say(
+            f"{moment(now)} gave up on {named(entry.wake)} after 24h: wrote {written}", ERRORS
+        )
+
+    def _go(self, made: Wake, decision: Decision | None, now: datetime, report: TickReport) -> None:
+        """A wake owed now: gathered into the tick's digest (or run), else sent alone."""
+        if self.digests is not None:
+            self.digests.add(made, decision)
+        else:
+            self.send(made, decision, now, report)
 
     def offer(
         self, made: Wake, decision: Decision | None, now: datetime, report: TickReport
@@ -241,13 +240,15 @@ class Carrier:
             report.queued.append(made.id)
             self.voice.say(f"{moment(now)} queued {named(made)} for the delivery workers")
             return
-        if self.digests is not None:
-            self.digests.add(made, decision)
-            return
-        self.send(made, decision, now, report)
+        self._go(made, decision, now, report)
 
-    def nudge(
-        self, entry: Entry, step: Step, now: datetime, report: TickReport, why: str | None
+    def _nudge(
+        self,
+        step: Step,
+        entry: Entry,
+        now: datetime,
+        report: TickReport,
+        why: str | None = None,
     ) -> None:
         """A queued wake given up after 24h: write it as a nudge file, stamp, mark it so.
 
@@ -255,6 +256,8 @@ class Carrier:
         written once); if the record's own stamp could not land, the record is
         still due and the next tick stamps it from this row.
         """
+        if step.action == "nudge":  # a worker gave it up: its receipt says why
+            why = entry.receipt
         if step.decision is None:  # its record moved, ended or is gone: nothing left to say
             self.ledger.mark_stamped(entry.id)
             self.voice.say(
@@ -286,21 +289,6 @@ class Carrier:
             "or has just sent it (next tick)",
             EVERY_TICK,
         )
-
-    def vouch(self, made: Wake, state: str, when: datetime, written: str) -> None:
-        """In a fleet: note the nudge file ``written`` in the tree's own SQLite ledger,
-        so the pack (which reads only that file) shows it. Best effort: said once."""
-        if not self.ledger.shared:
-            return  # the tree's own ledger already says so
-        try:
-            if self._local is None:
-                self._local = Ledger(self.root)
-            self._local.vouch(made, self.sink.kind, state, when, written)
-        except (RouseError, sqlite3.Error, OSError) as exc:
-            self.voice.tell_once(
-                f"could not note {written} in .rouse/ledger.sqlite3 ({exc}): the pack will "
-                "not show it as a wake (the fleet's ledger has it)"
-            )
 
     def already_known(
         self, known: Entry, decision: Decision, now: datetime, report: TickReport
@@ -367,3 +355,16 @@ class Carrier:
         self.voice.say(f"{moment(now)} delivered {named(made)} via {self.sink.kind}: {receipt}")
         if made.reason not in NOTICES:  # news of a task escalates nothing
             self.landed(made, now, report, False)
+
+
+#: each step a plan makes of an owed wake, and what carries it out
+_ACTIONS: dict[str, Callable[[Carrier, Step, Entry, datetime, TickReport], None]] = {
+    "send": Carrier._send,
+    "hold": Carrier._hold,
+    "release": Carrier._release,
+    "withdraw": Carrier._withdraw,
+    "confirm": Carrier._confirm,
+    "restamp": Carrier._restamp,
+    "give_up": Carrier._give_up,
+    "nudge": Carrier._nudge,
+}

@@ -30,7 +30,7 @@ from typing import Any
 from rouse.core import nudges
 from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Record
-from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, backoff
+from rouse.sweep.ledger import Ledger, gives_up, next_try, ready
 from rouse.sweep.ledger.entry import as_time
 from rouse.sweep.ledger.tells import Outreach, for_person, outreach
 from rouse.sweep.quiet import QuietHours
@@ -177,12 +177,10 @@ class Teller:
                 self.ledger.tell_waits(row["id"], why)
                 self.voice.say(f"{moment(now)} {what} waits: {why}", ERRORS)
             return
-        first_failure = as_time(row["first_failure"])
-        if first_failure is not None and now - first_failure >= GIVE_UP_AFTER:
+        if gives_up(as_time(row["first_failure"]), now):
             self._give_up(row, label, now, report)
             return
-        next_attempt = as_time(row["next_attempt"])
-        if next_attempt is not None and now < next_attempt:
+        if not ready(as_time(row["next_attempt"]), now):
             return
         if sink.holdable and self.quiet is not None and self.quiet.holds(now):
             return  # quiet hours: the owner hears it when they end
@@ -197,12 +195,12 @@ class Teller:
         try:
             receipt = sink.send(message, now)
         except SinkError as exc:
-            wait = backoff(int(row["attempts"]) + 1)
-            self.ledger.tell_attempt(row["id"], label, now, wait, receipt=None, error=str(exc))
+            again = next_try(now, int(row["attempts"]) + 1)
+            self.ledger.tell_attempt(row["id"], label, now, again, receipt=None, error=str(exc))
             report.tells_failed.append(row["id"])
             self.voice.say(f"{moment(now)} could not deliver {what} via {label}: {exc}", ERRORS)
             return
-        self.ledger.tell_attempt(row["id"], label, now, backoff(1), receipt=receipt, error=None)
+        self.ledger.tell_attempt(row["id"], label, now, None, receipt=receipt, error=None)
         report.told.append(row["id"])
         self.voice.say(f"{moment(now)} delivered {what} to the owner via {label}: {receipt}")
 

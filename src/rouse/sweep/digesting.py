@@ -8,12 +8,15 @@ how a run goes is :mod:`rouse.sweep.runner`'s.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable
 from datetime import datetime
+from pathlib import Path
 
 from rouse.core import acts, nudges
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import Decision
+from rouse.core.errors import RouseError
 from rouse.core.tree import Tree
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
@@ -28,9 +31,6 @@ Stamp = Callable[[Wake, Decision | None, datetime, TickReport], bool]
 #: What follows a wake that landed (an escalation, if one is due); the flag says
 #: it landed in an agent run that ended without answering it.
 Landed = Callable[[Wake, datetime, TickReport, bool], None]
-#: In a fleet: note a nudge file in the tree's own ledger, for the pack (wake, state,
-#: when, the nudge file).
-Vouch = Callable[[Wake, str, datetime, str], None]
 #: Whether an exception is the ledger's database gone (a fleet's; never for SQLite).
 Outage = Callable[[BaseException], bool]
 
@@ -86,6 +86,40 @@ class Receipts:
         return written
 
 
+class NudgeNotes:
+    """In a fleet: the nudge files this sweeper writes in its tree, noted in the tree's
+    own SQLite ledger, so the pack (which reads only that file, and never loads a
+    database driver) shows them. The tree's own ledger says so already: nothing to do."""
+
+    def __init__(self, root: Path, ledger: Ledger, sink: str, voice: Voice) -> None:
+        self.root = root
+        self.shared = ledger.shared
+        self.sink = sink
+        self.voice = voice
+        #: the tree's own SQLite ledger, opened at the first note
+        self._local: Ledger | None = None
+
+    def vouch(self, made: Wake, state: str, when: datetime, written: str) -> None:
+        """Note the nudge file ``written`` (``made`` ``state`` at ``when``). Best effort:
+        a failure is said once."""
+        if not self.shared:
+            return
+        try:
+            if self._local is None:
+                self._local = Ledger(self.root)
+            self._local.vouch(made, self.sink, state, when, written)
+        except (RouseError, sqlite3.Error, OSError) as exc:
+            self.voice.tell_once(
+                f"could not note {written} in .rouse/ledger.sqlite3 ({exc}): the pack will "
+                "not show it as a wake (the fleet's ledger has it)"
+            )
+
+    def close(self) -> None:
+        if self._local is not None:
+            self._local.close()
+            self._local = None
+
+
 class DigestSender:
     """One tick's batch of wakes, sent as one digest or one agent run."""
 
@@ -99,17 +133,19 @@ class DigestSender:
         *,
         stamp: Stamp,
         landed: Landed,
-        receipts: Receipts | None = None,
+        receipts: Receipts,
+        notes: NudgeNotes,
     ) -> None:
         self.ledger = ledger
-        self.receipts = receipts or Receipts(ledger, never)
+        self.receipts = receipts
         self.sink = sink
         self.runner = runner
         self.headers = headers
         self.voice = voice
         self.stamp = stamp
         self.landed = landed
-        self.vouch: Vouch | None = None
+        #: a run's unanswered wakes are nudge files: noted for the pack
+        self.notes = notes
         self.batch: list[tuple[Wake, Decision | None]] = []
 
     def add(self, made: Wake, decision: Decision | None) -> None:
@@ -135,8 +171,7 @@ class DigestSender:
         except OSError as exc:
             self.voice.tell_once(f"could not write the nudge file of an unanswered wake: {exc}")
             return f"{receipt}: ran, not answered"
-        if self.vouch is not None:
-            self.vouch(made, "delivered", now, written)
+        self.notes.vouch(made, "delivered", now, written)
         return written
 
     def send(

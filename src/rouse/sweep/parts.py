@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rouse.sweep.channels import Channels
-from rouse.sweep.escalate import Escalation
+from rouse.sweep.escalation import Escalation
 from rouse.sweep.leading import Fleet
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours

@@ -13,7 +13,7 @@ from rouse.core import acts, clock
 from rouse.core.clock import Decision
 from rouse.core.nudges import DRIFTED, acted_since
 from rouse.core.tree import Tree
-from rouse.sweep.ledger import GIVE_UP_AFTER, WORKERS, Entry
+from rouse.sweep.ledger import WORKERS, Entry, gives_up, ready
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.stamping import already_stamped
 from rouse.sweep.wake import NOTICES
@@ -134,25 +134,20 @@ def _plan_entry(
         return Step("withdraw", None, entry, "its record is gone")
     assert decision is not None
     if entry.wake.reason in NOTICES:  # a task's news: owed whether or not it is due
-        if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
+        if gives_up(entry.first_failure, now):
             return Step("give_up", decision, entry)
-        ready = entry.next_attempt is None or now >= entry.next_attempt
-        sendable = entry.in_flight or entry.state == "held" or ready
-        return Step("send", decision, entry) if sendable and not quiet_now else None
+        return Step("send", decision, entry) if _sendable(entry, now) and not quiet_now else None
     if already_stamped(record, entry.wake):
         return Step("confirm", decision, entry)
     if not decision.is_due:
         return Step("withdraw", decision, entry, "its record moved or ended first")
-    if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
+    if gives_up(entry.first_failure, now):
         return Step("give_up", decision, entry)
     if quiet_now:
         return Step("hold", decision, entry) if entry.state != "held" else None
     if queued and not sends:  # the workers send it: a held one goes back to them
         return Step("release", decision, entry) if entry.state == "held" else None
-    ready = entry.next_attempt is None or now >= entry.next_attempt
-    if entry.in_flight or entry.state == "held" or ready:
-        return Step("send", decision, entry)
-    return None
+    return Step("send", decision, entry) if _sendable(entry, now) else None
 
 
 def _plan_drift(
@@ -163,11 +158,15 @@ def _plan_drift(
     (the next tick makes it again while the note still drifts)."""
     if not any(note.rel == entry.wake.file for note in tree.notes):
         return Step("withdraw", None, entry, "its note is gone")
-    if entry.first_failure is not None and now - entry.first_failure >= GIVE_UP_AFTER:
+    if gives_up(entry.first_failure, now):
         return Step("withdraw", None, entry, "not delivered for 24h")
     if quiet_now:
         return Step("hold", None, entry) if entry.state != "held" else None
     if entry.sink == WORKERS and not sends:
         return Step("release", None, entry) if entry.state == "held" else None
-    ready = entry.next_attempt is None or now >= entry.next_attempt
-    return Step("send", None, entry) if entry.in_flight or entry.state == "held" or ready else None
+    return Step("send", None, entry) if _sendable(entry, now) else None
+
+
+def _sendable(entry: Entry, now: datetime) -> bool:
+    """Sent this tick: cut off in flight, released from quiet hours, or its backoff out."""
+    return bool(entry.in_flight) or entry.state == "held" or ready(entry.next_attempt, now)

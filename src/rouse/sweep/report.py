@@ -1,7 +1,7 @@
 """What one tick did (:class:`TickReport`), and the types the tick's helpers share.
 
 The Sweeper (:mod:`rouse.sweep.tick`) makes one report per tick and hands it to
-its helpers — carrying, digesting, escalating, leading, the channels — which
+its helpers — carrying, digesting, escalation, leading, the channels — which
 note in it what they did; the loop and the heartbeat read it after. It lives
 here, below all of them, so none imports the tick.
 """

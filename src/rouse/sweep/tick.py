@@ -11,7 +11,7 @@ The plan is made by :mod:`rouse.sweep.plan`, the loop around ticks is
 :mod:`rouse.sweep.loop`, nudge files are archived by :mod:`rouse.sweep.archive`
 and the record stamps are written by :mod:`rouse.sweep.stamping`. The Sweeper's
 collaborators send digests and agent runs (:mod:`rouse.sweep.digesting`) and
-escalations (:mod:`rouse.sweep.escalating`); what it says, and how much, is
+escalations (:mod:`rouse.sweep.escalation`); what it says, and how much, is
 :mod:`rouse.sweep.voice`'s.
 
 In a fleet one sweeper per tree leads and the others stand by
@@ -40,8 +40,8 @@ from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import TELL_AGAIN, Channels, Teller
-from rouse.sweep.digesting import DigestSender, Receipts
-from rouse.sweep.escalating import Escalator
+from rouse.sweep.digesting import DigestSender, NudgeNotes, Receipts, never
+from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.parts import Parts
@@ -122,7 +122,7 @@ class Sweeper(Leading):
         )
         #: what the last tick's lease said (None: not asked yet), to say each change once
         self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else _never)
+        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
@@ -141,6 +141,8 @@ class Sweeper(Leading):
             if self.escalation is not None
             else None
         )
+        #: in a fleet, the nudge files it writes are noted in the tree's own ledger
+        self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         self.digests = DigestSender(
             self.ledger,
             self.sink,
@@ -150,6 +152,7 @@ class Sweeper(Leading):
             stamp=self._stamp_wake,
             landed=self._maybe_escalate,
             receipts=self.receipts,
+            notes=self.notes,
         )
         self.carrier = Carrier(
             root,
@@ -162,8 +165,8 @@ class Sweeper(Leading):
             stamp=self._stamp_wake,
             landed=self._maybe_escalate,
             receipts=self.receipts,
+            notes=self.notes,
         )
-        self.digests.vouch = self.carrier.vouch  # a run's unanswered wakes are nudge files
         #: how long one send may take: the lease is renewed to outlive it
         escalation = self.escalation
         self.send_cover = _seconds(getattr(self.runner or self.sink, "timeout", 0)) + (
@@ -178,7 +181,7 @@ class Sweeper(Leading):
                 except Exception as exc:  # unreachable: the lease lapses on its own
                     self.say(f"could not release the lease: {type(exc).__name__}: {exc}", ERRORS)
         finally:
-            self.carrier.close()
+            self.notes.close()
             if self._tell_ledger is not None:
                 self._tell_ledger.close()
             self.ledger.close()
@@ -351,10 +354,6 @@ class Sweeper(Leading):
             self.escalator.after_delivery(made, now, report, unanswered_run=unanswered_run)
         if self.teller is not None and self.runner is None and self._tree is not None:
             self.teller.outreach(made, self._tree.records.get(made.path))
-
-
-def _never(exc: BaseException) -> bool:
-    return False
 
 
 def _stamp(

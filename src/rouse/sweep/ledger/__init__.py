@@ -6,7 +6,8 @@ undelivered wake is never silently lost (:mod:`~rouse.sweep.ledger.wakes`).
 ``.rouse/ledger.sqlite3``, made of one part per table: ``wakes``, ``digests``,
 ``escalations``, ``runs``, ``tells``; ``db`` is the seam to a database (a
 fleet's PostgreSQL ledger is a subclass, :mod:`rouse.fleet.pg_ledger`),
-``schema`` its migrations, ``entry`` a wake's row and ``views`` the read-only
+``schema`` its migrations, ``retry`` the one rule of retries and giving up,
+``entry`` a wake's row and ``views`` the read-only
 views of ``rouse log``.
 
 Outside this package, import the names below from here; the parts import each
@@ -14,26 +15,22 @@ other by their own paths.
 """
 
 from rouse.sweep.ledger.entry import Entry
+from rouse.sweep.ledger.retry import GIVE_UP_AFTER, backoff, gives_up, next_try, ready
 from rouse.sweep.ledger.sqlite import Ledger
 from rouse.sweep.ledger.views import log_lines, recent
-from rouse.sweep.ledger.wakes import (
-    GIVE_UP_AFTER,
-    NOTICE_SINK,
-    SET_ASIDE,
-    STATES,
-    WORKERS,
-    backoff,
-)
+from rouse.sweep.ledger.wakes import NOTICE_SINK, SET_ASIDE, WORKERS
 
 __all__ = [
     "GIVE_UP_AFTER",
     "NOTICE_SINK",
     "SET_ASIDE",
-    "STATES",
     "WORKERS",
     "Entry",
     "Ledger",
     "backoff",
+    "gives_up",
     "log_lines",
+    "next_try",
+    "ready",
     "recent",
 ]

@@ -14,19 +14,17 @@ Which sink a tell goes through, and when, is :mod:`rouse.sweep.channels`'.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
+from rouse.core.ledgerschema import TABLES, column_name
 from rouse.core.timefmt import iso_stamp
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake
 
-TELL_STATES = ("pending", "waiting", "delivered", "given_up")
-TELL_COLUMNS = (
-    "id, record, path, type, slug, channel, source, text, made_at, state, sink, attempts, "
-    "first_failure, last_attempt, next_attempt, finished, receipt, error"
-)
+#: a tell's columns but its tree
+TELL_COLUMNS = ", ".join(column_name(column) for column in TABLES["tells"][1:])
 
 
 @dataclass(frozen=True)
@@ -126,13 +124,13 @@ class TellRows(Rows):
         tell_id: str,
         sink: str,
         now: datetime,
-        backoff: timedelta,
+        again: datetime | None,
         *,
         receipt: str | None,
         error: str | None,
     ) -> None:
-        """One attempt through ``sink``: landed (``receipt``), or not (``error``; the next
-        try ``backoff`` after this one)."""
+        """One attempt through ``sink``: landed (``receipt``), or not (``error``; tried
+        ``again`` then)."""
         if error is None:
             self.run(
                 "UPDATE tells SET state = 'delivered', sink = ?, attempts = attempts + 1, "
@@ -153,7 +151,7 @@ class TellRows(Rows):
             sink,
             as_text(now),
             as_text(now),
-            as_text(now + backoff),
+            as_text(again),
             error,
             self.tree,
             tell_id,

@@ -2,7 +2,7 @@
 
 Every wake is written here before it is sent and marked when it lands, so an
 undelivered wake is never silently lost: it is resent (same id) with backoff,
-and given up after 24h as a nudge file.
+and given up after 24h as a nudge file (:mod:`~rouse.sweep.ledger.retry`).
 
 States: ``pending`` (not delivered yet: new, failing, or in flight),
 ``held`` (waiting out quiet hours), ``delivered``, ``given_up`` (written as a
@@ -13,16 +13,14 @@ before the wake could land, so there was nothing left to say).
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 
+from rouse.core.ledgerschema import WAKE_STATES
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, as_time, entries
+from rouse.sweep.ledger.retry import next_try
 from rouse.sweep.wake import Wake
 
-GIVE_UP_AFTER = timedelta(hours=24)
-FIRST_RETRY = timedelta(minutes=1)
-MAX_RETRY = timedelta(hours=1)
-STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 #: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
 WORKERS = "workers"
 #: The ``sink`` of a task's notice queued for whoever sends it first (:mod:`rouse.work.notices`).
@@ -37,14 +35,6 @@ SET_ASIDE = (
     "UPDATE wakes SET state = 'withdrawn', in_flight = 0, next_attempt = NULL, stamped = 1, "
     "receipt = 'set aside: a damaged row rouse cannot read' WHERE tree = ? AND id = ?"
 )
-
-
-def backoff(attempts: int) -> timedelta:
-    """``min(1m × 2^(attempts-1), 1h)``: the wait after the ``attempts``-th try."""
-    if attempts >= 8:
-        return MAX_RETRY
-    wait: timedelta = FIRST_RETRY * 2 ** max(attempts - 1, 0)
-    return min(wait, MAX_RETRY)
 
 
 class WakeRows(Rows):
@@ -106,7 +96,7 @@ class WakeRows(Rows):
 
     def counts(self) -> dict[str, int]:
         """How many of this tree's wakes are in each state."""
-        found = dict.fromkeys(STATES, 0)
+        found = dict.fromkeys(WAKE_STATES, 0)
         for row in self.run(
             "SELECT state, COUNT(*) AS n FROM wakes WHERE tree = ? GROUP BY state", self.tree
         ):
@@ -253,7 +243,7 @@ class WakeRows(Rows):
             "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
             "next_attempt = ?, error = ? WHERE tree = ? AND id = ?",
             as_text(failed_at),
-            as_text(last + backoff(row["attempts"])),
+            as_text(next_try(last, row["attempts"])),
             error,
             self.tree,
             wake_id,
