@@ -17,8 +17,8 @@ What it does not own: what a wake is, or whether it still stands
 (``prompt_hook``, ``core.nudges``), and printing (``hook``).
 
 Claude Code starts it at every turn's end, so up to its wait it imports
-nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths through
-:mod:`rouse.agents.hookstate`); the ledger and the walk are loaded only when
+nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths, state read
+through :mod:`rouse.core.stateshapes`); the ledger and the walk are loaded only when
 something is new (:func:`~rouse.agents.prompt_hook.nothing_new`).
 """
 
@@ -29,9 +29,10 @@ import select
 import stat
 import time
 
-from rouse.agents import hookstate, prompt_hook
+from rouse.agents import prompt_hook
 from rouse.agents.agentproc import Agent
-from rouse.agents.hookstate import Declined, suppress
+from rouse.core.statefile import NUDGES_DIR, STATE_DIR, dumps, save_bytes, suppress, through_link
+from rouse.core.stateshapes import WAITER
 
 TYPE_CHECKING = False
 if not TYPE_CHECKING:
@@ -62,7 +63,6 @@ IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x2, 0x8, 0x80, 0
 IN_ONLYDIR, IN_DONT_FOLLOW, IN_CLOEXEC, IN_NONBLOCK = 0x01000000, 0x02000000, 0o2000000, 0o4000
 NUDGE_EVENTS = IN_CREATE | IN_MOVED_TO
 SESSION_EVENTS = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE
-WAITER_MOST, WAITER_DEPTH = 1 << 20, 16  # rouse.core.stateshapes.WAITER's bounds
 
 
 def waiter_file(root: str | Path, session_id: object) -> Path | None:
@@ -81,33 +81,14 @@ def _waiter(root: str | Path, session_id: object) -> str | None:
 def end_session(root: str | Path, session_id: object) -> None:
     """The SessionEnd side: whichever waiter this session has leaves at once."""
     path = _waiter(root, session_id)
-    if path is not None and not hookstate.through_link(path):
+    if path is not None and not through_link(path):
         with suppress(OSError):
             os.unlink(path)
 
 
 def _registered(path: str) -> Any:
     """The waiter's registration (``stateshapes.WAITER``), or None."""
-    try:
-        raw = hookstate.read_bounded(path, WAITER_MOST)
-        data = None if raw is None else hookstate.loads(raw, WAITER_DEPTH)
-        if data is not None and not _is_mark(data):
-            raise Declined("not a registration")
-    except Declined:
-        from pathlib import Path
-
-        from rouse.core import stateshapes
-
-        return stateshapes.WAITER.read(Path(path))
-    return data
-
-
-def _is_mark(data: Any) -> bool:
-    """Does ``data`` fit ``stateshapes.WAITER``'s shape (``pid`` and ``at``, whole)?"""
-    if type(data) is not dict:
-        return False
-    pid, at = data.get("pid"), data.get("at")
-    return type(pid) is int and 1 <= pid < 2**31 and type(at) is int and 0 <= at < 2**63
+    return WAITER.read(path)
 
 
 def wait_for_wake(
@@ -127,12 +108,12 @@ def wait_for_wake(
     try:
         if agent.one_shot:
             return []  # it ends after this turn: the next session's pack shows the wakes
-        if hookstate.through_link(me):
+        if through_link(me):
             return []
         with suppress(OSError):
             os.makedirs(os.path.dirname(me), exist_ok=True)
         mark = {"pid": os.getpid(), "at": time.time_ns()}
-        if not hookstate.save_bytes(me, f'{{"pid":{mark["pid"]},"at":{mark["at"]}}}'.encode()):
+        if not save_bytes(me, dumps(mark)):
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
@@ -247,8 +228,8 @@ class Watcher:
         """Watch the nudges folder; until the first sweep makes it, ``.rouse/`` for it."""
         if self.nudges or self.fd is None:
             return
-        state = os.path.join(self.root, hookstate.STATE_DIR)
-        folder = os.path.join(state, hookstate.NUDGES)
+        state = os.path.join(self.root, STATE_DIR)
+        folder = os.path.join(state, NUDGES_DIR)
         if _link_or_not_a_dir(state) or _link_or_not_a_dir(folder):
             return  # behind a link: nothing is read there, so nothing to watch for
         if os.path.isdir(folder):
