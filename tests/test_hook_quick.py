@@ -51,6 +51,7 @@ PROMPT_MODULES = {
 }
 #: ... and an idle Stop hook (or SessionEnd): its waiter and the agent's process.
 STOP_MODULES = PROMPT_MODULES | {"rouse.agents.stop_hook", "rouse.agents.agentproc"}
+STOP_MODULES |= {"rouse.core.inotify"}  # (ctypes is loaded only to sleep: WAITER_STDLIB)
 #: The standard library an idle hook may add to Python's start-up: C modules and
 #: small ones (ctypes for inotify: the Stop hook's waiter only).
 LIGHT_STDLIB = {"__future__", "gc", "select", "_json", "fcntl"}

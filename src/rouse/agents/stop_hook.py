@@ -31,6 +31,15 @@ import time
 
 from rouse.agents import prompt_hook
 from rouse.agents.agentproc import Agent
+from rouse.core.inotify import (
+    IN_CLOSE_WRITE,
+    IN_CREATE,
+    IN_DELETE,
+    IN_DONT_FOLLOW,
+    IN_MOVED_TO,
+    IN_ONLYDIR,
+    open_inotify,
+)
 from rouse.core.statefile import NUDGES_DIR, STATE_DIR, dumps, save_bytes, suppress, through_link
 from rouse.core.stateshapes import WAITER
 
@@ -59,8 +68,6 @@ SETTLE_EVERY = 0.5  # while a new nudge file waits for the ledger to vouch for i
 SUFFIX = ".waiter"
 
 # inotify(7): the events that can mean a new wake, a newer waiter, or the session's end
-IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x2, 0x8, 0x80, 0x100, 0x200
-IN_ONLYDIR, IN_DONT_FOLLOW, IN_CLOEXEC, IN_NONBLOCK = 0x01000000, 0x02000000, 0o2000000, 0o4000
 NUDGE_EVENTS = IN_CREATE | IN_MOVED_TO
 SESSION_EVENTS = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE
 
@@ -192,7 +199,7 @@ def _wait(
 
 
 class Watcher:
-    """inotify on ``.rouse/nudges/`` and ``.rouse/sessions/`` (Linux), through ctypes.
+    """inotify on ``.rouse/nudges/`` and ``.rouse/sessions/`` (Linux, :mod:`rouse.core.inotify`).
 
     ``fd`` is None where inotify cannot be had (another system, a limit
     reached): the wait is then a slow poll. No watch follows a symlink.
@@ -202,27 +209,18 @@ class Watcher:
         self.root = root
         self.fd: int | None = None
         self.nudges = False
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc's
-            self._add = libc.inotify_add_watch
-            self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-            fd = libc.inotify_init1(IN_CLOEXEC | IN_NONBLOCK)
-        except (OSError, AttributeError):
+        self.inotify = open_inotify()
+        if self.inotify is None:
             return
-        if fd < 0:
-            return
-        self.fd = fd
+        self.fd = self.inotify.fd
         if not self._watch(sessions, SESSION_EVENTS):
             self.close()  # without its own registration watched, a poll is the honest wait
             return
         self._watch_nudges()
 
     def _watch(self, folder: str, mask: int) -> bool:
-        assert self.fd is not None
-        flags = mask | IN_ONLYDIR | IN_DONT_FOLLOW
-        return bool(self._add(self.fd, os.fsencode(folder), flags) >= 0)
+        assert self.inotify is not None
+        return self.inotify.add(folder, mask | IN_ONLYDIR | IN_DONT_FOLLOW) >= 0
 
     def _watch_nudges(self) -> None:
         """Watch the nudges folder; until the first sweep makes it, ``.rouse/`` for it."""
