@@ -39,8 +39,6 @@ import time
 from rouse.core.home import TREE_MARKS, explicit_tree, joined, pure, surely_local
 from rouse.core.statefile import Damaged, decode, suppress
 
-# typing costs ~5 ms to import on the hooks' start-up path; annotations are
-# strings here (__future__), so these are only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace

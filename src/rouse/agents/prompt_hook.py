@@ -42,8 +42,6 @@ from rouse.core.statefile import (
 )
 from rouse.core.stateshapes import SEEN
 
-# the idle path imports nothing heavy (typing, pathlib, json, the core's readers):
-# annotations are strings here (__future__); what a wake needs is imported with it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime

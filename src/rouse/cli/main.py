@@ -21,8 +21,6 @@ import sys
 
 from rouse.cli.quick import plain_values, quick_values
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse

@@ -44,8 +44,6 @@ from rouse.core.planned import SIZE, make_plan, micros
 from rouse.core.statefile import make_parent
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

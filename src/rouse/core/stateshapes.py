@@ -24,8 +24,6 @@ from rouse.core.statefile import (
     read_bounded,
 )
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
