@@ -96,7 +96,7 @@ def listing(root: str | Path) -> tuple[list[str], list[int] | None]:
     return _nudge_names(os.fspath(root)), stamp
 
 
-def _usable_dir(path: str) -> os.stat_result | None:
+def usable_dir(path: str) -> os.stat_result | None:
     """The directory's lstat, or None where rouse.core.statedir finds a problem or nothing."""
     try:
         info = os.lstat(path)
@@ -109,9 +109,9 @@ def _nudge_dir_stat(root: str) -> os.stat_result | None:
     """``.rouse/nudges``'s lstat; None when no nudge file is listed there: missing, or a
     link or something other than a directory on the way (statedir's rule)."""
     state = os.path.join(root, STATE_DIR)
-    if _usable_dir(state) is None:
+    if usable_dir(state) is None:
         return None
-    return _usable_dir(os.path.join(state, NUDGES_DIR))
+    return usable_dir(os.path.join(state, NUDGES_DIR))
 
 
 def _nudge_names(root: str) -> list[str]:

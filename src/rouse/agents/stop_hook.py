@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import select
-import stat
 import time
 
 from rouse.agents import prompt_hook
@@ -228,11 +227,11 @@ class Watcher:
             return
         state = os.path.join(self.root, STATE_DIR)
         folder = os.path.join(state, NUDGES_DIR)
-        if _link_or_not_a_dir(state) or _link_or_not_a_dir(folder):
-            return  # behind a link: nothing is read there, so nothing to watch for
-        if os.path.isdir(folder):
+        if prompt_hook.usable_dir(state) is None:
+            return  # missing, or behind a link: nothing is read there, so nothing to watch for
+        if prompt_hook.usable_dir(folder) is not None:
             self.nudges = self._watch(folder, NUDGE_EVENTS)
-        else:
+        elif not os.path.lexists(folder):
             self._watch(state, IN_CREATE | IN_MOVED_TO)
 
     def drain(self) -> None:
@@ -249,18 +248,6 @@ class Watcher:
             with suppress(OSError):
                 os.close(self.fd)
             self.fd = None
-
-
-def _link_or_not_a_dir(path: str) -> bool:
-    """rouse.core.statedir's problem with a directory on the way: a link, the wrong kind,
-    or unreadable (missing is no problem)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return not stat.S_ISDIR(info.st_mode)  # a link is not a directory
 
 
 def max_wait(given: str | None) -> float:

@@ -395,7 +395,7 @@ def make_parent(path: StrPath) -> bool:
     if through_link(path):
         return False
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     except OSError:
         return False
     return True
