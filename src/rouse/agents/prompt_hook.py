@@ -32,6 +32,7 @@ import time
 
 from rouse.core.statefile import (
     NUDGES_DIR,
+    RACY_NS,
     STATE_DIR,
     Damaged,
     dumps,
@@ -60,8 +61,6 @@ _PLAIN = _PLAIN_FIRST | {"."}
 LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
 #: A nudge file younger than this that the ledger does not know yet is looked at again.
 SETTLE_SECONDS = 60
-#: The nudges folder's stat is trusted once it is this old (rouse.core.cache.RACY_NS).
-RACY_NS = 2_000_000_000
 #: The most a hook waits for the sessions folder's lock (seconds); then it goes on without.
 LOCK_WAIT = 1.0
 

@@ -49,6 +49,9 @@ NUDGES_DIR = "nudges"
 #: the default bounds of a state file
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 16
+#: a file's stat is trusted by a cache only once the file is this old: one touched more
+#: recently may change again within its mtime tick, unseen (git's "racy" rule)
+RACY_NS = 2_000_000_000
 #: no number in rouse's state is larger than this (seconds, counts; nanosecond
 #: stamps are integers and bounded by their shape)
 MAX_NUMBER = 1e15
