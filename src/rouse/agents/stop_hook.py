@@ -30,15 +30,7 @@ import time
 
 from rouse.agents import prompt_hook
 from rouse.agents.agentproc import Agent
-from rouse.core.inotify import (
-    IN_CLOSE_WRITE,
-    IN_CREATE,
-    IN_DELETE,
-    IN_DONT_FOLLOW,
-    IN_MOVED_TO,
-    IN_ONLYDIR,
-    open_inotify,
-)
+from rouse.core import inotify
 from rouse.core.statefile import NUDGES_DIR, STATE_DIR, dumps, save_bytes, suppress, through_link
 from rouse.core.stateshapes import WAITER
 
@@ -67,8 +59,8 @@ SETTLE_EVERY = 0.5  # while a new nudge file waits for the ledger to vouch for i
 SUFFIX = ".waiter"
 
 # inotify(7): the events that can mean a new wake, a newer waiter, or the session's end
-NUDGE_EVENTS = IN_CREATE | IN_MOVED_TO
-SESSION_EVENTS = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE
+NUDGE_EVENTS = inotify.IN_CREATE | inotify.IN_MOVED_TO
+SESSION_EVENTS = inotify.IN_CLOSE_WRITE | inotify.IN_MOVED_TO | inotify.IN_DELETE
 
 
 def waiter_file(root: str | Path, session_id: object) -> Path | None:
@@ -208,7 +200,7 @@ class Watcher:
         self.root = root
         self.fd: int | None = None
         self.nudges = False
-        self.inotify = open_inotify()
+        self.inotify = inotify.open_inotify()
         if self.inotify is None:
             return
         self.fd = self.inotify.fd
@@ -219,7 +211,7 @@ class Watcher:
 
     def _watch(self, folder: str, mask: int) -> bool:
         assert self.inotify is not None
-        return self.inotify.add(folder, mask | IN_ONLYDIR | IN_DONT_FOLLOW) >= 0
+        return self.inotify.add(folder, mask | inotify.IN_ONLYDIR | inotify.IN_DONT_FOLLOW) >= 0
 
     def _watch_nudges(self) -> None:
         """Watch the nudges folder; until the first sweep makes it, ``.rouse/`` for it."""
@@ -232,7 +224,7 @@ class Watcher:
         if prompt_hook.usable_dir(folder) is not None:
             self.nudges = self._watch(folder, NUDGE_EVENTS)
         elif not os.path.lexists(folder):
-            self._watch(state, IN_CREATE | IN_MOVED_TO)
+            self._watch(state, inotify.IN_CREATE | inotify.IN_MOVED_TO)
 
     def drain(self) -> None:
         """Read and drop what inotify says: the loop looks at the folders itself."""

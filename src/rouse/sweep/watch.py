@@ -31,42 +31,25 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from rouse.core import fsmon, layout
+from rouse.core import fsmon, inotify, layout
 from rouse.core.cache import HeaderCache
-from rouse.core.inotify import (
-    IN_ATTRIB,
-    IN_CLOSE_WRITE,
-    IN_CREATE,
-    IN_DELETE,
-    IN_DELETE_SELF,
-    IN_DONT_FOLLOW,
-    IN_IGNORED,
-    IN_ISDIR,
-    IN_MODIFY,
-    IN_MOVE_SELF,
-    IN_MOVED_FROM,
-    IN_MOVED_TO,
-    IN_ONLYDIR,
-    IN_Q_OVERFLOW,
-    Inotify,
-    open_inotify,
-)
+from rouse.core.inotify import Inotify
 from rouse.core.tree import SKIP_NAMES
 
 MASK = (
-    IN_MODIFY
-    | IN_ATTRIB
-    | IN_CLOSE_WRITE
-    | IN_MOVED_FROM
-    | IN_MOVED_TO
-    | IN_CREATE
-    | IN_DELETE
-    | IN_DELETE_SELF
-    | IN_MOVE_SELF
-    | IN_ONLYDIR
-    | IN_DONT_FOLLOW
+    inotify.IN_MODIFY
+    | inotify.IN_ATTRIB
+    | inotify.IN_CLOSE_WRITE
+    | inotify.IN_MOVED_FROM
+    | inotify.IN_MOVED_TO
+    | inotify.IN_CREATE
+    | inotify.IN_DELETE
+    | inotify.IN_DELETE_SELF
+    | inotify.IN_MOVE_SELF
+    | inotify.IN_ONLYDIR
+    | inotify.IN_DONT_FOLLOW
 )
-ENTRIES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+ENTRIES = inotify.IN_CREATE | inotify.IN_DELETE | inotify.IN_MOVED_FROM | inotify.IN_MOVED_TO
 #: the most changed paths remembered; beyond it, older tokens get "everything"
 LIMIT = 4096
 _EVENT = struct.Struct("iIII")
@@ -114,7 +97,7 @@ class Watcher:
 
     def open(self) -> bool:
         """Start watching (no socket yet); False where inotify is not to be had."""
-        self.inotify = open_inotify()
+        self.inotify = inotify.open_inotify()
         if self.inotify is None:
             return False
         self.fd = self.inotify.fd
@@ -196,27 +179,31 @@ class Watcher:
 
     def event(self, wd: int, mask: int, name: str) -> bool:
         """Note one event; True when only a resync can vouch for the tree now."""
-        if mask & IN_Q_OVERFLOW:
+        if mask & inotify.IN_Q_OVERFLOW:
             return True
         where = self.wds.get(wd)
         if where is None:
             if wd in self.retired:  # (a watch we removed: its last events, then IN_IGNORED)
-                if mask & IN_IGNORED:
+                if mask & inotify.IN_IGNORED:
                     self.retired.discard(wd)
                 return False
-            return not mask & IN_IGNORED
-        if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
+            return not mask & inotify.IN_IGNORED
+        if mask & (inotify.IN_IGNORED | inotify.IN_DELETE_SELF | inotify.IN_MOVE_SELF):
             return True  # a watched directory went away: its parent moved, say
         if name and (name in SKIP_NAMES or (not where and name.startswith("."))):
             return False  # .rouse/, .git/, hidden at the root: never walked
-        if name and mask & IN_ISDIR and mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO):
+        if (
+            name
+            and mask & inotify.IN_ISDIR
+            and mask & (inotify.IN_DELETE | inotify.IN_MOVED_FROM | inotify.IN_MOVED_TO)
+        ):
             return True  # a directory moved or gone: its watches and paths, afresh
         self.counter += 1
         path = f"{where}/{name}" if where and name else name or where
         self.log[path] = self.counter
         if name and mask & ENTRIES:
             self.log[where] = self.counter  # its listing changed
-        if name and mask & IN_ISDIR and mask & IN_CREATE:
+        if name and mask & inotify.IN_ISDIR and mask & inotify.IN_CREATE:
             self.watch_tree(path, mark=True)
         if len(self.log) > self.limit:
             self.log.clear()
