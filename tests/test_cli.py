@@ -712,7 +712,7 @@ def test_pack_through_a_real_process_is_whole(home: Path) -> None:
     assert data["due_total"] == 2 and len(data["beliefs"]) == 2
 
 
-# -- the quick parse of `rouse pack` -------------------------------------------
+# -- the quick parse of `rouse pack`, `status` and `due` ------------------------
 
 QUICK_FORMS = [
     ["pack"],
@@ -749,19 +749,19 @@ ARGPARSE_FORMS = [
 
 @pytest.mark.parametrize("argv", QUICK_FORMS, ids=" ".join)
 def test_quick_pack_reads_like_argparse(argv: list[str]) -> None:
-    from rouse.cli.main import _quick_pack
+    from rouse.cli.main import _quick
     from rouse.cli.parser import build_parser
 
-    quick = _quick_pack(argv)
+    quick = _quick(argv, "pack")
     assert quick is not None
     assert vars(quick) == vars(build_parser().parse_args(argv))
 
 
 @pytest.mark.parametrize("argv", ARGPARSE_FORMS, ids=" ".join)
 def test_quick_pack_leaves_everything_else_to_argparse(argv: list[str]) -> None:
-    from rouse.cli.main import _quick_pack
+    from rouse.cli.main import _quick
 
-    assert _quick_pack(argv) is None
+    assert _quick(argv, "pack") is None
 
 
 QUICK_STATUS = [
@@ -769,30 +769,33 @@ QUICK_STATUS = [
     ["status", "--json"],
     ["--memory", "/tmp/m", "status"],
     ["--now", "2026-03-14 12:00", "--memory", "m", "status", "--json"],
+    # read by the one quick parse as it reads `rouse pack` (argparse reads them alike)
+    ["--memory=m", "status"],
+    ["status", "--json", "--json"],
+    ["--memory", "", "status"],
 ]
 ARGPARSE_STATUS = [
     ["status", "--check"],
     ["status", "--until", "tomorrow"],
-    ["status", "--json", "--json"],
     ["status", "--ledger", "postgresql://x"],
     ["--memory", "--json", "status"],
-    ["--memory=m", "status"],
     ["status", "--memory", "m"],
     ["status", "extra"],
     ["status", "status"],
-    ["--memory", "", "status"],
     ["status", "--jso"],
+    ["--json", "status"],
+    ["--now=", "status", "--json=1"],
 ]
 
 
 @pytest.mark.parametrize("verb", ["status", "due"])
 @pytest.mark.parametrize("argv", QUICK_STATUS, ids=" ".join)
 def test_quick_status_and_due_read_like_argparse(argv: list[str], verb: str) -> None:
-    from rouse.cli.main import _quick_due, _quick_status
+    from rouse.cli.main import _quick
     from rouse.cli.parser import build_parser
 
     argv = [verb if token == "status" else token for token in argv]
-    quick = (_quick_status if verb == "status" else _quick_due)(argv)
+    quick = _quick(argv, verb)
     assert quick is not None
     assert vars(quick) == vars(build_parser().parse_args(argv))
 
@@ -800,10 +803,10 @@ def test_quick_status_and_due_read_like_argparse(argv: list[str], verb: str) -> 
 @pytest.mark.parametrize("verb", ["status", "due"])
 @pytest.mark.parametrize("argv", ARGPARSE_STATUS, ids=" ".join)
 def test_quick_status_and_due_leave_everything_else_to_argparse(argv: list[str], verb: str) -> None:
-    from rouse.cli.main import _quick_due, _quick_status
+    from rouse.cli.main import _quick
 
     argv = [verb if token == "status" else token for token in argv]
-    assert (_quick_status if verb == "status" else _quick_due)(argv) is None
+    assert _quick(argv, verb) is None
 
 
 def test_quick_pack_leaves_errors_to_argparse(home: Path) -> None:

@@ -27,7 +27,8 @@ import pytest
 from conftest import INTENTIONS, NOTES, OLD, MakeTree, set_mtime, stamp
 from rouse.core import fsmon
 from rouse.core.cache import HeaderCache
-from rouse.sweep.watch import IN_Q_OVERFLOW, Watcher
+from rouse.core.inotify import IN_Q_OVERFLOW
+from rouse.sweep.watch import Watcher
 from rouse.trust.stampkey import cache_secret
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")

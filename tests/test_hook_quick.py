@@ -1,12 +1,13 @@
-"""The idle hooks' quick path (issue 24): what they load, the folder stamp, the light twins.
+"""The idle hooks' quick path (issue 24): what they load, the folder stamp, the light readers.
 
 With nothing new, the UserPromptSubmit and Stop hooks should cost little more
 than starting Python; bench/hooks_bench.py measures that. Here it is pinned
 functionally instead: the exact rouse modules an idle hook imports and every
 standard-library module beyond Python's own start-up, so that an import that
 creeps back onto the path fails a test rather than a benchmark. The seen-set's
-stamp of the nudges folder (a listing skipped) never hides a wake, and each
-light twin in rouse.agents.hookstate gives the core's answer or declines.
+stamp of the nudges folder (a listing skipped) never hides a wake, the state
+reader's fast reading (json's C scanner) gives json's answer or leaves it to json,
+and the hooks' pathlib-free answers of rouse.core.home are find_tree's.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import NOW, stamp
-from rouse.agents import hook, hookstate, prompt_hook, stop_hook
-from rouse.core import statefile, stateshapes
+from rouse.agents import hook, prompt_hook
+from rouse.core import home as core_home
+from rouse.core import statefile
 from rouse.core.errors import UsageError
 from rouse.core.home import find_tree
 from rouse.records.scaffold import init
@@ -40,11 +42,16 @@ PROMPT_MODULES = {
     "rouse.cli.quick",
     "rouse.agents",
     "rouse.agents.hook",
-    "rouse.agents.hookstate",
     "rouse.agents.prompt_hook",
+    "rouse.core",
+    "rouse.core.errors",
+    "rouse.core.home",
+    "rouse.core.statefile",
+    "rouse.core.stateshapes",
 }
 #: ... and an idle Stop hook (or SessionEnd): its waiter and the agent's process.
 STOP_MODULES = PROMPT_MODULES | {"rouse.agents.stop_hook", "rouse.agents.agentproc"}
+STOP_MODULES |= {"rouse.core.inotify"}  # (ctypes is loaded only to sleep: WAITER_STDLIB)
 #: The standard library an idle hook may add to Python's start-up: C modules and
 #: small ones (ctypes for inotify: the Stop hook's waiter only).
 LIGHT_STDLIB = {"__future__", "gc", "select", "_json", "fcntl"}
@@ -251,18 +258,18 @@ def test_a_folder_changed_with_nothing_new_is_restamped(tree: Path) -> None:
     assert after == {"seen": before["seen"], "nudges": stamp_of(folder)}
 
 
-def test_a_seen_set_the_light_reader_declines_is_read_by_the_core(tree: Path) -> None:
+def test_a_seen_set_the_fast_reading_declines_is_read_by_json(tree: Path) -> None:
     path = tree / ".rouse" / "sessions" / "s1.json"
     names = seen_data(tree)["seen"]
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"seen": names}).encode())  # json takes a BOM
-    assert prompt_hook._read_seen(str(path)) == ({"seen": names}, None)  # the core read it
+    assert prompt_hook._read_seen(str(path))[0] == {"seen": names}  # json read it
     assert hook_run(tree, "UserPromptSubmit").stdout == ""  # and it holds every wake
     path.write_text(json.dumps({"seen": [*names, 7]}))  # refused by its shape: no seen-set
     assert prompt_hook._read_seen(str(path)) == (None, None)
     assert "call-bank" in hook_run(tree, "UserPromptSubmit").stdout  # every wake, once
 
 
-# -- the light twins give the core's answers ------------------------------------------
+# -- the fast reading gives json's answers; the hooks' light answers are the core's ----
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -272,17 +279,32 @@ JSON = st.recursive(
 
 
 def core_decode(data: bytes, depth: int) -> tuple[str, str]:
+    """json's reading under the state reader's bounds (what the fast reading leaves to)."""
+    if not statefile._depth_ok(data, depth):
+        return "refused", ""
+    try:
+        value = json.loads(
+            data, parse_constant=statefile._no_constant, parse_float=statefile._bounded_float
+        )
+    except (ValueError, RecursionError):
+        return "refused", ""
+    return "ok", repr(value)
+
+
+def light_decode(data: bytes, depth: int) -> tuple[str, str] | None:
+    if not statefile._depth_ok(data, depth):
+        return None
+    try:
+        return "ok", repr(statefile._fast(data))
+    except statefile._Declined:
+        return None
+
+
+def decoded(data: bytes, depth: int) -> tuple[str, str]:
     try:
         return "ok", repr(statefile.decode(data, max_depth=depth))
     except statefile.Damaged:
         return "refused", ""
-
-
-def light_decode(data: bytes, depth: int) -> tuple[str, str] | None:
-    try:
-        return "ok", repr(hookstate.loads(data, depth))
-    except hookstate.Declined:
-        return None
 
 
 @settings(max_examples=300, deadline=None)
@@ -297,6 +319,7 @@ def test_the_light_json_reader_decodes_as_the_core_or_declines(
     for sample in (encoded, encoded[:cut], encoded[:cut] + b'"[' + encoded[cut:]):
         light = light_decode(sample, depth)
         assert light is None or light == core_decode(sample, depth)
+        assert decoded(sample, depth) == core_decode(sample, depth)
 
 
 @pytest.mark.parametrize(
@@ -322,36 +345,28 @@ def test_the_light_json_reader_declines_what_the_core_refuses(sample: bytes) -> 
 
 
 @settings(max_examples=200, deadline=None)
-@given(JSON)
-def test_the_light_shape_checks_are_the_cores(value: object) -> None:
-    for check, spec in ((prompt_hook._is_seen, stateshapes.SEEN), (stop_hook._is_mark, None)):
-        for candidate in (value, {"seen": value}, {"pid": value, "at": 5}, {"pid": 7, "at": value}):
-            shape = (spec or stateshapes.WAITER).shape
-            try:
-                statefile.conform(candidate, shape)
-                fits = True
-            except statefile.Damaged:
-                fits = False
-            assert check(candidate) == fits
-
-
-@settings(max_examples=200, deadline=None)
 @given(st.lists(st.text(), max_size=5), st.none() | st.lists(st.integers(0, 2**62), max_size=4))
 def test_a_seen_set_is_written_as_save_json_writes_it(
     seen: list[str], stamp: list[int] | None
 ) -> None:
     data: dict[str, object] = {"seen": seen} if stamp is None else {"seen": seen, "nudges": stamp}
     expected = json.dumps(data, separators=(",", ":")).encode()
-    assert hookstate.dumps_seen(seen, stamp) == expected
+    assert prompt_hook._seen_bytes(seen, stamp) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON)
+def test_state_is_written_as_json_dumps_writes_it(value: object) -> None:
+    assert statefile.dumps(value) == json.dumps(value, separators=(",", ":")).encode()
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="/.a~", max_size=12), st.text(alphabet="/.b", max_size=8))
 def test_paths_are_spelled_as_pathlib_spells_them(path: str, name: str) -> None:
-    assert hookstate.pure(path) == str(PurePosixPath(path))
-    folder = hookstate.pure("/" + path)
+    assert core_home.pure(path) == str(PurePosixPath(path))
+    folder = core_home.pure("/" + path)
     if not name.startswith("/"):
-        assert hookstate.joined(folder, name) == str(PurePosixPath(folder) / name)
+        assert core_home.joined(folder, name) == str(PurePosixPath(folder) / name)
 
 
 def test_the_link_rule_is_statefiles(tmp_path: Path) -> None:
@@ -361,15 +376,15 @@ def test_the_link_rule_is_statefiles(tmp_path: Path) -> None:
     (state / "linked").symlink_to(tmp_path / "elsewhere")
     (state / "sessions" / "l.json").symlink_to(tmp_path / "elsewhere")
     (tmp_path / "linkroot").symlink_to(tmp_path / "memory")
-    paths = [
-        state / "sessions" / "s.json",
-        state / "sessions" / "l.json",
-        state / "linked" / "s.json",
-        tmp_path / "linkroot" / ".rouse" / "sessions" / "s.json",
-        state / "a" / "b" / "c" / "d" / "e" / "f" / "g" / "h" / "i.json",
-    ]
-    for path in paths:
-        assert hookstate.through_link(str(path)) == statefile.through_link(path), path
+    paths = {
+        state / "sessions" / "s.json": False,
+        state / "sessions" / "l.json": True,
+        state / "linked" / "s.json": True,
+        tmp_path / "linkroot" / ".rouse" / "sessions" / "s.json": False,  # (from .rouse down)
+        state / "a" / "b" / "c" / "d" / "e" / "f" / "g" / "h" / "i.json": False,
+    }
+    for path, linked in paths.items():
+        assert statefile.through_link(str(path)) == statefile.through_link(path) == linked, path
 
 
 def test_bounded_reads_are_statefiles(tmp_path: Path) -> None:
@@ -379,20 +394,23 @@ def test_bounded_reads_are_statefiles(tmp_path: Path) -> None:
     (state / "big.json").write_bytes(b" " * 100)
     os.mkfifo(state / "fifo.json")
     (state / "link.json").symlink_to(state / "ok.json")
-    for name in ("ok.json", "big.json", "fifo.json", "link.json", "missing.json"):
-        path = state / name
-        try:
-            core: object = statefile.read_bounded(path, 50)
-        except statefile.Damaged:
-            core = "damaged"
-        try:
-            light: object = hookstate.read_bounded(str(path), 50)
-        except hookstate.Declined:
-            light = "damaged"
-        assert light == core, name
-    assert hookstate.save_bytes(str(state / "new.json"), b"[1]")
+    expected = {
+        "ok.json": b"{}",
+        "big.json": "damaged",
+        "fifo.json": "damaged",
+        "link.json": None,
+        "missing.json": None,
+    }
+    for name, want in expected.items():
+        for path in (state / name, str(state / name)):
+            try:
+                got: object = statefile.read_bounded(path, 50)
+            except statefile.Damaged:
+                got = "damaged"
+            assert got == want, name
+    assert statefile.save_bytes(str(state / "new.json"), b"[1]")
     assert (state / "new.json").read_bytes() == b"[1]"
-    assert not hookstate.save_bytes(str(state / "link.json"), b"[2]")
+    assert not statefile.save_bytes(str(state / "link.json"), b"[2]")
     assert sorted(p.name for p in state.iterdir() if p.name.endswith(".tmp")) == []
 
 
@@ -414,7 +432,7 @@ def test_the_explicit_tree_is_find_trees(tmp_path: Path, monkeypatch: pytest.Mon
         ("", {"ROUSE_HOME": ""}),
     ]
     for memory, env in cases:
-        light = hookstate.explicit_tree(memory, env)
+        light = core_home.explicit_tree(memory, env)
         try:
             core: str | None = str(find_tree(memory, env, cwd=Path.cwd()))
         except (UsageError, RuntimeError):
@@ -422,7 +440,7 @@ def test_the_explicit_tree_is_find_trees(tmp_path: Path, monkeypatch: pytest.Mon
         if light is None:  # not decided here: the core decides (it may still find one)
             continue
         assert light == core, (memory, env)
-    assert hookstate.explicit_tree("trees/t", {}) == str(tmp_path / "home" / "trees" / "t")
+    assert core_home.explicit_tree("trees/t", {}) == str(tmp_path / "home" / "trees" / "t")
 
 
 def test_only_a_tree_that_is_surely_not_the_global_one_skips_the_project_lookup(
@@ -433,12 +451,12 @@ def test_only_a_tree_that_is_surely_not_the_global_one_skips_the_project_lookup(
     (tmp_path / "alias").symlink_to(home / ".rouse")
     (tmp_path / "other").mkdir()
     monkeypatch.setenv("HOME", str(home))
-    assert not hookstate.surely_local(str(home / ".rouse"))
-    assert not hookstate.surely_local(str(tmp_path / "alias"))
-    assert hookstate.surely_local(str(tmp_path / "other"))
+    assert not core_home.surely_local(str(home / ".rouse"))
+    assert not core_home.surely_local(str(tmp_path / "alias"))
+    assert core_home.surely_local(str(tmp_path / "other"))
     (home / ".rouse").rmdir()
     (home / ".rouse").symlink_to(home / ".rouse")  # a loop: pathlib raises, the core says so
-    assert not hookstate.surely_local(str(tmp_path / "other"))
+    assert not core_home.surely_local(str(tmp_path / "other"))
 
 
 def reference_hook_memory(memory: str | None, session: dict[str, object]) -> str | None:

@@ -1,4 +1,8 @@
-"""The core and the CLI start-up load nothing outside the standard library."""
+"""The core and the CLI start-up load nothing outside the standard library.
+
+And nothing heavy on the start-up paths (``typing`` among them: the modules there
+import what their annotations name under ``TYPE_CHECKING = False``, as
+docs/architecture.md says under "Anything on the pack's start-up path")."""
 
 from __future__ import annotations
 

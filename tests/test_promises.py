@@ -300,7 +300,8 @@ raise SystemExit(code)
 #: What the promise check loads for a turn with nothing to say, and no more.
 QUIET_MODULES = {
     *("rouse", "rouse.cli", "rouse.cli.main", "rouse.cli.quick", "rouse.agents"),
-    *("rouse.agents.hook", "rouse.agents.hookstate"),
+    *("rouse.agents.hook", "rouse.core", "rouse.core.errors", "rouse.core.home"),
+    "rouse.core.statefile",
     *("rouse.agents.promise_hook", "rouse.agents.promises"),
 }
 HEAVY = {"pathlib", "re", "json", "contextlib", "functools", "enum", "typing", "datetime"}

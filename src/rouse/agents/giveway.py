@@ -4,7 +4,7 @@ A hook for the global tree (``~/.rouse``) prints nothing when the session's
 project has a rouse hook of its own for the same agent, so the inner tree
 wins (:func:`gives_way`). Reading the project's settings takes json, re and
 pathlib, so :mod:`rouse.agents.hook` comes here only for a tree that may be
-the global one (:func:`rouse.agents.hookstate.surely_local` says when not).
+the global one (:func:`rouse.core.home.surely_local` says when not).
 """
 
 from __future__ import annotations

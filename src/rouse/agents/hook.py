@@ -9,10 +9,11 @@ SessionEnd hook that ends that wait (:mod:`rouse.agents.stop_hook`).
 This is what an agent runs at every session start, at every prompt and at
 every turn's end, so it stays light: with nothing new, a prompt or a turn's
 end costs little more than starting Python (issue 24; ``bench/hooks_bench.py``).
-Until it knows that something is new it imports only :mod:`rouse.agents.hookstate`,
-:mod:`~rouse.agents.prompt_hook` and :mod:`~rouse.agents.stop_hook` (``str``
-paths, no pathlib, json or typing); the pack, the project's settings
-(:mod:`rouse.agents.giveway`) and the ledger come in only when needed.
+Until it knows that something is new it imports only
+:mod:`~rouse.agents.prompt_hook`, :mod:`~rouse.agents.stop_hook` and the light
+core modules they read with (``str`` paths, no pathlib, json or typing); the
+pack, the project's settings (:mod:`rouse.agents.giveway`) and the ledger come
+in only when needed.
 
 Three promises, each kept here:
 
@@ -35,11 +36,9 @@ import select
 import sys
 import time
 
-from rouse.agents import hookstate
-from rouse.agents.hookstate import suppress
+from rouse.core.home import TREE_MARKS, explicit_tree, joined, pure, surely_local
+from rouse.core.statefile import Damaged, decode, suppress
 
-# typing costs ~5 ms to import on the hooks' start-up path; annotations are
-# strings here (__future__), so these are only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
@@ -152,14 +151,9 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
         return {}
     data = b"".join(chunks) or b"{}"
     try:  # bounded: nesting that would exhaust the parser is refused before it is parsed
-        value = hookstate.loads(data, STDIN_DEPTH)
-    except hookstate.Declined:  # the core's reader decides (and refuses) the rest
-        from rouse.core.statefile import decode
-
-        try:
-            value = decode(data, max_depth=STDIN_DEPTH)
-        except ValueError:
-            return {}
+        value = decode(data, max_depth=STDIN_DEPTH)
+    except Damaged:
+        return {}
     return value if isinstance(value, dict) else {}
 
 
@@ -186,10 +180,10 @@ def hook_memory(memory: str | None, session: Mapping[str, Any]) -> str | None:
     with suppress(OSError):
         starts.append(os.getcwd())
     for start in starts:
-        folder = hookstate.pure(start)
+        folder = pure(start)
         while True:
-            found = hookstate.joined(folder, memory)
-            if any(os.path.isfile(hookstate.joined(found, m)) for m in hookstate.TREE_MARKS):
+            found = joined(folder, memory)
+            if any(os.path.isfile(joined(found, m)) for m in TREE_MARKS):
                 return found
             lead = "//" if folder.startswith("//") else "/"
             parent = lead + folder[len(lead) :].rpartition("/")[0]
@@ -205,8 +199,8 @@ def gives_way(
     """Whether this hook should print nothing: it serves the global tree and the
     session's project has its own rouse hook for the same agent (the inner tree wins);
     see :mod:`rouse.agents.giveway`, not imported for a tree that is surely not global."""
-    root = hookstate.explicit_tree(memory, env)
-    if root is not None and hookstate.surely_local(root):
+    root = explicit_tree(memory, env)
+    if root is not None and surely_local(root):
         return False
     from rouse.agents import giveway
 
@@ -216,8 +210,8 @@ def gives_way(
 def _serving(kind: str, memory: str | None, session: Mapping[str, Any]) -> str | Path | None:
     """The tree this hook serves, or None when it gives way (the core's lookup raises
     when there is none)."""
-    root = hookstate.explicit_tree(memory, os.environ)
-    if root is not None and hookstate.surely_local(root):
+    root = explicit_tree(memory, os.environ)
+    if root is not None and surely_local(root):
         return root  # what find_tree gives, and a tree that gives way to no project's
     if gives_way(kind, memory, session, os.environ):
         return None
@@ -275,7 +269,7 @@ def prompt_hook(
     sid = session.get("session_id")
     try:
         memory = getattr(args, "memory", None)
-        named = hookstate.explicit_tree(memory, os.environ)
+        named = explicit_tree(memory, os.environ)
         if (
             named is not None
             and not prompt.unstarted(named, sid)

@@ -19,7 +19,7 @@ continued the turn, never twice for one prompt, never in an unattended run
 ``ROUSE_PROMISES=off``) and what is asked. It reads no record's body.
 
 Light like the other idle hooks: with nothing to say it imports only
-:mod:`~rouse.agents.hookstate` and the matcher's cheap first look.
+the light state reader (:mod:`rouse.core.statefile`) and the matcher's cheap first look.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from __future__ import annotations
 import os
 import stat
 
-from rouse.agents import hookstate, promises
+from rouse.agents import promises
+from rouse.core.statefile import Damaged, decode, read_bounded, save_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -201,8 +202,8 @@ def _entry(line: bytes) -> dict[str, Any] | None:
     if not any(word in line for word in (b'"user"', b'"assistant"', b'"gemini"', b'_output"')):
         return None
     try:
-        value = hookstate.loads(line, LINE_DEPTH)
-    except hookstate.Declined:
+        value = decode(line, max_depth=LINE_DEPTH)
+    except Damaged:
         return None
     return value if isinstance(value, dict) else None
 
@@ -301,11 +302,11 @@ def _first_ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
     path = seen.removesuffix(".json") + SUFFIX
     mark = f"{turn.mark}\n".encode()
     try:
-        if hookstate.read_bounded(path, 4096) == mark:
+        if read_bounded(path, 4096) == mark:
             return False
-    except hookstate.Declined:
+    except Damaged:
         pass
-    return hookstate.save_bytes(path, mark)
+    return save_bytes(path, mark)
 
 
 def kept_since(root: str, started: float) -> bool:

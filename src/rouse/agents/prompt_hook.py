@@ -20,20 +20,29 @@ once the folder had settled (unchanged for the walk cache's racy window, 2 s,
 so a file added in the same clock tick cannot hide). While the folder's stat
 is the same, nothing can be new (:func:`nothing_new`); when it has changed and
 a listing still finds nothing new, the stamp is brought up to date. That path,
-and the Stop hook's waiter, import nothing heavy (:mod:`rouse.agents.hookstate`):
-tests/test_hook_quick.py pins what they load.
+and the Stop hook's waiter, import nothing heavy (``str`` paths, state read through
+:mod:`rouse.core.stateshapes`): tests/test_hook_quick.py pins what they load.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import time
 
-from rouse.agents import hookstate
-from rouse.agents.hookstate import Declined, suppress
+from rouse.core.statefile import (
+    NUDGES_DIR,
+    RACY_NS,
+    STATE_DIR,
+    Damaged,
+    dumps,
+    read_bounded,
+    save_bytes,
+    suppress,
+    through_link,
+)
+from rouse.core.stateshapes import SEEN
 
-# the idle path imports nothing heavy (typing, pathlib, json, the core's readers):
-# annotations are strings here (__future__); what a wake needs is imported with it
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
@@ -43,7 +52,7 @@ if TYPE_CHECKING:
     from rouse.core import nudges
     from rouse.core.tree import Tree
 
-DIR = hookstate.SESSIONS
+DIR = "sessions"
 #: A session's seen-set not touched for this long is deleted (when another session starts).
 KEEP_SECONDS = 30 * 24 * 3600
 #: A session id usable as a file name as it is: [A-Za-z0-9_-][A-Za-z0-9._-]{0,127}
@@ -52,9 +61,6 @@ _PLAIN = _PLAIN_FIRST | {"."}
 LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
 #: A nudge file younger than this that the ledger does not know yet is looked at again.
 SETTLE_SECONDS = 60
-#: The nudges folder's stat is trusted once it is this old (rouse.core.cache.RACY_NS).
-RACY_NS = 2_000_000_000
-SEEN_MOST, SEEN_DEPTH = 8 << 20, 16  # rouse.core.stateshapes.SEEN's bounds
 #: The most a hook waits for the sessions folder's lock (seconds); then it goes on without.
 LOCK_WAIT = 1.0
 
@@ -72,7 +78,7 @@ def seen_file(root: str | Path, session_id: object) -> str | None:
         import hashlib  # ~3 ms, and only for an id that cannot be a file name as it is
 
         name = "h-" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
-    return os.path.join(root, hookstate.STATE_DIR, DIR, f"{name}.json")
+    return os.path.join(root, STATE_DIR, DIR, f"{name}.json")
 
 
 def nudge_names(root: str | Path) -> list[str]:
@@ -82,41 +88,53 @@ def nudge_names(root: str | Path) -> list[str]:
 
 def listing(root: str | Path) -> tuple[list[str], list[int] | None]:
     """The nudge files' names, and the folder's stamp when it has settled (taken first)."""
-    info = hookstate.nudge_dir_stat(os.fspath(root))
+    info = _nudge_dir_stat(os.fspath(root))
     if info is None:
         return [], None
     stamp = _stamp(info) if time.time_ns() - info.st_mtime_ns > RACY_NS else None
-    return hookstate.nudge_names(os.fspath(root)), stamp
+    return _nudge_names(os.fspath(root)), stamp
+
+
+def usable_dir(path: str) -> os.stat_result | None:
+    """The directory's lstat, or None where rouse.core.statedir finds a problem or nothing."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info if stat.S_ISDIR(info.st_mode) else None  # (a link is not a directory)
+
+
+def _nudge_dir_stat(root: str) -> os.stat_result | None:
+    """``.rouse/nudges``'s lstat; None when no nudge file is listed there: missing, or a
+    link or something other than a directory on the way (statedir's rule)."""
+    state = os.path.join(root, STATE_DIR)
+    if usable_dir(state) is None:
+        return None
+    return usable_dir(os.path.join(state, NUDGES_DIR))
+
+
+def _nudge_names(root: str) -> list[str]:
+    """The names of the nudge files in ``.rouse/nudges/`` (never one behind a link)."""
+    if _nudge_dir_stat(root) is None:
+        return []
+    try:
+        with os.scandir(os.path.join(root, STATE_DIR, NUDGES_DIR)) as entries:
+            return [e.name for e in entries if e.name.endswith(".md") and not e.is_symlink()]
+    except OSError:
+        return []
 
 
 def _stamp(info: os.stat_result) -> list[int]:
     return [info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
 
 
-def _is_seen(data: Any) -> bool:
-    """Does ``data`` fit ``stateshapes.SEEN``'s shape (``{"seen": [str]}``, more allowed)?"""
-    if type(data) is not dict or type(data.get("seen")) is not list:
-        return False
-    return all(type(name) is str for name in data["seen"])
-
-
 def _read_seen(path: str) -> tuple[dict[str, Any] | None, bytes | None]:
-    """The seen-set file (None: none, or refused) and its bytes, as ``stateshapes.SEEN``
-    reads it; the core reader decides whatever the light one declines."""
+    """The seen-set file (None: none, or refused) and its bytes (``stateshapes.SEEN``)."""
     try:
-        raw = hookstate.read_bounded(path, SEEN_MOST)
-        if raw is None:
-            return None, None
-        data = hookstate.loads(raw, SEEN_DEPTH)
-        if not _is_seen(data):
-            raise Declined("not a seen-set")
-    except Declined:
-        from pathlib import Path
-
-        from rouse.core import stateshapes
-
-        return stateshapes.SEEN.read(Path(path)), None
-    return data, raw
+        raw = read_bounded(path, SEEN.max_bytes)
+        return (None, None) if raw is None else (SEEN.decode(raw), raw)
+    except Damaged:
+        return None, None
 
 
 def _load_seen(path: str) -> set[str] | None:
@@ -132,7 +150,11 @@ def _save_seen(path: str, seen: set[str], present: list[str], stamp: list[int] |
     kept = sorted(seen.intersection(present))
     if len(kept) != len(set(present)):
         stamp = None
-    return hookstate.save_bytes(path, hookstate.dumps_seen(kept, stamp))
+    return save_bytes(path, _seen_bytes(kept, stamp))
+
+
+def _seen_bytes(seen: list[str], stamp: list[int] | None) -> bytes:
+    return dumps({"seen": seen} if stamp is None else {"seen": seen, "nudges": stamp})
 
 
 def _prune(folder: str, now: float) -> None:
@@ -159,7 +181,7 @@ def mark_seen(
     """The SessionStart side: every nudge in ``names`` (listed when ``stamp`` was
     taken) was in this session's pack. False when the seen-set could not be kept."""
     path = seen_file(root, session_id)
-    if path is None or hookstate.through_link(path):
+    if path is None or through_link(path):
         return False
     with _Taking(os.path.dirname(path)):
         old = _load_seen(path)
@@ -190,15 +212,15 @@ def nothing_new(root: str | Path, session_id: object) -> bool:
     path = seen_file(root, session_id)
     if path is None:
         return True
-    info = hookstate.nudge_dir_stat(os.fspath(root))
+    info = _nudge_dir_stat(os.fspath(root))
     if info is None:
         return True  # no folder to list, or one behind a link: nothing is listed
     data, raw = _read_seen(path)
-    if data is None or raw is None:  # no seen-set (or one the core reader decided on)
-        return data is None and not hookstate.nudge_names(os.fspath(root))
+    if data is None or raw is None:  # no seen-set
+        return not _nudge_names(os.fspath(root))
     if data.get("nudges") == _stamp(info):
         return True  # the folder has not changed since a listing the seen-set covers
-    if set(hookstate.nudge_names(os.fspath(root))).difference(data["seen"]):
+    if set(_nudge_names(os.fspath(root))).difference(data["seen"]):
         return False
     if time.time_ns() - info.st_mtime_ns > RACY_NS:
         _restamp(path, raw, data["seen"], _stamp(info))
@@ -211,11 +233,11 @@ def _restamp(path: str, raw: bytes, seen: list[str], stamp: list[int]) -> None:
         if taking.busy():
             return  # (only a shortcut for the next prompt: it is restamped then)
         try:
-            if hookstate.read_bounded(path, SEEN_MOST) != raw:
+            if read_bounded(path, SEEN.max_bytes) != raw:
                 return
-        except Declined:
+        except Damaged:
             return
-        hookstate.save_bytes(path, hookstate.dumps_seen(seen, stamp))
+        save_bytes(path, _seen_bytes(seen, stamp))
 
 
 def new_wakes(root: str | Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:

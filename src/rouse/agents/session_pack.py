@@ -13,7 +13,7 @@ import sys
 
 from rouse.agents.hook import HOOK_WALL, MEASURES, gives_way, hook_output
 
-TYPE_CHECKING = False  # typing, argparse: only for the type checker (the pack's start-up)
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from argparse import Namespace
     from collections.abc import Callable, Mapping

@@ -17,8 +17,8 @@ What it does not own: what a wake is, or whether it still stands
 (``prompt_hook``, ``core.nudges``), and printing (``hook``).
 
 Claude Code starts it at every turn's end, so up to its wait it imports
-nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths through
-:mod:`rouse.agents.hookstate`); the ledger and the walk are loaded only when
+nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths, state read
+through :mod:`rouse.core.stateshapes`); the ledger and the walk are loaded only when
 something is new (:func:`~rouse.agents.prompt_hook.nothing_new`).
 """
 
@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import os
 import select
-import stat
 import time
 
-from rouse.agents import hookstate, prompt_hook
+from rouse.agents import prompt_hook
 from rouse.agents.agentproc import Agent
-from rouse.agents.hookstate import Declined, suppress
+from rouse.core import inotify
+from rouse.core.statefile import NUDGES_DIR, STATE_DIR, dumps, save_bytes, suppress, through_link
+from rouse.core.stateshapes import WAITER
 
 TYPE_CHECKING = False
 if not TYPE_CHECKING:
@@ -58,11 +59,8 @@ SETTLE_EVERY = 0.5  # while a new nudge file waits for the ledger to vouch for i
 SUFFIX = ".waiter"
 
 # inotify(7): the events that can mean a new wake, a newer waiter, or the session's end
-IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x2, 0x8, 0x80, 0x100, 0x200
-IN_ONLYDIR, IN_DONT_FOLLOW, IN_CLOEXEC, IN_NONBLOCK = 0x01000000, 0x02000000, 0o2000000, 0o4000
-NUDGE_EVENTS = IN_CREATE | IN_MOVED_TO
-SESSION_EVENTS = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE
-WAITER_MOST, WAITER_DEPTH = 1 << 20, 16  # rouse.core.stateshapes.WAITER's bounds
+NUDGE_EVENTS = inotify.IN_CREATE | inotify.IN_MOVED_TO
+SESSION_EVENTS = inotify.IN_CLOSE_WRITE | inotify.IN_MOVED_TO | inotify.IN_DELETE
 
 
 def waiter_file(root: str | Path, session_id: object) -> Path | None:
@@ -81,33 +79,14 @@ def _waiter(root: str | Path, session_id: object) -> str | None:
 def end_session(root: str | Path, session_id: object) -> None:
     """The SessionEnd side: whichever waiter this session has leaves at once."""
     path = _waiter(root, session_id)
-    if path is not None and not hookstate.through_link(path):
+    if path is not None and not through_link(path):
         with suppress(OSError):
             os.unlink(path)
 
 
 def _registered(path: str) -> Any:
     """The waiter's registration (``stateshapes.WAITER``), or None."""
-    try:
-        raw = hookstate.read_bounded(path, WAITER_MOST)
-        data = None if raw is None else hookstate.loads(raw, WAITER_DEPTH)
-        if data is not None and not _is_mark(data):
-            raise Declined("not a registration")
-    except Declined:
-        from pathlib import Path
-
-        from rouse.core import stateshapes
-
-        return stateshapes.WAITER.read(Path(path))
-    return data
-
-
-def _is_mark(data: Any) -> bool:
-    """Does ``data`` fit ``stateshapes.WAITER``'s shape (``pid`` and ``at``, whole)?"""
-    if type(data) is not dict:
-        return False
-    pid, at = data.get("pid"), data.get("at")
-    return type(pid) is int and 1 <= pid < 2**31 and type(at) is int and 0 <= at < 2**63
+    return WAITER.read(path)
 
 
 def wait_for_wake(
@@ -127,12 +106,12 @@ def wait_for_wake(
     try:
         if agent.one_shot:
             return []  # it ends after this turn: the next session's pack shows the wakes
-        if hookstate.through_link(me):
+        if through_link(me):
             return []
         with suppress(OSError):
             os.makedirs(os.path.dirname(me), exist_ok=True)
         mark = {"pid": os.getpid(), "at": time.time_ns()}
-        if not hookstate.save_bytes(me, f'{{"pid":{mark["pid"]},"at":{mark["at"]}}}'.encode()):
+        if not save_bytes(me, dumps(mark)):
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
@@ -211,7 +190,7 @@ def _wait(
 
 
 class Watcher:
-    """inotify on ``.rouse/nudges/`` and ``.rouse/sessions/`` (Linux), through ctypes.
+    """inotify on ``.rouse/nudges/`` and ``.rouse/sessions/`` (Linux, :mod:`rouse.core.inotify`).
 
     ``fd`` is None where inotify cannot be had (another system, a limit
     reached): the wait is then a slow poll. No watch follows a symlink.
@@ -221,40 +200,31 @@ class Watcher:
         self.root = root
         self.fd: int | None = None
         self.nudges = False
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols: libc's
-            self._add = libc.inotify_add_watch
-            self._add.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
-            fd = libc.inotify_init1(IN_CLOEXEC | IN_NONBLOCK)
-        except (OSError, AttributeError):
+        self.inotify = inotify.open_inotify()
+        if self.inotify is None:
             return
-        if fd < 0:
-            return
-        self.fd = fd
+        self.fd = self.inotify.fd
         if not self._watch(sessions, SESSION_EVENTS):
             self.close()  # without its own registration watched, a poll is the honest wait
             return
         self._watch_nudges()
 
     def _watch(self, folder: str, mask: int) -> bool:
-        assert self.fd is not None
-        flags = mask | IN_ONLYDIR | IN_DONT_FOLLOW
-        return bool(self._add(self.fd, os.fsencode(folder), flags) >= 0)
+        assert self.inotify is not None
+        return self.inotify.add(folder, mask | inotify.IN_ONLYDIR | inotify.IN_DONT_FOLLOW) >= 0
 
     def _watch_nudges(self) -> None:
         """Watch the nudges folder; until the first sweep makes it, ``.rouse/`` for it."""
         if self.nudges or self.fd is None:
             return
-        state = os.path.join(self.root, hookstate.STATE_DIR)
-        folder = os.path.join(state, hookstate.NUDGES)
-        if _link_or_not_a_dir(state) or _link_or_not_a_dir(folder):
-            return  # behind a link: nothing is read there, so nothing to watch for
-        if os.path.isdir(folder):
+        state = os.path.join(self.root, STATE_DIR)
+        folder = os.path.join(state, NUDGES_DIR)
+        if prompt_hook.usable_dir(state) is None:
+            return  # missing, or behind a link: nothing is read there, so nothing to watch for
+        if prompt_hook.usable_dir(folder) is not None:
             self.nudges = self._watch(folder, NUDGE_EVENTS)
-        else:
-            self._watch(state, IN_CREATE | IN_MOVED_TO)
+        elif not os.path.lexists(folder):
+            self._watch(state, inotify.IN_CREATE | inotify.IN_MOVED_TO)
 
     def drain(self) -> None:
         """Read and drop what inotify says: the loop looks at the folders itself."""
@@ -270,18 +240,6 @@ class Watcher:
             with suppress(OSError):
                 os.close(self.fd)
             self.fd = None
-
-
-def _link_or_not_a_dir(path: str) -> bool:
-    """rouse.core.statedir's problem with a directory on the way: a link, the wrong kind,
-    or unreadable (missing is no problem)."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        return True
-    return not stat.S_ISDIR(info.st_mode)  # a link is not a directory
 
 
 def max_wait(given: str | None) -> float:

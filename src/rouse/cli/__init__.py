@@ -1,1 +1,1 @@
-"""The command line: a quick path for the pack, argparse for everything else."""
+"""The command line: a quick parse for pack, status and due, argparse for everything else."""

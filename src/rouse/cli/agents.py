@@ -13,8 +13,6 @@ from rouse.cli.common import (
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse

@@ -14,8 +14,6 @@ from rouse.core.home import find_tree
 from rouse.core.layout import shown
 from rouse.core.timefmt import OutOfRange, parse_stamp
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse

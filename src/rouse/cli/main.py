@@ -3,8 +3,9 @@
 One small function per verb — parse, call, print — lives in the verb group's
 module (read, write, sweeping, agents); no behaviour lives only in the CLI:
 every verb calls a library function that the MCP server can call too. A plain
-``rouse pack`` is read here without argparse (:mod:`rouse.cli.quick`); anything
-else builds the parser of just the verb named (:mod:`rouse.cli.parser`).
+``rouse pack``, ``status`` or ``due`` is read without argparse
+(:mod:`rouse.cli.quick`); anything else builds the parser of just the verb
+named (:mod:`rouse.cli.parser`).
 
 ``rouse pack --hook KIND`` runs at every prompt and every turn's end of an
 agent's session, and with nothing new it should cost little more than
@@ -19,10 +20,8 @@ import gc
 import os
 import sys
 
-from rouse.cli.quick import plain_values, quick_values
+from rouse.cli.quick import quick_values
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -41,14 +40,19 @@ class _Args:
         self.__dict__.update(values)
 
 
-def _quick_pack(argv: Sequence[str]) -> argparse.Namespace | None:
-    """``rouse pack`` read without argparse, or None to let argparse read it."""
-    values = quick_values(argv)
+def _quick(argv: Sequence[str], verb: str) -> argparse.Namespace | None:
+    """``rouse VERB`` read without argparse (:mod:`rouse.cli.quick`), or None to let
+    argparse read it."""
+    values = quick_values(argv, verb)
     if values is None:
         return None
-    from rouse.cli.read import cmd_pack
+    if verb == "status":
+        from rouse.cli.sweeping import cmd_status as handler
+    else:
+        from rouse.cli.read import cmd_due, cmd_pack
 
-    args: argparse.Namespace = _Args(verb="pack", handler=cmd_pack, **values)  # type: ignore[assignment]
+        handler = cmd_pack if verb == "pack" else cmd_due
+    args: argparse.Namespace = _Args(verb=verb, handler=handler, **values)  # type: ignore[assignment]
     return args
 
 
@@ -66,45 +70,15 @@ def _pack(args: argparse.Namespace) -> int:
     return cmd_pack(args)
 
 
-def _quick_status(argv: Sequence[str]) -> argparse.Namespace | None:
-    """``rouse [--memory DIR] [--now WHEN] status [--json]`` read without argparse (a
-    monitor's or an agent's look, ~9 ms less), or None to let argparse read it.
-
-    Only these exact spellings; tests/test_cli.py checks that both read them alike.
-    """
-    values = plain_values(argv, "status")
-    if values is None:
-        return None
-    from rouse.cli.sweeping import cmd_status
-
-    args: argparse.Namespace = _Args(  # type: ignore[assignment]
-        verb="status", handler=cmd_status, check=False, ledger=None, **values
-    )
-    return args
-
-
-def _quick_due(argv: Sequence[str]) -> argparse.Namespace | None:
-    """``rouse [--memory DIR] [--now WHEN] due [--json]`` without argparse, as status."""
-    values = plain_values(argv, "due")
-    if values is None:
-        return None
-    from rouse.cli.read import cmd_due
-
-    args: argparse.Namespace = _Args(verb="due", handler=cmd_due, until=None, **values)  # type: ignore[assignment]
-    return args
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    values = quick_values(argv)
+    values = quick_values(argv, "pack")
     args: argparse.Namespace | None
     if values is not None and values["hook"] is not None:
         # the hook reads what called it: a prompt or a turn's end imports no pack
         args = _Args(verb="pack", handler=_pack_hook, **values)  # type: ignore[assignment]
     else:
-        args = _quick_pack(argv) if values is not None else None
-    if args is None:
-        args = _quick_status(argv) or _quick_due(argv)
+        args = _quick(argv, "pack") or _quick(argv, "status") or _quick(argv, "due")
     if args is None:
         from rouse.cli.parser import build_parser, mistyped_verb, verb_named
 

@@ -60,8 +60,6 @@ from rouse.cli.write import (
     cmd_tell,
 )
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
@@ -232,7 +230,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     Building every verb's subparser costs ~13 ms, and ``rouse pack`` runs at every
     session start: ``main`` builds only the verb it was given (see ``verb_named``),
-    and a plain ``rouse pack`` skips argparse altogether (see ``_quick_pack``).
+    and a plain ``rouse pack`` skips argparse altogether (see :mod:`rouse.cli.quick`).
     """
     import argparse
 

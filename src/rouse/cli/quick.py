@@ -1,13 +1,15 @@
-"""``rouse pack`` read without argparse: the pack's and the hooks' start-up path.
+"""``rouse pack``, ``status`` and ``due`` read without argparse: their start-up path.
 
 ``rouse pack`` runs at every session start, and ``rouse pack --hook KIND`` at
-every prompt and every turn's end; importing and building argparse costs ~9 ms
-of that. Only exact, well-formed spellings are taken here
-(:func:`quick_values`); anything else (help, an abbreviation, a bad value, a
-value that looks like an option) gives None, and argparse reads it and says
-what is wrong. tests/test_cli.py checks that both read every accepted form
-alike. Imports nothing: the idle hooks' import set is pinned
-(tests/test_hook_quick.py).
+every prompt and every turn's end; ``status`` and ``due`` are a monitor's and an
+agent's quick looks. Importing and building argparse costs ~6–13 ms of CPU
+for each, and loading the pack verb's module before an idle hook knows that
+nothing is new ~35 ms (measured in issue 30). Only exact, well-formed
+spellings are taken here (:func:`quick_values`); anything else (help, an
+abbreviation, a bad value, a value that looks like an option, an option not in
+:data:`VERBS`) gives None, and argparse reads it and says what is wrong.
+tests/test_cli.py checks that both read every accepted form alike. Imports
+nothing: the idle hooks' import set is pinned (tests/test_hook_quick.py).
 """
 
 from __future__ import annotations
@@ -32,38 +34,46 @@ PACK_DEFAULTS: dict[str, Any] = {
     "promises": False,
 }
 
-#: Each option the quick parse takes: its destination and how to read its value.
-_PACK_OPTIONS: dict[str, tuple[str, Callable[[str], Any] | None]] = {
-    "--memory": ("memory", str),
-    "--now": ("now", str),
-    "--query": ("query", str),
-    "--json": ("json", None),
-    "--max-chars": ("max_chars", int),
-    "--probe-budget": ("probe_budget", int),
-    "--hook": ("hook", str),
-    "--promises": ("promises", None),
+Options = dict[str, tuple[str, "Callable[[str], Any] | None"]]
+#: The options taken before the verb: each one's destination and how to read its value.
+GLOBAL: Options = {"--memory": ("memory", str), "--now": ("now", str)}
+_JSON: Options = {"--json": ("json", None)}  # (a reader of None: a flag)
+#: Each verb read here: the options taken after it, and the values when not given.
+VERBS: dict[str, tuple[Options, dict[str, Any]]] = {
+    "pack": (
+        {
+            **GLOBAL,
+            **_JSON,
+            "--query": ("query", str),
+            "--max-chars": ("max_chars", int),
+            "--probe-budget": ("probe_budget", int),
+            "--hook": ("hook", str),
+            "--promises": ("promises", None),
+        },
+        PACK_DEFAULTS,
+    ),
+    "status": (_JSON, {"memory": None, "now": None, "json": False, "check": False, "ledger": None}),
+    "due": (_JSON, {"memory": None, "now": None, "json": False, "until": None}),
 }
-_GLOBAL_DESTS = frozenset({"memory", "now"})
 
 
-def quick_values(argv: Sequence[str]) -> dict[str, Any] | None:
-    """``rouse pack``'s values as argparse would read them, or None to let argparse read it."""
-    values = dict(PACK_DEFAULTS)
-    verb = False
+def quick_values(argv: Sequence[str], verb: str) -> dict[str, Any] | None:
+    """``rouse VERB``'s values as argparse would read them, or None to let argparse read it."""
+    options, defaults = VERBS[verb]
+    values = dict(defaults)
+    seen = False
     index = 0
     while index < len(argv):
         token = argv[index]
         index += 1
-        if token == "pack" and not verb:
-            verb = True
+        if token == verb and not seen:
+            seen = True
             continue
         name, equals, value = token.partition("=")
-        option = _PACK_OPTIONS.get(name)
+        option = (options if seen else GLOBAL).get(name)
         if option is None:
-            return None
+            return None  # (a verb's option before the verb: argparse's error)
         dest, read = option
-        if not verb and dest not in _GLOBAL_DESTS:
-            return None  # a pack option before the verb: argparse's error
         if read is None:  # a flag
             if equals:
                 return None
@@ -78,30 +88,6 @@ def quick_values(argv: Sequence[str]) -> dict[str, Any] | None:
             values[dest] = read(value)
         except ValueError:
             return None
-    if not verb or values["hook"] not in (None, *HOOK_KINDS):
+    if not seen or values.get("hook") not in (None, *HOOK_KINDS):
         return None
     return values
-
-
-def plain_values(argv: Sequence[str], verb: str) -> dict[str, Any] | None:
-    """The values of ``[--memory DIR] [--now WHEN] VERB [--json]``, or None for any
-    other spelling (argparse reads it and says what is wrong)."""
-    values: dict[str, Any] = {"memory": None, "now": None, "json": False}
-    seen = False
-    index = 0
-    while index < len(argv):
-        token = argv[index]
-        index += 1
-        if token == verb and not seen:
-            seen = True
-        elif token == "--json" and seen and not values["json"]:
-            values["json"] = True
-        elif token in ("--memory", "--now") and not seen and index < len(argv):
-            value = argv[index]
-            if value.startswith("-") or not value:
-                return None
-            values[token[2:]] = value
-            index += 1
-        else:
-            return None
-    return values if seen else None

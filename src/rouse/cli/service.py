@@ -8,8 +8,6 @@ from pathlib import Path
 from rouse.cli.common import emit, emit_json, tree_root
 from rouse.core.errors import UsageError
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse

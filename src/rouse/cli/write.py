@@ -22,8 +22,6 @@ from rouse.core.errors import UsageError
 from rouse.core.home import global_tree, stamp_key_path
 from rouse.core.timefmt import format_stamp, parse_interval, parse_stamp
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse

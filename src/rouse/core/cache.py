@@ -41,11 +41,9 @@ from rouse.core.cachefmt import (
 )
 from rouse.core.header import Header, read_header
 from rouse.core.planned import SIZE, make_plan, micros
-from rouse.core.statefile import make_parent
+from rouse.core.statefile import RACY_NS, make_parent
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -55,7 +53,6 @@ if TYPE_CHECKING:
     Since = Callable[[str | None], fsmon.Answer | None]
 
 FILE = "walk.json"
-RACY_NS = 2_000_000_000
 
 
 class Known:

@@ -13,8 +13,6 @@ from rouse.core.header import Entry, Header
 from rouse.core.statefile import Damaged, load_bytes, save_bytes
 from rouse.core.stateshapes import WALK_CACHE
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path

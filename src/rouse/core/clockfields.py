@@ -22,8 +22,6 @@ from rouse.core.timefmt import (
 )
 from rouse.core.value import Value
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from rouse.core.tree import Record

@@ -19,8 +19,6 @@ from datetime import datetime
 
 from rouse.core import timefmt
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -10,8 +10,6 @@ from rouse.core import clock, layout
 from rouse.core.statefile import Damaged, conform
 from rouse.core.tree import Tree
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

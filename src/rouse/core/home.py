@@ -1,13 +1,21 @@
 """Finding the tree: ``--memory``, ``$ROUSE_HOME``, the nearest ``memory/`` that is a
-rouse tree (here or in a parent, as git finds ``.git``), ``~/.rouse``."""
+rouse tree (here or in a parent, as git finds ``.git``), ``~/.rouse``.
+
+Light to import (pathlib is loaded by what needs it): the hooks find their tree
+here at every prompt. :func:`explicit_tree` and :func:`surely_local` are the
+answers they can have without pathlib, spelled as pathlib spells them."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from rouse.core.errors import UsageError
+from rouse.core.statefile import STATE_DIR
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
 
 LOOKUP_ORDER = (
     "--memory DIR, then $ROUSE_HOME, then the nearest memory/ holding a rouse tree "
@@ -24,11 +32,15 @@ def is_tree(path: Path) -> bool:
 
 
 def global_tree() -> Path:
-    return Path.home() / ".rouse"
+    from pathlib import Path
+
+    return Path.home() / STATE_DIR
 
 
 def stamp_key_path(env: Mapping[str, str] | None = None) -> Path:
     """Where the stamp key lives: ``$ROUSE_STAMP_KEY``, else ``~/.config/rouse/stamp.key``."""
+    from pathlib import Path
+
     env = os.environ if env is None else env
     given = env.get("ROUSE_STAMP_KEY")
     if given:
@@ -51,6 +63,8 @@ def find_tree(
     not one is passed over, and if the global tree is then used, ``warn`` is
     told which (rouse's verbs print it on stderr).
     """
+    from pathlib import Path
+
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd
     for label, value in (("--memory", memory), ("$ROUSE_HOME", env.get("ROUSE_HOME"))):
@@ -83,3 +97,59 @@ def find_tree(
         f"no memory tree found (looked at {LOOKUP_ORDER}{skipped}); "
         "make one with `rouse init` (./memory) or `rouse init --global` (~/.rouse)"
     )
+
+
+# -- the hooks' answers, without pathlib ---------------------------------------
+
+
+def pure(path: str) -> str:
+    """``str(PurePosixPath(path))``: no empty or ``.`` parts, no trailing slash."""
+    lead = "/" if path.startswith("/") else ""
+    if path.startswith("//") and not path.startswith("///"):
+        lead = "//"  # POSIX leaves exactly two leading slashes to the system
+    parts = [part for part in path.split("/") if part and part != "."]
+    return lead + "/".join(parts) or "."
+
+
+def joined(folder: str, name: str) -> str:
+    """``str(Path(folder) / name)``, for a ``folder`` spelled as :func:`pure` spells it
+    and a relative ``name``."""
+    rest = pure(name)
+    if rest == ".":
+        return folder
+    return folder + rest if folder in ("/", "//") else f"{folder}/{rest}"
+
+
+def explicit_tree(memory: str | None, env: Mapping[str, str]) -> str | None:
+    """The tree :func:`find_tree` takes from ``--memory`` or ``$ROUSE_HOME``, or None
+    when only it can say (no such rung, no such directory, no home for ``~``)."""
+    value = memory or env.get("ROUSE_HOME")
+    if not value:
+        return None
+    path = os.path.expanduser(value) if value.startswith("~") else value
+    if path.startswith("~"):
+        return None  # pathlib raises for a home it cannot find: find_tree says so
+    if path.startswith("/"):
+        path = pure(path)
+    else:
+        try:
+            path = joined(pure(os.getcwd()), path)
+        except OSError:
+            return None
+    return path if os.path.isdir(path) else None
+
+
+def surely_local(root: str) -> bool:
+    """Is ``root`` certainly not the global tree (:func:`global_tree`)? False when it may
+    be, or when pathlib would raise on the way (no home, a symlink loop)."""
+    home = os.path.expanduser("~")
+    if home.startswith("~"):
+        return False
+    outer = os.path.realpath(joined(home, STATE_DIR))
+    try:
+        os.stat(outer)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    return os.path.realpath(root) != outer

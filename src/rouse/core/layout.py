@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 
 from rouse.core.errors import UsageError
+from rouse.core.statefile import STATE_DIR as STATE_DIR  # (defined there: the hooks read it)
 
-STATE_DIR = ".rouse"
 ENTRYPOINT = "entrypoint"
 PERSONA = "persona.md"
 INSTRUCTIONS = "entrypoint/rouse.md"

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from rouse.core import acts, body, clock, header, layout, statedir, sweepstate
 from rouse.core.errors import HeaderError
+from rouse.core.statefile import NUDGES_DIR
 from rouse.core.timefmt import parse_stamp
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Value
 
-DIR = "nudges"
+DIR = NUDGES_DIR
 NAME_STAMP = "%Y%m%d-%H%M%S"
 #: Statuses only the agent (or the task worker, for a task) writes when it ends a record.
 AGENT_ENDINGS = frozenset({"done", "dropped", "abandoned", "cancelled", "failed", "promoted"})

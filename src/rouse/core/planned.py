@@ -34,8 +34,6 @@ from rouse.core import clock, timefmt
 from rouse.core.clockplan import REMINDER, plan_of, verdict
 from rouse.core.tree import Record, Tree
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -35,8 +35,6 @@ from rouse.core.cachefmt import read_signed, write_signed, zone
 from rouse.core.statefile import Damaged, conform
 from rouse.core.stateshapes import SNAPSHOT
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -13,29 +13,45 @@ Writes go to a temp file in the same directory and are renamed over, so a
 reader never sees half a file; a tree that cannot be written is not an
 error (the caller just works without its cache). Neither reads nor writes go
 through a symlink anywhere from ``.rouse`` down (see ``rouse.core.statedir``):
-state behind a link is treated as missing. Kept free of ``tempfile``
-and friends: this is on the pack's start-up path.
+state behind a link is treated as missing.
+
+Light to import: the agent hooks run at every prompt and turn's end and read
+their state through here, so it imports nothing Python has not loaded at
+start-up but json's C half (no pathlib, json, re, contextlib, tempfile).
+Paths are ``str`` or ``Path``. JSON is read by the C scanner json itself
+uses, under the bounds; what that fast reading cannot decide cheaply (another
+encoding, a BOM, a bound crossed, anything json would refuse) goes to json
+itself, which says why.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import re
 import stat
 import time
-from pathlib import Path
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
+try:  # json's C half: importing the json package would pull in re (~6 ms)
+    import _json
+except ImportError:  # another Python: every read goes through json
+    _json = None  # type: ignore[assignment]
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from _typeshed import StrPath
+
+#: the folder every state file is in, under the tree's root (``rouse.core.layout``'s too),
+#: and the one nudge files are delivered to in it (``rouse.core.nudges``'s)
+STATE_DIR = ".rouse"
+NUDGES_DIR = "nudges"
+
 #: the default bounds of a state file
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 16
+#: a file's stat is trusted by a cache only once the file is this old: one touched more
+#: recently may change again within its mtime tick, unseen (git's "racy" rule)
+RACY_NS = 2_000_000_000
 #: no number in rouse's state is larger than this (seconds, counts; nanosecond
 #: stamps are integers and bounded by their shape)
 MAX_NUMBER = 1e15
@@ -43,6 +59,20 @@ MAX_NUMBER = 1e15
 
 class Damaged(ValueError):
     """Why a state file's bytes are not trusted (one line, for ``rouse check``)."""
+
+
+class suppress:
+    """``contextlib.suppress``, without importing contextlib (and functools and
+    collections behind it: ~3 ms at a hook's start-up)."""
+
+    def __init__(self, *kinds: type[BaseException]) -> None:
+        self.kinds = kinds
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, *rest: object) -> bool:
+        return kind is not None and issubclass(kind, self.kinds)
 
 
 class Num:
@@ -97,6 +127,8 @@ def conform(value: Any, shape: Any, where: str = "") -> None:
     if type(shape) is list:
         if type(value) is not list:
             raise Damaged(f"{at} is not a list")
+        if shape[0] in _PLAIN and all(type(item) is shape[0] for item in value):
+            return  # (at C speed: a session's seen-set has thousands of names)
         for index, item in enumerate(value):
             conform(item, shape[0], f"{where}[{index}]")
         return
@@ -128,7 +160,11 @@ def conform(value: Any, shape: Any, where: str = "") -> None:
 #: every byte but the structural ones (brackets, quotes, backslashes) — translated away
 _NOT_STRUCTURE = bytes(range(256)).translate(None, b'[]{}"\\')
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_WHITESPACE = " \t\n\r"  # what json skips around a value
+
+
+class _Declined(Exception):
+    """Not decided by the fast reading: json decides (and says why it refuses)."""
 
 
 def _nesting_ok(brackets: bytes, limit: int) -> bool:
@@ -151,7 +187,37 @@ def _depth_ok(data: bytes, limit: int) -> bool:
     skeleton = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
     if b'"' not in skeleton and b"\\" not in skeleton:
         return _nesting_ok(skeleton, limit)
-    return _nesting_ok(_STRING.sub(b"", data).translate(None, _NOT_BRACKETS), limit)
+    brackets = _outside_strings(data)
+    if brackets is None:  # an unclosed string: what is outside is as the regex finds it
+        import re
+
+        brackets = re.sub(rb'"(?:[^"\\]|\\.)*"', b"", data, flags=re.DOTALL)
+        brackets = brackets.translate(None, _NOT_BRACKETS)
+    return _nesting_ok(brackets, limit)
+
+
+def _outside_strings(data: bytes) -> bytes | None:
+    """The brackets of ``data`` outside its JSON strings; None for an unclosed string."""
+    kept = []
+    at = 0
+    while True:
+        opening = data.find(b'"', at)
+        if opening < 0:
+            kept.append(data[at:])
+            return b"".join(kept).translate(None, _NOT_BRACKETS)
+        kept.append(data[at:opening])
+        end = opening + 1
+        while True:
+            end = data.find(b'"', end)
+            if end < 0:
+                return None
+            before = end - 1
+            while data[before] == 0x5C:  # a backslash: the quote is escaped if they are odd
+                before -= 1
+            if (end - 1 - before) % 2 == 0:
+                break
+            end += 1
+        at = end + 1
 
 
 def _no_constant(name: str) -> Any:
@@ -165,39 +231,93 @@ def _bounded_float(text: str) -> float:
     return value
 
 
+class _Decoder:
+    """What json's C scanner reads from a ``json.JSONDecoder``: json.loads with
+    :func:`_bounded_float` and :func:`_no_constant`."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = staticmethod(_bounded_float)
+    parse_int = int
+    parse_constant = staticmethod(_no_constant)
+
+
+_scan = _json.make_scanner(_Decoder()) if _json is not None else None  # type: ignore[arg-type]
+
+
+def _fast(data: bytes) -> Any:
+    """The UTF-8 JSON value in ``data`` (already within the depth), read by the C
+    scanner; :class:`_Declined` for whatever json should decide."""
+    if _scan is None:
+        raise _Declined
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise _Declined from None
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = _scan(text, start)
+    except Exception:  # StopIteration, json's own error, a bound, RecursionError
+        raise _Declined from None
+    if text[end:].strip(_WHITESPACE):
+        raise _Declined
+    return value
+
+
 def decode(data: bytes, shape: Any = ANY, *, max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value in ``data``, fitting ``shape``; else :class:`Damaged` saying why."""
     if not _depth_ok(data, max_depth):
         raise Damaged(f"nested deeper than {max_depth} levels (or unbalanced)")
     try:
-        value = json.loads(data, parse_constant=_no_constant, parse_float=_bounded_float)
-    except Damaged:
-        raise
-    except (ValueError, RecursionError) as exc:
-        raise Damaged(f"not JSON ({str(exc)[:80]})") from None
+        value = _fast(data)
+    except _Declined:
+        import json
+
+        try:
+            value = json.loads(data, parse_constant=_no_constant, parse_float=_bounded_float)
+        except Damaged:
+            raise
+        except (ValueError, RecursionError) as exc:
+            raise Damaged(f"not JSON ({str(exc)[:80]})") from None
     conform(value, shape)
     return value
+
+
+def _unserializable(value: object) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def dumps(data: Any) -> bytes:
+    """``json.dumps(data, separators=(",", ":")).encode()``, by json's C encoder when
+    there is one (so a hook writing its state loads no json)."""
+    if _json is None or type(data) is str:
+        import json
+
+        return json.dumps(data, separators=(",", ":")).encode()
+    encode = _json.make_encoder(
+        {}, _unserializable, _json.encode_basestring_ascii, None, ":", ",", False, False, True
+    )
+    return "".join(encode(data, 0)).encode()
 
 
 # -- reading and writing --------------------------------------------------------
 
 
-def through_link(path: Path) -> bool:
-    """Is ``path``, or a directory above it up to ``.rouse``, a symlink (or unreadable)?"""
-    current = path
+def through_link(path: StrPath) -> bool:
+    """Is ``path``, or a directory above it up to ``.rouse``, a symlink?"""
+    current = os.fspath(path)
     for _ in range(8):  # state files sit at most a few levels under .rouse/
-        try:
-            if os.path.islink(current):
-                return True
-        except OSError:
+        if os.path.islink(current):
             return True
-        if current.name == ".rouse" or current.parent == current:
+        parent = os.path.dirname(current)
+        if os.path.basename(current) == STATE_DIR or parent == current:
             return False
-        current = current.parent
+        current = parent
     return False
 
 
-def read_bounded(path: Path, max_bytes: int = MAX_BYTES) -> bytes | None:
+def read_bounded(path: StrPath, max_bytes: int = MAX_BYTES) -> bytes | None:
     """The file's bytes; None if it is missing, unreadable or behind a link;
     :class:`Damaged` if it is larger than ``max_bytes`` or not a regular file."""
     if through_link(path):
@@ -206,19 +326,32 @@ def read_bounded(path: Path, max_bytes: int = MAX_BYTES) -> bytes | None:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    chunks = []
     try:
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise Damaged("not a regular file")
-            data = handle.read(max_bytes + 1)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise Damaged("not a regular file")
+        # at most max_bytes + 1, asked for in the size the file has (a buffer of
+        # max_bytes, 8 MiB for a seen-set, costs a hook more than the read)
+        want, total = min(info.st_size, max_bytes) + 1, 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(want, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            want = 1 << 16
     except OSError:
         return None
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
     if len(data) > max_bytes:
         raise Damaged(f"larger than {max_bytes:,} bytes")
     return data
 
 
-def load_bytes(path: Path, max_bytes: int = MAX_BYTES) -> bytes | None:
+def load_bytes(path: StrPath, max_bytes: int = MAX_BYTES) -> bytes | None:
     """The file's bytes, or None if it is missing, unreadable, behind a link, or too large."""
     try:
         return read_bounded(path, max_bytes)
@@ -227,7 +360,7 @@ def load_bytes(path: Path, max_bytes: int = MAX_BYTES) -> bytes | None:
 
 
 def read(
-    path: Path, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+    path: StrPath, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
 ) -> Any:
     """The decoded file, or None: missing, unreadable, behind a link, or refused by the
     bounds or the shape (damaged state is a miss, never fatal)."""
@@ -239,7 +372,7 @@ def read(
 
 
 def problem(
-    path: Path, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
+    path: StrPath, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
 ) -> str | None:
     """Why :func:`read` refuses this file (None: fine, or simply missing)."""
     try:
@@ -251,30 +384,30 @@ def problem(
     return None
 
 
-def save_json(path: Path, data: Any) -> bool:
+def save_json(path: StrPath, data: Any) -> bool:
     """Write ``data`` atomically; return False (and leave no temp file) if we can't."""
     try:
-        # dumps, not dump: dump streams through the pure-Python encoder (~7× slower)
-        text = json.dumps(data, separators=(",", ":")).encode()
+        text = dumps(data)
     except (TypeError, ValueError, RecursionError):
         return False
     return save_bytes(path, text)
 
 
-def make_parent(path: Path) -> bool:
+def make_parent(path: StrPath) -> bool:
     """Make the folder ``path`` goes in (never through a link); False if we can't."""
     if through_link(path):
         return False
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     except OSError:
         return False
     return True
 
 
-def save_bytes(path: Path, text: bytes) -> bool:
+def save_bytes(path: StrPath, text: bytes) -> bool:
     """Write ``text`` atomically; return False (and leave no temp file) if we can't."""
-    temp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
+    folder, name = os.path.split(path)
+    temp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     if not make_parent(path):
         return False
     try:
@@ -283,7 +416,7 @@ def save_bytes(path: Path, text: bytes) -> bool:
             handle.write(text)
         os.replace(temp, path)
     except OSError:
-        with contextlib.suppress(OSError):
+        with suppress(OSError):
             os.unlink(temp)
         return False
     return True

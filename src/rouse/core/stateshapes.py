@@ -7,22 +7,29 @@ can name each file the reader refuses. Owners read their file with
 as they use it (MACs, bindings); the shape here is what makes the file safe
 to walk at all: the right containers, strings where strings go, numbers
 within bounds. A refused file is a miss: the owner re-derives or rewrites it.
-Light to import: on the pack's start-up path.
+Light to import: on the pack's start-up path, and the hooks'.
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-from rouse.core import layout
-from rouse.core.statefile import MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
+from rouse.core.statefile import (
+    MAX_BYTES,
+    MAX_DEPTH,
+    STATE_DIR,
+    Damaged,
+    Num,
+    decode,
+    read_bounded,
+)
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
+
+    from _typeshed import StrPath
 
 #: the longest interval rouse accepts anywhere (520 weeks), in seconds
 MAX_INTERVAL = 520 * 7 * 86400.0
@@ -60,7 +67,7 @@ class StateFile:
         """The value in ``data`` (the JSON part); :class:`Damaged` says why not."""
         return decode(data, self.shape, max_depth=self.max_depth)
 
-    def _value(self, path: Path) -> Any:
+    def _value(self, path: StrPath) -> Any:
         data = read_bounded(path, self.max_bytes)
         if data is None or (self.empty_ok and not data.strip()):
             return None
@@ -70,14 +77,14 @@ class StateFile:
             data = data.partition(b"\n")[0]
         return self.decode(data)
 
-    def read(self, path: Path) -> Any:
+    def read(self, path: StrPath) -> Any:
         """The decoded file, or None: missing, behind a link, or refused."""
         try:
             return self._value(path)
         except Damaged:
             return None
 
-    def problem(self, path: Path) -> str | None:
+    def problem(self, path: StrPath) -> str | None:
         """Why :meth:`read` refuses the file at ``path`` (None: fine, or missing)."""
         try:
             self._value(path)
@@ -174,7 +181,7 @@ ALL = (
 
 
 def _paths(root: Path, spec: StateFile) -> list[tuple[str, Path]]:
-    state = root / layout.STATE_DIR
+    state = root / STATE_DIR
     folder, _, name = spec.rel.rpartition("/")
     if "*" not in name:
         return [(spec.rel, state / spec.rel)]
@@ -195,5 +202,5 @@ def problems(root: Path) -> list[tuple[str, str]]:
         for rel, path in _paths(root, spec):
             why = spec.problem(path)
             if why is not None:
-                found.append((f"{layout.STATE_DIR}/{rel}", why))
+                found.append((f"{STATE_DIR}/{rel}", why))
     return found

@@ -28,8 +28,6 @@ from rouse.core.statedir import path_problem
 from rouse.core.statefile import save_json
 from rouse.core.stateshapes import BUDGET, FLEET, SWEEP
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import sqlite3

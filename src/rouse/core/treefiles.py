@@ -11,8 +11,6 @@ from datetime import datetime
 from rouse.core.header import Header
 from rouse.core.value import Value
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

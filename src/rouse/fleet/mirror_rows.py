@@ -23,6 +23,7 @@ from rouse.core.body import split_log
 from rouse.core.clockplan import aware as _aware
 from rouse.core.clockplan import clock_plan, no_plan
 from rouse.core.errors import HeaderError
+from rouse.core.statefile import RACY_NS
 from rouse.core.tree import Context, File, Note, Record, Tree
 from rouse.pack.indexdoc import DESCRIBED_BY, indexed_files
 from rouse.pack.search import WORD_RE, bigrams
@@ -34,8 +35,6 @@ BODY_CAP = 1024 * 1024
 SEARCH_CHARS = 128 * 1024
 #: Bytes read of a changed file: its header and the body a row keeps.
 READ_CAP = BODY_CAP + header.MAX_HEADER_BYTES + 8
-#: A file modified this recently may change again within its mtime tick: read it again next sync.
-RACY_NS = 2_000_000_000
 #: Rows per INSERT, and roughly the most JSON text one statement carries.
 BATCH_ROWS = 1000
 BATCH_CHARS = 8 * 1024 * 1024

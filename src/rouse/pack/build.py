@@ -32,8 +32,6 @@ from rouse.probes.gate import probes_allowed_at
 from rouse.trust import fence
 from rouse.trust.origins import effective_origin, origin_reader
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

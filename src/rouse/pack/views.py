@@ -23,8 +23,6 @@ from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_sta
 from rouse.core.tree import Record, Tree, display_ids
 from rouse.trust import fence
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

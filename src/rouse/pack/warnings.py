@@ -18,8 +18,6 @@ from rouse.core.timefmt import format_stamp, human_age
 from rouse.core.tree import File, Tree
 from rouse.trust import fence
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

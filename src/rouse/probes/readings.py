@@ -19,8 +19,6 @@ from pathlib import Path
 from rouse.probes.definitions import Probe
 from rouse.probes.reaper import Batch, kill_group
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess

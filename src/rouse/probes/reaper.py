@@ -24,8 +24,6 @@ import os
 
 from rouse.core import procs
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess

@@ -22,45 +22,34 @@ holds for what the cache keeps.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import select
 import socket
 import stat
 import struct
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from rouse.core import fsmon, layout
+from rouse.core import fsmon, inotify, layout
 from rouse.core.cache import HeaderCache
+from rouse.core.inotify import Inotify
 from rouse.core.tree import SKIP_NAMES
 
-IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
-IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
-IN_DELETE_SELF, IN_MOVE_SELF = 0x400, 0x800
-IN_Q_OVERFLOW, IN_IGNORED, IN_ONLYDIR, IN_DONT_FOLLOW, IN_ISDIR = (
-    0x4000,
-    0x8000,
-    0x01000000,
-    0x02000000,
-    0x40000000,
-)
 MASK = (
-    IN_MODIFY
-    | IN_ATTRIB
-    | IN_CLOSE_WRITE
-    | IN_MOVED_FROM
-    | IN_MOVED_TO
-    | IN_CREATE
-    | IN_DELETE
-    | IN_DELETE_SELF
-    | IN_MOVE_SELF
-    | IN_ONLYDIR
-    | IN_DONT_FOLLOW
+    inotify.IN_MODIFY
+    | inotify.IN_ATTRIB
+    | inotify.IN_CLOSE_WRITE
+    | inotify.IN_MOVED_FROM
+    | inotify.IN_MOVED_TO
+    | inotify.IN_CREATE
+    | inotify.IN_DELETE
+    | inotify.IN_DELETE_SELF
+    | inotify.IN_MOVE_SELF
+    | inotify.IN_ONLYDIR
+    | inotify.IN_DONT_FOLLOW
 )
-ENTRIES = IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO
+ENTRIES = inotify.IN_CREATE | inotify.IN_DELETE | inotify.IN_MOVED_FROM | inotify.IN_MOVED_TO
 #: the most changed paths remembered; beyond it, older tokens get "everything"
 LIMIT = 4096
 _EVENT = struct.Struct("iIII")
@@ -87,8 +76,7 @@ class Watcher:
         self.binding = ""  # what our replies are bound to (rouse.core.fsmon.binding)
         self.thread: threading.Thread | None = None
         self._stop_r, self._stop_w = -1, -1
-        self._add: ctypes._NamedFuncPointer | None = None
-        self._rm: ctypes._NamedFuncPointer | None = None
+        self.inotify: Inotify | None = None
 
     # -- the watches ----------------------------------------------------------
 
@@ -109,17 +97,13 @@ class Watcher:
 
     def open(self) -> bool:
         """Start watching (no socket yet); False where inotify is not to be had."""
-        if not sys.platform.startswith("linux"):
+        self.inotify = inotify.open_inotify()
+        if self.inotify is None:
             return False
+        self.fd = self.inotify.fd
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-            if self.fd < 0:
-                return False
-            self._add = libc.inotify_add_watch
-            self._rm = libc.inotify_rm_watch
             self.watch_tree("", mark=False)
-        except (OSError, AttributeError):
+        except OSError:
             self.close()
             return False
         if self.failed:  # (too many directories for the system's watches, say)
@@ -128,9 +112,8 @@ class Watcher:
         return True
 
     def _watch(self, rel: str) -> bool:
-        path = os.fsencode(f"{self.root}/{rel}" if rel else str(self.root))
-        assert self._add is not None
-        wd = self._add(self.fd, path, MASK)
+        assert self.inotify is not None
+        wd = self.inotify.add(f"{self.root}/{rel}" if rel else str(self.root), MASK)
         if wd < 0:
             self.failed = True
             return False
@@ -169,8 +152,8 @@ class Watcher:
         old, self.wds, self.failed = self.wds, {}, False
         self.watch_tree("", mark=False)  # (a directory still there keeps its watch)
         for wd in set(old) - set(self.wds):
-            assert self._rm is not None
-            self._rm(self.fd, wd)  # moved out or gone
+            assert self.inotify is not None
+            self.inotify.remove(wd)  # moved out or gone
             self.retired.add(wd)
 
     def drain(self) -> None:
@@ -196,27 +179,31 @@ class Watcher:
 
     def event(self, wd: int, mask: int, name: str) -> bool:
         """Note one event; True when only a resync can vouch for the tree now."""
-        if mask & IN_Q_OVERFLOW:
+        if mask & inotify.IN_Q_OVERFLOW:
             return True
         where = self.wds.get(wd)
         if where is None:
             if wd in self.retired:  # (a watch we removed: its last events, then IN_IGNORED)
-                if mask & IN_IGNORED:
+                if mask & inotify.IN_IGNORED:
                     self.retired.discard(wd)
                 return False
-            return not mask & IN_IGNORED
-        if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
+            return not mask & inotify.IN_IGNORED
+        if mask & (inotify.IN_IGNORED | inotify.IN_DELETE_SELF | inotify.IN_MOVE_SELF):
             return True  # a watched directory went away: its parent moved, say
         if name and (name in SKIP_NAMES or (not where and name.startswith("."))):
             return False  # .rouse/, .git/, hidden at the root: never walked
-        if name and mask & IN_ISDIR and mask & (IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO):
+        if (
+            name
+            and mask & inotify.IN_ISDIR
+            and mask & (inotify.IN_DELETE | inotify.IN_MOVED_FROM | inotify.IN_MOVED_TO)
+        ):
             return True  # a directory moved or gone: its watches and paths, afresh
         self.counter += 1
         path = f"{where}/{name}" if where and name else name or where
         self.log[path] = self.counter
         if name and mask & ENTRIES:
             self.log[where] = self.counter  # its listing changed
-        if name and mask & IN_ISDIR and mask & IN_CREATE:
+        if name and mask & inotify.IN_ISDIR and mask & inotify.IN_CREATE:
             self.watch_tree(path, mark=True)
         if len(self.log) > self.limit:
             self.log.clear()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from rouse.core import header, home, layout
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import save_json
+from rouse.core.statefile import RACY_NS, save_json
 from rouse.core.stateshapes import ORIGINS as ORIGINS_FILE
 from rouse.core.tree import File
 from rouse.core.value import Frozen, Value
@@ -29,8 +29,6 @@ from rouse.trust.stampkey import (
     verify,
 )
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Literal
@@ -40,7 +38,6 @@ ORIGINS = ("owner", "system", "agent", "untrusted", "unknown")
 
 CACHE_FILE = "origins.json"
 CACHE_VERSION = 1
-RACY_NS = 2_000_000_000  # a file touched this recently is re-verified next time
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 #: Verdict states whose written origin counts.
