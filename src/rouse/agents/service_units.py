@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rouse import __version__
-from rouse.agents.settings_hooks import stable_executable
+from rouse.agents.hook_commands import stable_executable
 from rouse.core.errors import UsageError
 
 #: Seconds the OS waits before restarting a sweeper that failed.
