@@ -100,7 +100,7 @@ def cmd_work(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from rouse.cli.write import report_changed
+    from rouse.cli.reports import report_changed
     from rouse.records import tasks
 
     return report_changed(tasks.cancel(tree_root(args), args.ref, resolve_now(args)), args)
