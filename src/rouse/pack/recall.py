@@ -146,47 +146,16 @@ def recall(
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    chosen, mode = mode, mode or default_mode()
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    try:
-        model = semantic.load() if mode != "words" else None
-    except UsageError as exc:
-        if chosen is not None:
-            raise  # asked for by meaning: a clear refusal
-        mode, model = "words", None
-        if notes is not None:
-            notes.append(f"recall by words only: {exc.render()}")
+    mode, model = _search_mode(mode, notes)
     reader = origins.origin_reader(root, key_path)
     tree = cached_walk(root, reader.cache_secret)
     with Index(root, model=model) as index:
         index.refresh(tree)
-        shown = _checked(index, tree, words, query, mode, kind, limit)
-    measure = _probe_reader(tree, reader, run_probes)
-    hits = []
-    for match, now_is in shown:
-        head = now_is.header
-        origin = _origin(reader, match.rel, now_is.data, head)
-        held = match.kind in CONTEXT_TYPES and fence.held_back(origin, reader.keyed)
-        names = [n.strip() for n in (head.get("probes") or "").split(",") if n.strip()]
-        mtime = datetime.fromtimestamp(now_is.mtime_ns / 1e9)
-        hits.append(
-            Hit(
-                path=match.rel,
-                kind=match.kind,
-                origin=origin,
-                age=human_age(mtime, now),
-                keywords="" if held else (head.get("keywords") or "").strip(),
-                snippet=HELD if held else match.snippet,
-                probes={} if held else {name: measure(name) for name in names},
-                updated=None if held else (head.get("updated") or "").strip() or None,
-                mtime=mtime,
-                matched=_how(match),
-                only_log=match.only_log,
-                chunk=None if match.chunk is None else match.chunk + 1,
-                held=held,
-            )
+        shown = _checked(
+            index, tree, lambda: index.search(words, query=query, mode=mode, kind=kind, limit=limit)
         )
+    measure = _probe_reader(tree, reader, run_probes)
+    hits = [_hit(match, now_is, reader, measure, now) for match, now_is in shown]
     seen = [(h.path, h.updated or "", h.probes) for h in hits if h.probes]
     drifted = baselines.observe(root, reader.cache_secret, seen)
     for hit in hits:
@@ -198,20 +167,64 @@ def recall(
     return currency.arrange(hits, successors)
 
 
+def _search_mode(mode: str | None, notes: list[str] | None) -> tuple[str, semantic.Model | None]:
+    """The mode recall searches in and its model: with no ``mode`` given, by meaning too
+    when the extra is there, and by words alone (said in ``notes``) when its model
+    cannot be read; a mode asked for by meaning is refused without it."""
+    chosen, mode = mode, mode or default_mode()
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    try:
+        model = semantic.load() if mode != "words" else None
+    except UsageError as exc:
+        if chosen is not None:
+            raise  # asked for by meaning: a clear refusal
+        mode, model = "words", None
+        if notes is not None:
+            notes.append(f"recall by words only: {exc.render()}")
+    return mode, model
+
+
+def _hit(
+    match: Match,
+    now_is: Current,
+    reader: origins.OriginReader,
+    measure: Callable[[str], str],
+    now: datetime,
+) -> Hit:
+    """One match as recall shows it, from its file as it is now: a quarantined context
+    file's words held back."""
+    head = now_is.header
+    origin = _origin(reader, match.rel, now_is.data, head)
+    held = match.kind in CONTEXT_TYPES and fence.held_back(origin, reader.keyed)
+    names = [n.strip() for n in (head.get("probes") or "").split(",") if n.strip()]
+    mtime = datetime.fromtimestamp(now_is.mtime_ns / 1e9)
+    return Hit(
+        path=match.rel,
+        kind=match.kind,
+        origin=origin,
+        age=human_age(mtime, now),
+        keywords="" if held else (head.get("keywords") or "").strip(),
+        snippet=HELD if held else match.snippet,
+        probes={} if held else {name: measure(name) for name in names},
+        updated=None if held else (head.get("updated") or "").strip() or None,
+        mtime=mtime,
+        matched=_how(match),
+        only_log=match.only_log,
+        chunk=None if match.chunk is None else match.chunk + 1,
+        held=held,
+    )
+
+
 def _checked(
-    index: Index,
-    tree: Tree,
-    words: list[str],
-    query: str,
-    mode: str,
-    kind: str | None,
-    limit: int,
+    index: Index, tree: Tree, search: Callable[[], list[Match]]
 ) -> list[tuple[Match, Current]]:
-    """The search's hits, each checked against its file as it is now (see the module)."""
+    """The hits of ``search`` (on ``index``), each checked against its file as it is now
+    (see the module)."""
     kinds = {rel: file_kind for rel, (_, file_kind) in indexed_files(tree).items()}
     shown: list[tuple[Match, Current]] = []
     for round_number in range(ROUNDS):
-        matches = index.search(words, query=query, mode=mode, kind=kind, limit=limit)
+        matches = search()
         shown = []
         clean = True
         for match in matches:
