@@ -25,7 +25,6 @@ from rouse.agents.wiring import Wiring
 #: The SessionStart sources each agent documents (Claude Code: startup, resume,
 #: clear, compact, and fork since 2.1.214; Codex: startup, resume, clear): a fresh pack after each.
 MATCHERS = {"claude": "startup|resume|clear|compact|fork", "codex": "startup|resume|clear"}
-MATCHER = MATCHERS["claude"]
 SESSION_START = "SessionStart"
 #: At each prompt the same command hands the open session the wakes it has not
 #: seen (it reads the event from its input); neither agent matches on this event.

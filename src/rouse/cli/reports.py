@@ -14,8 +14,6 @@ from datetime import datetime, timedelta
 from rouse.cli.common import emit, emit_json
 from rouse.core.timefmt import parse_interval, parse_stamp
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
