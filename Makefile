@@ -65,6 +65,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests bench tools
 	$(BIN)/ruff format --check src tests bench tools
 	$(BIN)/lint-imports
+	$(BIN)/python tools/sizes.py
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -31,7 +31,7 @@ import pytest
 
 from clients_support import BIN, CLIENTS, PACK_HEADER, WOKE, Machine, Model, deliver_a_wake
 from conftest import NOW
-from rouse.agents import opencode, settings_hooks, wire
+from rouse.agents import hook_commands, opencode, wire
 from rouse.records.scaffold import init
 
 #: The tests that run the real opencode (the file's others need neither node nor npm).
@@ -250,13 +250,13 @@ def test_opencode_says_why_without_rouse_then_packs_the_resumed_session_then_non
     machine.wire(opencode=True)
     sent = run(machine, machine.project)  # no rouse on PATH: one line in its place says so
     said = [m["content"] for m in sent["messages"] if m["role"] == "system"]
-    assert said[1:] == [settings_hooks.CANNOT_RUN_SHARED] and PACK_HEADER not in json.dumps(sent)
+    assert said[1:] == [hook_commands.CANNOT_RUN_SHARED] and PACK_HEADER not in json.dumps(sent)
 
     # rouse on PATH, the same session resumed (--continue, a new opencode process): its pack
     machine.rouse_on_path = True
     sent = run(machine, machine.project, "--continue")
     (pack,) = packs_in_system(sent)
-    assert "PROJECT-MARK" in pack and settings_hooks.CANNOT_RUN_SHARED not in json.dumps(sent)
+    assert "PROJECT-MARK" in pack and hook_commands.CANNOT_RUN_SHARED not in json.dumps(sent)
     assert [m["content"] for m in sent["messages"]].count("hi") == 2  # the same session
 
     wire.wire(machine.project / "memory", home=machine.home, remove=True)

@@ -106,7 +106,7 @@ def test_dry_run_prints_the_unit_and_writes_nothing(rouse: Rouse, tree: Path, ho
 def test_the_unit_pins_this_rouse_when_it_is_a_stable_install(
     rouse: Rouse, tree: Path, home: Path
 ) -> None:
-    from rouse.agents.settings_hooks import stable_executable
+    from rouse.agents.hook_commands import stable_executable
 
     installed = Path(sys.executable).parent / "rouse"
     assert installed.is_file(), "the venv's rouse script"

@@ -7,7 +7,7 @@ Cursor's hooks file is flat, unlike Claude Code's: ``{"version": 1, "hooks":
 (everything else in the file kept) and keeps the rule too, because the rule
 is what the editor's agent reads where hooks do not run or are turned off.
 The project's file is committed: it calls ``rouse`` by name and names the
-tree from the project (:func:`rouse.agents.settings_hooks.tree_arg`).
+tree from the project (:func:`rouse.agents.hook_commands.tree_arg`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rouse.agents import settings_hooks as hooks
+from rouse.agents.hook_commands import hook_command, is_ours
+from rouse.agents.settings_hooks import dump, load_json
 from rouse.agents.wiring import Wired, Wiring, update_file
 from rouse.core.errors import UsageError
 
@@ -41,8 +42,8 @@ def _entries(data: dict[str, Any], where: str) -> list[Any]:
 def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
     """``data`` with exactly one rouse ``sessionStart`` hook, where the first one was."""
     entries = _entries(data, where)
-    kept = [e for e in entries if not hooks.is_ours(e)]
-    first = next((i for i, e in enumerate(entries) if hooks.is_ours(e)), None)
+    kept = [e for e in entries if not is_ours(e)]
+    first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
     position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
     kept.insert(position, {"command": command})
     data.setdefault("version", 1)
@@ -51,7 +52,7 @@ def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[st
 
 
 def remove_cursor_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
-    kept = [e for e in _entries(data, where) if not hooks.is_ours(e)]
+    kept = [e for e in _entries(data, where) if not is_ours(e)]
     table = data.get("hooks")
     if isinstance(table, dict):
         if kept:
@@ -63,16 +64,16 @@ def remove_cursor_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
 
 def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
     path = cursor_hooks_path(w)
-    command = hooks.hook_command(w, "cursor", executable, shared=w.project is not None)
-    data = merge_cursor_hook(hooks.load_json(path), command, str(path))
-    result.done.append(update_file(path, hooks.dump(data), LABEL))
+    command = hook_command(w, "cursor", executable, shared=w.project is not None)
+    data = merge_cursor_hook(load_json(path), command, str(path))
+    result.done.append(update_file(path, dump(data), LABEL))
 
 
 def unwire_cursor_hooks(w: Wiring, result: Wired) -> None:
     path = cursor_hooks_path(w)
     if not path.exists():
         return
-    data = hooks.load_json(path)
-    if any(hooks.is_ours(e) for e in _entries(data, str(path))):
-        update_file(path, hooks.dump(remove_cursor_hook(data, str(path))), LABEL)
+    data = load_json(path)
+    if any(is_ours(e) for e in _entries(data, str(path))):
+        update_file(path, dump(remove_cursor_hook(data, str(path))), LABEL)
         result.done.append(f"removed the rouse hook from {path}")

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rouse.agents import settings_hooks as hooks
+from rouse.agents.hook_commands import AFTER_AGENT, BEFORE_AGENT, PROMISES, PROMPT, hook_command
+from rouse.agents.settings_hooks import HookSet, wire_hook_files
 from rouse.agents.wiring import Wired, Wiring
 
 GEMINI_SETTINGS = ".gemini/settings.json"
@@ -36,17 +37,14 @@ def wire_gemini_hooks(
     w: Wiring, result: Wired, executable: str | None, promises: bool = True
 ) -> None:
     shared = w.project is not None
-    command = hooks.hook_command(w, "gemini", executable, shared=shared)
-    prompt = hooks.hook_command(w, "gemini", executable, hooks.PROMPT, shared)
-    check = hooks.hook_command(w, "gemini", executable, hooks.PROMISES, shared)
-    result.done += hooks.wire_hook_files(
-        gemini_path(w),
-        (),
-        command,
+    check = hook_command(w, "gemini", executable, PROMISES, shared) if promises else None
+    wanted = HookSet(
+        hook_command(w, "gemini", executable, shared=shared),
         None,
-        LABEL_PROMISES if promises else LABEL,
-        prompt,
-        prompt_event=hooks.BEFORE_AGENT,
-        promise_command=check if promises else None,
-        promise_event=hooks.AFTER_AGENT,
+        prompt_command=hook_command(w, "gemini", executable, PROMPT, shared),
+        prompt_event=BEFORE_AGENT,
+        promise_command=check,
+        promise_event=AFTER_AGENT,
     )
+    label = LABEL_PROMISES if promises else LABEL
+    result.done += wire_hook_files(gemini_path(w), (), wanted, label)

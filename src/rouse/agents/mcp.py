@@ -222,8 +222,6 @@ def build_server(tools: Tools) -> Any:
     """
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-    from mcp.server.mcpserver.tools import Tool
-    from mcp_types import ToolAnnotations
     from pydantic import ValidationError
 
     import rouse
@@ -261,68 +259,91 @@ def build_server(tools: Tools) -> Any:
                     raise ToolError(f"{name}: {cause}") from None
                 raise
 
-    def hints(read_only: bool, destructive: bool = False, open_world: bool = False) -> Any:
-        if read_only:
-            return ToolAnnotations(read_only_hint=True, open_world_hint=open_world)
-        return ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=destructive,
-            idempotent_hint=False,
-            open_world_hint=open_world,
-        )
-
-    def strict(fn: Callable[..., str], annotations: Any) -> Any:
-        name = fn.__name__
-
-        @functools.wraps(fn)
-        def guarded(*args: Any, **kwargs: Any) -> str:
-            try:
-                return fn(*args, **kwargs)
-            except RouseError as exc:
-                raise RefusedError(exc.render()) from None
-
-        tool = Tool.from_function(
-            guarded,
-            name=name,
-            description=DESCRIPTIONS[name],
-            annotations=annotations,
-            structured_output=False,
-        )
-        tool.parameters["additionalProperties"] = False
-        properties = tool.parameters.get("properties", {})
-        for param, schema in properties.items():
-            schema["description"] = PARAMETERS[name][param]
-            choices = enums.get(name, {}).get(param)
-            if choices:  # on the string itself, or on the string branch of "string or null"
-                branches = [b for b in schema.get("anyOf", []) if b.get("type") == "string"]
-                (branches[0] if branches else schema)["enum"] = list(choices)
-        takes[name] = list(properties)
-        return tool
-
     return StrictServer(
         name="rouse",
         version=rouse.__version__,
         instructions=INSTRUCTIONS,
         tools=[
-            strict(tools.pack, hints(read_only=True)),
-            strict(tools.recall, hints(read_only=True)),
-            strict(tools.due, hints(read_only=True)),
-            strict(tools.probe, hints(read_only=True, open_world=True)),
-            strict(tools.remember, hints(read_only=False, destructive=True)),
-            strict(tools.intend, hints(read_only=False)),
-            strict(tools.add, hints(read_only=False)),
-            strict(tools.review, hints(read_only=False)),
-            strict(tools.forget, hints(read_only=False, destructive=True)),
-            strict(tools.move, hints(read_only=False)),
-            strict(tools.snooze, hints(read_only=False)),
-            strict(tools.close, hints(read_only=False, destructive=True)),
-            strict(tools.promote, hints(read_only=False, destructive=True)),
-            strict(tools.cancel, hints(read_only=False, destructive=True)),
-            strict(tools.checkpoint, hints(read_only=False, open_world=True)),
-            strict(tools.tell, hints(read_only=False, open_world=True)),
+            _tool(getattr(tools, name), _hints(**may), RefusedError, enums, takes)
+            for name, may in TOOLS
         ],
         resources=resources(tools),
     )
+
+
+#: The tools in the order clients list them, and what each may do (MCP's tool
+#: annotations: read-only, destructive, reaching past the tree).
+TOOLS: tuple[tuple[str, dict[str, bool]], ...] = (
+    ("pack", {"read_only": True}),
+    ("recall", {"read_only": True}),
+    ("due", {"read_only": True}),
+    ("probe", {"read_only": True, "open_world": True}),
+    ("remember", {"destructive": True}),
+    ("intend", {}),
+    ("add", {}),
+    ("review", {}),
+    ("forget", {"destructive": True}),
+    ("move", {}),
+    ("snooze", {}),
+    ("close", {"destructive": True}),
+    ("promote", {"destructive": True}),
+    ("cancel", {"destructive": True}),
+    ("checkpoint", {"open_world": True}),
+    ("tell", {"open_world": True}),
+)
+
+
+def _hints(read_only: bool = False, destructive: bool = False, open_world: bool = False) -> Any:
+    """A tool's annotations for clients (a read-only tool says nothing of the rest)."""
+    from mcp_types import ToolAnnotations
+
+    if read_only:
+        return ToolAnnotations(read_only_hint=True, open_world_hint=open_world)
+    return ToolAnnotations(
+        read_only_hint=False,
+        destructive_hint=destructive,
+        idempotent_hint=False,
+        open_world_hint=open_world,
+    )
+
+
+def _tool(
+    fn: Callable[..., str],
+    annotations: Any,
+    refused: type[Exception],
+    enums: dict[str, dict[str, tuple[str, ...]]],
+    takes: dict[str, list[str]],
+) -> Any:
+    """``fn`` as an SDK tool: a RouseError it raises becomes ``refused``; its schema takes
+    no other arguments, each described, with its ``enums``; ``takes`` learns its names."""
+    from mcp.server.mcpserver.tools import Tool
+
+    name = fn.__name__
+
+    @functools.wraps(fn)
+    def guarded(*args: Any, **kwargs: Any) -> str:
+        try:
+            return fn(*args, **kwargs)
+        except RouseError as exc:
+            raise refused(exc.render()) from None
+
+    tool = Tool.from_function(
+        guarded,
+        name=name,
+        description=DESCRIPTIONS[name],
+        annotations=annotations,
+        structured_output=False,
+    )
+    tool.parameters["additionalProperties"] = False
+    properties = tool.parameters.get("properties", {})
+    for param, schema in properties.items():
+        schema["description"] = PARAMETERS[name][param]
+        choices = enums.get(name, {}).get(param)
+        if choices:  # on the string itself, or on the string branch of "string or null"
+            branches = [b for b in schema.get("anyOf", []) if b.get("type") == "string"]
+            (branches[0] if branches else schema)["enum"] = list(choices)
+    takes[name] = list(properties)
+    return tool
 
 
 #: The read-only resources beside the tools (issue 21, item 7): what a client may show or

@@ -35,7 +35,7 @@ import json
 import re
 from pathlib import Path
 
-from rouse.agents import settings_hooks as hooks
+from rouse.agents.hook_commands import CANNOT_RUN, CANNOT_RUN_SHARED
 from rouse.agents.wiring import Wired, Wiring, read_text, update_file
 
 OPENCODE_PLUGIN = ".opencode/plugins/rouse.js"
@@ -172,7 +172,7 @@ def plugin_text(w: Wiring, executable: str | None) -> str:
         "__TREE__": json.dumps(str(w.tree) if w.project is None else w.tree_ref),
         "__PINNED__": json.dumps(None if shared or not executable else executable),
         "__GLOBAL__": json.dumps(w.project is None),
-        "__CANNOT_RUN__": json.dumps(hooks.CANNOT_RUN_SHARED if shared else hooks.CANNOT_RUN),
+        "__CANNOT_RUN__": json.dumps(CANNOT_RUN_SHARED if shared else CANNOT_RUN),
         "__WAIT_MS__": str(WAIT_MS),
     }
     # one pass: a value that holds a placeholder's name (a tree called mem__GLOBAL__x)

@@ -221,6 +221,85 @@ def _patterns() -> dict[str, re.Pattern[str]]:
     full_days = "|".join(w for w in WEEKDAYS if len(w) > 3)
     short_days = "|".join([*(w for w in WEEKDAYS if len(w) == 3), "tues", "thur", "thurs"])
     day = rf"(?:{full_days}|(?:on|by|next|this|every|until|before) (?:{short_days}))\b"
+    _CACHE.update(  # the text's shape: code and quotes (not the speaker's own words), sentences
+        {
+            "fenced": re.compile(r"(?ms)^\s*(```|~~~).*?(^\s*\1[^\n]*$|\Z)"),
+            "inline": re.compile(r"`[^`\n]*`"),
+            "quoted": re.compile(r"\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d"),
+            "split": re.compile(r"(?<=[.!?;])\s+|\n+"),
+        }
+    )
+    _CACHE.update(_speech_patterns(day))
+    _CACHE.update(_when_patterns(day))
+    return _CACHE
+
+
+def _speech_patterns(day: str) -> dict[str, re.Pattern[str]]:
+    """What a sentence is: a request, an aside, the past, a refusal, an offer, and the
+    words of a promise."""
+    import re
+
+    will = (
+        r"\b(?:i'll|i will|i'm going to|i am going to|i shall|we'll|we will|we're going to|"
+        r"let's|let us|let me|i plan to|i intend to|i promise to)(?: (?:also|then|still|"
+        r"definitely|certainly|just|be sure to|make sure to|"
+        r"remember to|come back and|circle back and))* (?P<verb>[a-z][a-z-]*)"
+    )
+    return {
+        "remind_me": re.compile(
+            r"\b(?:remind|ping|nudge) (?:me|us)(?: again| later)?(?: (?:to|about|that|on|"
+            rf"at|in|tomorrow|tonight|next|this|every|when|after|before|once|if|by|first)\b|"
+            rf" {day})"
+        ),
+        "reminder": re.compile(
+            r"\b(?:set|add|create|make|schedule|put in|need|want)(?: me| up| us)? an?"
+            r" reminder\b|\bdon't let (?:me|us) forget\b|\bmake sure (?:i|we) (?:don't|do "
+            r"not) forget\b"
+        ),
+        "request": re.compile(
+            r"^(?:please |pls |ok,? |okay,? |and |also |then )*(?:check|look|revisit|"
+            r"follow|ask|run|rerun|re-run|review|verify|retry|re-check|recheck|test|try|"
+            r"deploy|renew|update|circle|come|get|send|email|call|bump|merge|rotate|"
+            r"remember)\b|\b(?:can|could|would|will) you\b|\bplease\b|\bi (?:want|need|'d "
+            r"like|would like) you to\b|\bmake sure (?:you|to)\b|\blet's\b|\blet us\b|"
+            r"\bwe (?:should|need to|must|have to)\b|\bremember to\b|\bdon't forget to\b|"
+            r"\bi(?:'d| would) like you to\b"
+        ),
+        "asked_verb": re.compile(r"\b(?:can|could|would|will) you (?:please )?(?P<verb>\w+)"),
+        "asking": re.compile(r"^(?:\w+,? )?(?:can|could|would|will) you\b"),
+        "aside": re.compile(
+            r"\b(?:so|so that|that|which|who|in case|to make sure|to ensure|because|since|"
+            r"where|whenever it|until it)\b"
+        ),
+        "past": re.compile(
+            r"\b(?:yesterday|last (?:week|night|time|month)|ago|earlier today|you "
+            r"(?:said|asked|told|promised|reminded|were supposed)|i (?:said|asked|told|"
+            r"promised|wanted|forgot|meant)|did you|didn't you|was supposed|used to)\b"
+        ),
+        "negated": re.compile(
+            r"\b(?:don't|do not|no need to|never|stop|no longer|not) (?:\w+ )?(?:remind|"
+            r"ping|nudge|check|revisit|follow)\b|\bremind me (?:what|how|why|who|where|"
+            r"which|whether|of what|again what|again how)\b|\bremind me,"
+        ),
+        "offer": re.compile(
+            r"\b(?:should i|shall i|i could|i can|i would|i'd|i might|i may|we could|"
+            r"we might|you could|you might|could have|would have|should have|unless|if)\b"
+        ),
+        "if_you": re.compile(
+            r"\b(?:if you(?:'d)? (?:want|like|wish|prefer|need)|would you like|do you want|"
+            r"if needed|if necessary|when you're ready)\b"
+        ),
+        "will": re.compile(will),
+        "implied": re.compile(
+            r"(?:remind you|get back to you|check back|circle back|follow up(?! on this now))"
+        ),
+    }
+
+
+def _when_patterns(day: str) -> dict[str, re.Pattern[str]]:
+    """When a promise is for: a time of day or week, an amount of time, an event."""
+    import re
+
     units = r"(?:minute|min|hour|hr|day|week|month|year)s?"
     amount = (
         r"(?:\d+(?:\.\d+)?|an?|a few|a couple(?: of)?|few|couple of|two|three|four|five|six|ten)"
@@ -232,83 +311,22 @@ def _patterns() -> dict[str, re.Pattern[str]]:
         r"month|sprint|quarter)|eod|eow|first thing|in the morning|next (?:week|month|year|"
         rf"sprint|quarter|release|session|few days)|every (?:day|morning|evening|week)|{day})"
     )
-    will = (
-        r"\b(?:i'll|i will|i'm going to|i am going to|i shall|we'll|we will|we're going to|"
-        r"let's|let us|let me|i plan to|i intend to|i promise to)(?: (?:also|then|still|"
-        r"definitely|certainly|just|be sure to|make sure to|"
-        r"remember to|come back and|circle back and))* (?P<verb>[a-z][a-z-]*)"
-    )
-    flags = re.IGNORECASE
-    _CACHE.update(
-        {
-            "fenced": re.compile(r"(?ms)^\s*(```|~~~).*?(^\s*\1[^\n]*$|\Z)"),
-            "inline": re.compile(r"`[^`\n]*`"),
-            "quoted": re.compile(r"\"[^\"\n]*\"|\u201c[^\u201d\n]*\u201d"),
-            "split": re.compile(r"(?<=[.!?;])\s+|\n+"),
-            "remind_me": re.compile(
-                r"\b(?:remind|ping|nudge) (?:me|us)(?: again| later)?(?: (?:to|about|that|on|"
-                rf"at|in|tomorrow|tonight|next|this|every|when|after|before|once|if|by|first)\b|"
-                rf" {day})"
-            ),
-            "reminder": re.compile(
-                r"\b(?:set|add|create|make|schedule|put in|need|want)(?: me| up| us)? an?"
-                r" reminder\b|\bdon't let (?:me|us) forget\b|\bmake sure (?:i|we) (?:don't|do "
-                r"not) forget\b"
-            ),
-            "request": re.compile(
-                r"^(?:please |pls |ok,? |okay,? |and |also |then )*(?:check|look|revisit|"
-                r"follow|ask|run|rerun|re-run|review|verify|retry|re-check|recheck|test|try|"
-                r"deploy|renew|update|circle|come|get|send|email|call|bump|merge|rotate|"
-                r"remember)\b|\b(?:can|could|would|will) you\b|\bplease\b|\bi (?:want|need|'d "
-                r"like|would like) you to\b|\bmake sure (?:you|to)\b|\blet's\b|\blet us\b|"
-                r"\bwe (?:should|need to|must|have to)\b|\bremember to\b|\bdon't forget to\b|"
-                r"\bi(?:'d| would) like you to\b"
-            ),
-            "asked_verb": re.compile(r"\b(?:can|could|would|will) you (?:please )?(?P<verb>\w+)"),
-            "asking": re.compile(r"^(?:\w+,? )?(?:can|could|would|will) you\b"),
-            "aside": re.compile(
-                r"\b(?:so|so that|that|which|who|in case|to make sure|to ensure|because|since|"
-                r"where|whenever it|until it)\b"
-            ),
-            "past": re.compile(
-                r"\b(?:yesterday|last (?:week|night|time|month)|ago|earlier today|you "
-                r"(?:said|asked|told|promised|reminded|were supposed)|i (?:said|asked|told|"
-                r"promised|wanted|forgot|meant)|did you|didn't you|was supposed|used to)\b"
-            ),
-            "negated": re.compile(
-                r"\b(?:don't|do not|no need to|never|stop|no longer|not) (?:\w+ )?(?:remind|"
-                r"ping|nudge|check|revisit|follow)\b|\bremind me (?:what|how|why|who|where|"
-                r"which|whether|of what|again what|again how)\b|\bremind me,"
-            ),
-            "offer": re.compile(
-                r"\b(?:should i|shall i|i could|i can|i would|i'd|i might|i may|we could|"
-                r"we might|you could|you might|could have|would have|should have|unless|if)\b"
-            ),
-            "if_you": re.compile(
-                r"\b(?:if you(?:'d)? (?:want|like|wish|prefer|need)|would you like|do you want|"
-                r"if needed|if necessary|when you're ready)\b"
-            ),
-            "will": re.compile(will),
-            "implied": re.compile(
-                r"(?:remind you|get back to you|check back|circle back|follow up(?! on this now))"
-            ),
-            "later": re.compile(later, flags),
-            "unit": re.compile(rf"\bin {amount} {units}\b|\bin \d+ ?(?:m|h|d|w|min|hrs?)\b"),
-            "clock": re.compile(
-                r"\b(?:at|by|around|before|after|until) (\d{1,2}(?::\d{2})? ?(?:am|pm)|"
-                r"\d{1,2}:\d{2}|noon)\b"
-            ),
-            "after": re.compile(
-                rf"\b(?:after|before|once|when) (?:the|this|that|our|your|today's|tomorrow's|"
-                rf"next week's|next) (?:\w+ )?(?:{EVENTS})\b"
-            ),
-            "once": re.compile(
-                r"\b(?:once|as soon as|when|whenever) (?:the |this |that |it |its |our |your |"
-                r"we |you |they |ci |)(?:[\w'-]+ ){0,3}(?:is|are|lands|finishes|ships|passes|"
-                r"fails|completes|merges|gets|goes|comes|arrives|returns|ends|opens|closes|"
-                r"has finished|has landed)(?: (?:done|back|ready|out|released|deployed|shipped|"
-                r"over|live|available|finished|approved|merged|green|up))?\b"
-            ),
-        }
-    )
-    return _CACHE
+    return {
+        "later": re.compile(later, re.IGNORECASE),
+        "unit": re.compile(rf"\bin {amount} {units}\b|\bin \d+ ?(?:m|h|d|w|min|hrs?)\b"),
+        "clock": re.compile(
+            r"\b(?:at|by|around|before|after|until) (\d{1,2}(?::\d{2})? ?(?:am|pm)|"
+            r"\d{1,2}:\d{2}|noon)\b"
+        ),
+        "after": re.compile(
+            rf"\b(?:after|before|once|when) (?:the|this|that|our|your|today's|tomorrow's|"
+            rf"next week's|next) (?:\w+ )?(?:{EVENTS})\b"
+        ),
+        "once": re.compile(
+            r"\b(?:once|as soon as|when|whenever) (?:the |this |that |it |its |our |your |"
+            r"we |you |they |ci |)(?:[\w'-]+ ){0,3}(?:is|are|lands|finishes|ships|passes|"
+            r"fails|completes|merges|gets|goes|comes|arrives|returns|ends|opens|closes|"
+            r"has finished|has landed)(?: (?:done|back|ready|out|released|deployed|shipped|"
+            r"over|live|available|finished|approved|merged|green|up))?\b"
+        ),
+    }

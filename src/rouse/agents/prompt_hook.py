@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from rouse.core import nudges
-    from rouse.core.tree import Tree
 
 DIR = "sessions"
 #: A session's seen-set not touched for this long is deleted (when another session starts).
@@ -59,8 +58,6 @@ KEEP_SECONDS = 30 * 24 * 3600
 _PLAIN_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _PLAIN = _PLAIN_FIRST | {"."}
 LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
-#: A nudge file younger than this that the ledger does not know yet is looked at again.
-SETTLE_SECONDS = 60
 #: The most a hook waits for the sessions folder's lock (seconds); then it goes on without.
 LOCK_WAIT = 1.0
 
@@ -254,10 +251,11 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
     """:func:`new_wakes`, and whether a nudge file just written is not vouched for yet.
 
     The file sink links the nudge file into place a moment before the ledger
-    records the delivery; a file that new (:data:`SETTLE_SECONDS`) that the
-    ledger does not know yet is left unseen, to be looked at again. Taking is
-    serialised per tree (a lock on the sessions folder), so the Stop hook's
-    waiter and a prompt never both show one wake; :class:`Busy` when another
+    records the delivery; a file that new that the ledger does not know yet
+    (:data:`~rouse.agents.prompt_wakes.SETTLE_SECONDS`) is left unseen, to be looked
+    at again (:mod:`rouse.agents.prompt_wakes` says which new wakes stand). Taking is
+    serialised per tree (a lock on the sessions folder), so the Stop hook's waiter and
+    a prompt never both show one wake; :class:`Busy` when another
     process holds that lock past :data:`LOCK_WAIT` (nothing is taken).
     """
     path = seen_file(root, session_id)
@@ -269,6 +267,7 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
         return [], False
     from pathlib import Path
 
+    from rouse.agents.prompt_wakes import candidates, standing, unsettled_names
     from rouse.core import nudges
 
     tree = Path(root)
@@ -280,15 +279,14 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
             )
         seen = _load_seen(path)  # again, under the lock
         fresh = set(names) - (seen or set())
-        candidates = _candidates(tree, fresh)
-        kept, strays = nudges.vouched(tree, candidates)
-        unsettled = _unsettled(strays)
+        kept, strays = nudges.vouched(tree, candidates(tree, fresh))
+        unsettled = unsettled_names(strays)
         if not fresh - unsettled:
             return [], bool(unsettled)
         if not _save_seen(path, (seen or set()) | (fresh - unsettled), names, stamp):
             return [], False  # no place to remember what was shown (a link, a read-only
             # tree): show nothing rather than the same wakes at every prompt
-    return _standing(tree, kept), bool(unsettled)
+    return standing(tree, kept), bool(unsettled)
 
 
 class Busy(Exception):
@@ -336,78 +334,6 @@ class _Taking:
     def busy(self) -> bool:
         """Whether another process holds the lock (not had, though it could be)."""
         return self.fd is not None and not self.held
-
-
-def _unsettled(strays: list[nudges.Nudge]) -> set[str]:
-    """Names of nudge files the ledger does not vouch for that were written just now."""
-    now = time.time()
-    found = set()
-    for nudge in strays:
-        if nudge.path is None:
-            continue
-        with suppress(OSError):
-            if now - nudge.path.stat(follow_symlinks=False).st_mtime < SETTLE_SECONDS:
-                found.add(nudge.name)
-    return found
-
-
-def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
-    """The new nudge files by name and time only: the ledger says the rest (never the file)."""
-    from datetime import datetime
-
-    from rouse.core import nudges
-
-    found = []
-    for name in names:
-        try:
-            at = datetime.strptime(name[:15], nudges.NAME_STAMP)
-        except ValueError:
-            continue
-        found.append(nudges.Nudge(nudges.nudge_dir(root) / name, at, "", ""))
-    found.sort(key=lambda n: (n.at, n.name))
-    return found
-
-
-def _standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nudge]]:
-    """Of these nudges (the ledger vouches for them), the ones whose record has not moved
-    since."""
-    if not kept:
-        return []
-    from datetime import datetime
-
-    from rouse.core import acts, nudges
-    from rouse.core.cache import cached_walk
-    from rouse.core.home import stamp_key_path
-    from rouse.core.tree import display_ids
-    from rouse.trust.stampkey import cache_secret
-
-    secret = cache_secret(stamp_key_path())
-    tree = cached_walk(root, secret)  # the pack's cache, warm
-    # an act later than the wall clock answers nothing; acts.json is MACed under the key
-    live = nudges.standing(tree, kept, acts.load(root, secret, datetime.now()))
-    _fill_messages(root, tree, live)
-    ids = display_ids(tree)
-    return [(ids.get(n.record_dir, n.record_dir), n) for n in live]
-
-
-def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
-    """Each woken reminder's message, fenced when its origin is not to be trusted."""
-    reminders = [  # (a note's drift wake has no record)
-        n for n in live if getattr(tree.records.get(n.record_dir), "type", "") == "reminder"
-    ]
-    if not reminders:
-        return
-    from rouse.core import nudges
-    from rouse.core.home import stamp_key_path
-    from rouse.trust.fence import message_block
-    from rouse.trust.origins import origin_reader
-
-    origins = origin_reader(root, stamp_key_path())
-    for nudge in reminders:
-        record = tree.records[nudge.record_dir]
-        shown, more = nudges.message(root, record)
-        nudge.says = message_block(shown, more, record.rel, origins(record))
-    origins.flush()
 
 
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:

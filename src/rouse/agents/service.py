@@ -34,6 +34,7 @@ from pathlib import Path
 from rouse.agents.service_units import (
     ROLES,
     Service,
+    Unit,
     cron_entry,
     launchd_agent,
     sweep_command,
@@ -172,18 +173,9 @@ def plan(
             "or launchd, or set ROUSE_LEDGER at the top of your crontab yourself (crontab -e) "
             "and install without it"
         )
-    path_env = service_path(path_env, flags)
+    unit = Unit(root, ident, verb, home, service_path(path_env, flags))
     if kind == "cron":
-        return cron_entry(
-            root,
-            flags,
-            ident,
-            every=every,
-            once=once,
-            executable=executable,
-            path=path_env,
-            verb=verb,
-        )
+        return cron_entry(unit, flags, every=every, once=once, executable=executable)
     if once:
         raise UsageError(
             f"a {kind} service runs the {ROLES[verb]}'s loop, which --once would end at once: "
@@ -191,9 +183,8 @@ def plan(
         )
     command = sweep_command(root, flags, executable, verb)
     if kind == "systemd":
-        return systemd_unit(root, ident, command, home, path_env, dsn, verb)
-    uid = os.getuid() if uid is None else uid
-    made = launchd_agent(root, ident, command, home, path_env, uid, verb)
+        return systemd_unit(unit, command, dsn)
+    made = launchd_agent(unit, command, os.getuid() if uid is None else uid)
     if dsn:  # the plist itself becomes the secret: 0600, the DSN in its environment
         [(plist, _)] = made.files.items()
         data = plistlib.loads(made.files.pop(plist).encode("utf-8"))

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rouse import __version__
-from rouse.agents.settings_hooks import stable_executable
+from rouse.agents.hook_commands import stable_executable
 from rouse.core.errors import UsageError
 
 #: Seconds the OS waits before restarting a sweeper that failed.
@@ -53,6 +53,19 @@ class Service:
     def unit(self) -> Path:
         """The file the OS reads (a launchd plist holding the DSN is among the secrets)."""
         return next(iter({**self.files, **self.secrets}))
+
+
+@dataclass(frozen=True)
+class Unit:
+    """What each kind of service for one tree is made from: the tree, its service id
+    (:func:`rouse.agents.service.service_id`), the verb it runs (``sweep`` or ``work``),
+    the user's home, and the PATH it runs with."""
+
+    root: Path
+    ident: str
+    verb: str
+    home: Path
+    path: str
 
 
 def env_value(value: str) -> str:
@@ -181,19 +194,12 @@ def systemd_path(path: str) -> str:
     return path.replace("%", "%%")
 
 
-def systemd_unit(
-    root: Path,
-    ident: str,
-    command: list[str],
-    home: Path,
-    path_env: str,
-    dsn: str | None,
-    verb: str = "sweep",
-) -> Service:
+def systemd_unit(unit: Unit, command: list[str], dsn: str | None) -> Service:
+    root, ident, verb, home, path_env = unit.root, unit.ident, unit.verb, unit.home, unit.path
     name = f"rouse-{verb}-{ident}.service"
     config = os.environ.get("XDG_CONFIG_HOME", "")
     base = Path(config) if os.path.isabs(config) else home / ".config"
-    unit = base / "systemd" / "user" / name
+    unit_file = base / "systemd" / "user" / name
     env_file = base / "rouse" / "service" / f"rouse-{verb}-{ident}.env"
     secrets = {env_file: f"ROUSE_LEDGER={env_value(dsn)}\n"} if dsn else {}
     text = "\n".join(
@@ -226,7 +232,7 @@ def systemd_unit(
         name=name,
         root=root,
         command=command,
-        files={unit: text},
+        files={unit_file: text},
         secrets=secrets,
         private=[env_file],
         path=path_env,
@@ -239,15 +245,8 @@ def systemd_unit(
 # -- launchd ------------------------------------------------------------------
 
 
-def launchd_agent(
-    root: Path,
-    ident: str,
-    command: list[str],
-    home: Path,
-    path_env: str,
-    uid: int,
-    verb: str = "sweep",
-) -> Service:
+def launchd_agent(unit: Unit, command: list[str], uid: int) -> Service:
+    root, ident, verb, home, path_env = unit.root, unit.ident, unit.verb, unit.home, unit.path
     label = f"rouse.{verb}.{ident}"
     plist = home / "Library" / "LaunchAgents" / f"{label}.plist"
     log = home / "Library" / "Logs" / f"{label}.log"
@@ -287,16 +286,9 @@ def launchd_agent(
 
 
 def cron_entry(
-    root: Path,
-    flags: Sequence[str],
-    ident: str,
-    *,
-    every: float | None,
-    once: bool,
-    executable: str | None,
-    path: str,
-    verb: str = "sweep",
+    unit: Unit, flags: Sequence[str], *, every: float | None, once: bool, executable: str | None
 ) -> Service:
+    root, ident, verb, path = unit.root, unit.ident, unit.verb, unit.path
     seconds = CRON_DEFAULT_EVERY if every is None else every
     if seconds not in CRON_EVERY:
         allowed = ", ".join(f"{s:g}" for s in CRON_EVERY)

@@ -16,6 +16,7 @@ from pathlib import Path
 from rouse.agents import settings_hooks
 from rouse.agents.cursor import unwire_cursor_hooks
 from rouse.agents.gemini import gemini_path
+from rouse.agents.hook_commands import EVENTS
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
 from rouse.agents.opencode import unwire_opencode
 from rouse.agents.skills import remove_skills
@@ -34,7 +35,7 @@ def remove_hooks(w: Wiring, result: Wired) -> None:
     # every file is read and checked first: a broken one stops the run, nothing changed
     loaded = {p: settings_hooks.load_json(p) for p in hook_files(w) if p.exists()}
     for path, data in loaded.items():
-        if not settings_hooks.has_our_hook(path, settings_hooks.EVENTS):
+        if not settings_hooks.has_our_hook(path, EVENTS):
             continue
         left = settings_hooks.remove_session_hook(data, str(path))
         if left:

@@ -8,10 +8,10 @@ created. A tree's hook sits in one settings scope: wiring it into one takes
 it out of the others rouse manages for that tree.
 
 The pieces live beside this module: :mod:`rouse.agents.wiring` (where a tree
-is wired, the file writer), :mod:`rouse.agents.settings_hooks` (hook commands
-and settings files) and :mod:`rouse.agents.instructions` (the marked block and
-the Cursor rule). This module runs them in order and says how to register
-``rouse mcp``.
+is wired, the file writer), :mod:`rouse.agents.hook_commands` (what a hook
+runs), :mod:`rouse.agents.settings_hooks` (the settings files that hold them)
+and :mod:`rouse.agents.instructions` (the marked block and the Cursor rule).
+This module runs them in order and says how to register ``rouse mcp``.
 """
 
 from __future__ import annotations
@@ -19,24 +19,23 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from rouse.agents.cursor import wire_cursor_hooks
 from rouse.agents.gemini import wire_gemini_hooks
-from rouse.agents.instructions import BEGIN, END, check_blocks, wire_blocks, wire_cursor
-from rouse.agents.opencode import wire_opencode
-from rouse.agents.settings_hooks import (
+from rouse.agents.hook_commands import (
     CANNOT_RUN,
     CANNOT_RUN_SHARED,
-    CODEX_CONTEXT_LIMIT,
     MATCHERS,
     PROMPT,
     SESSION_END,
     STOP,
     hook_command,
     stable_executable,
-    wire_claude_hooks,
-    wire_codex_hooks,
 )
+from rouse.agents.instructions import BEGIN, END, check_blocks, wire_blocks, wire_cursor
+from rouse.agents.opencode import wire_opencode
+from rouse.agents.settings_hooks import CODEX_CONTEXT_LIMIT, wire_claude_hooks, wire_codex_hooks
 from rouse.agents.skills import wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
@@ -128,57 +127,71 @@ def key_guard(key: Path, home: Path) -> list[str]:
     ]
 
 
+class Pieces(TypedDict, total=False):
+    """What `rouse wire` is asked to lay besides the instruction blocks and skills, by
+    its flags' names (each off unless given): each agent's hooks (``shared``: Claude
+    Code's in the team's settings.json), the Cursor rule and hook, how to register MCP."""
+
+    claude_hooks: bool
+    shared: bool
+    codex_hooks: bool
+    cursor: bool
+    gemini: bool
+    opencode: bool
+    mcp: bool
+
+
+#: The pieces that lay a hook, which runs the rouse the wiring pins.
+HOOKED = ("claude_hooks", "codex_hooks", "cursor", "gemini", "opencode")
+
+
 def wire(
     tree: Path,
     *,
     home: Path,
-    claude_hooks: bool = False,
-    shared: bool = False,
-    codex_hooks: bool = False,
-    cursor: bool = False,
-    gemini: bool = False,
-    opencode: bool = False,
-    mcp: bool = False,
     executable: str | None = None,
     remove: bool = False,
     promises: bool = True,
+    **pieces: Unpack[Pieces],
 ) -> Wired:
     """Wire the tree into agents. Hooks first, so the blocks can say the pack comes by itself.
 
-    ``executable`` is the rouse the hooks pin: None finds this one when it is a
-    stable install (:func:`stable_executable`); "" pins none (``rouse`` on PATH).
+    ``pieces`` are what to lay (:class:`Pieces`). ``executable`` is the rouse the hooks
+    pin: None finds this one when it is a stable install (:func:`stable_executable`); ""
+    pins none (``rouse`` on PATH).
     ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
     ``promises=False`` leaves the promise check out (``--no-promises``): Claude Code's
     second Stop hook, Codex's Stop hook, Gemini CLI's AfterAgent hook.
     """
-    if shared and not claude_hooks:
+    asked = {name for name, on in pieces.items() if on}
+    if "shared" in asked and "claude_hooks" not in asked:
         raise UsageError("--shared goes with --claude-hooks (it picks .claude/settings.json)")
     w = wiring_for(tree, home)
     check_blocks(w)  # (a refusal here leaves every file as it was)
     if remove:
-        if claude_hooks or codex_hooks or cursor or gemini or opencode or mcp or shared:
+        if asked:
             raise UsageError("--remove takes every piece out: give it alone")
         from rouse.agents.unwire import unwire
 
         return unwire(w)
     result = Wired()
     pinned: str | None = None
-    if claude_hooks or codex_hooks or cursor or gemini or opencode:
+    if asked & set(HOOKED):
         pinned = stable_executable() if executable is None else executable
-        if claude_hooks:
-            wire_claude_hooks(w, shared, result, pinned, promises)
+        if "claude_hooks" in asked:
+            wire_claude_hooks(w, "shared" in asked, result, pinned, promises)
             result.printed += key_guard(stamp_key_path(), home)
-        if codex_hooks:
+        if "codex_hooks" in asked:
             wire_codex_hooks(w, result, pinned, promises)
-        if gemini:
+        if "gemini" in asked:
             wire_gemini_hooks(w, result, pinned, promises)
-        if opencode:
+        if "opencode" in asked:
             wire_opencode(w, result, pinned)
     wire_blocks(w, result)
     wire_skills(w, result)
-    if cursor:
+    if "cursor" in asked:
         wire_cursor(w, result)
         wire_cursor_hooks(w, result, pinned)
-    if mcp:
+    if "mcp" in asked:
         result.printed += ["", *mcp_instructions(w)] if result.printed else mcp_instructions(w)
     return result

@@ -157,6 +157,30 @@ def args_status(sub: argparse.ArgumentParser) -> None:
 
 def args_sweep(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--once", action="store_true", help="one tick (cron); exit 1 if undelivered")
+    _delivery_options(sub)
+    sub.add_argument("--every", type=float, metavar="S", help="seconds between ticks (default 60)")
+    sub.add_argument(
+        "--timeout", type=float, metavar="S", help="sink timeout in seconds (exec 60, webhook 10)"
+    )
+    sub.add_argument(
+        "--quiet", metavar="HH:MM-HH:MM", help="hold exec/webhook wakes in this window"
+    )
+    sub.add_argument(
+        "--heartbeat",
+        metavar="URL",
+        help="GET URL after every tick (URL/fail after a failed one): a dead-man's switch",
+    )
+    _channel_options(sub)
+    _ledger_option(sub)
+    _fleet_options(sub)
+    verbosity_options(sub, "also a line for every tick, idle or not, and how it started")
+    sub.add_argument(
+        "command", nargs="*", metavar="-- CMD ARG", help="the command of the one exec option"
+    )
+
+
+def _delivery_options(sub: argparse.ArgumentParser) -> None:
+    """How `rouse sweep`'s wakes go out: the sink, a digest, escalation, agent runs."""
     sub.add_argument(
         "--sink",
         nargs="+",
@@ -193,18 +217,10 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
             metavar="'CMD ARG'",
             help=f"{what} command as one quoted string (several commands in one invocation)",
         )
-    sub.add_argument("--every", type=float, metavar="S", help="seconds between ticks (default 60)")
-    sub.add_argument(
-        "--timeout", type=float, metavar="S", help="sink timeout in seconds (exec 60, webhook 10)"
-    )
-    sub.add_argument(
-        "--quiet", metavar="HH:MM-HH:MM", help="hold exec/webhook wakes in this window"
-    )
-    sub.add_argument(
-        "--heartbeat",
-        metavar="URL",
-        help="GET URL after every tick (URL/fail after a failed one): a dead-man's switch",
-    )
+
+
+def _channel_options(sub: argparse.ArgumentParser) -> None:
+    """The owner's named channels, for `rouse tell` and reminders' ``channel:``."""
     sub.add_argument(
         "--channel",
         nargs="+",
@@ -220,7 +236,10 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         help="the default channel: a --channel NAME, webhook URL, or exec 'CMD ARG' "
         "(or the command after --); without one, a tell for no known channel waits",
     )
-    _ledger_option(sub)
+
+
+def _fleet_options(sub: argparse.ArgumentParser) -> None:
+    """A sweeper on a shared --ledger: planning only, and its lease."""
     sub.add_argument(
         "--plan-only",
         action="store_true",
@@ -234,10 +253,6 @@ def args_sweep(sub: argparse.ArgumentParser) -> None:
         help="with --ledger: seconds a leading sweeper's lease lasts, 2 to 3600 (default 30); "
         "a standby takes over within two leases of the leader's death (a leader killed "
         "mid-send: after its send's timeout, so the send is never doubled)",
-    )
-    verbosity_options(sub, "also a line for every tick, idle or not, and how it started")
-    sub.add_argument(
-        "command", nargs="*", metavar="-- CMD ARG", help="the command of the one exec option"
     )
 
 

@@ -13,20 +13,21 @@ from rouse.core.layout import shown
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from pathlib import Path
+
+    from rouse.work.queue import Report
+    from rouse.work.worker import Options
 
 
-def cmd_work(args: argparse.Namespace) -> int:
-    from datetime import datetime
-
+def work_options(args: argparse.Namespace, root: Path) -> Options:
+    """What `rouse work` was asked: the agent and its command, the sink, the limits."""
     from rouse.cli import sweep_options
     from rouse.runs import presets
     from rouse.sweep import sinks
     from rouse.sweep.quiet import QuietHours
     from rouse.sweep.runner import Budget, parse_timeout
-    from rouse.trust.origins import origin_reader
-    from rouse.work.worker import DEFAULT_TIMEOUT, Options, Worker
+    from rouse.work.worker import DEFAULT_TIMEOUT, Options
 
-    root = tree_root(args)
     if not 1 <= args.jobs <= 64:
         raise UsageError(f"--jobs must be between 1 and 64, got {args.jobs}")
     kind = args.run or "exec"
@@ -57,6 +58,17 @@ def cmd_work(args: argparse.Namespace) -> int:
         once=args.once,
     )
     assert kind in presets.KINDS
+    return options
+
+
+def cmd_work(args: argparse.Namespace) -> int:
+    from datetime import datetime
+
+    from rouse.trust.origins import origin_reader
+    from rouse.work.worker import Worker
+
+    root = tree_root(args)
+    options = work_options(args, root)
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
 
     def now() -> datetime:
@@ -75,6 +87,13 @@ def cmd_work(args: argparse.Namespace) -> int:
         env=os.environ,
     )
     report = worker.run()
+    _report_round(report, args)
+    # --once, as cron runs it: 1 when a task of the round failed or its run was lost
+    return 1 if args.once and report.failures else 0
+
+
+def _report_round(report: Report, args: argparse.Namespace) -> None:
+    """What the worker did: one JSON object with --json, one line after --once."""
     if args.json:
         emit_json(
             {
@@ -95,12 +114,10 @@ def cmd_work(args: argparse.Namespace) -> int:
             + (f", {len(report.lost)} lost" if report.lost else ""),
             file=sys.stdout,
         )
-    # --once, as cron runs it: 1 when a task of the round failed or its run was lost
-    return 1 if args.once and report.failures else 0
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from rouse.cli.write import report_changed
+    from rouse.cli.reports import report_changed
     from rouse.records import tasks
 
     return report_changed(tasks.cancel(tree_root(args), args.ref, resolve_now(args)), args)

@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.cli.common import (
@@ -17,82 +16,15 @@ from rouse.cli.common import (
     speaking,
     tree_root,
 )
+from rouse.cli.reports import report_changed, report_created
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.home import global_tree, stamp_key_path
-from rouse.core.timefmt import format_stamp, parse_interval, parse_stamp
+from rouse.core.timefmt import format_stamp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from typing import Any
-
-    from rouse.records.lifecycle import Changed
-    from rouse.records.scaffold import Created
-
-#: Header fields that hold a stamp or an interval, as ``--json`` converts them.
-_STAMP_FIELDS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel"})
-_INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
-
-
-def _json_value(value: object) -> object:
-    """A time as ISO 8601 with its offset, a duration in seconds, anything else as is."""
-    if isinstance(value, datetime):
-        return value.astimezone().isoformat()
-    if isinstance(value, timedelta):
-        return int(value.total_seconds())
-    return value
-
-
-def _json_field(key: str, value: str) -> object:
-    """A header value as written, with stamps and intervals converted (else the text)."""
-    try:
-        if value and key in _STAMP_FIELDS:
-            return _json_value(parse_stamp(value))
-        if value and key in _INTERVAL_FIELDS:
-            return _json_value(parse_interval(value))
-    except ValueError:
-        pass
-    return value
-
-
-def created_json(created: Created) -> dict[str, Any]:
-    return {
-        "record": created.record,
-        "type": created.kind,
-        "path": created.dir,
-        "file": created.rel,
-        "fields": {k.replace("-", "_"): _json_field(k, v) for k, v in created.fields.items()},
-        "fill_in": created.todo,
-        "warnings": created.warnings,
-    }
-
-
-def changed_json(changed: Changed) -> dict[str, Any]:
-    data: dict[str, Any] = {"record": changed.record, "path": changed.path, "file": changed.rel}
-    data.update((key, _json_value(value)) for key, value in changed.facts.items())
-    return data
-
-
-def report_changed(changed: Changed, args: argparse.Namespace, *more: str) -> int:
-    if args.json:
-        emit_json(changed_json(changed))
-    else:
-        emit([changed.summary, *more])
-    return 0
-
-
-def _report_created(created: Created, args: argparse.Namespace) -> int:
-    for warning in created.warnings:
-        print(f"rouse: warning: {warning}", file=sys.stderr)
-    if args.json:
-        emit_json(created_json(created))
-        return 0
-    lines = [str(created.path)]
-    if created.todo:
-        lines.append(f"fill in: {', '.join(created.todo)}")
-    emit([*lines, *created.notes])
-    return 0
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -152,7 +84,7 @@ def cmd_new(args: argparse.Namespace) -> int:
         body=read_body(args.body),
         origin=origin,
     )
-    return _report_created(created, args)
+    return report_created(created, args)
 
 
 def cmd_remind(args: argparse.Namespace) -> int:
@@ -170,7 +102,7 @@ def cmd_remind(args: argparse.Namespace) -> int:
         until=args.until,
         origin=origin,
     )
-    return _report_created(created, args)
+    return report_created(created, args)
 
 
 def cmd_move(args: argparse.Namespace) -> int:

@@ -12,7 +12,7 @@ from datetime import timedelta
 from rouse.core import clock, clockfields, layout
 from rouse.core.timefmt import FLOOR, parse_interval
 from rouse.core.tree import File, Record
-from rouse.lint.finding import Finding, article
+from rouse.lint.finding import Finding, Level, article
 
 LONGEST_INTENTION_STALE = timedelta(days=7)
 #: A task's ``reasoning:`` values (the agent's effort, as the task worker maps it).
@@ -263,38 +263,62 @@ def state_findings(record: Record) -> Iterator[Finding]:
             f"{', '.join(level.states)} (until then {counts})",
             header.line_of("status"),
         )
-    if record.type == "intention" and not (record.get("closes-when") or "").strip():
-        yield Finding(
-            "warn",
-            record.rel,
-            "intention with no closes-when — add 'closes-when:' saying what would close it",
-            header.line_of("closes-when"),
-        )
-    if record.type == "goal" and not (record.get("success-when") or "").strip():
-        yield Finding(
-            "warn",
-            record.rel,
-            "goal with no success-when — add 'success-when:' saying what success looks like",
-            header.line_of("success-when"),
-        )
+    if record.type in MUST_SAY:
+        key, severity, message = MUST_SAY[record.type]
+        if not (record.get(key) or "").strip():
+            yield Finding(severity, record.rel, message, header.line_of(key))
     if record.type == "action":
-        outcome = (record.get("outcome") or "").strip().lower()
-        if outcome and outcome not in clock.OUTCOMES:
-            yield Finding(
-                "error",
-                record.rel,
-                f"unknown outcome {outcome!r} — use one of {', '.join(clock.OUTCOMES)}",
-                header.line_of("outcome"),
-            )
-        if outcome == "as-expected" and status == "open":
-            yield Finding(
-                "warn",
-                record.rel,
-                "outcome as-expected but status still open — set 'status: done'",
-                header.line_of("status") or header.line_of("outcome"),
-            )
+        yield from _outcome_findings(record, status)
+    if record.type == "task":
+        yield from _task_findings(record)
+
+
+#: The field a type must not leave empty: its key, how bad, and what to say.
+MUST_SAY: dict[str, tuple[str, Level, str]] = {
+    "intention": (
+        "closes-when",
+        "warn",
+        "intention with no closes-when — add 'closes-when:' saying what would close it",
+    ),
+    "goal": (
+        "success-when",
+        "warn",
+        "goal with no success-when — add 'success-when:' saying what success looks like",
+    ),
+    "reminder": (
+        "due",
+        "error",
+        "reminder with no due — add 'due: YYYY-MM-DD HH:MM' (until then it counts as "
+        "due since it last moved)",
+    ),
+}
+
+
+def _outcome_findings(record: Record, status: str) -> Iterator[Finding]:
+    """An action's outcome: one of :data:`clock.OUTCOMES`, and not beside an open status."""
+    header = record.header
+    outcome = (record.get("outcome") or "").strip().lower()
+    if outcome and outcome not in clock.OUTCOMES:
+        yield Finding(
+            "error",
+            record.rel,
+            f"unknown outcome {outcome!r} — use one of {', '.join(clock.OUTCOMES)}",
+            header.line_of("outcome"),
+        )
+    if outcome == "as-expected" and status == "open":
+        yield Finding(
+            "warn",
+            record.rel,
+            "outcome as-expected but status still open — set 'status: done'",
+            header.line_of("status") or header.line_of("outcome"),
+        )
+
+
+def _task_findings(record: Record) -> Iterator[Finding]:
+    """A task's reasoning (one the worker can pass on) and a cancel still pending."""
+    header = record.header
     reasoning = (record.get("reasoning") or "").strip().lower()
-    if record.type == "task" and reasoning and reasoning not in REASONING:
+    if reasoning and reasoning not in REASONING:
         yield Finding(
             "warn",
             record.rel,
@@ -303,21 +327,13 @@ def state_findings(record: Record) -> Iterator[Finding]:
             header.line_of("reasoning"),
         )
     cancel = (record.get("cancel") or "").strip()
-    if record.type == "task" and cancel and clock.is_open(record):
+    if cancel and clock.is_open(record):
         yield Finding(
             "warn",
             record.rel,
             f"cancel: {cancel} is pending — the task worker stops it and writes "
             "'status: cancelled' (or close it: rouse close REF --cancelled WHY)",
             header.line_of("cancel"),
-        )
-    if record.type == "reminder" and not (record.get("due") or "").strip():
-        yield Finding(
-            "error",
-            record.rel,
-            "reminder with no due — add 'due: YYYY-MM-DD HH:MM' (until then it counts as "
-            "due since it last moved)",
-            header.line_of("due"),
         )
 
 

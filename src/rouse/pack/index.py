@@ -19,20 +19,15 @@ The schema lives in :mod:`rouse.pack.schema`, the queries in
 
 from __future__ import annotations
 
-import os
-import re
 import sqlite3
-import stat
-import time
 from pathlib import Path
 from typing import Any
 
-from rouse.core import header, layout, statedir
+from rouse.core import layout, statedir
 from rouse.core.cache import cached_walk
-from rouse.core.errors import HeaderError
 from rouse.core.tree import File, Tree
 from rouse.pack import search
-from rouse.pack.indexdoc import Current, Doc, Stats, chunks, document, indexed_files
+from rouse.pack.indexdoc import Current, Doc, Stats, chunks, indexed_files, read_current, read_doc
 from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
 from rouse.pack.search import Match, VectorRow
 
@@ -42,13 +37,6 @@ if TYPE_CHECKING:
     from rouse.pack.semantic import Model
 
 FILE = "index.sqlite3"
-RACY_NS = 2_000_000_000  # a file this fresh may change again within its mtime tick
-MAX_BODY_BYTES = 1024 * 1024
-MAX_FILE_BYTES = 8 * 1024 * 1024 + 1  # read for a hit: enough to check its signature
-
-
-def _open_flags() -> int:
-    return os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class Index:
@@ -59,7 +47,7 @@ class Index:
     at the next refresh, and :meth:`search` can rank by meaning.
 
     Its connection may be used from any thread, one at a time (the MCP server's
-    recall session holds a lock: :class:`rouse.pack.recall.Session`).
+    recall session holds a lock: :class:`rouse.pack.session.Session`).
     """
 
     def __init__(
@@ -148,7 +136,7 @@ class Index:
         if gone or changed:
             with self._writing():
                 gone, replaced, changed = self._diff(files)  # again, holding the write lock
-                fresh = [self._read(file, kind) for file, kind in changed.values()]
+                fresh = [read_doc(self.root, file, kind) for file, kind in changed.values()]
                 for doc_id in gone + replaced:
                     self._delete(doc_id)
                 self._insert(fresh)
@@ -250,20 +238,6 @@ class Index:
         changed.update((rel, entry) for rel, entry in files.items() if rel not in seen)
         return gone, replaced, changed
 
-    def _read(self, file: File, kind: str) -> Doc:
-        """Read one file's body (and its header afresh) for indexing."""
-        mtime_ns = file.mtime_ns
-        if time.time_ns() - mtime_ns < RACY_NS:
-            mtime_ns = -1  # written just now: it could change again unseen, so re-read next time
-        try:
-            fd = os.open(self.root / file.rel, _open_flags())
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(MAX_BODY_BYTES)
-            head, raw = header.split(data, file.rel)
-        except (OSError, HeaderError):
-            head, raw, mtime_ns = file.header, b"", -1
-        return document(file.rel, kind, file.size, mtime_ns, head, raw)
-
     # -- what a hit may show ----------------------------------------------------
 
     def current(self, match: Match) -> tuple[Current | None, bool]:
@@ -274,26 +248,13 @@ class Index:
         file cannot be read now (gone, not a regular file, no header): its row
         is dropped.
         """
-        rel = match.rel
-        try:
-            fd = os.open(self.root / rel, _open_flags())
-            with os.fdopen(fd, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                data = handle.read(MAX_FILE_BYTES) if stat.S_ISREG(info.st_mode) else b""
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(f"{rel} is not a regular file")
-            head, raw = header.split(data[:MAX_BODY_BYTES], rel)
-        except (OSError, HeaderError):
+        now = read_current(self.root, match.rel, match.kind)
+        if now is None:
             self._rewrite(match.doc_id, None)
             return None, False
-        mtime_ns = info.st_mtime_ns
-        if time.time_ns() - mtime_ns < RACY_NS:
-            mtime_ns = -1
-        doc = document(rel, match.kind, info.st_size, mtime_ns, head, raw)
-        now = Current(data, head, doc, info.st_mtime_ns)
-        if self._says(match.doc_id, doc):
+        if self._says(match.doc_id, now.doc):
             return now, True
-        self._rewrite(match.doc_id, doc)
+        self._rewrite(match.doc_id, now.doc)
         return now, False
 
     def drop(self, match: Match) -> None:
@@ -397,22 +358,7 @@ class Index:
             if match.chunk is not None:  # the chunk that matched: its nearest sentence
                 parts = chunks(body)
                 body = parts[match.chunk] if match.chunk < len(parts) else body
-            match.snippet = _nearest_sentence(body, wanted, self.model)
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def _nearest_sentence(body: str, wanted: bytes, model: Model | None) -> str:
-    sentences = [s.strip() for s in _SENTENCE.split(body) if s.strip()][:200]
-    if not sentences:
-        return ""
-    at = 0
-    if model is not None and wanted and len(sentences) > 1:
-        scores = model.cosines(wanted, model.embed(sentences))
-        at = max(range(len(sentences)), key=lambda i: scores[i])
-    text = ("…" if at else "") + " ".join(sentences[at:])
-    return search.one_line(text)
+            match.snippet = search.nearest_sentence(body, wanted, self.model)
 
 
 def forget(root: Path, secret: bytes | None = None) -> None:

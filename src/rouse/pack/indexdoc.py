@@ -1,16 +1,25 @@
 """What the recall index holds for each file (:mod:`rouse.pack.index`): which files
-recall searches, a file as a row of words, a file as it is now, and what a refresh did."""
+recall searches, a file read as a row of words, a file as it is now, and what a refresh
+did."""
 
 from __future__ import annotations
 
+import os
+import stat
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from rouse.core import layout
+from rouse.core import header, layout
+from rouse.core.errors import HeaderError
 from rouse.core.header import Header
 from rouse.core.tree import File, Tree
 from rouse.pack import search, written
 
 KINDS = (*layout.RECORD_TYPES[:5], "backlog", "note", *layout.CONTEXT_TYPES)
+RACY_NS = 2_000_000_000  # a file this fresh may change again within its mtime tick
+MAX_BODY_BYTES = 1024 * 1024
+MAX_FILE_BYTES = 8 * 1024 * 1024 + 1  # read for a hit: enough to check its signature
 #: Header lines that describe a record in words: searched with the body.
 DESCRIBED_BY = ("closes-when", "success-when", "outcome")
 
@@ -119,3 +128,44 @@ def document(rel: str, kind: str, size: int, mtime_ns: int, head: Header, raw: b
     body = "\n\n".join(part for part in (authored, *described) if part)
     keywords = " ".join((head.get("keywords") or "").replace(",", " ").split())
     return Doc(rel, kind, size, mtime_ns, keywords, body, log)
+
+
+def _open_flags() -> int:
+    return os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def _settled(mtime_ns: int) -> int:
+    """The mtime a row keeps: -1 for a file written just now, which could change again
+    unseen within its mtime tick, so that it is read again next time."""
+    return -1 if time.time_ns() - mtime_ns < RACY_NS else mtime_ns
+
+
+def read_doc(root: Path, file: File, kind: str) -> Doc:
+    """One walked file as a row, its body (and its header) read afresh; one that cannot
+    be read is its walked header alone, read again next time."""
+    mtime_ns = _settled(file.mtime_ns)
+    try:
+        fd = os.open(root / file.rel, _open_flags())
+        with os.fdopen(fd, "rb") as handle:
+            data = handle.read(MAX_BODY_BYTES)
+        head, raw = header.split(data, file.rel)
+    except (OSError, HeaderError):
+        head, raw, mtime_ns = file.header, b"", -1
+    return document(file.rel, kind, file.size, mtime_ns, head, raw)
+
+
+def read_current(root: Path, rel: str, kind: str) -> Current | None:
+    """A hit's file as it is now, and its row; None when it cannot be read now (gone,
+    not a regular file, no header)."""
+    try:
+        fd = os.open(root / rel, _open_flags())
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            data = handle.read(MAX_FILE_BYTES) if stat.S_ISREG(info.st_mode) else b""
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(f"{rel} is not a regular file")
+        head, raw = header.split(data[:MAX_BODY_BYTES], rel)
+    except (OSError, HeaderError):
+        return None
+    doc = document(rel, kind, info.st_size, _settled(info.st_mtime_ns), head, raw)
+    return Current(data, head, doc, info.st_mtime_ns)

@@ -13,16 +13,13 @@ the verdict of the signature over them.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rouse.core import snapshot, supersession
-from rouse.core.cache import HeaderCache
+from rouse.core import supersession
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header
 from rouse.core.layout import CONTEXT_TYPES
@@ -32,6 +29,7 @@ from rouse.pack import currency, semantic
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, query_words
+from rouse.pack.session import Session
 from rouse.probes import baselines, demand, gate, readings
 from rouse.probes import definitions as probes
 from rouse.trust import fence, origins
@@ -150,52 +148,23 @@ def recall(
         raise UsageError(f"unknown kind {kind!r}: use one of {', '.join(KINDS)}")
     if limit < 1:
         raise UsageError(f"--limit must be at least 1, got {limit}")
-    chosen, mode = mode, mode or default_mode()
-    if mode not in MODES:
-        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
-    try:
-        model = semantic.load() if mode != "words" else None
-    except UsageError as exc:
-        if chosen is not None:
-            raise  # asked for by meaning: a clear refusal
-        mode, model = "words", None
-        if notes is not None:
-            notes.append(f"recall by words only: {exc.render()}")
+    mode, model = _search_mode(mode, notes)
     reader = origins.origin_reader(root, key_path)
     kept = session or Session()
     try:
         with kept.lock:
             tree, index = kept.open(root, reader.cache_secret, model)
-            shown = _checked(index, tree, words, query, mode, kind, limit)
+            shown = _checked(
+                index,
+                tree,
+                lambda: index.search(words, query=query, mode=mode, kind=kind, limit=limit),
+            )
             kept.searched()
     finally:
         if session is None:
             kept.close()
     measure = _probe_reader(tree, reader, run_probes)
-    hits = []
-    for match, now_is in shown:
-        head = now_is.header
-        origin = _origin(reader, match.rel, now_is.data, head)
-        held = match.kind in CONTEXT_TYPES and fence.held_back(origin, reader.keyed)
-        names = [n.strip() for n in (head.get("probes") or "").split(",") if n.strip()]
-        mtime = datetime.fromtimestamp(now_is.mtime_ns / 1e9)
-        hits.append(
-            Hit(
-                path=match.rel,
-                kind=match.kind,
-                origin=origin,
-                age=human_age(mtime, now),
-                keywords="" if held else (head.get("keywords") or "").strip(),
-                snippet=HELD if held else match.snippet,
-                probes={} if held else {name: measure(name) for name in names},
-                updated=None if held else (head.get("updated") or "").strip() or None,
-                mtime=mtime,
-                matched=_how(match),
-                only_log=match.only_log,
-                chunk=None if match.chunk is None else match.chunk + 1,
-                held=held,
-            )
-        )
+    hits = [_hit(match, now_is, reader, measure, now) for match, now_is in shown]
     seen = [(h.path, h.updated or "", h.probes) for h in hits if h.probes]
     drifted = baselines.observe(root, reader.cache_secret, seen)
     for hit in hits:
@@ -207,107 +176,64 @@ def recall(
     return currency.arrange(hits, successors)
 
 
-class Session:
-    """What a long-lived process (the MCP server) keeps between recalls of one tree, so
-    that a warm recall neither walks the tree nor compares the index with it when
-    nothing changed.
-
-    It keeps the last walk, and the open index. The next recall takes that walk
-    only when :func:`rouse.core.snapshot.still` says the tree is as it was (a
-    watching sweeper says nothing changed since the walk's token, else one
-    ``lstat`` per directory and file gives the same identities); anything else — a
-    file the walk could not vouch for, another stamp key — and it walks, as a
-    single recall does. The index is brought up to date again when the tree was
-    walked again, when its file was replaced or another process wrote to it, or
-    when the model changed (it is opened again). One recall at a time uses it (the
-    MCP server runs each tool call in a worker thread of its own).
-    """
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        #: the last walk: where, under which key, and the cache that made it
-        self.walked: tuple[Path, bytes | None, HeaderCache, Tree] | None = None
-        self.shape: snapshot.Shape | None = None  # that walk's, once asked for
-        self.index: Index | None = None
-        self.opened: tuple[int, int] | None = None  # the index file's (device, inode)
-        self.version: tuple[int, int] | None = None  # the index's, after our last recall
-
-    def open(
-        self, root: Path, secret: bytes | None, model: semantic.Model | None
-    ) -> tuple[Tree, Index]:
-        """The tree and the index, both up to date."""
-        tree = self._kept_tree(root, secret)
-        fresh = tree is None
-        if tree is None:
-            walked = HeaderCache(root, secret)
-            tree = walked.walk()
-            self.walked, self.shape = (root, secret, walked, tree), None
-        index = self.index
-        if index is not None and (index.model is not model or _identity(index.path) != self.opened):
-            self.close()
-            index = None
-        if index is None:
-            index = self.index = Index(root, model=model)
-            self.opened = None if index.stats.in_memory else _identity(index.path)
-            fresh = True
-        if fresh or _version(index) != self.version:
-            index.refresh(tree)
-        return tree, index
-
-    def _kept_tree(self, root: Path, secret: bytes | None) -> Tree | None:
-        """The last walk's tree, if the tree is still as that walk found it."""
-        if self.walked is None:
-            return None
-        at, key, walked, tree = self.walked
-        if (at, key) != (root, secret) or walked.unsettled or tree.untrackable:
-            return None
-        if self.shape is None:
-            self.shape = snapshot.shape_of(walked.dirs, walked.racy_listings)
-        token = snapshot.token_of(walked)
-        if self.shape is None or not snapshot.still(root, self.shape, token, secret):
-            return None
-        return tree
-
-    def searched(self) -> None:
-        """Note the index's version after this recall's own writes: another process's
-        next write is then seen."""
-        assert self.index is not None
-        self.version = _version(self.index)
-
-    def close(self) -> None:
-        if self.index is not None:
-            self.index.close()
-        self.index = self.version = None
-
-
-def _identity(path: Path) -> tuple[int, int] | None:
+def _search_mode(mode: str | None, notes: list[str] | None) -> tuple[str, semantic.Model | None]:
+    """The mode recall searches in and its model: with no ``mode`` given, by meaning too
+    when the extra is there, and by words alone (said in ``notes``) when its model
+    cannot be read; a mode asked for by meaning is refused without it."""
+    chosen, mode = mode, mode or default_mode()
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino
+        model = semantic.load() if mode != "words" else None
+    except UsageError as exc:
+        if chosen is not None:
+            raise  # asked for by meaning: a clear refusal
+        mode, model = "words", None
+        if notes is not None:
+            notes.append(f"recall by words only: {exc.render()}")
+    return mode, model
 
 
-def _version(index: Index) -> tuple[int, int]:
-    """Changes when anyone writes to the index: another connection (``data_version``)
-    or this one."""
-    return index.conn.execute("PRAGMA data_version").fetchone()[0], index.conn.total_changes
+def _hit(
+    match: Match,
+    now_is: Current,
+    reader: origins.OriginReader,
+    measure: Callable[[str], str],
+    now: datetime,
+) -> Hit:
+    """One match as recall shows it, from its file as it is now: a quarantined context
+    file's words held back."""
+    head = now_is.header
+    origin = _origin(reader, match.rel, now_is.data, head)
+    held = match.kind in CONTEXT_TYPES and fence.held_back(origin, reader.keyed)
+    names = [n.strip() for n in (head.get("probes") or "").split(",") if n.strip()]
+    mtime = datetime.fromtimestamp(now_is.mtime_ns / 1e9)
+    return Hit(
+        path=match.rel,
+        kind=match.kind,
+        origin=origin,
+        age=human_age(mtime, now),
+        keywords="" if held else (head.get("keywords") or "").strip(),
+        snippet=HELD if held else match.snippet,
+        probes={} if held else {name: measure(name) for name in names},
+        updated=None if held else (head.get("updated") or "").strip() or None,
+        mtime=mtime,
+        matched=_how(match),
+        only_log=match.only_log,
+        chunk=None if match.chunk is None else match.chunk + 1,
+        held=held,
+    )
 
 
 def _checked(
-    index: Index,
-    tree: Tree,
-    words: list[str],
-    query: str,
-    mode: str,
-    kind: str | None,
-    limit: int,
+    index: Index, tree: Tree, search: Callable[[], list[Match]]
 ) -> list[tuple[Match, Current]]:
-    """The search's hits, each checked against its file as it is now (see the module)."""
+    """The hits of ``search`` (on ``index``), each checked against its file as it is now
+    (see the module)."""
     kinds = {rel: file_kind for rel, (_, file_kind) in indexed_files(tree).items()}
     shown: list[tuple[Match, Current]] = []
     for round_number in range(ROUNDS):
-        matches = index.search(words, query=query, mode=mode, kind=kind, limit=limit)
+        matches = search()
         shown = []
         clean = True
         for match in matches:

@@ -195,20 +195,8 @@ def parse_probes(text: str, path: str, first_line: int = 1) -> tuple[list[Probe]
         if raw.strip() == "```":
             probe = block.build()
             block = None
-            if probe is None:
-                continue
-            if probe.name in seen:
-                problems.append(
-                    Problem(
-                        path,
-                        f"duplicate probe name {probe.name!r} (first on line "
-                        f"{seen[probe.name]}) — rename or remove one",
-                        probe.line,
-                    )
-                )
-                continue
-            seen[probe.name] = probe.line
-            probes.append(probe)
+            if probe is not None and _first_named(probe, seen, path, problems):
+                probes.append(probe)
             continue
         block.add(raw, lineno)
     if block is not None:
@@ -226,6 +214,23 @@ def parse_probes(text: str, path: str, first_line: int = 1) -> tuple[list[Probe]
             )
         )
     return probes, problems
+
+
+def _first_named(probe: Probe, seen: dict[str, int], path: str, problems: list[Problem]) -> bool:
+    """Whether no probe before this one has its name (``seen``: name → line); a later one
+    is a problem, and dropped."""
+    if probe.name in seen:
+        problems.append(
+            Problem(
+                path,
+                f"duplicate probe name {probe.name!r} (first on line "
+                f"{seen[probe.name]}) — rename or remove one",
+                probe.line,
+            )
+        )
+        return False
+    seen[probe.name] = probe.line
+    return True
 
 
 def load_probes(tree: Tree) -> tuple[list[Probe], list[Problem]]:

@@ -247,20 +247,7 @@ def close(
         rearmed = _rearm(root, record, now, force)
         if rearmed is not None:
             return rearmed
-    states = clock.LEVELS[record.type].states
-    if ending not in ENDINGS:
-        raise UsageError(
-            f"unknown ending {ending!r}: use --done, --dropped WHY, --abandoned WHY, "
-            "--failed WHY or --cancelled WHY"
-        )
-    if ending not in states or ending == states[0]:
-        endings = [s for s in states[1:] if s in ENDINGS]
-        raise UsageError(
-            f"{article(record.type)} cannot end '{ending}': its states are {', '.join(states)}"
-            + (f" (use --{' or --'.join(endings)})" if endings else "")
-        )
-    if ending != "done" and not (why or "").strip():
-        raise UsageError(f"--{ending} needs a reason, said out loud: --{ending} 'why'")
+    _check_ending(record, ending, why)
     status = clock.status_of(record)
     if record.type == "task" and status == "running" and not (by_worker or force):
         raise UsageError(
@@ -279,10 +266,7 @@ def close(
     _not_back(record, now, force)
     updates: dict[str, str | None] = {"status": ending, "last-moved": format_stamp(now)}
     if outcome is not None:
-        if record.type != "action":
-            raise UsageError(f"only an action carries an outcome, not {article(record.type)}")
-        if outcome not in clock.OUTCOMES:
-            raise UsageError(f"unknown outcome {outcome!r}: use {', '.join(clock.OUTCOMES)}")
+        _check_outcome(record, outcome)
         updates["outcome"] = outcome
     reason = one_line(why) if why else None
     line = ending + (f" (was {status})" if ended and status != ending else "")
@@ -301,6 +285,33 @@ def close(
             "previous_status": status,
         },
     )
+
+
+def _check_ending(record: Record, ending: str, why: str | None) -> None:
+    """Refuse an ending that is not one of the record's closed states, or one other than
+    ``done`` given without a reason."""
+    states = clock.LEVELS[record.type].states
+    if ending not in ENDINGS:
+        raise UsageError(
+            f"unknown ending {ending!r}: use --done, --dropped WHY, --abandoned WHY, "
+            "--failed WHY or --cancelled WHY"
+        )
+    if ending not in states or ending == states[0]:
+        endings = [s for s in states[1:] if s in ENDINGS]
+        raise UsageError(
+            f"{article(record.type)} cannot end '{ending}': its states are {', '.join(states)}"
+            + (f" (use --{' or --'.join(endings)})" if endings else "")
+        )
+    if ending != "done" and not (why or "").strip():
+        raise UsageError(f"--{ending} needs a reason, said out loud: --{ending} 'why'")
+
+
+def _check_outcome(record: Record, outcome: str) -> None:
+    """Refuse an outcome on anything but an action, or one not in :data:`clock.OUTCOMES`."""
+    if record.type != "action":
+        raise UsageError(f"only an action carries an outcome, not {article(record.type)}")
+    if outcome not in clock.OUTCOMES:
+        raise UsageError(f"unknown outcome {outcome!r}: use {', '.join(clock.OUTCOMES)}")
 
 
 def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | None:

@@ -7,7 +7,6 @@ fails undoes the ones before it.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -18,6 +17,7 @@ from rouse.core.timefmt import format_stamp
 from rouse.core.tree import walk
 from rouse.records.inputs import check_value
 from rouse.records.lifecycle import Changed, minute
+from rouse.records.repository import tracked
 from rouse.records.scaffold import check_parent
 from rouse.trust.sealing import SigningStore
 from rouse.trust.speaker import lower
@@ -94,21 +94,9 @@ class _Mover:
         self.store = store
         self.done: list[tuple[str, str]] = []
 
-    def _tracked(self, rel: str) -> bool:
-        git = shutil.which("git")
-        if git is None:
-            return False
-        found = subprocess.run(
-            [git, "ls-files", "--error-unmatch", "--", rel],
-            cwd=self.root,
-            capture_output=True,
-            check=False,
-        )
-        return found.returncode == 0
-
     def move(self, src: str, dst: str) -> None:
         self.store.path(dst)  # refuses escapes and symlinks
-        if self._tracked(src):
+        if tracked(self.root, src):
             self.store.path(dst).parent.mkdir(parents=True, exist_ok=True)
             subprocess.run(
                 ["git", "mv", "--", src, dst], cwd=self.root, capture_output=True, check=True
@@ -119,7 +107,7 @@ class _Mover:
 
     def undo(self) -> None:
         for src, dst in reversed(self.done):
-            if self._tracked(dst):
+            if tracked(self.root, dst):
                 subprocess.run(["git", "mv", "--", dst, src], cwd=self.root, check=False)
             else:
                 self.store.rename(dst, src)

@@ -5,8 +5,6 @@ The fields they are given are checked in :mod:`rouse.records.inputs`.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,6 +20,7 @@ from rouse.core.store import LEFTOVER_IGNORE
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, walk
 from rouse.records.inputs import check_body, readable_header, validate_fields
+from rouse.records.repository import own_repository
 from rouse.trust import stamp as stamping
 from rouse.trust.sealing import SigningStore
 from rouse.trust.stampkey import StampKey, init_key, load_key
@@ -153,7 +152,7 @@ def init(
         )
     if stamp_key is not None and examples:  # nothing to sign without the examples
         result.notes.append(_sign_examples(target, stamp_key))
-    result.notes.append(_git_init(target))
+    result.notes.append(own_repository(target))
     return result
 
 
@@ -163,47 +162,6 @@ def _sign_examples(target: Path, key: StampKey) -> str:
     laid = sorted(p.relative_to(target).as_posix() for p in target.rglob("*.md"))
     count = stamping.sign_laid_files(target, key, laid)
     return f"signed the origin of {count} example file(s) with the stamp key {key.path}"
-
-
-def _git_init(target: Path) -> str:
-    """Give the tree its own repository, unless it sits in one already or git is missing."""
-    git = shutil.which("git")
-    if git is None:
-        return "git not found: the tree has no repository"
-    inside = subprocess.run(
-        [git, "rev-parse", "--is-inside-work-tree"],
-        cwd=target.parent,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if inside.returncode == 0 and inside.stdout.strip() == "true":
-        return (
-            "the tree sits inside an existing git work tree: no repository made, nothing committed"
-        )
-    identity = ["-c", "user.name=rouse", "-c", "user.email=rouse@localhost"]
-    configured = subprocess.run(
-        [git, "config", "user.email"], cwd=target, capture_output=True, check=False
-    )
-    steps = [
-        [git, "init", "-q"],
-        [git, "add", "-A"],
-        [
-            git,
-            *([] if configured.returncode == 0 else identity),
-            "commit",
-            "-q",
-            "-m",
-            "rouse init",
-        ],
-    ]
-    for step in steps:
-        done = subprocess.run(step, cwd=target, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            return (
-                f"git {step[-1]} failed ({done.stderr.strip()}): the tree is laid but not committed"
-            )
-    return "made the tree's own git repository (one commit)"
 
 
 # -- new ----------------------------------------------------------------------
@@ -257,7 +215,6 @@ def new(
     check_body(body)
     start: dict[str, str]
     warnings: list[str] = []
-    notes: list[str] = []
     record: str | None = None
     if kind == "persona":
         rel, start = layout.PERSONA, {}
@@ -269,17 +226,7 @@ def new(
         if kind in layout.RECORD_TYPES:
             record = f"{kind}/{slug}"
     start.update(given)
-    head = readable_header(start, rel)
-    if kind == "persona" and not body.strip():
-        head = head[:4] + "".join(f"{line}\n" for line in PERSONA_COMMENTS) + head[4:]
-        body = PERSONA_BODY
-        notes.append(
-            "edit its body: it opens every pack (the lines there now are a start, not a must); "
-            f"then `rouse stamp --origin owner {root / rel}` marks it as yours"
-        )
-    elif kind in CONTEXT_TYPES and not body.strip():
-        notes.append("write its body: one short ground truth, shown in every pack")
-    text = head + (body if body.endswith("\n") or not body else body + "\n")
+    text, notes = _first_text(root, kind, rel, start, body)
     store = SigningStore(root, origin=origin)
     with store.lock():
         path = store.create(rel, text)
@@ -289,6 +236,23 @@ def new(
         todo.append("the message (the body: what to tell the human)")
     where = rel.rpartition("/")[0] if record is not None else rel
     return Created(path, rel, todo, notes, warnings, kind, record, where, start)
+
+
+def _first_text(
+    root: Path, kind: str, rel: str, start: dict[str, str], body: str
+) -> tuple[str, list[str]]:
+    """A new file's text (its header, then ``body``), and what to write in it: a persona
+    without a body starts from ours, its lines commented; a context file asks for one."""
+    head = readable_header(start, rel)
+    if kind == "persona" and not body.strip():
+        head = head[:4] + "".join(f"{line}\n" for line in PERSONA_COMMENTS) + head[4:]
+        return head + PERSONA_BODY, [
+            "edit its body: it opens every pack (the lines there now are a start, not a must); "
+            f"then `rouse stamp --origin owner {root / rel}` marks it as yours"
+        ]
+    asked = kind in CONTEXT_TYPES and not body.strip()
+    notes = ["write its body: one short ground truth, shown in every pack"] if asked else []
+    return head + (body if body.endswith("\n") or not body else body + "\n"), notes
 
 
 def _placement(

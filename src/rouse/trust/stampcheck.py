@@ -12,7 +12,7 @@ from __future__ import annotations
 from rouse.core import acts, layout
 from rouse.core.tree import File, Tree
 from rouse.trust.fence import held_back
-from rouse.trust.origins import OriginReader, StampFinding
+from rouse.trust.origins import OriginReader, StampFinding, Verdict
 
 #: Verdict states ``check`` names as not signed, and ``stamp --changed`` vouches for.
 UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
@@ -63,62 +63,11 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
     contexts = {context.rel for context in tree.context}
     for file in _stamped_files(tree):
         verdict = reader.verdict(file)
-        if verdict.state == "verified-v1":
-            findings.append(
-                StampFinding(
-                    "warn",
-                    file.rel,
-                    f"origin {verdict.written!r} is signed with v1, which covers the body but "
-                    "not the header's fields (a forged closes-when or probes line would keep "
-                    "it) — re-sign it from outside the agent: rouse stamp --upgrade",
-                    file.header.line_of("origin-sig"),
-                )
-            )
-        elif verdict.state == "once-untrusted":
-            findings.append(
-                StampFinding(
-                    "warn",
-                    file.rel,
-                    f"{verdict.why} — review it; if you vouch for it: rouse stamp --origin "
-                    f"owner {file.rel}",
-                    file.header.line_of("origin"),
-                )
-            )
-        elif verdict.state in UNVOUCHED:
-            unsigned += 1
-            if file.rel in contexts and not verdict.written:
-                continue  # named below as quarantined, which says more
-            shown = "no origin"
-            if verdict.written:
-                shown = f"origin {verdict.written!r} does not verify"
-            vouch = ""
-            if file.rel in contexts:  # held back by the pack: its own vouching command
-                vouch = (
-                    " — the pack leaves it out; review it, and if it is yours, vouch for it "
-                    f"from outside the agent: rouse stamp --origin owner {file.rel}"
-                )
-            findings.append(
-                StampFinding(
-                    "warn",
-                    file.rel,
-                    f"{shown}: {verdict.why}; it reads as unknown (not signed){vouch}",
-                    file.header.line_of("origin"),
-                )
-            )
-    flagged = {finding.path for finding in findings}
-    for context in sorted(tree.context, key=lambda c: c.rel):
-        if context.rel in flagged or not held_back(reader.verdict(context).origin, reader.keyed):
-            continue
-        findings.append(
-            StampFinding(
-                "warn",
-                context.rel,
-                f"quarantined: the pack leaves this {context.kind} out (nothing you trust "
-                "vouches for it under the stamp key) — review it; if it is yours, vouch for it "
-                f"from outside the agent: rouse stamp --origin owner {context.rel}",
-                context.header.line_of("origin"),
-            )
-        )
+        unsigned += verdict.state in UNVOUCHED
+        finding = _origin_finding(file, verdict, file.rel in contexts)
+        if finding is not None:
+            findings.append(finding)
+    findings += _quarantine_findings(tree, reader, {finding.path for finding in findings})
     acted = acts.problem(tree.root, key.secret)
     if acted is not None:
         findings.append(StampFinding("warn", f"{layout.STATE_DIR}/{acts.FILE}", acted))
@@ -134,6 +83,59 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
         )
     reader.flush()
     return findings
+
+
+def _origin_finding(file: File, verdict: Verdict, context: bool) -> StampFinding | None:
+    """What check says of one file's origin: signed with v1, once untrusted, or not
+    signed (a context file without an origin is named as quarantined instead)."""
+    if verdict.state == "verified-v1":
+        return StampFinding(
+            "warn",
+            file.rel,
+            f"origin {verdict.written!r} is signed with v1, which covers the body but "
+            "not the header's fields (a forged closes-when or probes line would keep "
+            "it) — re-sign it from outside the agent: rouse stamp --upgrade",
+            file.header.line_of("origin-sig"),
+        )
+    if verdict.state == "once-untrusted":
+        return StampFinding(
+            "warn",
+            file.rel,
+            f"{verdict.why} — review it; if you vouch for it: rouse stamp --origin "
+            f"owner {file.rel}",
+            file.header.line_of("origin"),
+        )
+    if verdict.state not in UNVOUCHED or (context and not verdict.written):
+        return None  # (a context file without one: named below as quarantined, says more)
+    shown = f"origin {verdict.written!r} does not verify" if verdict.written else "no origin"
+    vouch = ""
+    if context:  # held back by the pack: its own vouching command
+        vouch = (
+            " — the pack leaves it out; review it, and if it is yours, vouch for it "
+            f"from outside the agent: rouse stamp --origin owner {file.rel}"
+        )
+    return StampFinding(
+        "warn",
+        file.rel,
+        f"{shown}: {verdict.why}; it reads as unknown (not signed){vouch}",
+        file.header.line_of("origin"),
+    )
+
+
+def _quarantine_findings(tree: Tree, reader: OriginReader, flagged: set[str]) -> list[StampFinding]:
+    """Each context file the pack holds back that no finding in ``flagged`` names yet."""
+    return [
+        StampFinding(
+            "warn",
+            context.rel,
+            f"quarantined: the pack leaves this {context.kind} out (nothing you trust "
+            "vouches for it under the stamp key) — review it; if it is yours, vouch for it "
+            f"from outside the agent: rouse stamp --origin owner {context.rel}",
+            context.header.line_of("origin"),
+        )
+        for context in sorted(tree.context, key=lambda c: c.rel)
+        if context.rel not in flagged and held_back(reader.verdict(context).origin, reader.keyed)
+    ]
 
 
 def quarantined(tree: Tree, reader: OriginReader) -> list[File]:

@@ -40,29 +40,32 @@ class Launch:
     last_message: Path | None
 
 
-def launch(
-    root: Path,
-    tree: Tree,
-    record: Record,
-    attempt: int,
-    now: datetime,
-    *,
-    kind: str,
-    extra: list[str],
-    timeout: timedelta,
-    grace: float,
-    reader: OriginReader,
-    env: Mapping[str, str],
-    worker: str,
-) -> Launch:
+@dataclass(frozen=True)
+class RunSetup:
+    """What every run one worker starts shares: the tree, the preset and its extra
+    arguments, the deadline and the grace before SIGKILL, whose origins count, the
+    environment, and the worker's name for the log head."""
+
+    root: Path
+    kind: str
+    extra: list[str]
+    timeout: timedelta
+    grace: float
+    reader: OriginReader
+    env: Mapping[str, str]
+    worker: str
+
+
+def launch(setup: RunSetup, tree: Tree, record: Record, attempt: int, now: datetime) -> Launch:
     """The spec of ``record``'s run, attempt ``attempt``."""
+    root, kind = setup.root, setup.kind
     fields = prompt.fields_of(record)
     run_id = f"w{now:%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
     last = state_path(root, f"runs/{run_id}.last") if kind == "codex" else None
-    argv, unflagged = presets.task_command(kind, extra, fields, str(last) if last else None)
-    text = prompt.build(root, tree, record, reader, unflagged, attempt)
+    argv, unflagged = presets.task_command(kind, setup.extra, fields, str(last) if last else None)
+    text = prompt.build(root, tree, record, setup.reader, unflagged, attempt)
     run_env = {
-        **env,
+        **setup.env,
         ROUSE_MARKER: "1",  # what the run writes through rouse signs as agent
         "ROUSE_MEMORY": str(root),
         "ROUSE_TASK": record.dir,
@@ -77,15 +80,15 @@ def launch(
         "cwd": str(directory),
         "env": run_env,
         "prompt": text,
-        "timeout": timeout.total_seconds(),
-        "grace": grace,
+        "timeout": setup.timeout.total_seconds(),
+        "grace": setup.grace,
         "locks": [str(state_path(root, lock_rel(record)))],
         "watch": str(root / record.rel),
         "log": str(directory / "run.log"),
         "log_head": (
             f"run: {run_id}\ntask: {record.dir}\nattempt: {attempt}\n"
             f"started: {now:%Y-%m-%d %H:%M:%S}\ncommand: {' '.join(argv)}\n"
-            f"directory: {directory}\nworker: {worker}\n"
+            f"directory: {directory}\nworker: {setup.worker}\n"
         ),
     }
     return Launch(spec, run_id, attempt, argv, last)

@@ -46,7 +46,7 @@ from rouse.sweep.sinks import Sink, child_environment
 from rouse.trust.origins import OriginReader
 from rouse.work import notices
 from rouse.work.endings import verdict
-from rouse.work.launch import Launch, launch
+from rouse.work.launch import Launch, RunSetup, launch
 from rouse.work.queue import Report, TaskQueue, as_count, lock_rel
 from rouse.work.recorder import Recorder
 
@@ -109,6 +109,16 @@ class Worker:
         self.say = say
         self.env = child_environment(env)
         self.worker = f"{socket.gethostname()} pid {os.getpid()}"
+        self.setup = RunSetup(  # what each of its runs starts with
+            root=root,
+            kind=options.kind,
+            extra=options.extra,
+            timeout=options.timeout,
+            grace=options.grace,
+            reader=reader,
+            env=self.env,
+            worker=self.worker,
+        )
         self.slots: dict[str, Slot] = {}  # task dir → its claim
         self.releasing: list[Supervised] = []  # released, not yet exited
         self.report = Report()
@@ -252,20 +262,7 @@ class Worker:
             return
         tree = self.tasks.tree
         assert tree is not None
-        made = launch(
-            self.root,
-            tree,
-            record,
-            as_count(head.fields.get("attempts")) + 1,
-            now,
-            kind=self.options.kind,
-            extra=self.options.extra,
-            timeout=self.options.timeout,
-            grace=self.options.grace,
-            reader=self.reader,
-            env=self.env,
-            worker=self.worker,
-        )
+        made = launch(self.setup, tree, record, as_count(head.fields.get("attempts")) + 1, now)
         try:
             held = start(made.spec)
         except SupervisorError as exc:
