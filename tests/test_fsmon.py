@@ -25,8 +25,8 @@ from unittest import mock
 import pytest
 
 from conftest import INTENTIONS, NOTES, OLD, MakeTree, set_mtime, stamp
-from rouse.core import fsmon
-from rouse.core.cache import HeaderCache
+from rouse.cache import fsmon
+from rouse.cache.walk import HeaderCache
 from rouse.sweep.watch import IN_Q_OVERFLOW, Watcher
 from rouse.trust.stampkey import cache_secret
 
@@ -181,7 +181,7 @@ def test_the_watched_walk_asks_and_stats_nothing_unchanged(
 def test_the_snapshot_stands_on_the_watchers_word(
     tree: Path, env: dict[str, str], key_path: Path, sweeper: subprocess.Popen[bytes]
 ) -> None:
-    from rouse.core import snapshot
+    from rouse.cache import snapshot
 
     pack(tree, env)
     pack(tree, env)  # (racy listings settled: kept)

@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from conftest import NOW, stamp
 from rouse.agents import hook, hookstate, prompt_hook, stop_hook
-from rouse.core import statefile, stateshapes
 from rouse.core.errors import UsageError
 from rouse.core.home import find_tree
 from rouse.records.scaffold import init
+from rouse.state import files, shapes
 
 START = stamp(NOW)
 DUE = "2026-03-14 13:00"
@@ -273,8 +273,8 @@ JSON = st.recursive(
 
 def core_decode(data: bytes, depth: int) -> tuple[str, str]:
     try:
-        return "ok", repr(statefile.decode(data, max_depth=depth))
-    except statefile.Damaged:
+        return "ok", repr(files.decode(data, max_depth=depth))
+    except files.Damaged:
         return "refused", ""
 
 
@@ -324,13 +324,13 @@ def test_the_light_json_reader_declines_what_the_core_refuses(sample: bytes) -> 
 @settings(max_examples=200, deadline=None)
 @given(JSON)
 def test_the_light_shape_checks_are_the_cores(value: object) -> None:
-    for check, spec in ((prompt_hook._is_seen, stateshapes.SEEN), (stop_hook._is_mark, None)):
+    for check, spec in ((prompt_hook._is_seen, shapes.SEEN), (stop_hook._is_mark, None)):
         for candidate in (value, {"seen": value}, {"pid": value, "at": 5}, {"pid": 7, "at": value}):
-            shape = (spec or stateshapes.WAITER).shape
+            shape = (spec or shapes.WAITER).shape
             try:
-                statefile.conform(candidate, shape)
+                files.conform(candidate, shape)
                 fits = True
-            except statefile.Damaged:
+            except files.Damaged:
                 fits = False
             assert check(candidate) == fits
 
@@ -369,7 +369,7 @@ def test_the_link_rule_is_statefiles(tmp_path: Path) -> None:
         state / "a" / "b" / "c" / "d" / "e" / "f" / "g" / "h" / "i.json",
     ]
     for path in paths:
-        assert hookstate.through_link(str(path)) == statefile.through_link(path), path
+        assert hookstate.through_link(str(path)) == files.through_link(path), path
 
 
 def test_bounded_reads_are_statefiles(tmp_path: Path) -> None:
@@ -382,8 +382,8 @@ def test_bounded_reads_are_statefiles(tmp_path: Path) -> None:
     for name in ("ok.json", "big.json", "fifo.json", "link.json", "missing.json"):
         path = state / name
         try:
-            core: object = statefile.read_bounded(path, 50)
-        except statefile.Damaged:
+            core: object = files.read_bounded(path, 50)
+        except files.Damaged:
             core = "damaged"
         try:
             light: object = hookstate.read_bounded(str(path), 50)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, MakeTree, ago, set_mtime
-from rouse.core.cache import HeaderCache
+from rouse.cache.walk import HeaderCache
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import human_age
 from rouse.core.tree import walk

@@ -15,7 +15,7 @@ from pathlib import Path
 from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH
 from rouse.core.errors import RouseError
 from rouse.core.home import find_tree, global_tree
-from rouse.core.statefile import decode
+from rouse.state.files import decode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -154,7 +154,7 @@ def read_session(stream: TextIO | BinaryIO | None = None) -> dict[str, Any]:
     try:  # bounded: nesting that would exhaust the parser is refused before it is parsed
         value = hookstate.loads(data, STDIN_DEPTH)
     except hookstate.Declined:  # the core's reader decides (and refuses) the rest
-        from rouse.core.statefile import decode
+        from rouse.state.files import decode
 
         try:
             value = decode(data, max_depth=STDIN_DEPTH)

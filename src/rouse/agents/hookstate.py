@@ -9,14 +9,14 @@ readers, which import nothing that Python has not loaded already but the C
 half of json:
 
 - :func:`loads`: JSON read by the C scanner json itself uses, under the
-  bounds of :func:`rouse.core.statefile.decode` (the nesting depth, no
+  bounds of :func:`rouse.state.files.decode` (the nesting depth, no
   ``NaN`` or ``Infinity``, numbers within ±1e15). It *declines*
   (:class:`Declined`) whatever it cannot decide cheaply: another encoding, a
   BOM, a bound crossed, anything json would refuse. The caller then asks the
   core reader, which says what is wrong; so it never takes what the core
   refuses, and what it takes is the value the core would decode.
 - :func:`through_link`, :func:`read_bounded`, :func:`save_bytes`,
-  :func:`nudge_dir_stat`: the core's rules (:mod:`rouse.core.statefile`,
+  :func:`nudge_dir_stat`: the core's rules (:mod:`rouse.state.files`,
   :mod:`rouse.core.statedir`): never through a symlink from ``.rouse`` down,
   regular files only, bounded reads, atomic writes.
 - :func:`pure`, :func:`explicit_tree`, :func:`surely_local`: the tree a hook
@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 STATE_DIR = ".rouse"  # rouse.core.layout.STATE_DIR
-NUDGES = "nudges"  # rouse.core.nudges.DIR
+NUDGES = "nudges"  # rouse.state.nudges.DIR
 SESSIONS = "sessions"  # rouse.agents.prompt_hook.DIR
-MAX_NUMBER = 1e15  # rouse.core.statefile.MAX_NUMBER
+MAX_NUMBER = 1e15  # rouse.state.files.MAX_NUMBER
 TREE_MARKS = ("entrypoint/rouse.md", ".rouse-tree")  # rouse.core.home.TREE_MARKS
 _WHITESPACE = " \t\n\r"  # what json skips around a value
 _NOT_STRUCTURE = bytes(range(256)).translate(None, b'[]{}"\\')
@@ -101,7 +101,7 @@ _scan = _json.make_scanner(_Decoder()) if _json is not None else None  # type: i
 
 
 def _nesting_ok(brackets: bytes, limit: int) -> bool:
-    """rouse.core.statefile's: do these brackets nest at most ``limit`` deep, and balance?"""
+    """rouse.state.files's: do these brackets nest at most ``limit`` deep, and balance?"""
     for _ in range(limit):
         if not brackets:
             return True
@@ -178,7 +178,7 @@ def dumps_seen(seen: list[str], stamp: list[int] | None) -> bytes:
 
 
 def through_link(path: str) -> bool:
-    """rouse.core.statefile's: is ``path``, or a directory above it up to ``.rouse``, a link?"""
+    """rouse.state.files's: is ``path``, or a directory above it up to ``.rouse``, a link?"""
     current = path
     for _ in range(8):
         if os.path.islink(current):
@@ -191,7 +191,7 @@ def through_link(path: str) -> bool:
 
 
 def read_bounded(path: str, max_bytes: int) -> bytes | None:
-    """rouse.core.statefile's: the file's bytes, or None (missing, unreadable, behind a
+    """rouse.state.files's: the file's bytes, or None (missing, unreadable, behind a
     link); Declined where the core says it is damaged (too large, not a regular file)."""
     if through_link(path):
         return None
@@ -225,7 +225,7 @@ def read_bounded(path: str, max_bytes: int) -> bytes | None:
 
 
 def save_bytes(path: str, text: bytes) -> bool:
-    """rouse.core.statefile's: write ``text`` atomically; False (no temp file left) if not."""
+    """rouse.state.files's: write ``text`` atomically; False (no temp file left) if not."""
     folder, name = os.path.split(path)
     temp = os.path.join(folder, f".{name}.{os.getpid()}.{time.monotonic_ns()}.tmp")
     if through_link(path):

@@ -314,7 +314,7 @@ def kept_since(root: str, started: float) -> bool:
     from datetime import datetime
     from pathlib import Path
 
-    from rouse.core import acts
+    from rouse.state import acts
 
     since = datetime.fromtimestamp(int(started))
     if any(at >= since for at in acts.load(Path(root)).values()):

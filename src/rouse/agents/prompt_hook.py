@@ -40,8 +40,8 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from rouse.core import nudges
     from rouse.core.tree import Tree
+    from rouse.state import nudges
 
 DIR = hookstate.SESSIONS
 #: A session's seen-set not touched for this long is deleted (when another session starts).
@@ -52,9 +52,9 @@ _PLAIN = _PLAIN_FIRST | {"."}
 LIST_MOST = 20  # wakes listed by name in one prompt; the rest are counted
 #: A nudge file younger than this that the ledger does not know yet is looked at again.
 SETTLE_SECONDS = 60
-#: The nudges folder's stat is trusted once it is this old (rouse.core.cache.RACY_NS).
+#: The nudges folder's stat is trusted once it is this old (rouse.cache.walk.RACY_NS).
 RACY_NS = 2_000_000_000
-SEEN_MOST, SEEN_DEPTH = 8 << 20, 16  # rouse.core.stateshapes.SEEN's bounds
+SEEN_MOST, SEEN_DEPTH = 8 << 20, 16  # rouse.state.shapes.SEEN's bounds
 #: The most a hook waits for the sessions folder's lock (seconds); then it goes on without.
 LOCK_WAIT = 1.0
 
@@ -94,14 +94,14 @@ def _stamp(info: os.stat_result) -> list[int]:
 
 
 def _is_seen(data: Any) -> bool:
-    """Does ``data`` fit ``stateshapes.SEEN``'s shape (``{"seen": [str]}``, more allowed)?"""
+    """Does ``data`` fit ``shapes.SEEN``'s shape (``{"seen": [str]}``, more allowed)?"""
     if type(data) is not dict or type(data.get("seen")) is not list:
         return False
     return all(type(name) is str for name in data["seen"])
 
 
 def _read_seen(path: str) -> tuple[dict[str, Any] | None, bytes | None]:
-    """The seen-set file (None: none, or refused) and its bytes, as ``stateshapes.SEEN``
+    """The seen-set file (None: none, or refused) and its bytes, as ``shapes.SEEN``
     reads it; the core reader decides whatever the light one declines."""
     try:
         raw = hookstate.read_bounded(path, SEEN_MOST)
@@ -113,9 +113,9 @@ def _read_seen(path: str) -> tuple[dict[str, Any] | None, bytes | None]:
     except Declined:
         from pathlib import Path
 
-        from rouse.core import stateshapes
+        from rouse.state import shapes
 
-        return stateshapes.SEEN.read(Path(path)), None
+        return shapes.SEEN.read(Path(path)), None
     return data, raw
 
 
@@ -247,7 +247,7 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
         return [], False
     from pathlib import Path
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
     tree = Path(root)
     with _Taking(os.path.dirname(path)) as taking:
@@ -333,7 +333,7 @@ def _candidates(root: Path, names: set[str]) -> list[nudges.Nudge]:
     """The new nudge files by name and time only: the ledger says the rest (never the file)."""
     from datetime import datetime
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
     found = []
     for name in names:
@@ -353,10 +353,10 @@ def _standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nu
         return []
     from datetime import datetime
 
-    from rouse.core import acts, nudges
-    from rouse.core.cache import cached_walk
+    from rouse.cache.walk import cached_walk
     from rouse.core.home import stamp_key_path
     from rouse.core.tree import display_ids
+    from rouse.state import acts, nudges
     from rouse.trust.stampkey import cache_secret
 
     secret = cache_secret(stamp_key_path())
@@ -375,8 +375,8 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
     ]
     if not reminders:
         return
-    from rouse.core import nudges
     from rouse.core.home import stamp_key_path
+    from rouse.state import nudges
     from rouse.trust.fence import message_block
     from rouse.trust.origins import origin_reader
 
@@ -391,8 +391,9 @@ def _fill_messages(root: Path, tree: Tree, live: list[nudges.Nudge]) -> None:
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:
     """What the prompt is given: the new wakes, and how to answer them (``idle``: what
     the Stop hook wakes an idle session with)."""
-    from rouse.core import layout, nudges
+    from rouse.core import layout
     from rouse.core.timefmt import human_age
+    from rouse.state import nudges
 
     since = "while the session was idle" if idle else "since your last prompt"
     lines = [f"rouse: {len(found)} record(s) woke you {since}"]

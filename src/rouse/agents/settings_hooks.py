@@ -23,7 +23,7 @@ from typing import Any
 from rouse.agents.hook import SETTINGS_DEPTH, context_json
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
-from rouse.core.statefile import decode
+from rouse.state.files import decode
 
 #: The SessionStart sources each agent documents (Claude Code: startup, resume,
 #: clear, compact, and fork since 2.1.214; Codex: startup, resume, clear): a fresh pack after each.

@@ -14,7 +14,7 @@ while nothing happens), and noticing the end of the session: the SessionEnd
 hook removes the registration (:func:`end_session`), and the waiter watches
 the agent's process, and for a stream-json session its input, by itself.
 What it does not own: what a wake is, or whether it still stands
-(``prompt_hook``, ``core.nudges``), and printing (``hook``).
+(``prompt_hook``, ``state.nudges``), and printing (``hook``).
 
 Claude Code starts it at every turn's end, so up to its wait it imports
 nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths through
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
 #: How long an idle session is waited on by default: a working day left open.
 WAIT_DEFAULT = 12 * 3600
@@ -62,7 +62,7 @@ IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x2, 0x8, 0x80, 0
 IN_ONLYDIR, IN_DONT_FOLLOW, IN_CLOEXEC, IN_NONBLOCK = 0x01000000, 0x02000000, 0o2000000, 0o4000
 NUDGE_EVENTS = IN_CREATE | IN_MOVED_TO
 SESSION_EVENTS = IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE
-WAITER_MOST, WAITER_DEPTH = 1 << 20, 16  # rouse.core.stateshapes.WAITER's bounds
+WAITER_MOST, WAITER_DEPTH = 1 << 20, 16  # rouse.state.shapes.WAITER's bounds
 
 
 def waiter_file(root: str | Path, session_id: object) -> Path | None:
@@ -87,7 +87,7 @@ def end_session(root: str | Path, session_id: object) -> None:
 
 
 def _registered(path: str) -> Any:
-    """The waiter's registration (``stateshapes.WAITER``), or None."""
+    """The waiter's registration (``shapes.WAITER``), or None."""
     try:
         raw = hookstate.read_bounded(path, WAITER_MOST)
         data = None if raw is None else hookstate.loads(raw, WAITER_DEPTH)
@@ -96,14 +96,14 @@ def _registered(path: str) -> Any:
     except Declined:
         from pathlib import Path
 
-        from rouse.core import stateshapes
+        from rouse.state import shapes
 
-        return stateshapes.WAITER.read(Path(path))
+        return shapes.WAITER.read(Path(path))
     return data
 
 
 def _is_mark(data: Any) -> bool:
-    """Does ``data`` fit ``stateshapes.WAITER``'s shape (``pid`` and ``at``, whole)?"""
+    """Does ``data`` fit ``shapes.WAITER``'s shape (``pid`` and ``at``, whole)?"""
     if type(data) is not dict:
         return False
     pid, at = data.get("pid"), data.get("at")

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from rouse.core import recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
-from rouse.core.clockplan import REMINDER, STALE, decide, wake_of
+from rouse.core.dueplan import REMINDER, STALE, decide, wake_of
 from rouse.core.timefmt import (
     FLOOR,
     LATEST,
@@ -115,9 +115,9 @@ class Decision(Value):
         #: change when that instant comes (so no plan keeps it)
         self.provisional = False
         #: the readable ``snoozed-until``, holding or past (a record is never due from an
-        #: instant inside it: :func:`rouse.core.clockplan.verdict`)
+        #: instant inside it: :func:`rouse.core.dueplan.verdict`)
         self.snooze: datetime | None = None
-        #: the plan's instants (rouse.core.clockplan): when it first comes due, and a
+        #: the plan's instants (rouse.core.dueplan): when it first comes due, and a
         #: reminder's expiry, nags run out, nagging
         self.wake: datetime | None = None
         self.expires: datetime | None = None

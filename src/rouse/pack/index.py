@@ -26,8 +26,8 @@ import stat
 import time
 from pathlib import Path
 
+from rouse.cache.walk import cached_walk
 from rouse.core import header, layout, statedir
-from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError
 from rouse.core.tree import File, Tree
 from rouse.pack import search

@@ -19,8 +19,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from rouse.cache.walk import cached_walk
 from rouse.core import supersession
-from rouse.core.cache import cached_walk
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header
 from rouse.core.layout import CONTEXT_TYPES

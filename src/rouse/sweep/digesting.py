@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from rouse.core import acts, nudges
-from rouse.core.cache import HeaderCache
+from rouse.cache.walk import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.tree import Tree
+from rouse.state import acts, nudges
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport

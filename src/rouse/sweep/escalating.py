@@ -12,9 +12,10 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, clock, nudges
+from rouse.core import clock
 from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Tree
+from rouse.state import acts, nudges
 from rouse.sweep import escalate
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport

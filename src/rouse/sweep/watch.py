@@ -1,6 +1,6 @@
 """The long-running sweeper keeps the tree's state hot: inotify (through ctypes,
 Linux only) on every directory the walk visits, and a unix socket in
-``.rouse/`` that answers "what changed since token T" (:mod:`rouse.core.fsmon`
+``.rouse/`` that answers "what changed since token T" (:mod:`rouse.cache.fsmon`
 is the asking side, and says what is checked there).
 
 A token is ``<instance nonce>:<counter>``: the counter goes up with every
@@ -33,8 +33,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from rouse.core import fsmon, layout
-from rouse.core.cache import HeaderCache
+from rouse.cache import fsmon
+from rouse.cache.walk import HeaderCache
+from rouse.core import layout
 from rouse.core.tree import SKIP_NAMES
 
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
@@ -84,7 +85,7 @@ class Watcher:
         self.fd = -1
         self.server: socket.socket | None = None
         self.bound: int | None = None  # the inode of the socket we made
-        self.binding = ""  # what our replies are bound to (rouse.core.fsmon.binding)
+        self.binding = ""  # what our replies are bound to (rouse.cache.fsmon.binding)
         self.thread: threading.Thread | None = None
         self._stop_r, self._stop_w = -1, -1
         self._add: ctypes._NamedFuncPointer | None = None

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from rouse.core import header, home, layout
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import save_json
-from rouse.core.stateshapes import ORIGINS as ORIGINS_FILE
 from rouse.core.tree import File
 from rouse.core.value import Frozen, Value
+from rouse.state.files import save_json
+from rouse.state.shapes import ORIGINS as ORIGINS_FILE
 from rouse.trust.stampkey import (
     StampKey,
     load_key,

@@ -9,8 +9,9 @@ them and says what to do.
 
 from __future__ import annotations
 
-from rouse.core import acts, layout
+from rouse.core import layout
 from rouse.core.tree import File, Tree
+from rouse.state import acts
 from rouse.trust.fence import held_back
 from rouse.trust.origins import OriginReader, StampFinding
 

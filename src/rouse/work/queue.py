@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, header, layout, locks
+from rouse.core import clock, header, layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statedir import state_path
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, display_ids, walk
 from rouse.records import lifecycle, tasks
+from rouse.state import locks
 from rouse.trust.origins import OriginReader
 from rouse.work import notices, prompt
 

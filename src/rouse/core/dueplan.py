@@ -8,7 +8,7 @@ expires, whether its nags have run out. :func:`verdict` is the one rule that
 turns those instants into "due at ``t``, why, and since when" — the clock
 itself decides through it, so a copy of the plan decides at any later instant
 exactly as the clock would, without the file. :func:`plan_of` takes the
-:class:`Plan` out of a decision; the walk cache (:mod:`rouse.core.planned`)
+:class:`Plan` out of a decision; the walk cache (:mod:`rouse.cache.plans`)
 stores it as a list of microseconds and the fleet's mirror as columns
 (:meth:`Plan.columns`), both read back through :func:`verdict`.
 """

@@ -1,4 +1,4 @@
-"""The walk cache's file (:mod:`rouse.core.cache`): its first line and MAC, how it
+"""The walk cache's file (:mod:`rouse.cache.walk`): its first line and MAC, how it
 writes a header as JSON and reads it back, and which cached names it may believe."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ import time
 from rouse.core import layout
 from rouse.core.header import COMPACT_LINES as COMPACT_LINES  # (the cache reads it from here)
 from rouse.core.header import Entry, Header
-from rouse.core.statefile import Damaged, load_bytes, save_bytes
-from rouse.core.stateshapes import WALK_CACHE
+from rouse.state.files import Damaged
+from rouse.state.shapes import WALK_CACHE
+from rouse.state.signed import read_signed, write_signed
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
@@ -111,47 +112,8 @@ VERSION = 9  # 8: plans made by the 0.4 clock (DST instants, future stamps); 9: 
 MAGIC = b"rouse-walk-cache"
 
 
-def keyed_mac(secret: bytes, label: bytes, body: bytes) -> bytes:
-    """HMAC-SHA256 of ``body`` (hex) under a key derived from the stamp key's secret for
-    ``label``: one key per use (the walk cache, a watching sweeper's replies)."""
-    import hashlib
-    import hmac
-
-    derived = hmac.new(secret, label, hashlib.sha256).digest()
-    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
-
-
 #: which key the walk cache is MACed with
 _LABEL = b"rouse-walk-cache-mac"
-
-
-def read_signed(
-    path: Path, max_bytes: int, magic: bytes, version: int, secret: bytes | None, label: bytes
-) -> bytes | None:
-    """The body of a file :func:`write_signed` wrote, or None: missing, of another
-    format or version, or (with a key) not MACed with it (``label``: which key)."""
-    data = load_bytes(path, max_bytes)
-    if data is None:
-        return None
-    first, _, body = data.partition(b"\n")
-    parts = first.split(b" ")
-    if len(parts) != 3 or parts[0] != magic or parts[1] != str(version).encode():
-        return None
-    if secret is not None:
-        import hmac
-
-        if not hmac.compare_digest(parts[2], keyed_mac(secret, label, body)):
-            return None
-    return body
-
-
-def write_signed(
-    path: Path, magic: bytes, version: int, secret: bytes | None, label: bytes, body: bytes
-) -> bool:
-    """Save ``body`` under one line of magic, version and MAC (``-`` unkeyed), best effort
-    (False when it could not be written)."""
-    signed = keyed_mac(secret, label, body) if secret is not None else b"-"
-    return save_bytes(path, b" ".join((magic, str(version).encode(), signed)) + b"\n" + body)
 
 
 def read_cache(path: Path, secret: bytes | None) -> Any:

@@ -1,7 +1,7 @@
 """Every JSON state file in ``.rouse/``: where it lives, its bounds and its shape.
 
 One table, so that every reader goes through the one bounded reader
-(:mod:`rouse.core.statefile`) with the file's own limits, and ``rouse check``
+(:mod:`rouse.state.files`) with the file's own limits, and ``rouse check``
 can name each file the reader refuses. Owners read their file with
 ``SPEC.read(path)`` (or ``SPEC.decode(bytes)``) and still check each entry
 as they use it (MACs, bindings); the shape here is what makes the file safe
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.statefile import MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
+from rouse.state.files import MAX_BYTES, MAX_DEPTH, Damaged, Num, decode, read_bounded
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker
