@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from conftest import INTENTIONS, REMINDERS, stamp, write_tree
 from rouse.cache import plans
 from rouse.core import clock
-from rouse.core.dueplan import aware, due_at_time, plan_of
+from rouse.core.clock import plan_of
+from rouse.core.dueplan import aware, due_at_time
 from rouse.core.timefmt import real
 from rouse.core.tree import walk
 

@@ -40,6 +40,7 @@ PROMPT_MODULES = {
     "rouse.cli.quick",
     "rouse.agents",
     "rouse.agents.hook",
+    "rouse.agents.hookio",  # what the hook and the pieces it loads share (no circle)
     "rouse.agents.hookstate",
     "rouse.agents.prompt_hook",
 }

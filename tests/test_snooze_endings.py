@@ -167,7 +167,7 @@ def test_the_plan_decides_a_snooze_as_the_clock_does(
     )
     tree = walk(root)
     record = tree.records[SHIP]
-    plan = dict(dueplan.clock_plan(tree, record, NOW), kind="intention")
+    plan = dict(clock.clock_plan(tree, record, NOW), kind="intention")
     when = NOW + timedelta(hours=at_h)
     decision = clock.evaluate(tree, record, when)
     planned = dueplan.due_at_time(

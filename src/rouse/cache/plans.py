@@ -1,6 +1,6 @@
 """Clock plans kept in the walk cache: what is due now, without re-deriving it.
 
-A record's plan (:func:`rouse.core.dueplan.plan_of`) holds the instants at
+A record's plan (:func:`rouse.core.clock.plan_of`) holds the instants at
 which it comes due, and stays right at every later instant while neither the
 record nor its subtree changes. The walk cache (:mod:`rouse.cache.walk`)
 keeps one per record file, beside the header it came from, and drops it when
@@ -31,7 +31,8 @@ import heapq
 from datetime import datetime, timedelta
 
 from rouse.core import clock, timefmt
-from rouse.core.dueplan import REMINDER, plan_of, verdict
+from rouse.core.clock import plan_of
+from rouse.core.dueplan import REMINDER, verdict
 from rouse.core.tree import Record, Tree
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are

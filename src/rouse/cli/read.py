@@ -21,7 +21,7 @@ from rouse.cli.quick import HOOK_KINDS, PACK_DEFAULTS
 from rouse.core import layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.home import stamp_key_path
-from rouse.core.timefmt import parse_when
+from rouse.core.humantime import parse_when
 
 # typing costs ~5 ms to import on the pack's start-up path; annotations are
 # strings here (__future__), so it is only imported for the type checker

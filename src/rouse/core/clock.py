@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rouse.core import recurrence
+from rouse.core import dueplan, recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
 from rouse.core.dueplan import REMINDER, STALE, decide, wake_of
 from rouse.core.timefmt import (
@@ -24,6 +24,12 @@ from rouse.core.timefmt import (
 )
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_NAG_STEP = timedelta(days=1)
 DEFAULT_MAX_FIRES = 10
@@ -513,3 +519,21 @@ def still_since(decision: Decision) -> datetime:
         return decision.due_at
     assert decision.moved_at is not None
     return decision.moved_at
+
+
+def plan_of(decision: Decision) -> dueplan.Plan:
+    """The plan in the clock's decision (already made, at its ``now``): the instants at
+    which its verdict can turn, for a copy to decide later without the file."""
+    record = decision.record
+    still_open = is_open(record)
+    kind = dueplan.NEVER
+    if still_open and record.type == "reminder":
+        kind = REMINDER
+    elif still_open and record.type in STALE_LEVELS:
+        kind = STALE
+    return dueplan.Plan(decision, kind, status_of(record), still_open)
+
+
+def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
+    """The columns of ``record``'s plan from ``now`` on (the fleet's mirror)."""
+    return plan_of(evaluate(tree, record, now)).columns()

@@ -20,8 +20,9 @@ from typing import Any
 
 from rouse.core import header, layout
 from rouse.core.body import split_log
+from rouse.core.clock import clock_plan
 from rouse.core.dueplan import aware as _aware
-from rouse.core.dueplan import clock_plan, no_plan
+from rouse.core.dueplan import no_plan
 from rouse.core.errors import HeaderError
 from rouse.core.tree import Context, File, Note, Record, Tree
 from rouse.pack.indexdoc import DESCRIBED_BY, indexed_files

@@ -16,12 +16,8 @@ from pathlib import Path
 
 from rouse.core import body, clock, header
 from rouse.core.errors import UsageError
-from rouse.core.timefmt import (
-    format_stamp,
-    later_by,
-    parse_stamp,
-    parse_when,
-)
+from rouse.core.humantime import parse_when
+from rouse.core.timefmt import format_stamp, later_by, parse_stamp
 from rouse.core.tree import Record, walk
 from rouse.records.inputs import check_body
 from rouse.records.locate import find
