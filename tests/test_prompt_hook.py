@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW, stamp
-from rouse.agents import hook, hookio, prompt_hook
+from rouse.agents import hookio, prompt_hook
 from rouse.records import scaffold
 from rouse.records.scaffold import init
 

@@ -174,7 +174,7 @@ def _wait(
     log = transcript if isinstance(transcript, str) and transcript else None
     had_log = log is not None and os.path.isfile(log)
     poller = select.poll()
-    watcher: Watcher | None = None
+    watcher: NudgeWatcher | None = None
     gone = agent.register(poller)
     try:
         while True:
@@ -195,7 +195,7 @@ def _wait(
             if left <= 0:
                 return []
             if watch and watcher is None:
-                watcher = Watcher(os.fspath(root), os.path.dirname(me))
+                watcher = NudgeWatcher(os.fspath(root), os.path.dirname(me))
                 if watcher.fd is not None:
                     poller.register(watcher.fd, select.POLLIN)
                 continue  # look again, now that the watch is on
@@ -210,7 +210,7 @@ def _wait(
             watcher.close()
 
 
-class Watcher:
+class NudgeWatcher:
     """inotify on ``.rouse/nudges/`` and ``.rouse/sessions/`` (Linux), through ctypes.
 
     ``fd`` is None where inotify cannot be had (another system, a limit

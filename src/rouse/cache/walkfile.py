@@ -9,7 +9,7 @@ import time
 
 from rouse.core import layout
 from rouse.core.header import COMPACT_LINES as COMPACT_LINES  # (the cache reads it from here)
-from rouse.core.header import Entry, Header
+from rouse.core.header import Header, HeaderLine
 from rouse.state.files import Damaged
 from rouse.state.shapes import WALK_CACHE
 from rouse.state.signed import read_signed, write_signed
@@ -36,7 +36,7 @@ def dump_header(header: Header) -> dict[str, str] | list[Any]:
         and count < len(COMPACT_LINES)
         and header.lines is COMPACT_LINES[count]
     ):
-        return header.fields  # read compact (its Entry objects never made)
+        return header.fields  # read compact (its HeaderLine objects never made)
     entries = header.entries
     plain = not (header.duplicates or header.continued or header.bad_lines)
     if plain and list(header.fields) == [e.key for e in entries]:
@@ -92,7 +92,7 @@ def load_header(data: dict[str, str] | list[Any]) -> Header:
         raise ValueError("cached fields are not a mapping")
     _strings(fields)
     header = Header(bool(fenced), fields, int(end_line))
-    if len(data) == 4:  # plain: made into Entry objects only if someone asks
+    if len(data) == 4:  # plain: made into HeaderLine objects only if someone asks
         if len(lines) != len(fields) or any(type(line) is not int for line in lines):
             raise ValueError("cached lines do not match the fields")
         header.lines = lines
@@ -100,7 +100,7 @@ def load_header(data: dict[str, str] | list[Any]) -> Header:
     duplicate_lines, continued, bad_lines = data[4:]
     header.continued = tuple(int(line) for line in continued)
     header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
-    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
+    entries = [HeaderLine(str(key), str(value), int(line)) for key, value, line in lines]
     dupes = set(duplicate_lines)
     header._entries = entries
     header.duplicates = tuple(e for e in entries if e.line in dupes)

@@ -24,7 +24,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     from rouse.sweep.quiet import QuietHours
     from rouse.sweep.runner import Budget, parse_timeout
     from rouse.trust.origins import origin_reader
-    from rouse.work.worker import DEFAULT_TIMEOUT, Options, Worker
+    from rouse.work.worker import DEFAULT_TIMEOUT, Options, TaskWorker
 
     root = tree_root(args)
     if not 1 <= args.jobs <= 64:
@@ -66,7 +66,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         if not args.quiet_output:
             print(shown(line, lines=True), flush=True, file=sys.stderr if args.json else sys.stdout)
 
-    worker = Worker(
+    worker = TaskWorker(
         root,
         options,
         origin_reader(root, stamp_key_path()),

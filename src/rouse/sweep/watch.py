@@ -67,7 +67,7 @@ LIMIT = 4096
 _EVENT = struct.Struct("iIII")
 
 
-class Watcher:
+class TreeWatcher:
     """Watch ``root`` and answer over ``.rouse/fsmon.sock``; :meth:`start` says if it could."""
 
     def __init__(self, root: Path, secret: bytes | None, *, limit: int = LIMIT):
@@ -340,10 +340,10 @@ class Watcher:
 
 
 @contextlib.contextmanager
-def kept_hot(root: Path, headers: HeaderCache, *, on: bool) -> Iterator[Watcher | None]:
+def kept_hot(root: Path, headers: HeaderCache, *, on: bool) -> Iterator[TreeWatcher | None]:
     """While the loop runs (``on``): watch the tree, answer the pack, and let the
     sweeper's own walks ask too. Where it cannot watch, nothing changes."""
-    watcher = Watcher(root, headers.secret) if on else None
+    watcher = TreeWatcher(root, headers.secret) if on else None
     if watcher is not None and not watcher.start():
         watcher = None
     if watcher is not None:

@@ -15,7 +15,7 @@ from rouse.state import acts
 from rouse.trust.fence import held_back
 from rouse.trust.origins import OriginReader, StampFinding
 
-#: Verdict states ``check`` names as not signed, and ``stamp --changed`` vouches for.
+#: EffectiveOrigin states ``check`` names as not signed, and ``stamp --changed`` vouches for.
 UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
 
 

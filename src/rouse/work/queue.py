@@ -32,7 +32,7 @@ from rouse.work import notices, prompt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from rouse.work.endings import Verdict
+    from rouse.work.endings import TaskEnding
 
 #: The attempt whose run is lost ends the task failed: no fourth run.
 MAX_LOST = 3
@@ -153,7 +153,7 @@ class TaskQueue:
         )
         notices.queue(self.root, record, shown, "lost", text, now)
 
-    def settle(self, record: Record, now: datetime, found: Verdict) -> None:
+    def settle(self, record: Record, now: datetime, found: TaskEnding) -> None:
         """Write a run's verdict in its task: handed back to pending, or ended."""
         if found.ending != "pending":
             self.end(record, now, found.ending, found.why, result=found.result)

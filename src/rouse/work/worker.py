@@ -90,7 +90,7 @@ class Slot:
         return self.state == "live"
 
 
-class Worker:
+class TaskWorker:
     """Runs the tree's pending tasks, ``jobs`` at a time."""
 
     def __init__(
@@ -404,4 +404,4 @@ class Worker:
         )
 
 
-__all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "Worker", "lock_rel"]
+__all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "TaskWorker", "lock_rel"]
