@@ -8,7 +8,7 @@ the file, or any record below it, changes. :func:`survey` then answers "what
 is due at ``now``" by comparing ``now`` with stored instants, and asks the
 clock itself (:func:`rouse.core.clock.evaluate`) for every record without a
 usable plan. The clock stays the one authority: a plan is only ever made
-from its decision, and tests/test_planned.py checks that plans decide
+from its decision, and tests/test_plans.py checks that plans decide
 exactly as a fresh evaluation at random instants, after edits, moves and
 deletes.
 
