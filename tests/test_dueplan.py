@@ -1,6 +1,6 @@
 """One rule (issue 30, item 1): a plan decides as the clock does, at every later instant.
 
-The clock's decision at ``t0`` holds a :class:`rouse.core.dueplan.Plan`; at
+The clock's decision at ``t0`` holds a :class:`rouse.core.dueplan.DuePlan`; at
 any later ``t`` its verdict — read from the plan itself, from the walk
 cache's list of microseconds, and from the fleet's aware columns — must be
 the clock's own decision at ``t``. Random records and instants around the DST

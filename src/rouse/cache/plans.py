@@ -67,7 +67,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     """The clock's plan for ``record`` from ``now`` on, as the cache stores it;
     0 when the clock must evaluate it afresh every time. ``at``: ``micros(now)``.
 
-    Runs for every record of a first walk: the :class:`rouse.core.dueplan.Plan`
+    Runs for every record of a first walk: the :class:`rouse.core.dueplan.DuePlan`
     in the clock's decision, its instants in microseconds."""
     decision = clock.evaluate(tree, record, now)
     if decision.problems or decision.every is not None or decision.provisional:

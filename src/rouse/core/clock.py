@@ -521,7 +521,7 @@ def still_since(decision: Decision) -> datetime:
     return decision.moved_at
 
 
-def plan_of(decision: Decision) -> dueplan.Plan:
+def plan_of(decision: Decision) -> dueplan.DuePlan:
     """The plan in the clock's decision (already made, at its ``now``): the instants at
     which its verdict can turn, for a copy to decide later without the file."""
     record = decision.record
@@ -531,7 +531,7 @@ def plan_of(decision: Decision) -> dueplan.Plan:
         kind = REMINDER
     elif still_open and record.type in STALE_LEVELS:
         kind = STALE
-    return dueplan.Plan(decision, kind, status_of(record), still_open)
+    return dueplan.DuePlan(decision, kind, status_of(record), still_open)
 
 
 def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:

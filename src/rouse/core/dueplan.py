@@ -8,9 +8,9 @@ expires, whether its nags have run out. :func:`verdict` is the one rule that
 turns those instants into "due at ``t``, why, and since when" — the clock
 itself decides through it, so a copy of the plan decides at any later instant
 exactly as the clock would, without the file. :func:`rouse.core.clock.plan_of` takes the
-:class:`Plan` out of a decision; the walk cache (:mod:`rouse.cache.plans`)
+:class:`DuePlan` out of a decision; the walk cache (:mod:`rouse.cache.plans`)
 stores it as a list of microseconds and the fleet's mirror as columns
-(:meth:`Plan.columns`), both read back through :func:`verdict`.
+(:meth:`DuePlan.columns`), both read back through :func:`verdict`.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def wake_of(review: Any, stale: Any, silenced: bool, snooze: Any) -> Any:
     return wake
 
 
-class Plan:
+class DuePlan:
     """A record's plan, as :func:`rouse.core.clock.plan_of` takes it from the clock's decision."""
 
     __slots__ = (
