@@ -22,7 +22,7 @@ from rouse.runs.handle import Ended, Supervised
 from rouse.sweep.ledger import Ledger
 
 
-class Claim(Protocol):
+class HeldRun(Protocol):
     """What the recorder reads of a run the loop hands it: the task, and its supervisor."""
 
     record: Record
@@ -30,7 +30,7 @@ class Claim(Protocol):
 
 
 #: the loop's own record of a run (the worker's ``Slot``), handed back to ``record``
-Slot = TypeVar("Slot", bound=Claim)
+Slot = TypeVar("Slot", bound=HeldRun)
 
 
 class Recorder(Generic[Slot]):
