@@ -26,7 +26,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core.cache import cached_walk
+from rouse.cache.walk import cached_walk
 from rouse.core.identity import ensure_tree_id
 from rouse.fleet import due as fleet_due
 from rouse.fleet.mirror import Mirror

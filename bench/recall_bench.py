@@ -59,7 +59,7 @@ def measure(root: Path, runs: int) -> dict[str, float]:
 
 def index_stats(root: Path) -> str:
     """One in-process first build and warm refresh, to show what each re-read."""
-    from rouse.core.cache import HeaderCache
+    from rouse.cache.walk import HeaderCache
     from rouse.core.tree import walk
     from rouse.pack.index import Index
 

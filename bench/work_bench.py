@@ -72,11 +72,11 @@ def drain(tasks: int, jobs: int, sleep: float) -> None:
 
 
 def claims(count: int) -> None:
-    from rouse.core import locks
     from rouse.core.statedir import state_path
     from rouse.core.tree import walk
     from rouse.records.tasks import start_task
     from rouse.runs.handle import claim
+    from rouse.state import locks
 
     with tempfile.TemporaryDirectory() as scratch:
         root = Path(scratch) / "memory"

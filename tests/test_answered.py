@@ -28,9 +28,9 @@ from typing import Any
 import pytest
 
 from conftest import NOW, stamp
-from rouse.core import acts, nudges
 from rouse.core.tree import walk
 from rouse.records.scaffold import init
+from rouse.state import acts, nudges
 from rouse.trust.fence import LABELS
 
 NOT_SIGNED = LABELS["unknown"]

@@ -90,3 +90,26 @@ def test_architecture_page_names_every_module_of_the_sweeper_and_the_fleet() -> 
             if name != f"{package}/" and f"`{name}`" not in text:
                 missing.append(str(path.relative_to(SOURCE)))
     assert missing == [], f"docs/architecture.md names no {missing}"
+
+
+def classes_named_twice(source: Path = SOURCE) -> dict[str, list[str]]:
+    """Each class name that two modules under ``source`` define, with those modules."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(source.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                where.setdefault(node.name, []).append(_module(path, source))
+    return {name: found for name, found in where.items() if len(found) > 1}
+
+
+def test_no_class_name_is_used_for_two_things() -> None:
+    # (issue 30: two Workers, two Watchers, two Entrys, two Verdicts, two Plans)
+    assert classes_named_twice() == {}
+
+
+def test_the_class_name_check_can_fail(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "a.py").write_text("class Worker:\n    pass\n")
+    (package / "b.py").write_text("class Worker:\n    pass\n")
+    assert classes_named_twice(package) == {"Worker": ["pkg.a", "pkg.b"]}

@@ -633,12 +633,12 @@ class Suspending:
 def test_claims_that_ran_out_while_the_worker_was_suspended_are_not_sent(
     pg_dsn: str, receiver: Receiver
 ) -> None:
-    from rouse.fleet.deliver import Worker
+    from rouse.fleet.deliver import DeliveryWorker
 
     ids = queue(pg_dsn, new_tree(), 3)
     sink = Suspending(pg_dsn, receiver)
     said: list[str] = []
-    worker = Worker(pg_dsn, sink, timeout=5, lease=60, once=True, log=said.append)
+    worker = DeliveryWorker(pg_dsn, sink, timeout=5, lease=60, once=True, log=said.append)
     assert worker.run() == 0, said
     assert sink.other is not None and sink.other.returncode == 0, sink.other
     assert len(sink.sent) == 1 and len(receiver.ids()) == 2

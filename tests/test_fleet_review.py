@@ -34,9 +34,9 @@ import pytest
 
 from conftest import INTENTIONS, NOW, ago, stamp, write_tree
 from pg_server import PgServer
-from rouse.core import sweepstate
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.identity import ensure_tree_id
+from rouse.state import sweeper as sweepstate
 from rouse.sweep import loop
 from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours

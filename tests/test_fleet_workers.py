@@ -24,10 +24,10 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, NOW, REMINDERS, ago, stamp, write_tree
-from rouse.core import sweepstate
 from rouse.core.identity import ensure_tree_id
 from rouse.fleet import workers
 from rouse.fleet.pg import PgDatabase
+from rouse.state import sweeper as sweepstate
 
 ROUSE = [sys.executable, "-m", "rouse"]
 FILES = {

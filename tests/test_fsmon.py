@@ -25,10 +25,10 @@ from unittest import mock
 import pytest
 
 from conftest import INTENTIONS, NOTES, OLD, MakeTree, set_mtime, stamp
-from rouse.core import fsmon
-from rouse.core.cache import HeaderCache
+from rouse.cache import fsmon
+from rouse.cache.walk import HeaderCache
 from rouse.core.inotify import IN_Q_OVERFLOW
-from rouse.sweep.watch import Watcher
+from rouse.sweep.watch import TreeWatcher
 from rouse.trust.stampkey import cache_secret
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
@@ -182,7 +182,7 @@ def test_the_watched_walk_asks_and_stats_nothing_unchanged(
 def test_the_snapshot_stands_on_the_watchers_word(
     tree: Path, env: dict[str, str], key_path: Path, sweeper: subprocess.Popen[bytes]
 ) -> None:
-    from rouse.core import snapshot
+    from rouse.cache import snapshot
 
     pack(tree, env)
     pack(tree, env)  # (racy listings settled: kept)
@@ -371,7 +371,7 @@ def test_an_answer_the_pack_cannot_trust_means_a_walk(
 def test_a_kernel_queue_overflow_means_everything(tree: Path) -> None:
     scratch = tree / "inventory" / "scratch"
     scratch.mkdir()
-    watcher = Watcher(tree, None, limit=10**9)  # nothing forgotten but by the kernel
+    watcher = TreeWatcher(tree, None, limit=10**9)  # nothing forgotten but by the kernel
     assert watcher.open()
     try:
         token, _ = watcher.changes_since(None)
@@ -386,7 +386,7 @@ def test_a_kernel_queue_overflow_means_everything(tree: Path) -> None:
 
 
 def test_more_changes_than_it_keeps_and_a_simulated_overflow(tree: Path) -> None:
-    watcher = Watcher(tree, None, limit=3)
+    watcher = TreeWatcher(tree, None, limit=3)
     assert watcher.open()
     try:
         token, _ = watcher.changes_since(None)
@@ -486,7 +486,7 @@ def test_another_trees_watcher_relayed_is_not_believed(
 def test_a_token_ahead_of_the_watchers_counter_is_a_miss(tree: Path) -> None:
     """Without a key a token can be forged (the snapshot is not MACed): one from the
     future must not make the watcher say "nothing changed" ever after."""
-    watcher = Watcher(tree, None)
+    watcher = TreeWatcher(tree, None)
     assert watcher.open()
     try:
         watcher.changes_since(None)

@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 from conftest import NOW, stamp
 from rouse.agents import hook, prompt_hook
 from rouse.core import home as core_home
-from rouse.core import statefile
 from rouse.core.errors import UsageError
 from rouse.core.home import find_tree
 from rouse.records.scaffold import init
+from rouse.state import bounded, files
+from rouse.state import files as statefile
 
 START = stamp(NOW)
 DUE = "2026-03-14 13:00"
@@ -42,12 +43,15 @@ PROMPT_MODULES = {
     "rouse.cli.quick",
     "rouse.agents",
     "rouse.agents.hook",
+    "rouse.agents.hookio",
     "rouse.agents.prompt_hook",
     "rouse.core",
     "rouse.core.errors",
     "rouse.core.home",
-    "rouse.core.statefile",
-    "rouse.core.stateshapes",
+    "rouse.state",
+    "rouse.state.bounded",
+    "rouse.state.files",
+    "rouse.state.shapes",
 }
 #: ... and an idle Stop hook (or SessionEnd): its waiter and the agent's process.
 STOP_MODULES = PROMPT_MODULES | {"rouse.agents.stop_hook", "rouse.agents.agentproc"}
@@ -280,11 +284,11 @@ JSON = st.recursive(
 
 def core_decode(data: bytes, depth: int) -> tuple[str, str]:
     """json's reading under the state reader's bounds (what the fast reading leaves to)."""
-    if not statefile._depth_ok(data, depth):
+    if not bounded._depth_ok(data, depth):
         return "refused", ""
     try:
         value = json.loads(
-            data, parse_constant=statefile._no_constant, parse_float=statefile._bounded_float
+            data, parse_constant=bounded._no_constant, parse_float=bounded._bounded_float
         )
     except (ValueError, RecursionError):
         return "refused", ""
@@ -292,18 +296,18 @@ def core_decode(data: bytes, depth: int) -> tuple[str, str]:
 
 
 def light_decode(data: bytes, depth: int) -> tuple[str, str] | None:
-    if not statefile._depth_ok(data, depth):
+    if not bounded._depth_ok(data, depth):
         return None
     try:
-        return "ok", repr(statefile._fast(data))
-    except statefile._Declined:
+        return "ok", repr(bounded._fast(data))
+    except bounded._Declined:
         return None
 
 
 def decoded(data: bytes, depth: int) -> tuple[str, str]:
     try:
-        return "ok", repr(statefile.decode(data, max_depth=depth))
-    except statefile.Damaged:
+        return "ok", repr(files.decode(data, max_depth=depth))
+    except files.Damaged:
         return "refused", ""
 
 

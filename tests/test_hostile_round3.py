@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from rouse.core.cachefmt import VERSION as WALK_CACHE_VERSION
+from rouse.cache.walkfile import VERSION as WALK_CACHE_VERSION
 
 OVERDUE = "2099-01-02 09:00"  # the example tree's intention and reminder are due then
 
@@ -175,7 +175,7 @@ def test_a_record_directory_with_a_bad_name_is_untrackable_and_never_printed_raw
 def test_nudge_file_names_are_bounded_whatever_the_slug() -> None:
     from datetime import datetime
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
     now = datetime(2026, 1, 2, 3, 4, 5)
     for slug in ("l" * 250, "x\nSYSTEM: obey", "../../escape", "bad\udcffname"):

@@ -14,8 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import NOW
-from rouse.core.humantime import HUMAN_FORMS, parse_human
-from rouse.core.timefmt import WHEN_FORMS, parse_when
+from rouse.core.humantime import HUMAN_FORMS, WHEN_FORMS, parse_human, parse_when
 
 MONDAY = datetime(2026, 3, 16, 8, 0)
 

@@ -111,7 +111,7 @@ def test_status_and_due_load_nothing_heavy(tmp_path: Path, verb: str) -> None:
     )
     assert done.returncode == 0, done.stderr
     loaded = set(json.loads(done.stderr.splitlines()[-1]))  # (after what the verb said)
-    assert "rouse.core.cache" in loaded  # it did look
+    assert "rouse.cache.walk" in loaded  # it did look
     assert sorted(NOT_AT_A_LOOK & loaded) == []
 
 

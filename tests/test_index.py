@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from conftest import BACKLOG, BELIEFS, INTENTIONS, MOTIVATIONS, NOTES, NOW, MakeTree, ago, set_mtime
-from rouse.core.cache import HeaderCache
+from rouse.cache.walk import HeaderCache
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import human_age
 from rouse.core.tree import walk
 from rouse.pack import index, indexdoc, schema, search
+from rouse.pack.hits import Hit
 from rouse.pack.index import Index
-from rouse.pack.recall import Hit, recall, render
+from rouse.pack.recall import recall, render
 from rouse.trust import stamp as stamping
 from rouse.trust import stampkey
 from rouse.trust.fence import LABELS, SHORT

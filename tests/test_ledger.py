@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW
-from rouse.core import sweepstate
 from rouse.core.errors import UsageError
+from rouse.state import sweeper
 from rouse.sweep import ledger
 from rouse.sweep.ledger import Ledger, backoff
 from rouse.sweep.ledger.schema import SCHEMA_VERSION
@@ -46,7 +46,7 @@ def test_fresh_ledger_is_migrated_and_reopens(tmp_path: Path) -> None:
 
 
 def test_a_newer_ledger_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / sweepstate.LEDGER
+    path = tmp_path / sweeper.LEDGER
     path.parent.mkdir()
     with sqlite3.connect(path) as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -66,8 +66,8 @@ def test_backoff_doubles_from_a_minute_to_an_hour() -> None:
 
 
 def test_read_only_views_never_create_the_database(tmp_path: Path) -> None:
-    assert sweepstate.undelivered_counts(tmp_path) == {"pending": 0, "held": 0, "given_up": 0}
-    assert sweepstate.counts(tmp_path)["delivered"] == 0
+    assert sweeper.undelivered_counts(tmp_path) == {"pending": 0, "held": 0, "given_up": 0}
+    assert sweeper.counts(tmp_path)["delivered"] == 0
     assert ledger.recent(tmp_path) == []
     assert not (tmp_path / ".rouse").exists()
 
@@ -80,10 +80,10 @@ def test_counts_and_undelivered_counts(tmp_path: Path) -> None:
         book.given_up("c", NOW, ".rouse/nudges/x.md", stamped=True)
         book.add(_wake("d", "p/d"), "file", NOW)
         book.delivered("d", NOW, "ok", stamped=True)
-    assert sweepstate.undelivered_counts(tmp_path) == {"pending": 1, "held": 1, "given_up": 1}
+    assert sweeper.undelivered_counts(tmp_path) == {"pending": 1, "held": 1, "given_up": 1}
     later = NOW + timedelta(days=1)
-    assert sweepstate.undelivered_counts(tmp_path, since=later)["given_up"] == 0
-    counts = sweepstate.counts(tmp_path)
+    assert sweeper.undelivered_counts(tmp_path, since=later)["given_up"] == 0
+    counts = sweeper.counts(tmp_path)
     assert counts == {"pending": 1, "held": 1, "delivered": 1, "given_up": 1, "withdrawn": 0}
     lines = ledger.log_lines(ledger.recent(tmp_path))
     assert sum(" given up " in line for line in lines) == 1
@@ -94,7 +94,7 @@ def test_recent_is_newest_first_and_limited(tmp_path: Path) -> None:
     with Ledger(tmp_path) as book:
         for n in range(5):
             made = _wake(f"w{n}", f"p/{n}")
-            at = (NOW + timedelta(minutes=n)).strftime(sweepstate.TIME_FORMAT)
+            at = (NOW + timedelta(minutes=n)).strftime(sweeper.TIME_FORMAT)
             book.add(Wake(**{**made.as_dict(), "at": at}), "file", NOW)
     assert [e.id for e in ledger.recent(tmp_path, 3)] == ["w4", "w3", "w2"]
     data = ledger.recent(tmp_path, 1)[0].as_json()

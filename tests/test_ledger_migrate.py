@@ -12,7 +12,7 @@ import pytest
 
 from ledger_history import PG_LEDGER_1, SQLITE_STEPS, old_sqlite_ledger
 from pg_server import PgServer
-from rouse.core import sweepstate
+from rouse.state import sweeper
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.schema import SCHEMA_VERSION
 from rouse.sweep.wake import Wake
@@ -156,7 +156,7 @@ def _check_owed(book: Ledger, version: int) -> None:
 def test_an_older_ledger_is_migrated_in_place_with_nothing_lost(
     tmp_path: Path, version: int
 ) -> None:
-    old = old_sqlite_ledger(tmp_path / "old" / sweepstate.LEDGER, version)
+    old = old_sqlite_ledger(tmp_path / "old" / sweeper.LEDGER, version)
     _fill(old.execute, version)
     old.close()
     with Ledger(tmp_path / "fresh") as fresh:
@@ -168,14 +168,14 @@ def test_an_older_ledger_is_migrated_in_place_with_nothing_lost(
         owed_tells = [row["id"] for row in book.owed_tells()]
         assert owed_tells == (["t-pending", "t-waiting"] if version >= 7 else [])
     # the read-only counts (status, the pack) read the migrated ledger alike
-    assert sweepstate.counts(tmp_path / "old")["given_up"] == 1
-    assert sweepstate.undelivered_counts(tmp_path / "old") == {
+    assert sweeper.counts(tmp_path / "old")["given_up"] == 1
+    assert sweeper.undelivered_counts(tmp_path / "old") == {
         "pending": 1,
         "held": 1,
         "given_up": 1,
     }
     if version >= 7:
-        assert sweepstate.tell_counts(tmp_path / "old")["given_up"] == 1
+        assert sweeper.tell_counts(tmp_path / "old")["given_up"] == 1
 
 
 def _pg_columns(dsn: str) -> set[tuple[str, ...]]:

@@ -25,7 +25,7 @@ from conftest import (
     set_mtime,
     stamp,
 )
-from rouse.core.cache import HeaderCache
+from rouse.cache.walk import HeaderCache
 from rouse.core.tree import walk
 from rouse.pack.build import build_pack
 from rouse.probes import readings

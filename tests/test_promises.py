@@ -300,8 +300,9 @@ raise SystemExit(code)
 #: What the promise check loads for a turn with nothing to say, and no more.
 QUIET_MODULES = {
     *("rouse", "rouse.cli", "rouse.cli.main", "rouse.cli.quick", "rouse.agents"),
-    *("rouse.agents.hook", "rouse.core", "rouse.core.errors", "rouse.core.home"),
-    "rouse.core.statefile",
+    *("rouse.agents.hook", "rouse.agents.hookio"),
+    *("rouse.core", "rouse.core.errors", "rouse.core.home"),
+    *("rouse.state", "rouse.state.bounded", "rouse.state.files"),
     *("rouse.agents.promise_hook", "rouse.agents.promises"),
 }
 HEAVY = {"pathlib", "re", "json", "contextlib", "functools", "enum", "typing", "datetime"}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NOW, stamp
-from rouse.agents import hook, prompt_hook
+from rouse.agents import hookio, prompt_hook
 from rouse.records import scaffold
 from rouse.records.scaffold import init
 
@@ -159,7 +159,7 @@ def test_many_wakes_fit_the_cap(tree: Path) -> None:
     text = prompt(tree)
     assert text.startswith("rouse: 41 record(s) woke you")
     assert "  … and 21 more — run `rouse pack`\n" in text
-    assert hook.utf16_units(text) <= hook.HOOK_LIMIT
+    assert hookio.utf16_units(text) <= hookio.HOOK_LIMIT
 
 
 def test_a_hostile_session_id_stays_inside_the_state_folder(tree: Path, tmp_path: Path) -> None:

@@ -194,7 +194,7 @@ def test_a_last_moved_in_the_wakes_own_minute_is_not_an_answer(tree: Path) -> No
     rouse verb answers to the second: tests/test_answered.py)."""
     from datetime import datetime
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
     record = walk(tree).records[f"{INTENTIONS}/ship"]  # last-moved 09:00
     assert not nudges.acted_since(record, datetime(2026, 3, 14, 9, 0, 40), {})

@@ -21,7 +21,7 @@ from rouse.pack import semantic
 from rouse.pack.index import FILE
 from rouse.pack.recall import recall
 from rouse.pack.session import Session
-from rouse.sweep.watch import Watcher
+from rouse.sweep.watch import TreeWatcher
 
 ALPHA = f"{NOTES}/alpha.md"
 BETA = f"{NOTES}/beta.md"
@@ -49,7 +49,7 @@ def watched(request: pytest.FixtureRequest, tree: Path) -> Iterator[str]:
         yield "alone"
         return
     (tree / ".rouse").mkdir(exist_ok=True)
-    watcher = Watcher(tree, None)
+    watcher = TreeWatcher(tree, None)
     if not watcher.start():
         pytest.skip("no inotify here")
     try:

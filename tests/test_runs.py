@@ -24,9 +24,9 @@ import pytest
 
 from conftest import INTENTIONS, NOW, MakeTree, ago, stamp
 from rouse.cli.main import main
-from rouse.core import sweepstate
 from rouse.pack.build import build_pack
 from rouse.runs import presets
+from rouse.state import sweeper
 from rouse.sweep import ledger
 
 SLUGS = ("alpha", "beta")
@@ -200,7 +200,7 @@ def test_a_failed_run_is_retried_as_a_unit(
 
 
 def test_one_run_at_a_time_per_tree(tree: Path, standin: Path) -> None:
-    lock = tree / ".rouse" / sweepstate.RUN_LOCK
+    lock = tree / ".rouse" / sweeper.RUN_LOCK
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT)
     try:
@@ -228,7 +228,7 @@ def test_over_the_budget_wakes_wait_and_everyone_says_so(
     assert len(waiting) == 2
     assert all("the run budget (1/day) is spent" in (e.error or "") for e in waiting)
     later = NOW + timedelta(hours=3)
-    spent = sweepstate.run_budget_spent(tree, later)
+    spent = sweeper.run_budget_spent(tree, later)
     assert spent is not None and spent["until"] == NOW + timedelta(days=1)
     warnings = build_pack(tree, later, probes_enabled=False).data["warnings"]
     assert any("run budget (1/day) is spent" in w for w in warnings)
@@ -237,7 +237,7 @@ def test_over_the_budget_wakes_wait_and_everyone_says_so(
     assert "the run budget (1/day) is spent" in capsys.readouterr().out
     assert sweep(tree, *run, at=timedelta(days=1, minutes=1)) == 0  # a day later: it runs
     assert len(calls(standin)) == 2
-    assert sweepstate.run_budget_spent(tree, NOW + timedelta(days=1, minutes=2)) is None
+    assert sweeper.run_budget_spent(tree, NOW + timedelta(days=1, minutes=2)) is None
 
 
 def test_the_timeout_kills_the_whole_process_group(

@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import BELIEFS, INTENTIONS, NOTES, NOW, REMINDERS, set_mtime, stamp, write_tree
+from rouse.cache import snapshot
 from rouse.cli.main import main
-from rouse.core import snapshot
 from rouse.core.tree import walk
 
 VERBS = (["pack"], ["pack", "--json"], ["due"], ["due", "--json"], ["status", "--json"])

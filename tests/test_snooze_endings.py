@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import INTENTIONS, NOW, stamp, write_tree
-from rouse.core import clock, clockplan
+from rouse.core import clock, dueplan
 from rouse.core.errors import UsageError
 from rouse.core.tree import walk
 from rouse.records import tasks
@@ -167,11 +167,11 @@ def test_the_plan_decides_a_snooze_as_the_clock_does(
     )
     tree = walk(root)
     record = tree.records[SHIP]
-    plan = dict(clockplan.clock_plan(tree, record, NOW), kind="intention")
+    plan = dict(clock.clock_plan(tree, record, NOW), kind="intention")
     when = NOW + timedelta(hours=at_h)
     decision = clock.evaluate(tree, record, when)
-    planned = clockplan.due_at_time(
-        {k: clockplan.aware(v) if isinstance(v, datetime) else v for k, v in plan.items()},
+    planned = dueplan.due_at_time(
+        {k: dueplan.aware(v) if isinstance(v, datetime) else v for k, v in plan.items()},
         when.astimezone(),
     )
     if decision.is_due:

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from conftest import NOW, stamp
-from rouse.core import acts
 from rouse.records.scaffold import init
+from rouse.state import acts
 from rouse.trust import stampkey
 
 T = stamp(NOW)

@@ -16,12 +16,13 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, NOW, OLD, REMINDERS, MakeTree, ago, stamp
-from rouse.core import clock, sweepstate
+from rouse.core import clock
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.header import parse_header
-from rouse.core.sweepstate import last_tick
 from rouse.core.tree import walk
 from rouse.records import lifecycle
+from rouse.state import sweeper as sweepstate
+from rouse.state.sweeper import last_tick
 from rouse.sweep import ledger, status, tick, wake
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.parts import Parts
@@ -556,7 +557,7 @@ def test_planning_touches_nothing(stale: Path) -> None:
 def test_an_idle_tick_reads_no_unchanged_file(
     stale: Path, logs: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rouse.core import cache
+    from rouse.cache import walk as cache
 
     reads: list[str] = []
     real = cache.read_header

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import NOW
+from rouse.core.humantime import parse_when
 from rouse.core.timefmt import (
     FLOOR,
     LATEST,
@@ -24,7 +25,6 @@ from rouse.core.timefmt import (
     human_age,
     parse_interval,
     parse_stamp,
-    parse_when,
 )
 
 # -- stamps ---------------------------------------------------------------------

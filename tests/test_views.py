@@ -18,10 +18,11 @@ from pathlib import Path
 import pytest
 
 from conftest import BELIEFS, INTENTIONS, NOTES, NOW, REMINDERS, MakeTree, stamp
-from rouse.core import clock, sweepstate
+from rouse.core import clock
 from rouse.core.timefmt import human_age
 from rouse.core.tree import display_ids, walk
 from rouse.pack import views
+from rouse.state import sweeper as sweepstate
 from rouse.sweep import status as status_mod
 
 #: ISO 8601 with seconds and an offset, as every --json time is.

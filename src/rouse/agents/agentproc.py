@@ -13,7 +13,7 @@ import os
 import select
 import stat
 
-from rouse.core.statefile import suppress
+from rouse.state.files import suppress
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "busybox", "fish"})
 

@@ -12,15 +12,21 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from rouse.agents.hook import HOOK_COMMAND, SETTINGS_DEPTH
 from rouse.core.errors import RouseError
 from rouse.core.home import find_tree, global_tree
-from rouse.core.statefile import decode
+from rouse.state.files import decode
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
+
+#: how deep a settings file may nest before it is read as unreadable (never a crash)
+SETTINGS_DEPTH = 64
+
+#: A settings entry that runs ``rouse pack … --hook KIND``, however rouse is named
+#: (``rouse``, a path ending in it, or the ``"$R"`` of a pinned command).
+HOOK_COMMAND = r"(?:^|[\s;&|(/])(?:rouse|\"\$R\")['\"]?\s+pack\b[^\n]*--hook[ =]{kind}\b"
 
 
 def _commands(path: Path) -> list[str]:

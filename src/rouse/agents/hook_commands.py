@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import context_json
+from rouse.agents.hookio import context_json
 from rouse.agents.wiring import Wiring
 
 #: The SessionStart sources each agent documents (Claude Code: startup, resume,
@@ -115,7 +115,7 @@ def tree_arg(w: Wiring, kind: str) -> str:
     project's tree by its path from the project, never this machine's: under
     the agent's project variable where it has one (``$CLAUDE_PROJECT_DIR``,
     ``$GEMINI_PROJECT_DIR``), else as it stands (Codex, Cursor), which the hook
-    resolves from the session's directory up (:func:`rouse.agents.hook.hook_memory`).
+    resolves from the session's directory up (:func:`rouse.agents.hookio.hook_memory`).
     """
     if w.project is None:
         return shlex.quote(str(w.tree))

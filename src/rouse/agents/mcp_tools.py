@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from rouse.core import clock, layout
 from rouse.core.errors import UsageError
-from rouse.core.timefmt import format_stamp, parse_when
+from rouse.core.humantime import parse_when
+from rouse.core.timefmt import format_stamp
 from rouse.core.tree import display_ids, walk
 from rouse.pack.views import due_header, due_item, due_lines, due_order
 from rouse.probes import gate

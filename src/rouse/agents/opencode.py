@@ -22,7 +22,7 @@ opencode's runtime provides), so it works before and without the
 ``@opencode-ai/plugin`` package opencode installs into ``.opencode/``. The
 project's file is committed with it: it calls ``rouse`` by name and names
 the tree from the project (``--memory memory``), which the hook resolves
-from the session's directory up (:func:`rouse.agents.hook.hook_memory`). The
+from the session's directory up (:func:`rouse.agents.hookio.hook_memory`). The
 user's file, for the global tree, pins the rouse that wired it (with
 ``rouse`` on PATH as the fallback) and gives way in a project that has its
 own rouse plugin: one pack per session.

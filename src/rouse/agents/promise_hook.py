@@ -19,7 +19,7 @@ continued the turn, never twice for one prompt, never in an unattended run
 ``ROUSE_PROMISES=off``) and what is asked. It reads no record's body.
 
 Light like the other idle hooks: with nothing to say it imports only
-the light state reader (:mod:`rouse.core.statefile`) and the matcher's cheap first look.
+the light state reader (:mod:`rouse.state.files`) and the matcher's cheap first look.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import os
 import stat
 
 from rouse.agents import promises
-from rouse.core.statefile import Damaged, decode, read_bounded, save_bytes
+from rouse.state.files import Damaged, decode, read_bounded, save_bytes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -315,7 +315,7 @@ def kept_since(root: str, started: float) -> bool:
     from datetime import datetime
     from pathlib import Path
 
-    from rouse.core import acts
+    from rouse.state import acts
 
     since = datetime.fromtimestamp(int(started))
     if any(at >= since for at in acts.load(Path(root)).values()):

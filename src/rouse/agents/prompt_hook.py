@@ -21,7 +21,7 @@ so a file added in the same clock tick cannot hide). While the folder's stat
 is the same, nothing can be new (:func:`nothing_new`); when it has changed and
 a listing still finds nothing new, the stamp is brought up to date. That path,
 and the Stop hook's waiter, import nothing heavy (``str`` paths, state read through
-:mod:`rouse.core.stateshapes`): tests/test_hook_quick.py pins what they load.
+:mod:`rouse.state.shapes`): tests/test_hook_quick.py pins what they load.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import os
 import stat
 import time
 
-from rouse.core.statefile import (
+from rouse.state.files import (
     NUDGES_DIR,
     RACY_NS,
     STATE_DIR,
@@ -41,7 +41,7 @@ from rouse.core.statefile import (
     suppress,
     through_link,
 )
-from rouse.core.stateshapes import SEEN
+from rouse.state.shapes import SEEN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
 DIR = "sessions"
 #: A session's seen-set not touched for this long is deleted (when another session starts).
@@ -268,7 +268,7 @@ def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudg
     from pathlib import Path
 
     from rouse.agents.prompt_wakes import candidates, standing, unsettled_names
-    from rouse.core import nudges
+    from rouse.state import nudges
 
     tree = Path(root)
     with _Taking(os.path.dirname(path)) as taking:
@@ -339,8 +339,9 @@ class _Taking:
 def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = False) -> str:
     """What the prompt is given: the new wakes, and how to answer them (``idle``: what
     the Stop hook wakes an idle session with)."""
-    from rouse.core import layout, nudges
+    from rouse.core import layout
     from rouse.core.timefmt import human_age
+    from rouse.state import nudges
 
     since = "while the session was idle" if idle else "since your last prompt"
     lines = [f"rouse: {len(found)} record(s) woke you {since}"]

@@ -15,8 +15,8 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import nudges
-from rouse.core.statefile import suppress
+from rouse.state import nudges
+from rouse.state.files import suppress
 
 # a prompt whose new wakes the ledger does not vouch for yet reads no tree: what
 # standing wakes need is imported with them
@@ -59,10 +59,10 @@ def standing(root: Path, kept: list[nudges.Nudge]) -> list[tuple[str, nudges.Nud
     since."""
     if not kept:
         return []
-    from rouse.core import acts
-    from rouse.core.cache import cached_walk
+    from rouse.cache.walk import cached_walk
     from rouse.core.home import stamp_key_path
     from rouse.core.tree import display_ids
+    from rouse.state import acts
     from rouse.trust.stampkey import cache_secret
 
     secret = cache_secret(stamp_key_path())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 
-from rouse.agents.hook import HOOK_WALL, MEASURES, gives_way, hook_output
+from rouse.agents.hookio import HOOK_WALL, MEASURES, gives_way, hook_output
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

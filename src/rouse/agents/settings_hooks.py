@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.hook import SETTINGS_DEPTH
+from rouse.agents.giveway import SETTINGS_DEPTH
 from rouse.agents.hook_commands import (
     EVENTS,
     MATCHERS,
@@ -29,7 +29,7 @@ from rouse.agents.hook_commands import (
 )
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
-from rouse.core.statefile import decode
+from rouse.state.files import decode
 
 #: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
 STOP_TIMEOUT = 24 * 3600

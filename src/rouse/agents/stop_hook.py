@@ -14,11 +14,11 @@ while nothing happens), and noticing the end of the session: the SessionEnd
 hook removes the registration (:func:`end_session`), and the waiter watches
 the agent's process, and for a stream-json session its input, by itself.
 What it does not own: what a wake is, or whether it still stands
-(``prompt_hook``, ``core.nudges``), and printing (``hook``).
+(``prompt_hook``, ``state.nudges``), and printing (``hook``).
 
 Claude Code starts it at every turn's end, so up to its wait it imports
 nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths, state read
-through :mod:`rouse.core.stateshapes`); the ledger and the walk are loaded only when
+through :mod:`rouse.state.shapes`); the ledger and the walk are loaded only when
 something is new (:func:`~rouse.agents.prompt_hook.nothing_new`).
 """
 
@@ -31,8 +31,8 @@ import time
 from rouse.agents import prompt_hook
 from rouse.agents.agentproc import Agent
 from rouse.core import inotify
-from rouse.core.statefile import NUDGES_DIR, STATE_DIR, dumps, save_bytes, suppress, through_link
-from rouse.core.stateshapes import WAITER
+from rouse.state.files import NUDGES_DIR, STATE_DIR, dumps, save_bytes, suppress, through_link
+from rouse.state.shapes import WAITER
 
 TYPE_CHECKING = False
 if not TYPE_CHECKING:
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from rouse.core import nudges
+    from rouse.state import nudges
 
 #: How long an idle session is waited on by default: a working day left open.
 WAIT_DEFAULT = 12 * 3600
@@ -153,7 +153,7 @@ def _wait(
     log = transcript if isinstance(transcript, str) and transcript else None
     had_log = log is not None and os.path.isfile(log)
     poller = select.poll()
-    watcher: Watcher | None = None
+    watcher: NudgeWatcher | None = None
     gone = agent.register(poller)
     try:
         while True:
@@ -174,7 +174,7 @@ def _wait(
             if left <= 0:
                 return []
             if watch and watcher is None:
-                watcher = Watcher(os.fspath(root), os.path.dirname(me))
+                watcher = NudgeWatcher(os.fspath(root), os.path.dirname(me))
                 if watcher.fd is not None:
                     poller.register(watcher.fd, select.POLLIN)
                 continue  # look again, now that the watch is on
@@ -189,7 +189,7 @@ def _wait(
             watcher.close()
 
 
-class Watcher:
+class NudgeWatcher:
     """inotify on ``.rouse/nudges/`` and ``.rouse/sessions/`` (Linux, :mod:`rouse.core.inotify`).
 
     ``fd`` is None where inotify cannot be had (another system, a limit

@@ -33,7 +33,8 @@ def resolve_now(args: argparse.Namespace) -> datetime:
         pass
     # a human form (``tomorrow 09:00``, ``+2h``), from the wall clock; said back on
     # stderr, so that what the verb evaluated is never a guess
-    from rouse.core.timefmt import format_stamp, parse_when
+    from rouse.core.humantime import parse_when
+    from rouse.core.timefmt import format_stamp
 
     try:
         when = parse_when(given, datetime.now().replace(microsecond=0))
@@ -124,3 +125,23 @@ def ledger_dsn(args: argparse.Namespace) -> str | None:
     from rouse.fleet.pg import chosen_dsn
 
     return chosen_dsn(given)
+
+
+def global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """``--memory`` and ``--now``, taken before the verb and after it (``suppress``: a
+    verb's own copy leaves the value given before the verb alone)."""
+    import argparse
+
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "--memory",
+        metavar="DIR",
+        default=default,
+        help="the tree (else $ROUSE_HOME, the nearest memory/ tree up from here, ~/.rouse)",
+    )
+    parser.add_argument(
+        "--now",
+        metavar="WHEN",
+        default=default,
+        help="evaluate the clock at this instant: 'YYYY-MM-DD HH:MM', mon 9am (else $ROUSE_NOW)",
+    )

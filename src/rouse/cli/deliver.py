@@ -24,7 +24,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
 
     from rouse.cli.common import resolve_now
     from rouse.fleet.claims import check_lease, default_lease
-    from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, Worker
+    from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, DeliveryWorker
     from rouse.fleet.pg import chosen_dsn
     from rouse.sweep import loop
     from rouse.sweep.quiet import QuietHours
@@ -53,7 +53,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
             "or set ROUSE_LEDGER (workers take wakes that sweepers run --plan-only left there)"
         )
     given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
-    worker = Worker(
+    worker = DeliveryWorker(
         dsn,
         sink,
         timeout=timeout,

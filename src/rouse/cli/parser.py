@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from rouse import __version__
 from rouse.cli.agents import args_wire, cmd_mcp, cmd_wire
+from rouse.cli.common import global_options
 from rouse.cli.deliver import args_deliver, cmd_deliver
 from rouse.cli.fleet import args_fleet, cmd_fleet
 from rouse.cli.read import (
@@ -66,24 +67,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     Handler = Callable[[argparse.Namespace], int]
-
-
-def _globals(parser: argparse.ArgumentParser, suppress: bool) -> None:
-    import argparse
-
-    default = argparse.SUPPRESS if suppress else None
-    parser.add_argument(
-        "--memory",
-        metavar="DIR",
-        default=default,
-        help="the tree (else $ROUSE_HOME, the nearest memory/ tree up from here, ~/.rouse)",
-    )
-    parser.add_argument(
-        "--now",
-        metavar="WHEN",
-        default=default,
-        help="evaluate the clock at this instant: 'YYYY-MM-DD HH:MM', mon 9am (else $ROUSE_NOW)",
-    )
 
 
 def cmd_help(args: argparse.Namespace) -> int:
@@ -241,7 +224,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         formatter_class=formatter,
     )
     parser.add_argument("--version", action="version", version=f"rouse {__version__}")
-    _globals(parser, suppress=False)
+    global_options(parser, suppress=False)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     for name, (handler, help_text, add_arguments) in VERBS.items():
         if only is not None and name != only:
@@ -249,7 +232,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         sub = verbs.add_parser(
             name, help=help_text, description=help_text, formatter_class=formatter
         )
-        _globals(sub, suppress=True)
+        global_options(sub, suppress=True)
         sub.set_defaults(handler=handler)
         if add_arguments is not None:
             add_arguments(sub)

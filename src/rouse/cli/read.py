@@ -21,7 +21,7 @@ from rouse.cli.quick import HOOK_KINDS, PACK_DEFAULTS
 from rouse.core import layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.home import stamp_key_path
-from rouse.core.timefmt import parse_when
+from rouse.core.humantime import parse_when
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -135,7 +135,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
-    from rouse.core.cache import cached_walk
+    from rouse.cache.walk import cached_walk
     from rouse.pack.views import tree_json, tree_lines
     from rouse.trust.stampkey import cache_secret
 
@@ -156,7 +156,7 @@ def cmd_due(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
         return _forecast(args, now, until)
-    from rouse.core import snapshot
+    from rouse.cache import snapshot
     from rouse.pack.kept import walk_and_keep
     from rouse.pack.views import due_order, row_items, row_lines
     from rouse.trust.stampkey import cache_secret
@@ -182,8 +182,8 @@ def cmd_due(args: argparse.Namespace) -> int:
 
 def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     """``rouse due --until``: a forecast lists a repeating reminder once per occurrence."""
+    from rouse.cache.walk import cached_walk
     from rouse.core import clock
-    from rouse.core.cache import cached_walk
     from rouse.pack.views import due_order
     from rouse.trust.stampkey import cache_secret
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rouse.cli.common import emit, emit_json, tree_root
+from rouse.cli.common import emit, emit_json, global_options, tree_root
 from rouse.core.errors import UsageError
 
 TYPE_CHECKING = False
@@ -52,10 +52,16 @@ def _own_options(args: argparse.Namespace) -> list[str]:
 
 
 def _sweep_flags(flags: list[str], verb: str = "sweep") -> argparse.Namespace:
-    """The flags parsed by the sweep (or work) verb's own parser, so a bad one fails now."""
-    from rouse.cli.parser import verb_parser
+    """The flags parsed by the sweep (or work) verb's own arguments, so a bad one fails now."""
+    import argparse
 
-    parsed = verb_parser(verb).parse_args(flags)
+    from rouse.cli.sweeping import args_sweep
+    from rouse.cli.work import args_work
+
+    parser = argparse.ArgumentParser(prog=f"rouse {verb}")
+    global_options(parser, suppress=True)
+    (args_work if verb == "work" else args_sweep)(parser)
+    parsed = parser.parse_args(flags)
     for option in ("memory", "now"):
         if getattr(parsed, option, None) is not None:
             raise UsageError(

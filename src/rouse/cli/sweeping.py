@@ -83,10 +83,11 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rouse.core import snapshot, sweepstate
-    from rouse.core.counts import kept_counts, tree_counts
+    from rouse.cache import snapshot
+    from rouse.cache.counts import kept_counts, tree_counts
     from rouse.core.home import stamp_key_path
     from rouse.pack.kept import walk_and_keep
+    from rouse.state import sweeper as sweepstate
     from rouse.sweep import status
     from rouse.trust.stampkey import cache_secret
 

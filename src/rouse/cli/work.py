@@ -65,7 +65,7 @@ def cmd_work(args: argparse.Namespace) -> int:
     from datetime import datetime
 
     from rouse.trust.origins import origin_reader
-    from rouse.work.worker import Worker
+    from rouse.work.worker import TaskWorker
 
     root = tree_root(args)
     options = work_options(args, root)
@@ -78,7 +78,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         if not args.quiet_output:
             print(shown(line, lines=True), flush=True, file=sys.stderr if args.json else sys.stdout)
 
-    worker = Worker(
+    worker = TaskWorker(
         root,
         options,
         origin_reader(root, stamp_key_path()),

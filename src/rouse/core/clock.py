@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rouse.core import recurrence
+from rouse.core import dueplan, recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
-from rouse.core.clockplan import REMINDER, STALE, decide, wake_of
+from rouse.core.dueplan import REMINDER, STALE, decide, wake_of
 from rouse.core.timefmt import (
     FLOOR,
     LATEST,
@@ -24,6 +24,12 @@ from rouse.core.timefmt import (
 )
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Frozen, Value
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_NAG_STEP = timedelta(days=1)
 DEFAULT_MAX_FIRES = 10
@@ -115,9 +121,9 @@ class Decision(Value):
         #: change when that instant comes (so no plan keeps it)
         self.provisional = False
         #: the readable ``snoozed-until``, holding or past (a record is never due from an
-        #: instant inside it: :func:`rouse.core.clockplan.verdict`)
+        #: instant inside it: :func:`rouse.core.dueplan.verdict`)
         self.snooze: datetime | None = None
-        #: the plan's instants (rouse.core.clockplan): when it first comes due, and a
+        #: the plan's instants (rouse.core.dueplan): when it first comes due, and a
         #: reminder's expiry, nags run out, nagging
         self.wake: datetime | None = None
         self.expires: datetime | None = None
@@ -513,3 +519,21 @@ def still_since(decision: Decision) -> datetime:
         return decision.due_at
     assert decision.moved_at is not None
     return decision.moved_at
+
+
+def plan_of(decision: Decision) -> dueplan.DuePlan:
+    """The plan in the clock's decision (already made, at its ``now``): the instants at
+    which its verdict can turn, for a copy to decide later without the file."""
+    record = decision.record
+    still_open = is_open(record)
+    kind = dueplan.NEVER
+    if still_open and record.type == "reminder":
+        kind = REMINDER
+    elif still_open and record.type in STALE_LEVELS:
+        kind = STALE
+    return dueplan.DuePlan(decision, kind, status_of(record), still_open)
+
+
+def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
+    """The columns of ``record``'s plan from ``now`` on (the fleet's mirror)."""
+    return plan_of(evaluate(tree, record, now)).columns()

@@ -24,7 +24,7 @@ BOM = b"\xef\xbb\xbf"
 FENCE = "---"
 
 
-class Entry(Value):
+class HeaderLine(Value):
     __slots__ = _fields = ("key", "value", "line")
 
     def __init__(self, key: str, value: str, line: int):
@@ -55,22 +55,22 @@ class Header(Value):
         self.fields: dict[str, str] = {} if fields is None else fields
         self.end_line = end_line  # line number of the closing fence (0 when unfenced)
         # findings, as tuples: one shared empty tuple for the common clean header
-        self.duplicates: tuple[Entry, ...] = ()  # later lines repeating a key
+        self.duplicates: tuple[HeaderLine, ...] = ()  # later lines repeating a key
         self.continued: tuple[int, ...] = ()  # line numbers of continuation lines
         self.bad_lines: tuple[tuple[int, str], ...] = ()  # lines that are not key: value
         #: the line of each key in ``fields``, in order, for a plain header whose
-        #: Entry objects are not made yet (a cache hit fills this; the pack's hot
+        #: HeaderLine objects are not made yet (a cache hit fills this; the pack's hot
         #: path never needs the entries themselves)
         self.lines: Sequence[int] | None = None
-        self._entries: list[Entry] | None = None
+        self._entries: list[HeaderLine] | None = None
 
     @property
-    def entries(self) -> list[Entry]:
+    def entries(self) -> list[HeaderLine]:
         """Every ``key: value`` line in order, duplicates included."""
         if self._entries is None:
             lines = self.lines if self.lines is not None else [0] * len(self.fields)
             pairs = zip(self.fields.items(), lines, strict=True)
-            self._entries = [Entry(key, value, line) for (key, value), line in pairs]
+            self._entries = [HeaderLine(key, value, line) for (key, value), line in pairs]
             self.lines = None
         return self._entries
 
@@ -109,9 +109,9 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
         return header, 0
     header.fenced = True
     size = len(lines[0])
-    last: Entry | None = None
-    entries: list[Entry] = []
-    duplicates: list[Entry] = []
+    last: HeaderLine | None = None
+    entries: list[HeaderLine] = []
+    duplicates: list[HeaderLine] = []
     continued: list[int] = []
     bad_lines: list[tuple[int, str]] = []
     header._entries = entries
@@ -152,7 +152,7 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
             bad_lines.append((lineno, text))
             last = None
             continue
-        entry = Entry(key.lower(), value.strip(), lineno)
+        entry = HeaderLine(key.lower(), value.strip(), lineno)
         if entry.key in header.fields:
             duplicates.append(entry)
         else:

@@ -10,7 +10,10 @@ from __future__ import annotations
 import os
 
 from rouse.core.errors import UsageError
-from rouse.core.statefile import STATE_DIR
+
+#: A tree's folder of machine state (rouse.state's files); defined here, in the light
+#: module the hooks load anyway, so core's layout and rouse.state share one name.
+STATE_DIR = ".rouse"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

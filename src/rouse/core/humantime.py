@@ -17,7 +17,7 @@ CLI's path, and every word it takes is listed in :data:`HUMAN_FORMS`):
 
 Anything else is refused, and words people read two ways (``next monday``, a
 bare ``9``) are refused as ambiguous: a wrong guess at a time is worse than a
-question. The stamp forms and ``+INTERVAL`` are :func:`rouse.core.timefmt.parse_when`'s.
+question. A CLI time (a stamp, ``+INTERVAL`` or one of these) is read by :func:`parse_when`.
 It owns the words; it does no arithmetic beyond whole days on a naive local date.
 """
 
@@ -25,6 +25,22 @@ from __future__ import annotations
 
 import re
 from datetime import date, datetime, timedelta
+
+from rouse.core.timefmt import (
+    FIRST_YEAR,
+    LAST_YEAR,
+    STAMP_BOUNDS,
+    OutOfRange,
+    format_stamp,
+    later_by,
+    parse_stamp,
+)
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: The human forms, as the error for a time that does not read lists them.
 HUMAN_FORMS = (
@@ -130,8 +146,6 @@ def parse_human(text: str, now: datetime, *, end: bool = False) -> datetime:
     23:59. Raises Unreadable (a ValueError) saying what is wrong; the caller adds
     the accepted forms.
     """
-    from rouse.core.timefmt import later_by  # (timefmt imports this module lazily)
-
     said = text.strip()
     lowered = _END_OF_DAY_RE.sub("eod", text.lower().replace(",", " "))
     words = [w for w in lowered.split() if w != "at"]
@@ -261,3 +275,50 @@ def _next_date(
         if found > midnight or (found == midnight and at is not None and _at(found, at) > now):
             return found
     raise Unreadable(f"{day:%b %d}: no such day in the coming years")
+
+
+#: Every form a CLI time (``--due``, ``--until``, a stamp field given to ``new``) takes,
+#: as the error for one that does not read names them.
+WHEN_FORMS = (
+    f"{HUMAN_FORMS}; +3d (from now: s, m, h, d, w, combined as in +1h30m), 2026-03-14 09:00 "
+    "(local time; a date alone is midnight), or ISO 8601 with T and an optional "
+    "offset, 2026-03-14T09:00 or 2026-03-14T09:00+01:00"
+)
+
+
+def parse_when(text: str, now: datetime, *, end: bool = False) -> datetime:
+    """A CLI time: a stamp, ``+INTERVAL`` relative to now, or a human form
+    (:func:`parse_human`: ``mon 9am``, ``tomorrow``, ``in 2h``), within the
+    stamp years. ``end``: the time ends a span (``due --until``), so a day named without
+    a time is its last minute (:func:`parse_human`).
+
+    Raises OutOfRange for a time outside the stamp years, and ValueError
+    naming every accepted form (``WHEN_FORMS``) for anything else.
+    """
+    text = text.strip()
+    try:
+        if text.startswith("+"):
+            return _within_years(text, now, lambda: later_by(now, text[1:]))
+        return parse_stamp(text)
+    except OutOfRange:
+        raise
+    except ValueError:
+        dated = text[:4].isdigit() and text[4:5] == "-"
+        if text.startswith("+") or (dated and text[10:11] != " "):  # (a date, then words)
+            raise ValueError(f"not a time: {text!r}; use {WHEN_FORMS}") from None
+    try:
+        return _within_years(text, now, lambda: parse_human(text, now, end=end))
+    except OutOfRange:
+        raise
+    except ValueError as exc:
+        raise ValueError(f"{exc}; use {WHEN_FORMS}") from None
+
+
+def _within_years(text: str, now: datetime, make: Callable[[], datetime]) -> datetime:
+    try:
+        when = make()
+    except OverflowError:
+        when = datetime.max
+    if not FIRST_YEAR <= when.year <= LAST_YEAR:
+        raise OutOfRange("a time", STAMP_BOUNDS, f"{text} from {format_stamp(now)}")
+    return when

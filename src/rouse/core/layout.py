@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from rouse.core.errors import UsageError
-from rouse.core.statefile import STATE_DIR as STATE_DIR  # (defined there: the hooks read it)
+from rouse.core.home import STATE_DIR as STATE_DIR  # (defined there: the hooks read it)
 
 ENTRYPOINT = "entrypoint"
 PERSONA = "persona.md"

@@ -14,10 +14,6 @@ import re
 import time
 from datetime import datetime, timedelta
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 STAMP_FORMAT = "%Y-%m-%d %H:%M"
 FLOOR = timedelta(minutes=15)
 
@@ -292,61 +288,6 @@ def format_interval(value: timedelta) -> str:
 def floored(value: timedelta) -> timedelta:
     """No interval below the 15-minute floor is ever used."""
     return max(value, FLOOR)
-
-
-#: Every form a CLI time (``--due``, ``--until``, a stamp field given to ``new``) takes,
-#: as the error for one that does not read names them. (The human forms are
-#: :data:`rouse.core.humantime.HUMAN_FORMS`, repeated here so that reading a
-#: stamp never imports that module.)
-WHEN_FORMS = (
-    "monday or mon (the next one after today, 09:00), mon 9am, tomorrow 09:00, "
-    "today 17:30, 17:30 or 9pm (the next such time), in 2h, next week (Monday 09:00), "
-    "tomorrow morning (09:00; afternoon 14:00, evening 18:00, tonight 20:00, "
-    "eod or end of day 17:00), dec 24 or 24 dec (the next one, 09:00), 2026-12-24 10am; "
-    "+3d (from now: s, m, h, d, w, combined as in +1h30m), 2026-03-14 09:00 "
-    "(local time; a date alone is midnight), or ISO 8601 with T and an optional "
-    "offset, 2026-03-14T09:00 or 2026-03-14T09:00+01:00"
-)
-
-
-def parse_when(text: str, now: datetime, *, end: bool = False) -> datetime:
-    """A CLI time: a stamp, ``+INTERVAL`` relative to now, or a human form
-    (:mod:`rouse.core.humantime`: ``mon 9am``, ``tomorrow``, ``in 2h``), within the
-    stamp years. ``end``: the time ends a span (``due --until``), so a day named without
-    a time is its last minute (``humantime.parse_human``).
-
-    Raises OutOfRange for a time outside the stamp years, and ValueError
-    naming every accepted form (``WHEN_FORMS``) for anything else.
-    """
-    text = text.strip()
-    try:
-        if text.startswith("+"):
-            return _within_years(text, now, lambda: later_by(now, text[1:]))
-        return parse_stamp(text)
-    except OutOfRange:
-        raise
-    except ValueError:
-        dated = text[:4].isdigit() and text[4:5] == "-"
-        if text.startswith("+") or (dated and text[10:11] != " "):  # (a date, then words)
-            raise ValueError(f"not a time: {text!r}; use {WHEN_FORMS}") from None
-    from rouse.core import humantime  # (only when a stamp did not read: off the pack's path)
-
-    try:
-        return _within_years(text, now, lambda: humantime.parse_human(text, now, end=end))
-    except OutOfRange:
-        raise
-    except ValueError as exc:
-        raise ValueError(f"{exc}; use {WHEN_FORMS}") from None
-
-
-def _within_years(text: str, now: datetime, make: Callable[[], datetime]) -> datetime:
-    try:
-        when = make()
-    except OverflowError:
-        when = datetime.max
-    if not FIRST_YEAR <= when.year <= LAST_YEAR:
-        raise OutOfRange("a time", STAMP_BOUNDS, f"{text} from {format_stamp(now)}")
-    return when
 
 
 def human_age(then: datetime, now: datetime) -> str:

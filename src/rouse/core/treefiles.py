@@ -59,7 +59,7 @@ class Record(File):
         self.parent = parent  # dir of the nearest enclosing trackable record
         self.children: list[str] = []
         self.open_memo: bool | None = None  # the clock's is_open, once computed
-        #: the clock's plan, when the walk cache vouches for it (rouse.core.planned)
+        #: the clock's plan, when the walk cache vouches for it (rouse.cache.plans)
         self.plan: list[Any] | None = None
 
     @property

@@ -70,7 +70,7 @@ FIRST_RECONNECT = 1.0
 MOST_RECONNECT = 30.0
 
 
-class Worker:
+class DeliveryWorker:
     """One ``rouse deliver`` process: claim, send, write; until stopped (or once)."""
 
     def __init__(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rouse.core.clockplan import due_at_time
+from rouse.core.dueplan import due_at_time
 from rouse.core.header import Header
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Record

@@ -15,7 +15,7 @@ recently to trust its mtime), rows of deleted files are deleted — and the
 clock's plan is recomputed for every record at every sync, but written only
 where it changed (a goal's clock moves when a child closes, its file does not).
 
-The plan stores instants, not verdicts (:mod:`rouse.core.clockplan`): when a
+The plan stores instants, not verdicts (:mod:`rouse.core.dueplan`): when a
 record next comes due (``wake_at``), when its review and staleness fall,
 whether a child silences it, when a reminder expires. ``due_at_time`` answers
 "due at ``t``, and why?" from those alone, exactly as

@@ -20,13 +20,14 @@ from typing import Any
 
 from rouse.core import header, layout
 from rouse.core.body import split_log
-from rouse.core.clockplan import aware as _aware
-from rouse.core.clockplan import clock_plan, no_plan
+from rouse.core.clock import clock_plan
+from rouse.core.dueplan import aware as _aware
+from rouse.core.dueplan import no_plan
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import RACY_NS
 from rouse.core.tree import Context, File, Note, Record, Tree
 from rouse.pack.indexdoc import DESCRIBED_BY, indexed_files
 from rouse.pack.search import WORD_RE, bigrams
+from rouse.state.files import RACY_NS
 from rouse.trust.origins import OriginReader
 
 #: Body bytes a row keeps; a longer body is cut there, and ``body_note`` says so.

@@ -6,7 +6,7 @@ Migrations run under a transaction-scoped advisory lock, so two machines
 starting at once apply each step once.
 
 The ledger's tables are made from the same column spec as the SQLite
-ledger's (:mod:`rouse.core.ledgerschema`; each row names its tree, so many
+ledger's (:mod:`rouse.state.ledgerschema`; each row names its tree, so many
 trees share one database), and the columns a fleet adds: a delivery worker's
 claim on a wake (``claimed_by``, ``claim_until``), the per-tree leader lease
 (``leaders``), the trees seen (``trees``), the one-way mirror of each tree's
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from rouse.core.errors import TooNew
-from rouse.core.ledgerschema import LOCAL_ONLY, TABLES, create, indexes
+from rouse.state.ledgerschema import LOCAL_ONLY, TABLES, create, indexes
 
 #: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
 MIGRATION_LOCK = 0x726F757365

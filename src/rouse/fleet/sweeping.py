@@ -40,7 +40,6 @@ from typing import Any
 from rouse.core.errors import UsageError
 from rouse.core.home import stamp_key_path
 from rouse.core.identity import IDENTITY_FILE, ensure_tree_id, tree_id
-from rouse.core.sweepstate import write_fleet_queue
 from rouse.core.tree import Tree
 from rouse.fleet import lease as leases
 from rouse.fleet.lease import DEFAULT_LEASE, Lease, check_lease
@@ -48,6 +47,7 @@ from rouse.fleet.mirror import Mirror
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase
 from rouse.fleet.pg_ledger import PgLedger
 from rouse.fleet.workers import queue_state
+from rouse.state.sweeper import write_fleet_queue
 from rouse.sweep import build
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.parts import Parts

@@ -15,12 +15,12 @@ from datetime import datetime
 from typing import Any
 
 from rouse.core.errors import UsageError
-from rouse.core.ledgerschema import WAKE_STATES
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
 from rouse.pack.views import clock_time
+from rouse.state.ledgerschema import WAKE_STATES
 
 #: How many characters of a tree id the text views show (``--tree`` takes any unique start).
 SHORT_ID = 8

@@ -18,7 +18,7 @@ Who reads the rows: ``rouse fleet status`` (every worker, and which trees
 have one), ``rouse status --check --ledger DSN`` and each fleet sweeper's tick
 (:func:`queue_state`: wakes queued for workers, and whether a live worker
 serves the tree), which writes what it saw into the tree's
-``.rouse/fleet.json`` for the pack (:mod:`rouse.core.sweepstate`). Rows not
+``.rouse/fleet.json`` for the pack (:mod:`rouse.state.sweeper`). Rows not
 seen for :data:`FORGET_AFTER` are deleted when a worker starts.
 """
 
@@ -215,8 +215,8 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     """For one tree: the wakes queued for workers (``queued``, the ``oldest`` made — a
     local time), the ``live`` workers serving it and when one was last ``seen``.
 
-    Shaped as :func:`rouse.core.sweepstate.fleet_queue` reads it back, for
-    :func:`rouse.core.sweepstate.stalled_queue` to judge. A database without a
+    Shaped as :func:`rouse.state.sweeper.fleet_queue` reads it back, for
+    :func:`rouse.state.sweeper.stalled_queue` to judge. A database without a
     ledger yet has no queue; one without the workers' table has no workers.
     """
     found: dict[str, Any] = {"queued": 0, "oldest": None, "live": 0, "seen": None}

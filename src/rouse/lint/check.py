@@ -92,9 +92,10 @@ def _quoted_values(tree: Tree, findings: list[Finding], origins: OriginReader) -
 def _unvouched_tasks(tree: Tree) -> list[Finding]:
     """Without a stamp key, a task worker (``rouse work``, which leaves ``.rouse/work.json``)
     runs every pending task: nothing vouches for the text it runs. One warning per tree."""
-    from rouse.core import layout, sweepstate
+    from rouse.core import layout
+    from rouse.state import sweeper
 
-    if not (tree.root / layout.STATE_DIR / sweepstate.WORK_STATE).exists():
+    if not (tree.root / layout.STATE_DIR / sweeper.WORK_STATE).exists():
         return []
     pending = [
         record

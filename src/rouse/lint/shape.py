@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from datetime import datetime
 
-from rouse.core import clock, layout, nudges, statedir, stateshapes
+from rouse.core import clock, layout, statedir
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
 from rouse.core.tree import Context, File, Note, Record, Tree
@@ -25,6 +25,7 @@ from rouse.lint.fields import (
     value_findings,
 )
 from rouse.lint.finding import MAX_CHECK_BYTES, Finding, article, error_finding, read_bytes
+from rouse.state import nudges, shapes
 
 CONTEXT_BUDGET = 8_000  # characters, per file and for the layers together
 
@@ -65,7 +66,7 @@ def machine_state_findings(tree: Tree) -> Iterator[Finding]:
     for problem in statedir.problems(tree.root):
         where, _, what = problem.partition(" ")
         yield Finding("error", where, what)
-    for where, why in stateshapes.problems(tree.root):
+    for where, why in shapes.problems(tree.root):
         yield Finding(
             "warn",
             layout.shown(where),

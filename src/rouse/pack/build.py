@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, layout, nudges, snapshot, supersession, sweepstate
+from rouse.cache import snapshot
+from rouse.cache.plans import survey
+from rouse.cache.walk import HeaderCache
+from rouse.core import body, clock, header, layout, supersession
 from rouse.core.body import log_entries, split_log
-from rouse.core.cache import HeaderCache
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
-from rouse.core.planned import survey
-from rouse.core.stateshapes import WORK
 from rouse.core.timefmt import human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
 from rouse.pack.kept import keep
@@ -29,6 +29,9 @@ from rouse.pack.warnings import live_warnings, standing_warnings
 from rouse.probes import baselines, demand, readings
 from rouse.probes import definitions as probes
 from rouse.probes.gate import probes_allowed_at
+from rouse.state import nudges
+from rouse.state import sweeper as sweepstate
+from rouse.state.shapes import WORK
 from rouse.trust import fence
 from rouse.trust.origins import effective_origin, origin_reader
 
@@ -373,7 +376,7 @@ def build_pack(
     cache_secret: bytes | None = None,
 ) -> Pack:
     """Compute the pack for the tree at ``root`` at ``now``: from the snapshot the last
-    full walk kept (:mod:`rouse.core.snapshot`) while it holds, else from a walk."""
+    full walk kept (:mod:`rouse.cache.snapshot`) while it holds, else from a walk."""
     # a reader without a key: every [origin] label is only what a file claims (said once)
     unverified = origin_of is not None and not getattr(origin_of, "keyed", False)
     origin_of = origin_of or effective_origin

@@ -17,12 +17,9 @@ Not owned: the search that ranks the hits (:mod:`rouse.pack.search`), what
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from rouse.core.supersession import Successor, keyword_set, overlap, written
-
-if TYPE_CHECKING:
-    from rouse.pack.recall import Hit
+from rouse.pack.hits import Hit
 
 _EPOCH = datetime(1970, 1, 1)
 

@@ -23,8 +23,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from rouse.cache.walk import cached_walk
 from rouse.core import layout, statedir
-from rouse.core.cache import cached_walk
 from rouse.core.tree import File, Tree
 from rouse.pack import search
 from rouse.pack.indexdoc import Current, Doc, Stats, chunks, indexed_files, read_current, read_doc
@@ -358,7 +358,8 @@ class Index:
             if match.chunk is not None:  # the chunk that matched: its nearest sentence
                 parts = chunks(body)
                 body = parts[match.chunk] if match.chunk < len(parts) else body
-            match.snippet = search.nearest_sentence(body, wanted, self.model)
+            if self.model is not None:
+                match.snippet = self.model.nearest_sentence(body, wanted)
 
 
 def forget(root: Path, secret: bytes | None = None) -> None:

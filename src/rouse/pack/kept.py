@@ -1,4 +1,4 @@
-"""What a full walk keeps for the read verbs in the snapshot (:mod:`rouse.core.snapshot`):
+"""What a full walk keeps for the read verbs in the snapshot (:mod:`rouse.cache.snapshot`):
 the pack's findings (``pack``, or ``pack QUERY``), ``rouse due``'s rows (``due``) and
 ``rouse status``'s counts (``status``), so that whichever verb walks first, the others
 find theirs while nothing changes."""
@@ -8,10 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import snapshot
-from rouse.core.cache import HeaderCache
-from rouse.core.counts import tree_counts
-from rouse.core.planned import Survey, survey
+from rouse.cache import snapshot
+from rouse.cache.counts import tree_counts
+from rouse.cache.plans import Survey, survey
+from rouse.cache.walk import HeaderCache
 from rouse.core.tree import Tree
 from rouse.pack.views import due_rows
 

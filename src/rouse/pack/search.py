@@ -25,10 +25,6 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from rouse.pack.semantic import Model
-
 WEIGHTS = (10.0, 4.0, 1.0, 0.5, 1.0)  # bm25 weights of keywords, path, body, log, cjk
 MAX_WORDS = 32
 SNIPPET_TOKENS = 24
@@ -318,20 +314,3 @@ def _like(conn: sqlite3.Connection, words: list[str], kind: str | None) -> list[
             )
         )
     return found
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def nearest_sentence(body: str, wanted: bytes, model: Model | None) -> str:
-    """The sentence of ``body`` nearest ``wanted`` (a query's vector) by ``model``, and
-    what follows it, on one line: a snippet for a match by meaning alone."""
-    sentences = [s.strip() for s in _SENTENCE.split(body) if s.strip()][:200]
-    if not sentences:
-        return ""
-    at = 0
-    if model is not None and wanted and len(sentences) > 1:
-        scores = model.cosines(wanted, model.embed(sentences))
-        at = max(range(len(sentences)), key=lambda i: scores[i])
-    text = ("…" if at else "") + " ".join(sentences[at:])
-    return one_line(text)

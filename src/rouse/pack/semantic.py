@@ -27,7 +27,7 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
-from rouse.pack.search import STOPWORDS
+from rouse.pack.search import STOPWORDS, one_line
 
 DISTRIBUTION = "wordllama"
 WEIGHTS = "weights/l2_supercat_256.safetensors"
@@ -60,6 +60,9 @@ def _dependencies_present() -> bool:
 def available() -> bool:
     """True when the semantic extra is installed (its model and the libraries that read it)."""
     return package_dir() is not None and _dependencies_present()
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 class Model:
@@ -118,6 +121,18 @@ class Model:
             return []
         scores: Any = matrix @ self._np.frombuffer(query, dtype=self._np.float32)
         return [float(s) for s in scores]
+
+    def nearest_sentence(self, body: str, wanted: bytes) -> str:
+        """The sentence of ``body`` nearest ``wanted`` (a query's vector), and what follows
+        it, on one line: the snippet of a match by meaning alone."""
+        sentences = [s.strip() for s in _SENTENCE.split(body) if s.strip()][:200]
+        if not sentences:
+            return ""
+        at = 0
+        if wanted and len(sentences) > 1:
+            scores = self.cosines(wanted, self.embed(sentences))
+            at = max(range(len(sentences)), key=lambda i: scores[i])
+        return one_line(("…" if at else "") + " ".join(sentences[at:]))
 
 
 _TOKEN = re.compile(r"\S+")

@@ -8,8 +8,8 @@ import os
 import threading
 from pathlib import Path
 
-from rouse.core import snapshot
-from rouse.core.cache import HeaderCache
+from rouse.cache import snapshot
+from rouse.cache.walk import HeaderCache
 from rouse.core.tree import Tree
 from rouse.pack import semantic
 from rouse.pack.index import Index
@@ -21,7 +21,7 @@ class Session:
     nothing changed.
 
     It keeps the last walk, and the open index. The next recall takes that walk
-    only when :func:`rouse.core.snapshot.still` says the tree is as it was (a
+    only when :func:`rouse.cache.snapshot.still` says the tree is as it was (a
     watching sweeper says nothing changed since the walk's token, else one
     ``lstat`` per directory and file gives the same identities); anything else — a
     file the walk could not vouch for, another stamp key — and it walks, as a

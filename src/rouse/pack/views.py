@@ -13,12 +13,12 @@ from datetime import datetime, timedelta
 from operator import itemgetter
 from pathlib import Path
 
+from rouse.cache.plans import Survey, instant
 from rouse.core import clock, clockfields, layout
 from rouse.core.body import log_entries
 from rouse.core.clock import Decision
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
-from rouse.core.planned import Survey, instant
 from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
 from rouse.trust import fence
@@ -149,9 +149,9 @@ def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
 
 def due_rows(tree: Tree, surveyed: Survey) -> list[list[Any]]:
     """``rouse due``'s rows as the snapshot keeps them, from a survey every record of
-    which was planned (:attr:`rouse.core.planned.Survey.planned`), in :func:`due_order`'s
+    which was planned (:attr:`rouse.cache.plans.Survey.planned`), in :func:`due_order`'s
     order: one ``[reason, due_at, nudge, lines, more]`` per run of rows due alike
-    (``due_at`` in microseconds, :func:`rouse.core.planned.micros`), ``lines`` their
+    (``due_at`` in microseconds, :func:`rouse.cache.plans.micros`), ``lines`` their
     :func:`due_lines` with NUL where the words of when go, ``more`` each row's type and
     ``moved_at`` (what ``--json`` adds), one line per row, tab-separated. (A tracked
     name is printable ASCII: it holds no tab, no newline, no NUL.)"""

@@ -12,10 +12,11 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import statedir, sweepstate
+from rouse.core import statedir
 from rouse.core.clockfields import FieldProblem
 from rouse.core.timefmt import format_stamp, human_age
 from rouse.core.tree import File, Tree
+from rouse.state import sweeper as sweepstate
 from rouse.trust import fence
 
 TYPE_CHECKING = False

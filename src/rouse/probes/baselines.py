@@ -20,8 +20,8 @@ import json
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.cachefmt import read_signed, write_signed
 from rouse.probes.readings import MAX_READING, UNKNOWN
+from rouse.state.signed import read_signed, write_signed
 
 FILE = "baselines.json"
 MAGIC = b"rouse-baselines"

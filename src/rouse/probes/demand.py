@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from rouse.core import home, layout
-from rouse.core.statefile import save_json
-from rouse.core.stateshapes import PROBES
 from rouse.probes.definitions import Probe
 from rouse.probes.readings import MAX_READING, run_all
+from rouse.state.files import save_json
+from rouse.state.shapes import PROBES
 from rouse.trust.origins import StampFinding
 from rouse.trust.stampkey import load_key
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path, PurePosixPath
 
-from rouse.core import header, layout, snapshot, statedir
+from rouse.cache import snapshot
+from rouse.core import header, layout, statedir
 from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp

@@ -16,8 +16,9 @@ from datetime import datetime
 
 from rouse.core import header, layout
 from rouse.core.errors import HeaderError, UsageError
+from rouse.core.humantime import parse_when
 from rouse.core.recurrence import parse_every
-from rouse.core.timefmt import format_stamp, parse_interval, parse_when
+from rouse.core.timefmt import format_stamp, parse_interval
 
 STAMP_KEYS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel", "until"})
 INTERVAL_KEYS = frozenset({"stale-after", "review-every", "nag"})

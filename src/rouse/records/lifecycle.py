@@ -1,7 +1,7 @@
 """Changing records: ``move``, ``snooze`` and ``close``.
 
 Each verb writes through the store (atomic, under the writers' lock), notes
-that it acted on the record (``rouse.core.acts``: what answers a wake, to the
+that it acted on the record (``rouse.state.acts``: what answers a wake, to the
 second) and returns what it did, for the CLI or the MCP server to print. A
 record named by its path is read on its own (:mod:`rouse.records.locate`), not
 found by walking the tree. ``promote`` is :mod:`rouse.records.promoting`'s; a
@@ -14,18 +14,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, body, clock, header
+from rouse.core import body, clock, header
 from rouse.core.errors import UsageError
-from rouse.core.timefmt import (
-    format_stamp,
-    later_by,
-    parse_stamp,
-    parse_when,
-)
+from rouse.core.humantime import parse_when
+from rouse.core.timefmt import format_stamp, later_by, parse_stamp
 from rouse.core.tree import Record, walk
 from rouse.records.inputs import check_body
 from rouse.records.locate import find
 from rouse.records.scaffold import article
+from rouse.state import acts
 from rouse.trust.sealing import SigningStore
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).

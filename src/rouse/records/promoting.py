@@ -11,7 +11,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, clock, layout
+from rouse.core import clock, layout
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import walk
@@ -19,6 +19,7 @@ from rouse.records.inputs import check_value
 from rouse.records.lifecycle import Changed, minute
 from rouse.records.repository import tracked
 from rouse.records.scaffold import check_parent
+from rouse.state import acts
 from rouse.trust.sealing import SigningStore
 from rouse.trust.speaker import lower
 

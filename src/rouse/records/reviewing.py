@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts
 from rouse.core.errors import UsageError
 from rouse.core.header import read_header
 from rouse.core.store import Store
@@ -27,6 +26,7 @@ from rouse.probes import baselines, demand, gate, readings
 from rouse.probes import definitions as probes
 from rouse.records.forgetting import find
 from rouse.records.inputs import check_body
+from rouse.state import acts
 from rouse.trust import origins
 
 

@@ -14,13 +14,14 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, body, header, layout
+from rouse.core import body, header, layout
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
 from rouse.records.lifecycle import Changed, close, minute, one_line
 from rouse.records.locate import find
 from rouse.records.scaffold import article
+from rouse.state import acts
 from rouse.trust.sealing import SigningStore
 
 CHECKPOINT = body.CHECKPOINT

@@ -7,9 +7,9 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, nudges
-from rouse.core.statefile import through_link
 from rouse.core.tree import Tree
+from rouse.state import acts, nudges
+from rouse.state.files import through_link
 
 
 class NudgeArchive:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from rouse.core.clock import Decision
 from rouse.core.layout import STATE_DIR
-from rouse.core.nudges import DIR as NUDGES_DIR
+from rouse.state.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, NudgeNotes, Receipts, Stamp
 from rouse.sweep.ledger import WORKERS, Entry, Ledger
 from rouse.sweep.plan import Step

@@ -27,9 +27,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rouse.core import nudges
 from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Record
+from rouse.state import nudges
 from rouse.sweep.ledger import Ledger, gives_up, next_try, ready
 from rouse.sweep.ledger.entry import as_time
 from rouse.sweep.ledger.tells import Outreach, for_person, outreach

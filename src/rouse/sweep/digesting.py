@@ -13,11 +13,11 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, nudges
-from rouse.core.cache import HeaderCache
+from rouse.cache.walk import HeaderCache
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.tree import Tree
+from rouse.state import acts, nudges
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport

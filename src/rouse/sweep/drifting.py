@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core.nudges import DRIFTED
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Tree
 from rouse.core.treefiles import Note
 from rouse.probes import baselines, demand, gate
 from rouse.probes.definitions import load_probes
 from rouse.probes.readings import UNKNOWN
+from rouse.state.nudges import DRIFTED
 from rouse.sweep.wake import NOTES, Wake, read_body
 from rouse.trust import fence
 from rouse.trust.origins import OriginReader

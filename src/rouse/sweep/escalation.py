@@ -21,10 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, clock, nudges
+from rouse.core import clock
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_interval, format_stamp, parse_interval, parse_stamp
 from rouse.core.tree import Tree
+from rouse.state import acts, nudges
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink, SinkError

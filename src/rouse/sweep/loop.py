@@ -30,8 +30,8 @@ from pathlib import Path
 from types import FrameType
 
 from rouse.core.errors import TooNew, UsageError
-from rouse.core.locks import sweeper_lock
-from rouse.core.sweepstate import LONGEST_INTERVAL
+from rouse.state.locks import sweeper_lock
+from rouse.state.sweeper import LONGEST_INTERVAL
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.parts import Parts

@@ -9,10 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from rouse.core import acts, clock
+from rouse.core import clock
 from rouse.core.clock import Decision
-from rouse.core.nudges import DRIFTED, acted_since
 from rouse.core.tree import Tree
+from rouse.state import acts
+from rouse.state.nudges import DRIFTED, acted_since
 from rouse.sweep.ledger import WORKERS, Entry, gives_up, ready
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.stamping import already_stamped
@@ -65,7 +66,7 @@ def plan(
 
     ``sends``: this sweeper sends wakes itself (False: ``--plan-only``, the
     delivery workers send them). ``done``: when rouse's verbs last acted on
-    each record (``rouse.core.acts``), to tell an answered wake.
+    each record (``rouse.state.acts``), to tell an answered wake.
     """
     done = done or {}
     decided = {d.record.dir: d for d in clock.decisions(tree, now)}

@@ -31,10 +31,10 @@ from pathlib import Path
 
 from rouse.core.errors import UsageError
 from rouse.core.statedir import state_path
-from rouse.core.statefile import save_json
-from rouse.core.sweepstate import BUDGET_FILE, RUN_LOCK, TIME_FORMAT
 from rouse.core.timefmt import format_interval, parse_interval
 from rouse.runs.handle import Ended, claim, resolve
+from rouse.state.files import save_json
+from rouse.state.sweeper import BUDGET_FILE, RUN_LOCK, TIME_FORMAT
 from rouse.sweep import digest
 from rouse.sweep.digest import Digest
 from rouse.sweep.ledger import Ledger

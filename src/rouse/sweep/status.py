@@ -9,11 +9,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import locks, sweepstate
-from rouse.core.counts import tasks_of, tree_counts
-from rouse.core.planned import survey
+from rouse.cache.counts import tasks_of, tree_counts
+from rouse.cache.plans import survey
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import Tree, walk
+from rouse.state import locks
+from rouse.state import sweeper as sweepstate
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ def status_of(
     ledger: Ledger | None = None,
     leader: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """:func:`status` from the tree's counts (:func:`rouse.core.counts.tree_counts`, as
+    """:func:`status` from the tree's counts (:func:`rouse.cache.counts.tree_counts`, as
     the snapshot may keep them): the sweeper's, the ledger's and the worker's side read now."""
     data = {
         "tree": str(root),

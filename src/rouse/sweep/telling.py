@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import acts, layout
+from rouse.core import layout
 from rouse.core.errors import RouseError, UsageError
-from rouse.core.locks import holder, sweeper_channels
 from rouse.core.timefmt import format_stamp, iso_stamp
 from rouse.core.tree import display_ids, walk
+from rouse.state import acts
+from rouse.state.locks import holder, sweeper_channels
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.tells import Outreach
 from rouse.sweep.wake import ID_RE

@@ -28,14 +28,15 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, clock, home
-from rouse.core.cache import HeaderCache
+from rouse.cache.walk import HeaderCache
+from rouse.core import clock, home
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
-from rouse.core.nudges import DRIFTED
 from rouse.core.statedir import require_safe
-from rouse.core.sweepstate import write_state
 from rouse.core.tree import Tree, display_ids
+from rouse.state import acts
+from rouse.state.nudges import DRIFTED
+from rouse.state.sweeper import write_state
 from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from rouse.core.layout import shown
-from rouse.core.sweepstate import TIME_FORMAT
+from rouse.state.sweeper import TIME_FORMAT
 from rouse.sweep.wake import Wake
 
 Log = Callable[[str], None]

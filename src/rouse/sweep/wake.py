@@ -6,7 +6,7 @@ record's body happens here and only to put it in the text; nothing decides
 anything from a body.
 
 The nudge files the file sink writes (the wake at rest) are named and read
-back by ``rouse.core.nudges``, which the pack shares.
+back by ``rouse.state.nudges``, which the pack shares.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The long-running sweeper keeps the tree's state hot: inotify (through ctypes,
 Linux only) on every directory the walk visits, and a unix socket in
-``.rouse/`` that answers "what changed since token T" (:mod:`rouse.core.fsmon`
+``.rouse/`` that answers "what changed since token T" (:mod:`rouse.cache.fsmon`
 is the asking side, and says what is checked there).
 
 A token is ``<instance nonce>:<counter>``: the counter goes up with every
@@ -31,8 +31,9 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from rouse.core import fsmon, inotify, layout
-from rouse.core.cache import HeaderCache
+from rouse.cache import fsmon
+from rouse.cache.walk import HeaderCache
+from rouse.core import inotify, layout
 from rouse.core.inotify import Inotify
 from rouse.core.tree import SKIP_NAMES
 
@@ -55,7 +56,7 @@ LIMIT = 4096
 _EVENT = struct.Struct("iIII")
 
 
-class Watcher:
+class TreeWatcher:
     """Watch ``root`` and answer over ``.rouse/fsmon.sock``; :meth:`start` says if it could."""
 
     def __init__(self, root: Path, secret: bytes | None, *, limit: int = LIMIT):
@@ -73,7 +74,7 @@ class Watcher:
         self.fd = -1
         self.server: socket.socket | None = None
         self.bound: int | None = None  # the inode of the socket we made
-        self.binding = ""  # what our replies are bound to (rouse.core.fsmon.binding)
+        self.binding = ""  # what our replies are bound to (rouse.cache.fsmon.binding)
         self.thread: threading.Thread | None = None
         self._stop_r, self._stop_w = -1, -1
         self.inotify: Inotify | None = None
@@ -326,10 +327,10 @@ class Watcher:
 
 
 @contextlib.contextmanager
-def kept_hot(root: Path, headers: HeaderCache, *, on: bool) -> Iterator[Watcher | None]:
+def kept_hot(root: Path, headers: HeaderCache, *, on: bool) -> Iterator[TreeWatcher | None]:
     """While the loop runs (``on``): watch the tree, answer the pack, and let the
     sweeper's own walks ask too. Where it cannot watch, nothing changes."""
-    watcher = Watcher(root, headers.secret) if on else None
+    watcher = TreeWatcher(root, headers.secret) if on else None
     if watcher is not None and not watcher.start():
         watcher = None
     if watcher is not None:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from rouse.core import header, home, layout
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import RACY_NS, save_json
-from rouse.core.stateshapes import ORIGINS as ORIGINS_FILE
 from rouse.core.tree import File
 from rouse.core.value import Frozen, Value
+from rouse.state.files import RACY_NS, save_json
+from rouse.state.shapes import ORIGINS as ORIGINS_FILE
 from rouse.trust.stampkey import (
     StampKey,
     load_key,
@@ -40,7 +40,7 @@ CACHE_FILE = "origins.json"
 CACHE_VERSION = 1
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
-#: Verdict states whose written origin counts.
+#: EffectiveOrigin states whose written origin counts.
 VERIFIED = frozenset({"verified", "verified-v1"})
 
 #: Why an origin reads the way it does, by verdict state.
@@ -82,7 +82,7 @@ def _normal(value: str | None) -> str:
 # -- reading origins ----------------------------------------------------------
 
 
-class Verdict(Frozen):
+class EffectiveOrigin(Frozen):
     """A file's effective ``origin`` and how it was reached."""
 
     __slots__ = ("origin", "written", "state")
@@ -145,7 +145,7 @@ class _Cache:
         message = json.dumps(["rouse-origin-cache", CACHE_VERSION, rel, *fields])
         return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
 
-    def get(self, rel: str, key: list[int]) -> Verdict | None:
+    def get(self, rel: str, key: list[int]) -> EffectiveOrigin | None:
         import hmac
 
         self.seen.add(rel)
@@ -159,9 +159,9 @@ class _Cache:
         origin, written, state = entry[3:6]
         if state not in STATES or origin not in ORIGINS:
             return None
-        return Verdict(str(origin), str(written), str(state))
+        return EffectiveOrigin(str(origin), str(written), str(state))
 
-    def put(self, rel: str, key: list[int], verdict: Verdict) -> None:
+    def put(self, rel: str, key: list[int], verdict: EffectiveOrigin) -> None:
         fields = [*key, verdict.origin, verdict.written, verdict.state]
         self.entries[rel] = [*fields, self._mac(rel, fields)]
         self.dirty = True
@@ -212,32 +212,34 @@ class OriginReader:
     def __call__(self, file: File) -> str:
         return self.verdict(file).origin
 
-    def verdict(self, file: File) -> Verdict:
+    def verdict(self, file: File) -> EffectiveOrigin:
         if self.key is None:
             written = (file.get("origin") or "").strip()
-            return Verdict(_normal(written), written, "as-written" if written else "unstamped")
+            return EffectiveOrigin(
+                _normal(written), written, "as-written" if written else "unstamped"
+            )
         if self._cache is None:
-            return Verdict("unknown", (file.get("origin") or "").strip(), "bad-key")
+            return EffectiveOrigin("unknown", (file.get("origin") or "").strip(), "bad-key")
         return self._verified(file.rel)
 
-    def verdict_at(self, rel: str) -> Verdict:
+    def verdict_at(self, rel: str) -> EffectiveOrigin:
         """The verdict for a tree-relative path (with a key; without one, read its header)."""
         if self.key is None or self._cache is None:
             try:
                 head = header.read_header(self.root / rel, rel)
             except HeaderError:
-                return Verdict("unknown", "", "unreadable")
+                return EffectiveOrigin("unknown", "", "unreadable")
             fake = File(rel=rel, header=head, size=0, mtime_ns=0)
             return self.verdict(fake)
         return self._verified(rel)
 
-    def _verified(self, rel: str) -> Verdict:
+    def _verified(self, rel: str) -> EffectiveOrigin:
         assert self._cache is not None and self.key is not None and self.key.secret is not None
         path = self.root / rel
         try:
             info = os.lstat(path)
         except OSError:
-            return Verdict("unknown", "", "unreadable")
+            return EffectiveOrigin("unknown", "", "unreadable")
         key = [info.st_size, info.st_mtime_ns, info.st_ctime_ns]
         cached = self._cache.get(rel, key)
         if cached is not None:
@@ -250,7 +252,7 @@ class OriginReader:
             self._cache.put(rel, key, verdict)
         return self._once_untrusted(rel, verdict)
 
-    def _once_untrusted(self, rel: str, verdict: Verdict) -> Verdict:
+    def _once_untrusted(self, rel: str, verdict: EffectiveOrigin) -> EffectiveOrigin:
         """Tampering never lifts a fence (SPEC §5, 0.3): a file seen verified as
         ``untrusted`` is remembered (MACed, in the verdict cache) and stays untrusted —
         edited, re-stamped by the agent, its ``origin:`` lines deleted — until it
@@ -262,7 +264,7 @@ class OriginReader:
             if verdict.origin == "owner":
                 self._cache.remember(rel, False)
             else:
-                return Verdict("untrusted", verdict.written, "once-untrusted")
+                return EffectiveOrigin("untrusted", verdict.written, "once-untrusted")
         return verdict
 
     def kept_fence(self, rel: str, origin: str) -> str:
@@ -270,7 +272,7 @@ class OriginReader:
         fence reads it: a file once stamped untrusted stays so until the owner vouches."""
         if self._cache is None:
             return origin
-        return self._once_untrusted(rel, Verdict(origin, "", "verified")).origin
+        return self._once_untrusted(rel, EffectiveOrigin(origin, "", "verified")).origin
 
     def stamped(self, rel: str, origin: str) -> None:
         """``rouse stamp`` just signed ``rel`` as ``origin``: remember an untrusted one,
@@ -278,10 +280,10 @@ class OriginReader:
         if self._cache is not None and origin in ("untrusted", "owner"):
             self._cache.remember(rel, origin == "untrusted")
 
-    def _read(self, path: Path, rel: str, info: os.stat_result) -> Verdict:
+    def _read(self, path: Path, rel: str, info: os.stat_result) -> EffectiveOrigin:
         assert self.key is not None and self.key.secret is not None
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-            return Verdict("unknown", "", "unreadable")
+            return EffectiveOrigin("unknown", "", "unreadable")
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
             fd = os.open(path, flags)
@@ -289,9 +291,9 @@ class OriginReader:
                 data = handle.read(MAX_FILE_BYTES + 1)
             written, state = verify(self.key.secret, rel, data)
         except (OSError, HeaderError):
-            return Verdict("unknown", "", "unreadable")
+            return EffectiveOrigin("unknown", "", "unreadable")
         origin = _normal(written) if state in VERIFIED else "unknown"
-        return Verdict(origin, written, state)
+        return EffectiveOrigin(origin, written, state)
 
     def flush(self) -> None:
         """Save the cache now (it is also saved when the reader is collected)."""

@@ -9,12 +9,13 @@ them and says what to do.
 
 from __future__ import annotations
 
-from rouse.core import acts, layout
+from rouse.core import layout
 from rouse.core.tree import File, Tree
+from rouse.state import acts
 from rouse.trust.fence import held_back
-from rouse.trust.origins import OriginReader, StampFinding, Verdict
+from rouse.trust.origins import EffectiveOrigin, OriginReader, StampFinding
 
-#: Verdict states ``check`` names as not signed, and ``stamp --changed`` vouches for.
+#: EffectiveOrigin states ``check`` names as not signed, and ``stamp --changed`` vouches for.
 UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
 
 
@@ -85,7 +86,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
     return findings
 
 
-def _origin_finding(file: File, verdict: Verdict, context: bool) -> StampFinding | None:
+def _origin_finding(file: File, verdict: EffectiveOrigin, context: bool) -> StampFinding | None:
     """What check says of one file's origin: signed with v1, once untrusted, or not
     signed (a context file without an origin is named as quarantined instead)."""
     if verdict.state == "verified-v1":

@@ -23,7 +23,7 @@ from rouse.runs.handle import Ended
 
 
 @dataclass
-class Verdict:
+class TaskEnding:
     ending: str  # done, failed, cancelled, or pending (handed back)
     why: str
     result: str  # the run's final message ('' when there is none)
@@ -38,13 +38,13 @@ def verdict(
     task_file: Path,
     log: Path,
     last_message: Path | None,
-) -> Verdict:
+) -> TaskEnding:
     """What ``ended`` means for the task at ``task_dir``."""
     took = f"after {ended.seconds:.1f}s (output in {task_dir}/run.log)"
     result = result_of(kind, log, last_message)  # (read, so Codex's file is removed, always)
     if ended.stopped == "stop":
         why = f"handed back by its worker (stopped {took}); back to pending"
-        return Verdict("pending", why, "")
+        return TaskEnding("pending", why, "")
     if ended.stopped == "cancel":
         try:
             data = task_file.read_bytes()
@@ -52,16 +52,18 @@ def verdict(
             data = b""
         said = tasks.checkpoints(data, task_file.name)
         listed = "; ".join(said) if said else "none"
-        return Verdict(
+        return TaskEnding(
             "cancelled", f"cancelled while it ran ({took}); its checkpoints: {listed}", ""
         )
     if ended.ok:
-        return Verdict("done", f"exit 0 {took}", result)
+        return TaskEnding("done", f"exit 0 {took}", result)
     if ended.stopped == "deadline":
         seconds = timeout.total_seconds()
         limit = f"{seconds:g}s" if seconds < 60 else format_interval(timeout)
-        return Verdict("failed", f"killed at its deadline (--task-timeout {limit}) {took}", result)
-    return Verdict("failed", f"exit {ended.code} {took}", result)
+        return TaskEnding(
+            "failed", f"killed at its deadline (--task-timeout {limit}) {took}", result
+        )
+    return TaskEnding("failed", f"exit {ended.code} {took}", result)
 
 
 def result_of(kind: str, log: Path, last_message: Path | None) -> str:

@@ -20,18 +20,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, header, layout, locks
+from rouse.core import clock, header, layout
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statedir import state_path
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, display_ids, walk
 from rouse.records import lifecycle, tasks
+from rouse.state import locks
 from rouse.trust.origins import OriginReader
 from rouse.work import notices, prompt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from rouse.work.endings import Verdict
+    from rouse.work.endings import TaskEnding
 
 #: The attempt whose run is lost ends the task failed: no fourth run.
 MAX_LOST = 3
@@ -152,7 +153,7 @@ class TaskQueue:
         )
         notices.queue(self.root, record, shown, "lost", text, now)
 
-    def settle(self, record: Record, now: datetime, found: Verdict) -> None:
+    def settle(self, record: Record, now: datetime, found: TaskEnding) -> None:
         """Write a run's verdict in its task: handed back to pending, or ended."""
         if found.ending != "pending":
             self.end(record, now, found.ending, found.why, result=found.result)

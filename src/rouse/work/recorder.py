@@ -15,16 +15,25 @@ import queue
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Generic, Protocol, TypeVar
 
+from rouse.core.tree import Record
 from rouse.runs.handle import Ended, Supervised
 from rouse.sweep.ledger import Ledger
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from rouse.work.worker import Slot
+
+class HeldRun(Protocol):
+    """What the recorder reads of a run the loop hands it: the task, and its supervisor."""
+
+    record: Record
+    held: Supervised
 
 
-class Recorder:
+#: the loop's own record of a run (the worker's ``Slot``), handed back to ``record``
+Slot = TypeVar("Slot", bound=HeldRun)
+
+
+class Recorder(Generic[Slot]):
     """One thread that records ended runs, then releases their supervisors."""
 
     def __init__(

@@ -30,15 +30,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import header, sweepstate
+from rouse.core import header
 from rouse.core.errors import RouseError
 from rouse.core.statedir import state_path
-from rouse.core.statefile import save_json
 from rouse.core.store import prepare_leases
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
 from rouse.records import tasks
 from rouse.runs.handle import ANSWER_WITHIN, Ended, Supervised, SupervisorError, ready, start
+from rouse.state import sweeper as sweepstate
+from rouse.state.files import save_json
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Budget
@@ -89,7 +90,7 @@ class Slot:
         return self.state == "live"
 
 
-class Worker:
+class TaskWorker:
     """Runs the tree's pending tasks, ``jobs`` at a time."""
 
     def __init__(
@@ -400,4 +401,4 @@ class Worker:
         )
 
 
-__all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "Worker", "lock_rel"]
+__all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "TaskWorker", "lock_rel"]

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from rouse.core.sweepstate import TIME_FORMAT
 from rouse.core.timefmt import iso_stamp
+from rouse.state.sweeper import TIME_FORMAT
 from rouse.sweep.wake import Wake, safe_id
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from rouse.core.sweepstate import TIME_FORMAT
+from rouse.state.sweeper import TIME_FORMAT
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text
 

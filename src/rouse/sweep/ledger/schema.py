@@ -10,10 +10,10 @@ from __future__ import annotations
 import sqlite3
 
 from rouse.core.errors import TooNew
-from rouse.core.ledgerschema import TABLES, column_name, create, indexes
+from rouse.state.ledgerschema import TABLES, column_name, create, indexes
 
 #: The schema's number: each older one is brought to it in one step, from the column
-#: spec (:mod:`rouse.core.ledgerschema`). 1 the wakes; 2 digests; 3 escalations; 4 agent
+#: spec (:mod:`rouse.state.ledgerschema`). 1 the wakes; 2 digests; 3 escalations; 4 agent
 #: runs; 5 the receipt index; 6 a ``tree`` column everywhere and a wake's ``last_moved``;
 #: 7 tells.
 SCHEMA_VERSION = 7

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from rouse.core.ledgerschema import TABLES, column_name
 from rouse.core.timefmt import iso_stamp
+from rouse.state.ledgerschema import TABLES, column_name
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text, as_time
 from rouse.sweep.wake import Wake

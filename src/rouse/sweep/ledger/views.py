@@ -1,6 +1,6 @@
 """The ledger read, never written: ``rouse log``'s recent wakes and its lines.
 
-The cheap counts (``status``, the pack) live in ``rouse.core.sweepstate`` (no
+The cheap counts (``status``, the pack) live in ``rouse.state.sweeper`` (no
 dataclasses, no sqlite3 until a ledger exists) so the pack can ask without
 paying for this module.
 """
@@ -12,7 +12,7 @@ import sqlite3
 from pathlib import Path
 
 from rouse.core.statedir import StateError, path_problem
-from rouse.core.sweepstate import LEDGER, ledger_problem, ledger_reader
+from rouse.state.sweeper import LEDGER, ledger_problem, ledger_reader
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
 from rouse.sweep.ledger.entry import entries as read_entries
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from rouse.core.ledgerschema import WAKE_STATES
+from rouse.state.ledgerschema import WAKE_STATES
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, as_time, entries
 from rouse.sweep.ledger.retry import next_try

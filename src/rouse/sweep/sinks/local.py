@@ -14,7 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO
 
-from rouse.core import layout, nudges, statedir
+from rouse.core import layout, statedir
+from rouse.state import nudges
 from rouse.sweep.sinks.base import SinkError
 from rouse.sweep.wake import Wake
 

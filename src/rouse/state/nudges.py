@@ -12,12 +12,14 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import acts, body, clock, header, layout, statedir, sweepstate
+from rouse.core import body, clock, header, layout, statedir
 from rouse.core.errors import HeaderError
-from rouse.core.statefile import NUDGES_DIR
 from rouse.core.timefmt import parse_stamp
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Value
+from rouse.state import acts
+from rouse.state import sweeper as sweepstate
+from rouse.state.files import NUDGES_DIR
 
 DIR = NUDGES_DIR
 NAME_STAMP = "%Y%m%d-%H%M%S"
@@ -135,7 +137,7 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
     Answered when, after the wake: the record ended (or, an action, was
     judged); a one-shot reminder was re-armed to a later ``due``; a rouse verb
     acted on the record at or after the wake (``done``, from
-    :func:`rouse.core.acts.load`: to the second); or a hand edit stamped
+    :func:`rouse.state.acts.load`: to the second); or a hand edit stamped
     ``last-moved`` in a later minute than the wake's. Stamps have minute
     resolution, so a ``last-moved`` in the wake's own minute (a record made
     in that minute, say) is not an answer: creation never answers its wake.

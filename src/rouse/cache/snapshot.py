@@ -11,7 +11,7 @@ found in ``.rouse/cache/snapshot.json``, one *part* per verb, beside:
   has just saved;
 - the window in which the parts hold: from the instant they were made until
   the first instant at which any record's clock verdict changes
-  (:func:`rouse.core.planned.holds_until`; open-ended when none ever does).
+  (:func:`rouse.cache.plans.holds_until`; open-ended when none ever does).
 
 A later verb takes its part only when the file reads back whole (its first
 line, and its MAC with a stamp key), was made by this format, under this time
@@ -30,10 +30,11 @@ import json
 import os
 from datetime import datetime
 
+from rouse.cache.walkfile import zone
 from rouse.core import layout
-from rouse.core.cachefmt import read_signed, write_signed, zone
-from rouse.core.statefile import Damaged, conform
-from rouse.core.stateshapes import SNAPSHOT
+from rouse.state.files import Damaged, conform
+from rouse.state.shapes import SNAPSHOT
+from rouse.state.signed import read_signed, write_signed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def shape_of(dirs: dict[str, list[Any]], listed: dict[str, Any]) -> Shape | None
 
 
 def _micros(value: datetime) -> int:
-    from rouse.core.planned import micros
+    from rouse.cache.plans import micros
 
     found = micros(value)
     assert found is not None
@@ -195,7 +196,7 @@ def _unchanged(root: Path, token: str | None, secret: bytes | None) -> bool:
     """Does a sweeper watching the tree vouch that nothing changed since ``token``?"""
     if token is None:
         return False
-    from rouse.core import fsmon
+    from rouse.cache import fsmon
 
     answer = fsmon.ask(root, token, secret)
     return answer is not None and answer[1] == []
@@ -302,10 +303,10 @@ def keepable(
     walked: Any, tree: Any, surveyed: Any, now: datetime
 ) -> tuple[Shape, datetime | None] | None:
     """What a snapshot of this walk (a ``HeaderCache`` that has just walked ``tree``)
-    and survey (``rouse.core.planned.survey(tree, now)``) would stand on: its shape and
+    and survey (``rouse.cache.plans.survey(tree, now)``) would stand on: its shape and
     the end of its window; None when the walk cannot vouch for every entry (a file
     too new to trust, an untrackable one, a record the clock decides afresh)."""
-    from rouse.core.planned import holds_until
+    from rouse.cache.plans import holds_until
 
     if walked.unsettled or tree.untrackable or surveyed.evaluated:
         return None

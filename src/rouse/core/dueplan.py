@@ -7,10 +7,10 @@ comes due (``wake``), when its review and staleness fall, when a reminder
 expires, whether its nags have run out. :func:`verdict` is the one rule that
 turns those instants into "due at ``t``, why, and since when" — the clock
 itself decides through it, so a copy of the plan decides at any later instant
-exactly as the clock would, without the file. :func:`plan_of` takes the
-:class:`Plan` out of a decision; the walk cache (:mod:`rouse.core.planned`)
+exactly as the clock would, without the file. :func:`rouse.core.clock.plan_of` takes the
+:class:`DuePlan` out of a decision; the walk cache (:mod:`rouse.cache.plans`)
 stores it as a list of microseconds and the fleet's mirror as columns
-(:meth:`Plan.columns`), both read back through :func:`verdict`.
+(:meth:`DuePlan.columns`), both read back through :func:`verdict`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from rouse.core.clock import Decision
-    from rouse.core.tree import Tree
 
 #: What a plan follows: never due (closed, backlog), the stale rule, a reminder.
 NEVER, STALE, REMINDER = 0, 1, 2
@@ -102,8 +101,8 @@ def wake_of(review: Any, stale: Any, silenced: bool, snooze: Any) -> Any:
     return wake
 
 
-class Plan:
-    """A record's plan, as :func:`plan_of` takes it from the clock's decision."""
+class DuePlan:
+    """A record's plan, as :func:`rouse.core.clock.plan_of` takes it from the clock's decision."""
 
     __slots__ = (
         "kind",
@@ -171,20 +170,6 @@ class Plan:
         }
 
 
-def plan_of(decision: Decision) -> Plan:
-    """The plan in the clock's decision (already made, at its ``now``)."""
-    from rouse.core import clock  # (clock imports this module: the rule above)
-
-    record = decision.record
-    is_open = clock.is_open(record)
-    kind = NEVER
-    if is_open and record.type == "reminder":
-        kind = REMINDER
-    elif is_open and record.type in clock.STALE_LEVELS:
-        kind = STALE
-    return Plan(decision, kind, clock.status_of(record), is_open)
-
-
 def aware(value: datetime | None) -> datetime | None:
     """A naive local instant as an aware one (None past what the calendar holds)."""
     if value is None:
@@ -211,13 +196,6 @@ def no_plan() -> dict[str, Any]:
         "nudge": None,
         "moved_at": None,
     }
-
-
-def clock_plan(tree: Tree, record: Any, now: datetime) -> dict[str, Any]:
-    """The columns of ``record``'s plan from ``now`` on (the fleet's mirror)."""
-    from rouse.core import clock
-
-    return plan_of(clock.evaluate(tree, record, now)).columns()
 
 
 def due_at_time(row: Any, when: datetime) -> tuple[str, datetime] | None:

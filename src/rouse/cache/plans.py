@@ -1,14 +1,14 @@
 """Clock plans kept in the walk cache: what is due now, without re-deriving it.
 
-A record's plan (:func:`rouse.core.clockplan.plan_of`) holds the instants at
+A record's plan (:func:`rouse.core.clock.plan_of`) holds the instants at
 which it comes due, and stays right at every later instant while neither the
-record nor its subtree changes. The walk cache (:mod:`rouse.core.cache`)
+record nor its subtree changes. The walk cache (:mod:`rouse.cache.walk`)
 keeps one per record file, beside the header it came from, and drops it when
 the file, or any record below it, changes. :func:`survey` then answers "what
 is due at ``now``" by comparing ``now`` with stored instants, and asks the
 clock itself (:func:`rouse.core.clock.evaluate`) for every record without a
 usable plan. The clock stays the one authority: a plan is only ever made
-from its decision, and tests/test_planned.py checks that plans decide
+from its decision, and tests/test_plans.py checks that plans decide
 exactly as a fresh evaluation at random instants, after edits, moves and
 deletes.
 
@@ -22,7 +22,7 @@ clock's instants are naive local times; this keeps their order exactly)::
 for a nagging reminder; ``0`` in place of the list marks a record the clock
 must always evaluate afresh (a field it cannot read, a repeating reminder, a
 nag stuck at fired, a stamp later than now below it). What a plan says at an
-instant is :func:`rouse.core.clockplan.verdict`'s, the clock's own rule.
+instant is :func:`rouse.core.dueplan.verdict`'s, the clock's own rule.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import heapq
 from datetime import datetime, timedelta
 
 from rouse.core import clock, timefmt
-from rouse.core.clockplan import REMINDER, plan_of, verdict
+from rouse.core.clock import plan_of
+from rouse.core.dueplan import REMINDER, verdict
 from rouse.core.tree import Record, Tree
 
 TYPE_CHECKING = False
@@ -64,7 +65,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
     """The clock's plan for ``record`` from ``now`` on, as the cache stores it;
     0 when the clock must evaluate it afresh every time. ``at``: ``micros(now)``.
 
-    Runs for every record of a first walk: the :class:`rouse.core.clockplan.Plan`
+    Runs for every record of a first walk: the :class:`rouse.core.dueplan.DuePlan`
     in the clock's decision, its instants in microseconds."""
     decision = clock.evaluate(tree, record, now)
     if decision.problems or decision.every is not None or decision.provisional:

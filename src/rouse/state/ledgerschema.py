@@ -2,7 +2,7 @@
 
 The tree's ``.rouse/ledger.sqlite3`` (:mod:`rouse.sweep.ledger.schema`) and a
 fleet's PostgreSQL database (:mod:`rouse.fleet.pg_schema`) make their tables
-from these, and the read-only counts of :mod:`rouse.core.sweepstate` name
+from these, and the read-only counts of :mod:`rouse.state.sweeper` name
 their states from here. Every table carries a ``tree`` column ('' in a
 tree's own SQLite file), so one database can keep the ledgers of many trees.
 The column types are spelled so both databases read them alike.

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import INTENTIONS, NOW, REMINDERS, set_mtime, stamp, write_tree
+from rouse.cache.plans import survey
+from rouse.cache.walk import HeaderCache, cached_walk
 from rouse.core import clock
-from rouse.core.cache import HeaderCache, cached_walk
-from rouse.core.planned import survey
 from rouse.core.tree import Tree, walk
 
 

@@ -1,14 +1,14 @@
 """What ``rouse status`` counts in a tree: records per level (open and in all), what is
 due, the other files, and the tasks running or pending. All of it is the tree's to say,
-so it is kept in the snapshot (:mod:`rouse.core.snapshot`) beside ``rouse due``'s rows;
+so it is kept in the snapshot (:mod:`rouse.cache.snapshot`) beside ``rouse due``'s rows;
 what the sweeper, the ledger and the worker say is read at every ``rouse status``
 (:mod:`rouse.sweep.status`)."""
 
 from __future__ import annotations
 
 from rouse.core import clock, layout
-from rouse.core.statefile import Damaged, conform
 from rouse.core.tree import Tree
+from rouse.state.files import Damaged, conform
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """One rule (issue 30, item 1): a plan decides as the clock does, at every later instant.
 
-The clock's decision at ``t0`` holds a :class:`rouse.core.clockplan.Plan`; at
+The clock's decision at ``t0`` holds a :class:`rouse.core.dueplan.DuePlan`; at
 any later ``t`` its verdict — read from the plan itself, from the walk
 cache's list of microseconds, and from the fleet's aware columns — must be
 the clock's own decision at ``t``. Random records and instants around the DST
@@ -20,8 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import INTENTIONS, REMINDERS, stamp, write_tree
-from rouse.core import clock, planned
-from rouse.core.clockplan import aware, due_at_time, plan_of
+from rouse.cache import plans
+from rouse.core import clock
+from rouse.core.clock import plan_of
+from rouse.core.dueplan import aware, due_at_time
 from rouse.core.timefmt import real
 from rouse.core.tree import walk
 
@@ -125,7 +127,7 @@ def test_the_plan_decides_as_the_clock_at_every_later_instant(
     decision = clock.evaluate(tree, record, t0)
     assert not decision.problems
     plan = plan_of(decision)
-    stored = planned.make_plan(tree, record, t0)
+    stored = plans.make_plan(tree, record, t0)
     columns = {
         key: (aware(value) if isinstance(value, datetime) else value)
         for key, value in plan.columns().items()
@@ -143,10 +145,10 @@ def test_the_plan_decides_as_the_clock_at_every_later_instant(
             assert fleet is not None and fleet[0] == expected[0]
             assert fleet[1].timestamp() == expected[1].timestamp()
         if isinstance(stored, list):
-            at = planned.micros(t)
+            at = plans.micros(t)
             assert at is not None
             due = stored[2] is not None and at >= stored[2]
             assert due == (expected is not None)
             if due:
-                made = planned._verdict(record, stored, at)
-                assert (made[3], planned.instant(made[4])) == expected
+                made = plans._verdict(record, stored, at)
+                assert (made[3], plans.instant(made[4])) == expected

@@ -1,7 +1,7 @@
 """Every JSON state file in ``.rouse/``: where it lives, its bounds and its shape.
 
 One table, so that every reader goes through the one bounded reader
-(:mod:`rouse.core.statefile`) with the file's own limits, and ``rouse check``
+(:mod:`rouse.state.files`) with the file's own limits, and ``rouse check``
 can name each file the reader refuses. Owners read their file with
 ``SPEC.read(path)`` (or ``SPEC.decode(bytes)``) and still check each entry
 as they use it (MACs, bindings); the shape here is what makes the file safe
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 
-from rouse.core.statefile import (
+from rouse.state.files import (
     MAX_BYTES,
     MAX_DEPTH,
     STATE_DIR,

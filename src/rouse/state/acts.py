@@ -5,7 +5,7 @@ Stamps in a header have minute resolution, so a ``rouse move`` in the same
 minute as a wake could not be told from the record's creation in that
 minute. The verbs that act on a record (``move``, ``snooze``, ``close``,
 ``promote``, ``tell``; CLI and MCP alike) therefore also note here the
-instant they acted, and readers (:func:`rouse.core.nudges.acted_since`)
+instant they acted, and readers (:func:`rouse.state.nudges.acted_since`)
 compare that instant with the wake's, to the second. Creating a record notes
 nothing: a record's creation never answers its own wake.
 
@@ -15,7 +15,7 @@ it costs only the same-minute answers of the wakes still standing (a later
 ``rouse move`` answers them again).
 
 An act answers wakes, so what the agent can write must not forge one: with a
-stamp key the file is MACed like the caches (:func:`rouse.core.cachefmt.write_signed`,
+stamp key the file is MACed like the caches (:func:`rouse.state.signed.write_signed`,
 under a key derived for it), and one that does not verify, is damaged or is of
 another format reads as empty (``rouse check`` says so). An act later than now is
 never an answer, and pruning counts back from the act being written, so an act
@@ -27,9 +27,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import layout, stateshapes
-from rouse.core.cachefmt import read_signed, write_signed
-from rouse.core.statefile import Damaged
+from rouse.core import layout
+from rouse.state import shapes
+from rouse.state.files import Damaged
+from rouse.state.signed import read_signed, write_signed
 
 FILE = "acts.json"
 #: The file's first line: magic, version, MAC (``-`` without a key).
@@ -54,11 +55,11 @@ def path_of(root: Path) -> Path:
 def _read(root: Path, secret: bytes | None) -> tuple[Acts, bool]:
     """The acts, and whether the file (when there is one) read as rouse wrote it."""
     path = path_of(root)
-    body = read_signed(path, stateshapes.ACTS.max_bytes, MAGIC, VERSION, secret, _LABEL)
+    body = read_signed(path, shapes.ACTS.max_bytes, MAGIC, VERSION, secret, _LABEL)
     if body is None:
         return {}, not path.exists()
     try:
-        data = stateshapes.ACTS.decode(body)
+        data = shapes.ACTS.decode(body)
     except Damaged:
         return {}, False
     found: Acts = {}

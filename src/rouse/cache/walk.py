@@ -28,8 +28,9 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import fsmon, layout
-from rouse.core.cachefmt import (
+from rouse.cache import fsmon
+from rouse.cache.plans import SIZE, make_plan, micros
+from rouse.cache.walkfile import (
     COMPACT_LINES,
     VERSION,
     dump_header,
@@ -39,17 +40,17 @@ from rouse.core.cachefmt import (
     write_cache,
     zone,
 )
+from rouse.core import layout
 from rouse.core.header import Header, read_header
-from rouse.core.planned import SIZE, make_plan, micros
-from rouse.core.statefile import RACY_NS, make_parent
 from rouse.core.tree import Listing, Tree, scan_dir, walk
+from rouse.state.files import RACY_NS, make_parent
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    #: what changed since a token (rouse.core.fsmon.ask, or a sweeper's own watcher)
+    #: what changed since a token (rouse.cache.fsmon.ask, or a sweeper's own watcher)
     Since = Callable[[str | None], fsmon.Answer | None]
 
 FILE = "walk.json"
@@ -74,7 +75,7 @@ class HeaderCache:
 
     The file holds one entry per directory, ``[mtime_ns, subdirs, md_names,
     links, {name: [size, mtime_ns, ctime_ns, inode, header, plan]}]``: each file's
-    header (and a record's clock plan, :mod:`rouse.core.planned`) lives in its
+    header (and a record's clock plan, :mod:`rouse.cache.plans`) lives in its
     directory's entry (one small dict lookup per file, no repeated full
     paths), and the next state is built as the walk goes, so whatever the
     walk did not see is dropped without a set of every path. ``mtime_ns`` is
@@ -104,7 +105,7 @@ class HeaderCache:
         #: the listings this walk made of directories too new to keep (by path)
         self.racy_listings: dict[str, Listing] = {}
         self.plans_ok = False  # the stored plans were made under this time zone
-        #: the token of a watching sweeper the saved state was built at (rouse.core.fsmon)
+        #: the token of a watching sweeper the saved state was built at (rouse.cache.fsmon)
         self.token: str | None = None
         self.token_next: str | None = None  # the token this walk was asked at
         #: the paths changed since ``token`` (this walk), or None: stat everything

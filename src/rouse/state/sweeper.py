@@ -9,7 +9,7 @@ without ever reaching the database. The ledger
 counts here open ``.rouse/ledger.sqlite3`` read-only and never create it.
 Light to import: the pack and ``status`` call these on every run. The locks a
 sweeper or a task's run holds for its life, who holds them, and the task
-worker's last round are :mod:`rouse.core.locks` (which the pack never loads).
+worker's last round are :mod:`rouse.state.locks` (which the pack never loads).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.core import layout
-from rouse.core.ledgerschema import ESCALATION_STATES, TELL_STATES, WAKE_STATES
 from rouse.core.statedir import path_problem
-from rouse.core.statefile import save_json
-from rouse.core.stateshapes import BUDGET, FLEET, SWEEP
+from rouse.state.files import save_json
+from rouse.state.ledgerschema import ESCALATION_STATES, TELL_STATES, WAKE_STATES
+from rouse.state.shapes import BUDGET, FLEET, SWEEP
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

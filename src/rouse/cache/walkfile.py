@@ -1,4 +1,4 @@
-"""The walk cache's file (:mod:`rouse.core.cache`): its first line and MAC, how it
+"""The walk cache's file (:mod:`rouse.cache.walk`): its first line and MAC, how it
 writes a header as JSON and reads it back, and which cached names it may believe."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ import time
 
 from rouse.core import layout
 from rouse.core.header import COMPACT_LINES as COMPACT_LINES  # (the cache reads it from here)
-from rouse.core.header import Entry, Header
-from rouse.core.statefile import Damaged, load_bytes, save_bytes
-from rouse.core.stateshapes import WALK_CACHE
+from rouse.core.header import Header, HeaderLine
+from rouse.state.files import Damaged
+from rouse.state.shapes import WALK_CACHE
+from rouse.state.signed import read_signed, write_signed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def dump_header(header: Header) -> dict[str, str] | list[Any]:
         and count < len(COMPACT_LINES)
         and header.lines is COMPACT_LINES[count]
     ):
-        return header.fields  # read compact (its Entry objects never made)
+        return header.fields  # read compact (its HeaderLine objects never made)
     entries = header.entries
     plain = not (header.duplicates or header.continued or header.bad_lines)
     if plain and list(header.fields) == [e.key for e in entries]:
@@ -89,7 +90,7 @@ def load_header(data: dict[str, str] | list[Any]) -> Header:
         raise ValueError("cached fields are not a mapping")
     _strings(fields)
     header = Header(bool(fenced), fields, int(end_line))
-    if len(data) == 4:  # plain: made into Entry objects only if someone asks
+    if len(data) == 4:  # plain: made into HeaderLine objects only if someone asks
         if len(lines) != len(fields) or any(type(line) is not int for line in lines):
             raise ValueError("cached lines do not match the fields")
         header.lines = lines
@@ -97,7 +98,7 @@ def load_header(data: dict[str, str] | list[Any]) -> Header:
     duplicate_lines, continued, bad_lines = data[4:]
     header.continued = tuple(int(line) for line in continued)
     header.bad_lines = tuple((int(line), str(text)) for line, text in bad_lines)
-    entries = [Entry(str(key), str(value), int(line)) for key, value, line in lines]
+    entries = [HeaderLine(str(key), str(value), int(line)) for key, value, line in lines]
     dupes = set(duplicate_lines)
     header._entries = entries
     header.duplicates = tuple(e for e in entries if e.line in dupes)
@@ -109,47 +110,8 @@ VERSION = 9  # 8: plans made by the 0.4 clock (DST instants, future stamps); 9: 
 MAGIC = b"rouse-walk-cache"
 
 
-def keyed_mac(secret: bytes, label: bytes, body: bytes) -> bytes:
-    """HMAC-SHA256 of ``body`` (hex) under a key derived from the stamp key's secret for
-    ``label``: one key per use (the walk cache, a watching sweeper's replies)."""
-    import hashlib
-    import hmac
-
-    derived = hmac.new(secret, label, hashlib.sha256).digest()
-    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
-
-
 #: which key the walk cache is MACed with
 _LABEL = b"rouse-walk-cache-mac"
-
-
-def read_signed(
-    path: Path, max_bytes: int, magic: bytes, version: int, secret: bytes | None, label: bytes
-) -> bytes | None:
-    """The body of a file :func:`write_signed` wrote, or None: missing, of another
-    format or version, or (with a key) not MACed with it (``label``: which key)."""
-    data = load_bytes(path, max_bytes)
-    if data is None:
-        return None
-    first, _, body = data.partition(b"\n")
-    parts = first.split(b" ")
-    if len(parts) != 3 or parts[0] != magic or parts[1] != str(version).encode():
-        return None
-    if secret is not None:
-        import hmac
-
-        if not hmac.compare_digest(parts[2], keyed_mac(secret, label, body)):
-            return None
-    return body
-
-
-def write_signed(
-    path: Path, magic: bytes, version: int, secret: bytes | None, label: bytes, body: bytes
-) -> bool:
-    """Save ``body`` under one line of magic, version and MAC (``-`` unkeyed), best effort
-    (False when it could not be written)."""
-    signed = keyed_mac(secret, label, body) if secret is not None else b"-"
-    return save_bytes(path, b" ".join((magic, str(version).encode(), signed)) + b"\n" + body)
 
 
 def read_cache(path: Path, secret: bytes | None) -> Any:

@@ -4,7 +4,7 @@
 tree, released by the OS if it dies — and names its holder. Each task's claim,
 ``.rouse/tasks/<slug>-<hash>.lock``, is held by the supervisor of its run (see
 :mod:`rouse.runs`), so a claim ends the moment its holder dies. The tick's state
-files the pack reads are :mod:`rouse.core.sweepstate`; the pack never loads this.
+files the pack reads are :mod:`rouse.state.sweeper`; the pack never loads this.
 ``.rouse/work.json``, the task worker's last round, is read here too: like the
 sweeper's lock, it names a pid and says whether it lives.
 (The store's short write lock is :mod:`rouse.core.store`'s own.)
@@ -23,9 +23,9 @@ from pathlib import Path
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.statedir import StateError, state_path
-from rouse.core.stateshapes import SWEEP, WORK
-from rouse.core.stateshapes import SWEEP_LOCK as LOCK_SHAPE
-from rouse.core.sweepstate import (
+from rouse.state.shapes import SWEEP, WORK
+from rouse.state.shapes import SWEEP_LOCK as LOCK_SHAPE
+from rouse.state.sweeper import (
     STATE_FILE,
     SWEEP_LOCK,
     TIME_FORMAT,

@@ -5,7 +5,7 @@ visits (inotify, :mod:`rouse.sweep.watch`) and answers over a unix socket,
 ``.rouse/fsmon.sock``: "since token T, these paths changed" — or "I cannot
 say" (``None``: walk everything). The walk cache records the token it was
 built at; a warm walk then re-stats only what changed (git's fsmonitor
-pattern, :mod:`rouse.core.cache`).
+pattern, :mod:`rouse.cache.walk`).
 
 Nothing here is taken on faith. The socket is used only when ``.rouse`` is a
 real directory (opened without following a link) and the socket in it is a
@@ -31,7 +31,7 @@ import sys
 import time
 
 from rouse.core import layout
-from rouse.core.cachefmt import keyed_mac
+from rouse.state.signed import keyed_mac
 
 SOCKET = "fsmon.sock"
 PROTOCOL = b"rouse-fsmon 1"
