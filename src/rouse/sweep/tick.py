@@ -105,14 +105,15 @@ class Sweeper(Leading):
         #: the tree as this tick walked it (for the outreach of a reminder that landed)
         self._tree: Tree | None = None
         self.channels = parts.channels or Channels()
+        #: in a fleet, the nudge files it writes are noted in the tree's own ledger
+        self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
-        self._tell_ledger = Ledger(root) if self.ledger.shared and not self.plan_only else None
         self.teller = (
             None
             if self.plan_only
             else Teller(
                 root,
-                self._tell_ledger or self.ledger,
+                self.notes.own(),
                 self.channels,
                 self,
                 quiet=self.quiet,
@@ -141,8 +142,6 @@ class Sweeper(Leading):
             if self.escalation is not None
             else None
         )
-        #: in a fleet, the nudge files it writes are noted in the tree's own ledger
-        self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         self.digests = DigestSender(
             self.ledger,
             self.sink,
@@ -182,8 +181,6 @@ class Sweeper(Leading):
                     self.say(f"could not release the lease: {type(exc).__name__}: {exc}", ERRORS)
         finally:
             self.notes.close()
-            if self._tell_ledger is not None:
-                self._tell_ledger.close()
             self.ledger.close()
 
     def __enter__(self) -> Sweeper:
