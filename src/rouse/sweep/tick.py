@@ -75,9 +75,11 @@ class Sweeper(Leading):
         log: Log | None = None,
         verbosity: int = EVENTS,
         interval: float | None = None,
+        stop: threading.Event | None = None,
     ):
         """``parts``: what it sweeps with (:func:`rouse.sweep.build.parts`); ``log`` and
-        ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``."""
+        ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``;
+        ``stop``: set to stop it (the loop's signal handlers set it from before the lock)."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
         senders = (parts.runner, parts.escalation, parts.channels)
         if parts.plan_only and (parts.digest or any(part is not None for part in senders)):
@@ -99,7 +101,7 @@ class Sweeper(Leading):
         self.digest = parts.digest or self.runner is not None
         #: a second sink, for the owner, when a record is woken without moving
         self.escalation = parts.escalation
-        self.stop = threading.Event()
+        self.stop = stop or threading.Event()
         self.ledger = parts.ledger if parts.ledger is not None else Ledger(root)
         self.fleet = parts.fleet
         #: the tree as this tick walked it (for the outreach of a reminder that landed)
