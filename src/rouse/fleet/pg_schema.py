@@ -141,6 +141,7 @@ MIGRATIONS: tuple[str, ...] = (
     MIRROR,  # 2: the one-way mirror of each tree's files (fleet due/status/recall)
     WORKERS,  # 3: delivery workers' presence (fleet status, status --check, the pack)
     COLUMNS,  # 4: the spec's columns, made where they lack
+    COLUMNS,  # 5: an escalation's first failure and next try
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
