@@ -262,3 +262,45 @@ def test_a_failing_escalation_backs_off_like_a_wake_and_is_given_up_after_24h(
     assert row["state"] == "given_up" and row["finished"]
     assert any("gave up on escalation" in line for line in logs), logs
     assert not any("not delivered yet" in w for w in pack_warnings(once_due, NOW))
+
+
+def test_escalations_to_a_silent_owner_hold_a_tick_one_slice_and_none_once_stopping(
+    make_tree: MakeTree,
+) -> None:
+    """Ten records escalate at once to a webhook that never answers (1s timeout each):
+    sends start only within the tells' slice, the rest wait in the ledger for the next
+    tick (which comes at once); a sweeper asked to stop starts none."""
+    from rouse.sweep.report import SLICE_SECONDS
+    from test_hostile_round4_ledger import SilentServer
+
+    tree = make_tree(
+        {
+            f"{INTENTIONS}/i{n}/intention.md": f"""
+            ---
+            status: open
+            opened: {stamp(ago(days=2))}
+            last-moved: {stamp(ago(hours=3))}
+            closes-when: done
+            ---
+            Task {n}.
+            """
+            for n in range(10)
+        }
+    )
+    silent = SilentServer()
+    try:
+        escalation = Escalation(Threshold(nudges=1), WebhookSink(silent.url, 1.0))
+        with Sweeper(tree, Parts(FileSink(tree), escalation=escalation), log=print) as sw:
+            report = sw.tick(NOW)
+            assert len(report.delivered) == 10  # every wake landed
+            assert len(silent.held) <= SLICE_SECONDS + 2  # one slice of sends, and the last
+            rows = escalations(tree)
+            assert len(rows) == 10 and {row["state"] for row in rows} == {"pending"}
+            assert any(row["attempts"] == 0 for row in rows)  # left for the next tick
+            assert report.next_at is not None and report.next_at <= NOW + timedelta(seconds=1)
+            tried = len(silent.held)
+            sw.stop.set()
+            sw.tick(NOW + timedelta(seconds=1))
+            assert len(silent.held) == tried  # stopping: no escalation started
+    finally:
+        silent.close()

@@ -194,7 +194,11 @@ class Escalator:
         self.send(said, now, report)
 
     def send(self, message: Wake, now: datetime, report: TickReport) -> None:
+        """Send ``message`` within the tick's slice for sends to the owner
+        (:class:`~rouse.sweep.report.Slice`); past it, it waits in the ledger."""
         sink = self.escalation.sink
+        if report.slice.spent():
+            return  # pending: the next tick, which comes at once, sends it
         self.tried.add(message.id)
         if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
             return  # no longer the leader: the escalation stays pending for the new one

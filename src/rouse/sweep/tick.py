@@ -39,14 +39,14 @@ from rouse.core.tree import Tree, display_ids
 from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
-from rouse.sweep.channels import TELL_AGAIN, Channels, Teller
+from rouse.sweep.channels import Channels, Teller
 from rouse.sweep.digesting import DigestSender, NudgeNotes, Receipts, never
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.parts import Parts
 from rouse.sweep.plan import Step, plan
-from rouse.sweep.report import Origins, TickReport
+from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
@@ -120,7 +120,6 @@ class Sweeper(Leading):
                 self,
                 quiet=self.quiet,
                 fence=self._fence,
-                stop=self.stop,
             )
         )
         #: what the last tick's lease said (None: not asked yet), to say each change once
@@ -194,7 +193,7 @@ class Sweeper(Leading):
     # -- one tick -----------------------------------------------------------
 
     def tick(self, now: datetime) -> TickReport:
-        report = TickReport(now)
+        report = TickReport(now, Slice(self.stop))
         self._eventful = False
         if self.fleet is not None:
             # deliveries a lost database could not record go first: never sent twice
@@ -247,10 +246,11 @@ class Sweeper(Leading):
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
             self.escalator.standing(tree, now, report)
-        left = self.teller is not None and self.teller.deliver(now, report)
+        if self.teller is not None:
+            self.teller.deliver(now, report)
         report.next_at = next_at
-        if left:  # tells were left for the next tick: it comes at once (wakes first)
-            soon = now + TELL_AGAIN
+        if report.slice.left:  # sends were left for the next tick: it comes at once
+            soon = now + AGAIN
             report.next_at = soon if report.next_at is None else min(report.next_at, soon)
 
     def _wake_restamped(
