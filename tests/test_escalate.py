@@ -218,3 +218,89 @@ def test_no_escalation_without_the_option(stale: Path) -> None:
         for n in range(5):
             sw.tick(NOW + n * EVERY_WAKE)
     assert escalations(stale) == []
+
+
+@pytest.fixture
+def once_due(make_tree: MakeTree) -> Path:
+    """A one-shot reminder: delivered once, so only its first level ever escalates."""
+    return make_tree(
+        {
+            "inventory/reminders/pay/reminder.md": f"""
+            ---
+            status: pending
+            set: {stamp(ago(days=1))}
+            due: {stamp(ago(minutes=30))}
+            ---
+            Pay the invoice.
+            """
+        }
+    )
+
+
+def test_a_failing_escalation_backs_off_like_a_wake_and_is_given_up_after_24h(
+    once_due: Path, tmp_path: Path
+) -> None:
+    """Retried by the ledger's one rule (1m, 2m, 4m … between tries), not at every tick;
+    24h after its first failure it is given up, and never tried again."""
+    tries = tmp_path / "tries"
+    script = tmp_path / "owner-unreachable"
+    script.write_text(f"#!/bin/sh\necho try >> {tries}\nexit 1\n")
+    script.chmod(0o755)
+    escalation = Escalation(Threshold(nudges=1), ExecSink([str(script)], 10, once_due, {}))
+    logs: list[str] = []
+    parts = Parts(FileSink(once_due), escalation=escalation)
+    with Sweeper(once_due, parts, log=logs.append) as sw:
+        for seconds in (0, 30, 60, 90, 120, 180):  # tries at 0, +1m, +3m (1m then 2m after)
+            sw.tick(NOW + timedelta(seconds=seconds))
+        assert tries.read_text().count("try") == 3
+        (row,) = escalations(once_due)
+        assert (row["state"], row["attempts"]) == ("pending", 3)
+        sw.tick(NOW + timedelta(hours=24))  # 24h after the first failure: given up
+        sw.tick(NOW + timedelta(hours=25))
+    assert tries.read_text().count("try") == 3
+    (row,) = escalations(once_due)
+    assert row["state"] == "given_up" and row["finished"]
+    assert any("gave up on escalation" in line for line in logs), logs
+    assert not any("not delivered yet" in w for w in pack_warnings(once_due, NOW))
+
+
+def test_escalations_to_a_silent_owner_hold_a_tick_one_slice_and_none_once_stopping(
+    make_tree: MakeTree,
+) -> None:
+    """Ten records escalate at once to a webhook that never answers (1s timeout each):
+    sends start only within the tells' slice, the rest wait in the ledger for the next
+    tick (which comes at once); a sweeper asked to stop starts none."""
+    from rouse.sweep.report import SLICE_SECONDS
+    from test_hostile_round4_ledger import SilentServer
+
+    tree = make_tree(
+        {
+            f"{INTENTIONS}/i{n}/intention.md": f"""
+            ---
+            status: open
+            opened: {stamp(ago(days=2))}
+            last-moved: {stamp(ago(hours=3))}
+            closes-when: done
+            ---
+            Task {n}.
+            """
+            for n in range(10)
+        }
+    )
+    silent = SilentServer()
+    try:
+        escalation = Escalation(Threshold(nudges=1), WebhookSink(silent.url, 1.0))
+        with Sweeper(tree, Parts(FileSink(tree), escalation=escalation), log=print) as sw:
+            report = sw.tick(NOW)
+            assert len(report.delivered) == 10  # every wake landed
+            assert len(silent.held) <= SLICE_SECONDS + 2  # one slice of sends, and the last
+            rows = escalations(tree)
+            assert len(rows) == 10 and {row["state"] for row in rows} == {"pending"}
+            assert any(row["attempts"] == 0 for row in rows)  # left for the next tick
+            assert report.next_at is not None and report.next_at <= NOW + timedelta(seconds=1)
+            tried = len(silent.held)
+            sw.stop.set()
+            sw.tick(NOW + timedelta(seconds=1))
+            assert len(silent.held) == tried  # stopping: no escalation started
+    finally:
+        silent.close()

@@ -653,3 +653,39 @@ def test_the_mirror_holds_the_files_as_the_tick_stamped_them(tmp_path: Path, pg_
     assert due.returncode == 0, due.stderr
     assert [line for line in due.stdout.splitlines() if "\t" in line] == [], due.stdout
     assert before.returncode == 0  # (no mirror yet: nothing to show, and no error)
+
+
+def _connections(path: Path) -> int:
+    """How many open SQLite connections this process holds on ``path``."""
+    import gc
+    import sqlite3
+
+    found = 0
+    for thing in gc.get_objects():
+        if not isinstance(thing, sqlite3.Connection):
+            continue
+        try:
+            files = [row[2] for row in thing.execute("PRAGMA database_list")]
+        except sqlite3.ProgrammingError:  # closed
+            continue
+        found += str(path) in files
+    return found
+
+
+def test_a_fleet_sweeper_opens_the_trees_own_ledger_once(
+    clones: tuple[Path, Path],  # noqa: F811
+    pg_dsn: str,
+) -> None:
+    """Its tells and its nudge files' notes both live in .rouse/ledger.sqlite3: one
+    connection serves them (a second one was opened for the notes)."""
+    from rouse.sweep.channels import Channels
+
+    a, _ = clones
+    logs: list[str] = []
+    own = (a / ".rouse/ledger.sqlite3").resolve()
+    with _file_sweeper(a, pg_dsn, logs, channels=Channels()) as sweeper:
+        report = sweeper.tick(NOW)
+        assert report.delivered, logs  # the file sink wrote nudge files: noted in it
+        assert _connections(own) == 1
+    assert _vouched(a)[1], logs
+    assert _connections(own) == 0

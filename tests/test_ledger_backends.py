@@ -186,6 +186,10 @@ def test_digests_runs_and_escalations_round_trip(book: Ledger) -> None:
     book.add_escalation(_wake("e1", "p/a"), "a", 1, "webhook", NOW)
     assert book.escalated("p/a", "2026-03-14 11:00", 1)
     assert [w.id for w, _level in book.pending_escalations()] == ["e1"]
+    book.escalation_attempt("e1", NOW, receipt=None, error="HTTP 500")
+    book.escalation_attempt("e1", NOW + timedelta(minutes=1), receipt=None, error="HTTP 500")
+    ((_, tries),) = book.pending_escalations()  # the ledger's one retry rule: 1m, then 2m
+    assert tries == (NOW, NOW + timedelta(minutes=3))
     book.escalation_attempt("e1", NOW, receipt="HTTP 200", error=None)
     assert book.pending_escalations() == []
 

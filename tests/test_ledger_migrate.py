@@ -208,3 +208,25 @@ def test_a_fleet_database_made_before_the_column_spec_reads_alike(pg_server: PgS
     with PgLedger(old, "t" * 32) as book:
         _check_owed(book, 6)
     assert _pg_columns(old) == _pg_columns(fresh)
+
+
+def test_a_fleet_database_gains_the_columns_the_spec_added_since_it_was_made(
+    pg_server: PgServer,
+) -> None:
+    """A column new in the spec reaches a fleet's database as it reaches a SQLite ledger:
+    made from the spec at first use (no hand-written step), its rows untouched."""
+    import psycopg
+
+    from rouse.fleet.pg_ledger import PgLedger
+
+    old, fresh = pg_server.new_database(), pg_server.new_database()
+    PgLedger(old, "t" * 32).close()
+    with psycopg.connect(old, autocommit=True) as db:  # as made before these columns were
+        db.execute("ALTER TABLE escalations DROP COLUMN error, DROP COLUMN receipt")
+        db.execute("ALTER TABLE wakes DROP COLUMN digest, DROP COLUMN claim_until")
+        db.execute("UPDATE rouse_schema SET version = 3")
+        _fill(lambda sql, values: db.execute(sql.replace("?", "%s"), values), 6, "t" * 32)
+    PgLedger(fresh, "t" * 32).close()
+    with PgLedger(old, "t" * 32) as book:
+        _check_owed(book, 6)
+    assert _pg_columns(old) == _pg_columns(fresh)

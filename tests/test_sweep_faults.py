@@ -317,6 +317,27 @@ def test_a_second_sweeper_refuses_at_once(tree: Path) -> None:
     assert again.returncode == 0, again.stderr  # the lock went with the process
 
 
+def test_sigterm_right_after_the_lock_is_taken_is_a_clean_stop(tree: Path) -> None:
+    """A SIGTERM that lands while the sweeper starts (lock taken, ledger and watcher
+    opening) stops it cleanly: exit 0, the watcher's socket gone. Five starts."""
+    lock = tree / ".rouse/sweep.lock"
+    for _ in range(5):
+        loop = spawn("--memory", str(tree), "sweep", "--every", "3600")
+        try:
+            deadline = time.monotonic() + 30
+            while f'"pid": {loop.pid}' not in (lock.read_text() if lock.exists() else ""):
+                assert loop.poll() is None and time.monotonic() < deadline
+                time.sleep(0.0005)
+            loop.send_signal(signal.SIGTERM)  # as soon as it holds the lock
+            _, err = loop.communicate(timeout=30)
+        finally:
+            if loop.poll() is None:
+                loop.kill()
+                loop.communicate()
+        assert loop.returncode == 0, err
+        assert not (tree / ".rouse/fsmon.sock").exists()
+
+
 SLOW = """
 import os, sys, time
 marker, out = sys.argv[1:3]

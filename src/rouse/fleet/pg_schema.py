@@ -7,7 +7,8 @@ starting at once apply each step once.
 
 The ledger's tables are made from the same column spec as the SQLite
 ledger's (:mod:`rouse.state.ledgerschema`; each row names its tree, so many
-trees share one database), and the columns a fleet adds: a delivery worker's
+trees share one database; a column the spec gains later is added by a step
+made from the spec, ``COLUMNS``), and the columns a fleet adds: a delivery worker's
 claim on a wake (``claimed_by``, ``claim_until``), the per-tree leader lease
 (``leaders``), the trees seen (``trees``), the one-way mirror of each tree's
 files (``mirror_files``) and the delivery workers' presence (``workers``,
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from rouse.core.errors import TooNew
-from rouse.state.ledgerschema import LOCAL_ONLY, TABLES, create, indexes
+from rouse.state.ledgerschema import LOCAL_ONLY, TABLES, column_name, create, indexes
 
 #: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
 MIGRATION_LOCK = 0x726F757365
@@ -124,10 +125,23 @@ CREATE TABLE IF NOT EXISTS workers (
 )
 """
 
+#: what the column spec has and a ledger made by an older step lacks, made from the spec
+#: as the SQLite ledger makes it (``ADD COLUMN IF NOT EXISTS``: a no-op where it is there)
+COLUMNS = ";\n".join(
+    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}"
+    for table in SHARED
+    for column in (*TABLES[table], *FLEET_COLUMNS.get(table, ()))
+    if column_name(column)
+)
+
+#: A column new in the spec (:mod:`rouse.state.ledgerschema`) takes one more ``COLUMNS``
+#: step here, as it bumps the SQLite ledger's ``SCHEMA_VERSION``: nothing written by hand.
 MIGRATIONS: tuple[str, ...] = (
     LEDGER,  # 1: the shared ledger, the leader lease and the trees
     MIRROR,  # 2: the one-way mirror of each tree's files (fleet due/status/recall)
     WORKERS,  # 3: delivery workers' presence (fleet status, status --check, the pack)
+    COLUMNS,  # 4: the spec's columns, made where they lack
+    COLUMNS,  # 5: an escalation's first failure and next try
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -11,7 +11,8 @@ The column types are spelled so both databases read them alike.
 from __future__ import annotations
 
 #: what every message the ledger sends carries: its state and its tries (the retry
-#: rule of those that retry, wakes and tells, is :mod:`rouse.sweep.ledger.retry`'s)
+#: rule of those that retry, wakes, tells and escalations, is
+#: :mod:`rouse.sweep.ledger.retry`'s)
 SENDING = (
     "state TEXT NOT NULL",
     "attempts INTEGER NOT NULL DEFAULT 0",
@@ -62,6 +63,8 @@ TABLES: dict[str, tuple[str, ...]] = {
         "message TEXT NOT NULL",
         "sink TEXT NOT NULL",
         *SENDING,
+        "first_failure TEXT",
+        "next_attempt TEXT",
         "UNIQUE (tree, path, last_moved, level)",
     ),
     "runs": (

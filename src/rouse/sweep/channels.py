@@ -7,7 +7,8 @@ record names (a reminder's ``channel:``), else the default (``--notify``); a
 name the sweeper does not know goes to the default with a warning in the
 message; with no default it waits (state ``waiting``, which ``status`` and the
 pack report). :class:`Teller` delivers the tree's owed tells at each tick the
-sweeper leads: one try per tell per tick, the wakes' backoff between tries,
+sweeper leads, within the tick's slice for sends to the owner: one try per tell
+per tick, the wakes' backoff between tries,
 given up 24h after the first failure as a nudge file for the pack.
 
 Without an agent run, a woken reminder with a ``channel:`` also reaches the
@@ -19,11 +20,9 @@ then which record and when; never the wake's prompt to the agent.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +38,6 @@ from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.telling import waiting_reason
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment
 from rouse.sweep.wake import Wake
-
-#: Seconds a tick may spend starting tells (each send is bounded by its channel's
-#: timeout): the rest wait for the next tick, which comes at once, wakes first.
-TELL_SLICE = 5.0
-#: How soon the next tick comes when tells were left for it.
-TELL_AGAIN = timedelta(seconds=1)
 
 
 @dataclass
@@ -103,15 +96,12 @@ class Teller:
         *,
         quiet: QuietHours | None = None,
         fence: Callable[[float], bool] | None = None,
-        stop: threading.Event | None = None,
     ) -> None:
         self.root = root
         self.ledger = ledger
         self.channels = channels
         self.voice = voice
         self.quiet = quiet
-        #: the sweeper's stop flag: no tell is started once it is set
-        self.stop = stop
         #: in a fleet: asked before each send whether this sweeper still leads
         self.fence = fence
 
@@ -144,21 +134,13 @@ class Teller:
             due = made.at[:16]
         return for_person(f"Reminder: {said}", made.record, made.path, f"due {due}")
 
-    def deliver(self, now: datetime, report: TickReport) -> bool:
-        """Send each owed tell whose time has come (one try per tell per tick).
-
-        Bounded: sends start only within :data:`TELL_SLICE` seconds of the first
-        and never once the sweeper is asked to stop, so a silent channel delays
-        the next tick's wakes (and a shutdown) by one slice and one send's
-        timeout at most. True when tells were left for the next tick.
-        """
-        began = time.monotonic()
+    def deliver(self, now: datetime, report: TickReport) -> None:
+        """Send each owed tell whose time has come (one try per tell per tick), within
+        the tick's slice (:class:`~rouse.sweep.report.Slice`)."""
         for row in self.ledger.owed_tells():
-            if (self.stop is not None and self.stop.is_set()) or (
-                time.monotonic() - began >= TELL_SLICE
-            ):
+            if report.slice.spent():
                 self.voice.say(f"{moment(now)} owed tells wait for the next tick", EVERY_TICK)
-                return True
+                return
             try:
                 self._one(row, now, report)
             except Exception as exc:  # one bad tell never stops the others, nor the tick
@@ -166,7 +148,6 @@ class Teller:
                 self.voice.say(
                     f"{moment(now)} error on tell {row['id']}: {type(exc).__name__}: {exc}", ERRORS
                 )
-        return False
 
     def _one(self, row: Any, now: datetime, report: TickReport) -> None:
         sink, label, warning = self.channels.route(row["channel"])

@@ -93,21 +93,28 @@ class NudgeNotes:
 
     def __init__(self, root: Path, ledger: Ledger, sink: str, voice: Voice) -> None:
         self.root = root
-        self.shared = ledger.shared
+        self.ledger = ledger
         self.sink = sink
         self.voice = voice
-        #: the tree's own SQLite ledger, opened at the first note
+        #: the tree's own SQLite ledger when ``ledger`` is a fleet's, opened once
         self._local: Ledger | None = None
+
+    def own(self) -> Ledger:
+        """The tree's own SQLite ledger (tells live there too): ``ledger`` itself, or
+        the one this sweeper opens beside a fleet's, once."""
+        if not self.ledger.shared:
+            return self.ledger
+        if self._local is None:
+            self._local = Ledger(self.root)
+        return self._local
 
     def vouch(self, made: Wake, state: str, when: datetime, written: str) -> None:
         """Note the nudge file ``written`` (``made`` ``state`` at ``when``). Best effort:
         a failure is said once."""
-        if not self.shared:
+        if not self.ledger.shared:
             return
         try:
-            if self._local is None:
-                self._local = Ledger(self.root)
-            self._local.vouch(made, self.sink, state, when, written)
+            self.own().vouch(made, self.sink, state, when, written)
         except (RouseError, sqlite3.Error, OSError) as exc:
             self.voice.tell_once(
                 f"could not note {written} in .rouse/ledger.sqlite3 ({exc}): the pack will "

@@ -10,7 +10,8 @@ The ledger's ``escalations`` table records each one; the pack says so.
 :class:`Threshold` and :func:`message` say when one is due and what it says;
 :class:`Escalator`, the Sweeper's collaborator, tells the owner after a wake
 lands, and each tick resends the escalations that did not land while they are
-still true.
+still true, as the ledger retries everything it sends (its backoff; given up
+24h after the first failure, said as an error).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_interval, format_stamp, parse_interval, parse_stamp
 from rouse.core.tree import Tree
 from rouse.state import acts, nudges
-from rouse.sweep.ledger import Ledger
+from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, gives_up, ready
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.voice import ERRORS, Voice, moment
@@ -194,7 +195,11 @@ class Escalator:
         self.send(said, now, report)
 
     def send(self, message: Wake, now: datetime, report: TickReport) -> None:
+        """Send ``message`` within the tick's slice for sends to the owner
+        (:class:`~rouse.sweep.report.Slice`); past it, it waits in the ledger."""
         sink = self.escalation.sink
+        if report.slice.spent():
+            return  # pending: the next tick, which comes at once, sends it
         self.tried.add(message.id)
         if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
             return  # no longer the leader: the escalation stays pending for the new one
@@ -212,12 +217,23 @@ class Escalator:
         self.voice.say(f"{moment(now)} escalated {what} to the owner via {sink.kind}: {receipt}")
 
     def retry(self, tree: Tree, now: datetime, report: TickReport) -> None:
-        """Resend escalations that did not land (one try per tick) while still true."""
-        for message, _level in self.ledger.pending_escalations():
+        """Resend escalations that did not land while still true: one try per tick, by the
+        ledger's retry rule (its backoff; given up 24h after the first failure)."""
+        for message, tries in self.ledger.pending_escalations():
             if message.id in self.tried:  # one try per tick
                 continue
             record = tree.records.get(message.path)
             if record is None or clock.moved_at(record)[0] > parse_stamp(message.last_moved):
-                self.ledger.withdraw_escalation(message.id, now, "its record moved or is gone")
-                continue
-            self.send(message, now, report)
+                why = "its record moved or is gone"
+                self.ledger.end_escalation(message.id, now, "withdrawn", why)
+            elif gives_up(tries.first_failure, now):
+                why = f"not delivered for {format_interval(GIVE_UP_AFTER)}: given up"
+                self.ledger.end_escalation(message.id, now, "given_up", why)
+                self.voice.say(
+                    f"{moment(now)} gave up on escalation {message.nudge} of {message.record} "
+                    f"id={message.id}: the owner was not reached via "
+                    f"{self.escalation.sink.kind} for {format_interval(GIVE_UP_AFTER)}",
+                    ERRORS,
+                )
+            elif ready(tries.next_attempt, now):
+                self.send(message, now, report)

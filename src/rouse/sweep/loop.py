@@ -1,6 +1,8 @@
 """``rouse sweep``: take the one-sweeper lock, then tick once or until stopped.
 
-SIGTERM/SIGINT finish the wake in flight and exit 0; a tick that fails is
+SIGTERM/SIGINT finish the wake in flight and exit 0 (their handlers go in
+before the lock is taken, so one that lands while the sweeper starts is a
+clean stop too); a tick that fails is
 logged and the loop ticks again later. Between ticks the loop sleeps until
 the next tick or the next instant something known comes due.
 
@@ -83,28 +85,31 @@ def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int
             return now
         return (now + timedelta(seconds=time.monotonic() - started)).replace(microsecond=0)
 
-    with (
-        sweeper_lock(root),
-        Sweeper(root, parts, log=log, interval=interval, verbosity=options.verbosity) as sw,
-        kept_hot(root, sw.headers, on=not once),  # the pack asks it what changed (Linux)
-    ):
-        # the loop says once what it is doing; --once only when asked (-v)
-        line = starting(root, sw.sink, period, parts.quiet, now, once=once)
-        said = f"sink {sw.sink.describe()}"
-        if parts.digest:
-            line = line.replace(said, f"{said} (digests)", 1)
-        if parts.escalation is not None:
-            line = line.replace(said, f"{said}; {parts.escalation.describe()}", 1)
-        if parts.channels is not None:
-            line = line.replace(said, f"{said}; {parts.channels.describe()}", 1)
-        if parts.fleet is not None:
-            line = line.replace(said, f"{said}; {parts.fleet.describe()}", 1)
-        sw.say(line, EVERY_TICK if once else EVENTS)
-        restore = on_signals(sw.stop)
-        try:
+    stop = threading.Event()
+    restore = on_signals(stop)  # first: from the lock on, a SIGTERM is a clean stop
+    try:
+        with (
+            sweeper_lock(root),
+            Sweeper(
+                root, parts, log=log, interval=interval, verbosity=options.verbosity, stop=stop
+            ) as sw,
+            kept_hot(root, sw.headers, on=not once),  # the pack asks it what changed (Linux)
+        ):
+            # the loop says once what it is doing; --once only when asked (-v)
+            line = starting(root, sw.sink, period, parts.quiet, now, once=once)
+            said = f"sink {sw.sink.describe()}"
+            if parts.digest:
+                line = line.replace(said, f"{said} (digests)", 1)
+            if parts.escalation is not None:
+                line = line.replace(said, f"{said}; {parts.escalation.describe()}", 1)
+            if parts.channels is not None:
+                line = line.replace(said, f"{said}; {parts.channels.describe()}", 1)
+            if parts.fleet is not None:
+                line = line.replace(said, f"{said}; {parts.fleet.describe()}", 1)
+            sw.say(line, EVERY_TICK if once else EVENTS)
             return run(sw, tick_now, once=once, every=period, after_tick=after_tick)
-        finally:
-            restore()
+    finally:
+        restore()
 
 
 def starting(
@@ -183,6 +188,8 @@ def run(
 ) -> int:
     """Tick (once, or until stopped); the exit code for ``rouse sweep``."""
     outage = _Outage(sweeper)
+    if sweeper.stop.is_set():
+        return 0  # stopped while it started: nothing was in flight
     while True:
         at = now()
         report: TickReport | None = None

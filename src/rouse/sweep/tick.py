@@ -40,14 +40,14 @@ from rouse.state.sweeper import write_state
 from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
-from rouse.sweep.channels import TELL_AGAIN, Channels, Teller
+from rouse.sweep.channels import Channels, Teller
 from rouse.sweep.digesting import DigestSender, NudgeNotes, Receipts, never
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.parts import Parts
 from rouse.sweep.plan import Step, plan
-from rouse.sweep.report import Origins, TickReport
+from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
@@ -76,9 +76,11 @@ class Sweeper(Leading):
         log: Log | None = None,
         verbosity: int = EVENTS,
         interval: float | None = None,
+        stop: threading.Event | None = None,
     ):
         """``parts``: what it sweeps with (:func:`rouse.sweep.build.parts`); ``log`` and
-        ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``."""
+        ``verbosity``: what it says and how much; ``interval``: the loop's, for ``status``;
+        ``stop``: set to stop it (the loop's signal handlers set it from before the lock)."""
         require_safe(root)  # no ledger, lock or nudge file goes through a link
         senders = (parts.runner, parts.escalation, parts.channels)
         if parts.plan_only and (parts.digest or any(part is not None for part in senders)):
@@ -100,25 +102,25 @@ class Sweeper(Leading):
         self.digest = parts.digest or self.runner is not None
         #: a second sink, for the owner, when a record is woken without moving
         self.escalation = parts.escalation
-        self.stop = threading.Event()
+        self.stop = stop or threading.Event()
         self.ledger = parts.ledger if parts.ledger is not None else Ledger(root)
         self.fleet = parts.fleet
         #: the tree as this tick walked it (for the outreach of a reminder that landed)
         self._tree: Tree | None = None
         self.channels = parts.channels or Channels()
+        #: in a fleet, the nudge files it writes are noted in the tree's own ledger
+        self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
-        self._tell_ledger = Ledger(root) if self.ledger.shared and not self.plan_only else None
         self.teller = (
             None
             if self.plan_only
             else Teller(
                 root,
-                self._tell_ledger or self.ledger,
+                self.notes.own(),
                 self.channels,
                 self,
                 quiet=self.quiet,
                 fence=self._fence,
-                stop=self.stop,
             )
         )
         #: what the last tick's lease said (None: not asked yet), to say each change once
@@ -142,8 +144,6 @@ class Sweeper(Leading):
             if self.escalation is not None
             else None
         )
-        #: in a fleet, the nudge files it writes are noted in the tree's own ledger
-        self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         self.digests = DigestSender(
             self.ledger,
             self.sink,
@@ -183,8 +183,6 @@ class Sweeper(Leading):
                     self.say(f"could not release the lease: {type(exc).__name__}: {exc}", ERRORS)
         finally:
             self.notes.close()
-            if self._tell_ledger is not None:
-                self._tell_ledger.close()
             self.ledger.close()
 
     def __enter__(self) -> Sweeper:
@@ -196,7 +194,7 @@ class Sweeper(Leading):
     # -- one tick -----------------------------------------------------------
 
     def tick(self, now: datetime) -> TickReport:
-        report = TickReport(now)
+        report = TickReport(now, Slice(self.stop))
         self._eventful = False
         if self.fleet is not None:
             # deliveries a lost database could not record go first: never sent twice
@@ -249,10 +247,11 @@ class Sweeper(Leading):
         if self.escalator is not None:
             self.escalator.retry(tree, now, report)
             self.escalator.standing(tree, now, report)
-        left = self.teller is not None and self.teller.deliver(now, report)
+        if self.teller is not None:
+            self.teller.deliver(now, report)
         report.next_at = next_at
-        if left:  # tells were left for the next tick: it comes at once (wakes first)
-            soon = now + TELL_AGAIN
+        if report.slice.left:  # sends were left for the next tick: it comes at once
+            soon = now + AGAIN
             report.next_at = soon if report.next_at is None else min(report.next_at, soon)
 
     def _wake_restamped(

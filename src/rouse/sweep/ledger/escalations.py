@@ -1,17 +1,30 @@
 """The ledger's ``escalations`` rows (``sweep --escalate``): a part of :class:`Ledger`.
 
 One row per record, streak and level, so the owner is told once per level;
-the streak itself is read from the ``wakes`` rows.
+the streak itself is read from the ``wakes`` rows. One that fails is tried
+again by the ledger's one rule (:mod:`rouse.sweep.ledger.retry`), and given up
+24h after its first failure. States: ``pending``, ``delivered``, ``withdrawn``
+(its record moved first), ``given_up``.
 """
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import NamedTuple
 
 from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import DamagedRow, as_text, as_time, read_wake
+from rouse.sweep.ledger.retry import next_try
 from rouse.sweep.wake import Wake
+
+
+class Tries(NamedTuple):
+    """A pending escalation's failures so far: the first (None: none), and when it may be
+    tried again (None: at once)."""
+
+    first_failure: datetime | None
+    next_attempt: datetime | None
 
 
 class EscalationRows(Rows):
@@ -78,40 +91,60 @@ class EscalationRows(Rows):
     def escalation_attempt(
         self, escalation_id: str, now: datetime, *, receipt: str | None, error: str | None
     ) -> None:
-        """One attempt at sending an escalation: landed (``receipt``) or not (``error``)."""
+        """One attempt at sending an escalation: landed (``receipt``) or not (``error``;
+        tried again by the retry rule)."""
+        if error is None:
+            self.run(
+                "UPDATE escalations SET attempts = attempts + 1, last_attempt = ?, "
+                "state = 'delivered', finished = ?, next_attempt = NULL, receipt = ?, "
+                "error = NULL WHERE tree = ? AND id = ?",
+                as_text(now),
+                as_text(now),
+                receipt,
+                self.tree,
+                escalation_id,
+            )
+            return
+        row = self.run(
+            "SELECT attempts FROM escalations WHERE tree = ? AND id = ?", self.tree, escalation_id
+        ).fetchone()
+        attempts = int(row["attempts"]) + 1 if row else 1
         self.run(
-            "UPDATE escalations SET attempts = attempts + 1, last_attempt = ?, state = ?, "
-            "finished = ?, receipt = ?, error = ? WHERE tree = ? AND id = ?",
+            "UPDATE escalations SET attempts = ?, last_attempt = ?, first_failure = "
+            "COALESCE(first_failure, ?), next_attempt = ?, error = ? WHERE tree = ? AND id = ?",
+            attempts,
             as_text(now),
-            "pending" if error else "delivered",
-            None if error else as_text(now),
-            receipt,
+            as_text(now),
+            as_text(next_try(now, attempts)),
             error,
             self.tree,
             escalation_id,
         )
 
-    def withdraw_escalation(self, escalation_id: str, now: datetime, why: str) -> None:
+    def end_escalation(self, escalation_id: str, now: datetime, state: str, why: str) -> None:
+        """It ends unsent: ``withdrawn`` (its record moved) or ``given_up``, for ``why``."""
         self.run(
-            "UPDATE escalations SET state = 'withdrawn', finished = ?, receipt = ? "
+            "UPDATE escalations SET state = ?, finished = ?, next_attempt = NULL, receipt = ? "
             "WHERE tree = ? AND id = ?",
+            state,
             as_text(now),
             why,
             self.tree,
             escalation_id,
         )
 
-    def pending_escalations(self) -> list[tuple[Wake, int]]:
-        """Escalations not delivered yet, oldest first: the message and its level."""
+    def pending_escalations(self) -> list[tuple[Wake, Tries]]:
+        """Escalations not delivered yet, oldest first: the message and its tries."""
         rows = self.run(
-            "SELECT message, level FROM escalations WHERE tree = ? AND state = 'pending' "
-            "ORDER BY made_at, id",
+            "SELECT message, first_failure, next_attempt FROM escalations WHERE tree = ? "
+            "AND state = 'pending' ORDER BY made_at, id",
             self.tree,
         )
         found = []
         for row in rows:
             try:
-                found.append((read_wake(row[0]), int(row[1])))
+                tries = Tries(as_time(row[1]), as_time(row[2]))
+                found.append((read_wake(row[0]), tries))
             except (DamagedRow, TypeError, ValueError) as exc:  # one bad row stops nothing
                 self.damaged.append(f"(an escalation: {exc})")
         return found

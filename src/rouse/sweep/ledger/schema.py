@@ -15,8 +15,8 @@ from rouse.state.ledgerschema import TABLES, column_name, create, indexes
 #: The schema's number: each older one is brought to it in one step, from the column
 #: spec (:mod:`rouse.state.ledgerschema`). 1 the wakes; 2 digests; 3 escalations; 4 agent
 #: runs; 5 the receipt index; 6 a ``tree`` column everywhere and a wake's ``last_moved``;
-#: 7 tells.
-SCHEMA_VERSION = 7
+#: 7 tells; 8 an escalation's first failure and next try.
+SCHEMA_VERSION = 8
 
 
 def migrate(db: sqlite3.Connection) -> None:
