@@ -18,6 +18,7 @@ and for any other command the tail of its output.
 from __future__ import annotations
 
 import json
+import re
 
 #: name → (the command before the user's extra arguments, the part after them,
 #: the documentation it follows)
@@ -57,22 +58,41 @@ def command(kind: str, extra: list[str]) -> list[str]:
     return [*head, *extra, *tail]
 
 
+#: What a task's ``model`` or ``reasoning`` may be to become a flag: one plain word of a
+#: model's name (``opus``, ``gpt-5.1-codex``, ``openai/gpt-4o``, ``sonnet[1m]``), never
+#: an option (``-…``), a space or anything a CLI or a TOML value could read as more.
+FLAG_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/+\[\]-]{0,99}")
+
+
 def task_command(
-    kind: str, extra: list[str], fields: dict[str, str], last_message: str | None = None
+    kind: str,
+    extra: list[str],
+    fields: dict[str, str],
+    last_message: str | None = None,
+    origin: str = "owner",
 ) -> tuple[list[str], list[str]]:
-    """The argv of a task's run, and the fields it could not pass as flags (said in
-    the prompt instead). ``last_message``: where Codex writes its last message."""
+    """The argv of a task's run, and the fields it did not pass as flags (said in the
+    prompt instead, by the fence rule of the task's origin): all of them for a command
+    with no such flags (``exec``), an untrusted task's (it does not choose how it runs),
+    and a value that is not one plain word (:data:`FLAG_VALUE`).
+    ``last_message``: where Codex writes its last message."""
+    wanted = [name for name in ("model", "reasoning") if fields.get(name, "").strip()]
     if kind == "exec":
-        return list(extra), [name for name in ("model", "reasoning") if fields.get(name)]
+        return list(extra), wanted
     flags: list[str] = []
+    unflagged: list[str] = []
     for name, shape in TASK_FLAGS[kind].items():
         value = fields.get(name, "").strip()
-        if value:
-            flags += [part.replace("{}", value) for part in shape]
+        if not value:
+            continue
+        if origin == "untrusted" or not FLAG_VALUE.fullmatch(value):
+            unflagged.append(name)
+            continue
+        flags += [part.replace("{}", value) for part in shape]
     if kind == "codex" and last_message:
         flags += [CODEX_LAST_MESSAGE, last_message]
     head, tail, _docs = PRESETS[kind]
-    return [*head, *flags, *extra, *tail], []
+    return [*head, *flags, *extra, *tail], unflagged
 
 
 def result_of(kind: str, output: bytes, last_message: bytes | None = None) -> str:

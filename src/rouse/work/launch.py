@@ -60,9 +60,11 @@ def launch(setup: RunSetup, tree: Tree, record: Record, attempt: int, now: datet
     """The spec of ``record``'s run, attempt ``attempt``."""
     root, kind = setup.root, setup.kind
     fields = prompt.fields_of(record)
+    origin = setup.reader(record)
     run_id = f"w{now:%Y%m%dT%H%M%S}-{os.urandom(4).hex()}"
     last = state_path(root, f"runs/{run_id}.last") if kind == "codex" else None
-    argv, unflagged = presets.task_command(kind, setup.extra, fields, str(last) if last else None)
+    last_message = str(last) if last else None
+    argv, unflagged = presets.task_command(kind, setup.extra, fields, last_message, origin)
     text = prompt.build(root, tree, record, setup.reader, unflagged, attempt)
     run_env = {
         **setup.env,
@@ -71,8 +73,8 @@ def launch(setup: RunSetup, tree: Tree, record: Record, attempt: int, now: datet
         "ROUSE_TASK": record.dir,
         "ROUSE_TASK_ATTEMPT": str(attempt),
         "ROUSE_RUN_ID": run_id,
-        "ROUSE_REPO": fields["repo"],
-        "ROUSE_CATEGORY": fields["category"],
+        "ROUSE_REPO": _env_value(fields["repo"], origin),
+        "ROUSE_CATEGORY": _env_value(fields["category"], origin),
     }
     directory = root / record.dir
     spec = {
@@ -92,3 +94,11 @@ def launch(setup: RunSetup, tree: Tree, record: Record, attempt: int, now: datet
         ),
     }
     return Launch(spec, run_id, attempt, argv, last)
+
+
+def _env_value(value: str, origin: str) -> str:
+    """A task's field as its run's environment carries it: empty for an untrusted task
+    (the prompt says it, fenced) and for a value holding a control character."""
+    if origin == "untrusted" or any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        return ""
+    return value

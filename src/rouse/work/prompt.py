@@ -124,7 +124,7 @@ def build(
     if fields["category"]:
         asked.append(f"category: {fields['category']}")
     for name in unflagged:
-        asked.append(f"{name} asked for: {fields[name]} (this CLI has no flag for it)")
+        asked.append(f"{name} asked for: {fields[name]} (not passed to the CLI as a flag)")
     above = chain(tree, record, origin_of)
     if above:
         lines += ["", "The task is a run of (nearest first):", *above]
