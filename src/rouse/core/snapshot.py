@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     #: stand on their listing; the digest of the identities)
     Shape = tuple[str, str, dict[str, list[list[str]]], str]
 
-VERSION = 7  # 5: rows and windows of the 0.4 clock; 6: texts fenced by origin; 7: real micros
+VERSION = 8  # 6: texts fenced by origin; 7: real micros; 8: decisions, never text
 MAGIC = b"rouse-snapshot"
 _LABEL = b"rouse-snapshot-mac"
 #: what reading a part that is not what the verb wrote can raise (then: walk in full)

@@ -19,11 +19,11 @@ from rouse.core.body import log_entries, split_log
 from rouse.core.cache import HeaderCache
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
-from rouse.core.planned import survey
+from rouse.core.planned import instant, micros, survey
 from rouse.core.stateshapes import WORK
 from rouse.core.timefmt import human_age, iso_stamp
 from rouse.core.tree import File, Record, Tree, display_ids
-from rouse.pack.kept import keep
+from rouse.pack.findings import keep
 from rouse.pack.render import LADDER, LIST_CAP, Pack, fit
 from rouse.pack.warnings import live_warnings, standing_warnings
 from rouse.probes import baselines, demand, readings
@@ -76,18 +76,17 @@ def _for_json(data: dict[str, Any], now: datetime) -> dict[str, Any]:
 
     Human ages are for the text only: ``now`` becomes ISO 8601 and the items
     keep their instants (``due_at``, ``moved_at``, ``at``, ``mtime``) without
-    the ``still`` and ``age`` the text was written from (nor the naive instants,
-    ``_still``, ``_mtime``, ``_at``, they were measured from). Words from a file
+    the ``still`` and ``age`` the text was written from. Words from a file
     are as the text shows them (:mod:`rouse.trust.fence`): quoted as data, after their
     label, when their origin says so; each item says its ``origin``.
     """
 
-    def without(items: list[dict[str, Any]], key: str = "_") -> list[dict[str, Any]]:
-        return [{k: v for k, v in item.items() if k != key and k[0] != "_"} for item in items]
+    def without(items: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+        return [{k: v for k, v in item.items() if k != key} for item in items]
 
     shaped = dict(data)
     shaped["now"] = iso_stamp(now)
-    shaped["woken"] = [_fenced_message(item) for item in without(data["woken"])]
+    shaped["woken"] = [_fenced_message(item) for item in data["woken"]]
     shaped["due"] = [_fenced_message(item) for item in without(data["due"], "still")]
     for item in shaped["due"]:
         if item["line"]:
@@ -114,6 +113,14 @@ def _fenced_body(entry: dict[str, Any]) -> dict[str, Any]:
     if entry.get("body") is None:
         return entry
     return {**entry, "body": fence.shown(entry["body"], entry["origin"])}
+
+
+def _instant(value: int) -> datetime:
+    """An item's instant (:func:`rouse.core.planned.micros`); TypeError if it is none."""
+    found = instant(value)
+    if found is None:
+        raise TypeError("an item without its instant")
+    return found
 
 
 def _now_line(now: datetime) -> str:
@@ -146,8 +153,7 @@ def _woken(
             {
                 "record": ids.get(n.record_dir, n.record_dir),
                 "path": n.record_dir,
-                "at": iso_stamp(n.at),
-                "_at": n.at.isoformat(),  # (for its age, at render)
+                "at": micros(n.at),
                 "reason": n.reason,
                 "nudge": n.number,
                 "file": n.path.relative_to(root).as_posix() if n.path is not None else None,
@@ -157,9 +163,9 @@ def _woken(
     return items
 
 
-def _wake_line(item: dict[str, Any], now: datetime) -> str:
-    """A woken entry's line, its age computed now (a 09:00 wake read at 12:00)."""
-    age = human_age(datetime.fromisoformat(item["_at"]), now)
+def _wake_line(item: dict[str, Any], at: datetime, now: datetime) -> str:
+    """A woken entry's line, its age (``at``) measured now (a 09:00 wake read at 12:00)."""
+    age = human_age(at, now)
     if item["file"] is None:  # a fired reminder whose wake went elsewhere (or was archived)
         return f"{item['record']} — fired {age}, waiting for done"
     if item["reason"] == "tell":
@@ -185,9 +191,9 @@ def _due(
                 "record": ids[record.dir],
                 "path": record.dir,
                 "reason": decision.reason,
-                "_still": still_since(decision).isoformat(),  # (for its age, at render)
-                "due_at": iso_stamp(decision.due_at),
-                "moved_at": iso_stamp(decision.moved_at),
+                "still": micros(still_since(decision)),  # (its age, at render: text only)
+                "due_at": micros(decision.due_at),
+                "moved_at": micros(decision.moved_at),
                 "nudge": decision.nudge if decision.nudge > 1 else None,
                 "line": line,
                 # its line is the record's words: shown by the fence rule of its origin
@@ -228,8 +234,7 @@ def _context(
             keywords = _words((ctx.get("keywords") or "").replace(",", " "))
             # without keywords nothing says it is off-topic: it stays whole
             if keywords and not keywords & asked:
-                entry["mtime"] = iso_stamp(ctx.mtime)
-                entry["_mtime"] = ctx.mtime.isoformat()  # (for its age, at render)
+                entry["mtime"] = micros(ctx.mtime)
                 entry["body"] = None  # on disk, thinned by --query
                 layers["motivations"].append(entry)
                 continue
@@ -270,8 +275,7 @@ def _index(
             {
                 "path": file.rel,
                 "origin": origin_of(file),
-                "mtime": iso_stamp(file.mtime),
-                "_mtime": file.mtime.isoformat(),  # (its age and freshness, at render)
+                "mtime": micros(file.mtime),
                 "keywords": (file.get("keywords") or "").strip(),
                 "probes": shown,
             }
@@ -451,25 +455,60 @@ def _finish(
     """The pack at ``now`` from what the tree says (``found``): ages measured now, and
     what is read afresh at every pack (probe readings, the tasks held, the sweeper's
     warnings: the ledger, not the tree, says those), then fitted to ``max_chars``."""
-    for item in found["woken"]:
-        item["wake"] = _wake_line(item, now)
-    for item in found["due"]:
-        item["still"] = human_age(datetime.fromisoformat(item["_still"]), now)  # (text only)
-    for entry in found["motivations"]:
-        if "_mtime" in entry:
-            entry["age"] = human_age(datetime.fromisoformat(entry["_mtime"]), now)
+    stamps: dict[int, str | None] = {}  # (instants shared by items: each said once)
+
+    def stamp(value: int | None) -> str | None:
+        if value is None:
+            return None
+        if value not in stamps:
+            stamps[value] = iso_stamp(instant(value))
+        return stamps[value]
+
+    woken = [
+        {**item, "at": stamp(item["at"]), "wake": _wake_line(item, _instant(item["at"]), now)}
+        for item in found["woken"]
+    ]
+    due = [
+        {
+            **item,
+            "still": human_age(_instant(item["still"]), now),  # (text only)
+            "due_at": stamp(item["due_at"]),
+            "moved_at": stamp(item["moved_at"]),
+        }
+        for item in found["due"]
+    ]
+    motivations = [
+        {**entry, "mtime": stamp(entry["mtime"]), "age": human_age(_instant(entry["mtime"]), now)}
+        if "mtime" in entry
+        else entry
+        for entry in found["motivations"]
+    ]
+    index = []
     for item in found["index"]:
-        mtime = datetime.fromisoformat(item["_mtime"])
-        item["age"] = human_age(mtime, now)  # (text only)
-        item["fresh"] = mtime >= now - FRESH
+        mtime = _instant(item["mtime"])
+        index.append(
+            {
+                **item,
+                "mtime": stamp(item["mtime"]),
+                "age": human_age(mtime, now),  # (text only)
+                "fresh": mtime >= now - FRESH,
+            }
+        )
     before, after = found["warnings"]
     data: dict[str, Any] = {
         "now": _now_line(now),
         "probes": [{"name": name, "reading": value} for name, value in measured],
-        **{key: found[key] for key in _FOUND_SHOWN},
+        "woken": woken,
+        "due": due,
+        "due_total": found["due_total"],
+        "persona": found["persona"],
+        "beliefs": found["beliefs"],
+        "motivations": motivations,
+        "quarantined": found["quarantined"],
+        "ladder": found["ladder"],
         "tasks": {"running": found["running"], "held": _held(root)},
         "plugins": found["plugins"],
-        "index": found["index"],
+        "index": index,
         "index_total": found["index_total"],
         "not_listed": {
             "closed_records": found["closed_records"],
@@ -483,19 +522,6 @@ def _finish(
     built.data = _for_json(built.data, now)  # (the text is already rendered)
     built.kept = kept_alive
     return built
-
-
-#: what the pack shows of ``found`` as it is, in the order it shows it
-_FOUND_SHOWN = (
-    "woken",
-    "due",
-    "due_total",
-    "persona",
-    "beliefs",
-    "motivations",
-    "quarantined",
-    "ladder",
-)
 
 
 def pack(

@@ -18,7 +18,7 @@ from rouse.core.body import log_entries
 from rouse.core.clock import Decision
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
-from rouse.core.planned import Survey, instant
+from rouse.core.planned import Survey, instant, micros
 from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
 from rouse.trust import fence
@@ -29,6 +29,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    #: A due row: what ``rouse due`` shows of one due decision, ``[id, path, type,
+    #: reason, due_at, moved_at, nudge]``, its instants in microseconds (:func:`micros`):
+    #: as a walk makes it (:func:`due_row`) and as the snapshot keeps it. (A tracked
+    #: name is printable ASCII: it holds no tab and no newline.)
+    Row = list[Any]
 
 _DIGITS = re.compile(r"(\d+)")
 #: every digit to NUL (which no path holds): paths with one mask have their digits at
@@ -100,19 +106,63 @@ def _due_instant(decision: Decision) -> datetime:
     return decision.due_at or decision.now
 
 
+def due_row(decision: Decision, record_id: str) -> Row:
+    """The row of one due decision."""
+    record = decision.record
+    return [
+        record_id,
+        record.dir,
+        record.type,
+        decision.reason,
+        micros(decision.due_at),
+        micros(decision.moved_at),
+        decision.nudge,
+    ]
+
+
+def due_rows(tree: Tree, surveyed: Survey) -> list[Row]:
+    """``rouse due``'s rows at the survey's instant, in due order (earliest first, ties in
+    natural order of path): a planned verdict straight to its row, the clock's own
+    decisions through :func:`due_row`."""
+    ids = display_ids(tree)
+    # (a verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
+    rows = [
+        [ids[where], where, record.type, reason, due_at, moved, nudge]
+        for _, where, record, reason, due_at, moved, _, nudge in surveyed.planned
+    ]
+    rows += [due_row(d, ids[d.record.dir]) for d in surveyed.fresh]
+    at = micros(surveyed.now)
+    return _in_due_order(rows, lambda row: at if row[4] is None else row[4], itemgetter(1))
+
+
 def due_item(decision: Decision, record_id: str) -> dict[str, Any]:
     """One item of ``rouse due --json`` (and of the MCP ``due`` tool)."""
-    record = decision.record
-    return {
-        "record": record_id,
-        "type": record.type,
-        "slug": record.slug,
-        "path": record.dir,
-        "reason": decision.reason,
-        "due_at": iso_stamp(decision.due_at),
-        "moved_at": iso_stamp(decision.moved_at),
-        "nudge": decision.nudge,
-    }
+    return row_items([due_row(decision, record_id)])[0]
+
+
+def row_items(rows: list[Row]) -> list[dict[str, Any]]:
+    """``rouse due --json``'s items of rows."""
+    stamps: dict[int | None, str | None] = {}  # (rows share their instants: say each once)
+
+    def stamp(value: int | None) -> str | None:
+        said = stamps.get(value, "")
+        if said == "":
+            said = stamps[value] = iso_stamp(instant(value))
+        return said
+
+    return [
+        {
+            "record": shown,
+            "type": kind,
+            "slug": where.rpartition("/")[2],
+            "path": where,
+            "reason": reason,
+            "due_at": stamp(due_at),
+            "moved_at": stamp(moved),
+            "nudge": nudge,
+        }
+        for shown, where, kind, reason, due_at, moved, nudge in rows
+    ]
 
 
 def when_due(decision: Decision, now: datetime) -> str:
@@ -141,84 +191,22 @@ def _when(reason: str | None, due_at: datetime, nudge: int, now: datetime) -> st
 
 
 def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
-    """``rouse due``'s rows, tab-separated: id, reason, when (from the real ``now``), path."""
+    """``rouse due``'s lines of decisions (:func:`row_lines`)."""
     ids = display_ids(tree)
-    return [
-        "\t".join((ids[d.record.dir], d.reason or "", when_due(d, now), d.record.dir))
-        for d in found
-    ]
+    return row_lines([due_row(d, ids[d.record.dir]) for d in found], now)
 
 
-def due_rows(tree: Tree, surveyed: Survey) -> list[list[Any]]:
-    """``rouse due``'s rows as the snapshot keeps them, from a survey every record of
-    which was planned (:attr:`rouse.core.planned.Survey.planned`), in :func:`due_order`'s
-    order: one ``[reason, due_at, nudge, lines, more]`` per run of rows due alike
-    (``due_at`` in microseconds, :func:`rouse.core.planned.micros`), ``lines`` their
-    :func:`due_lines` with NUL where the words of when go, ``more`` each row's type and
-    ``moved_at`` (what ``--json`` adds), one line per row, tab-separated. (A tracked
-    name is printable ASCII: it holds no tab, no newline, no NUL.)"""
-    if surveyed.fresh:
-        raise ValueError("a survey that asked the clock afresh is not kept")
-    counts = display_ids(tree).counts  # (an id is type/slug unless the slug is shared)
-    # (the verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
-    ordered = _in_due_order(surveyed.planned, itemgetter(4), itemgetter(1))
-    runs: list[list[Any]] = []
-    last = None
-    for _, where, record, reason, due_at, moved, _, nudge in ordered:
-        if (reason, due_at, nudge) != last:
-            last = (reason, due_at, nudge)
-            runs.append([reason, due_at, nudge, [], []])
-        kind, slug = record.type, where.rpartition("/")[2]
-        shown = f"{kind}/{slug}" if counts[slug] == 1 else where
-        runs[-1][3].append(f"{shown}\t{reason}\t\0\t{where}")
-        runs[-1][4].append(f"{kind}\t{moved}")
-    for run in runs:
-        run[3], run[4] = "\n".join(run[3]), "\n".join(run[4])
-    return runs
-
-
-def _runs(kept: list[list[Any]]) -> list[tuple[str, datetime, int, str, str]]:
-    """Kept runs of rows; ValueError unless each is as :func:`due_rows` writes it."""
-    found = []
-    for reason, due_at, nudge, lines, more in kept:
-        if not (type(reason) is str and type(due_at) is int and type(nudge) is int):
-            raise ValueError("kept due rows are not as rouse writes them")
-        at = instant(due_at)
-        assert at is not None
-        found.append((reason, at, nudge, lines, more))
-    return found
-
-
-def row_lines(kept: list[list[Any]], now: datetime) -> list[str]:
-    """:func:`due_lines` of kept rows, in blocks of one or more lines (one per run of
-    rows due alike: printed joined by newlines, as the lines are); ValueError if they
-    are not what rouse kept."""
-    return [
-        lines.replace("\0", _when(reason, at, nudge, now))
-        for reason, at, nudge, lines, _ in _runs(kept)
-    ]
-
-
-def row_items(kept: list[list[Any]]) -> list[dict[str, Any]]:
-    """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
-    items = []
-    for reason, at, nudge, lines, more in _runs(kept):
-        for line, extra in zip(lines.split("\n"), more.split("\n"), strict=True):
-            shown, _, _, where = line.split("\t")
-            kind, moved = extra.split("\t")
-            items.append(
-                {
-                    "record": shown,
-                    "type": kind,
-                    "slug": where.rpartition("/")[2],
-                    "path": where,
-                    "reason": reason,
-                    "due_at": iso_stamp(at),
-                    "moved_at": iso_stamp(instant(int(moved))),
-                    "nudge": nudge,
-                }
-            )
-    return items
+def row_lines(rows: list[Row], now: datetime) -> list[str]:
+    """``rouse due``'s lines, tab-separated: id, reason, when (from the real ``now``), path."""
+    said: dict[tuple[Any, ...], str] = {}  # (rows due alike read alike: say each once)
+    lines = []
+    for shown, where, _, reason, due_at, _, nudge in rows:
+        when = said.get((reason, due_at, nudge))
+        if when is None:
+            at = instant(due_at) or now
+            when = said[reason, due_at, nudge] = _when(reason, at, nudge, now)
+        lines.append(f"{shown}\t{reason or ''}\t{when}\t{where}")
+    return lines
 
 
 def due_header(count: int, now: datetime, until: datetime | None) -> str | None:
