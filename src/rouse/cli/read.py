@@ -260,15 +260,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
-    from rouse.pack import views
+    from rouse.pack import explain
 
     now = resolve_now(args)
     tree = walk(tree_root(args))
-    data = views.explain(tree, tree.resolve(args.ref), now)
+    data = explain.explain(tree, tree.resolve(args.ref), now)
     if args.json:
         emit_json(data)
     else:
-        emit(views.explain_lines(data, now))
+        emit(explain.explain_lines(data, now))
     return 0
 
 

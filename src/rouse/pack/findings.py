@@ -25,9 +25,6 @@ if TYPE_CHECKING:
     from rouse.core.planned import Survey
     from rouse.pack.views import Row
 
-#: the types of a due row's values, in order (:func:`rouse.pack.views.due_row`)
-_ROW = (str, str, str, str, int, int, int)
-
 
 def found(
     root: Path, secret: bytes | None, now: datetime, part: str
@@ -50,11 +47,20 @@ def kept_rows(value: Any) -> list[Row] | None:
     """``value`` if it is due rows as :func:`rouse.pack.views.due_rows` makes them, else None."""
     if type(value) is not list:
         return None
-    for row in value:
-        if type(row) is not list or len(row) != len(_ROW):
-            return None
-        if not all(type(item) is kind for item, kind in zip(row, _ROW, strict=True)):
-            return None
+    try:
+        for shown, where, kind, reason, due_at, moved, nudge in value:
+            if not (
+                type(shown) is str
+                and type(where) is str
+                and type(kind) is str
+                and type(reason) is str
+                and type(due_at) is int
+                and type(moved) is int
+                and type(nudge) is int
+            ):
+                return None
+    except (TypeError, ValueError):  # (not a row of seven)
+        return None
     return value
 
 
