@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 
@@ -42,8 +43,7 @@ _DIGIT_MASK = str.maketrans("0123456789", "\0" * 10)
 def natural_key(text: str) -> tuple[list[Any], str]:
     """Sort key that reads runs of digits as numbers: ``big-2`` before ``big-10``."""
     parts: list[Any] = _DIGITS.split(text)  # text, digits, text, …: a number at odd places
-    for i in range(1, len(parts), 2):
-        parts[i] = int(parts[i])
+    parts[1::2] = map(int, parts[1::2])
     return parts, text
 
 
@@ -64,16 +64,10 @@ def _in_due_order(
     items: list[Any], instant_of: Callable[[Any], Any], path_of: Callable[[Any], str]
 ) -> list[Any]:
     """:func:`due_order` of any items: by ``instant_of``, ties in natural order of path."""
-    ordered = sorted(items, key=instant_of)
     # (only items tied at an instant need the natural key: the same order, less work)
     shown: list[Any] = []
-    start = 0
-    while start < len(ordered):
-        at = instant_of(ordered[start])
-        end = start + 1
-        while end < len(ordered) and instant_of(ordered[end]) == at:
-            end += 1
-        tied = ordered[start:end]
+    for _, group in groupby(sorted(items, key=instant_of), instant_of):
+        tied = list(group)
         if len(tied) > 1:
             # digits at the same places in every path: natural order is plain order
             if len({path_of(item).translate(_DIGIT_MASK) for item in tied}) == 1:
@@ -81,7 +75,6 @@ def _in_due_order(
             else:
                 tied.sort(key=lambda item: natural_key(path_of(item)))
         shown += tied
-        start = end
     return shown
 
 
