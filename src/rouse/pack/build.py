@@ -20,7 +20,7 @@ from rouse.core.tree import display_ids
 from rouse.pack import sections
 from rouse.pack.findings import keep
 from rouse.pack.render import LIST_CAP, Pack, fit
-from rouse.pack.warnings import live_warnings, standing_warnings
+from rouse.pack.warnings import live_warnings, standing_warnings, walk_warnings
 from rouse.probes import definitions as probes
 from rouse.probes import readings
 from rouse.probes.gate import probes_allowed_at
@@ -139,7 +139,7 @@ def build_pack(
     kept = None if waiting else snapshot.load(root, cache_secret, keyed, now, part)
     if kept is not None:
         try:
-            return _finish(root, kept, now, max_chars, [])
+            return _finish(root, kept, now, max_chars, [], ([], []))
         except snapshot.DAMAGED:
             pass  # not what a pack kept: walk
     walked = HeaderCache(root, cache_secret)
@@ -181,15 +181,14 @@ def build_pack(
             "index": index,
             "index_total": index_total,
             "closed_records": census.closed,
-            "warnings": standing_warnings(
-                tree, surveyed.problems, layers, probe_notes, origin_of, unverified
-            ),
+            "unverified": unverified,
         }
+        said = walk_warnings(tree, surveyed.problems, probe_notes, origin_of)
         # kept for the next pack while nothing changes: not when it runs probes, nor
         # while anything could wake the agent
         if tree.probes is None and not waiting and not nudges.any_fired(tree):
             keep(root, walked, tree, surveyed, now, cache_secret, keyed, {part: found})
-        return _finish(root, found, now, max_chars, measured, tree, shown, walked)
+        return _finish(root, found, now, max_chars, measured, said, tree, shown, walked)
 
 
 def _finish(
@@ -198,11 +197,14 @@ def _finish(
     now: datetime,
     max_chars: int,
     measured: list[tuple[str, str]],
+    said: tuple[list[str], list[str]],
     *kept_alive: object,
 ) -> Pack:
-    """The pack at ``now`` from what the tree says (``found``): ages measured now, and
-    what is read afresh at every pack (probe readings, the tasks held, the sweeper's
-    warnings: the ledger, not the tree, says those), then fitted to ``max_chars``."""
+    """The pack at ``now`` from what the tree says (``found``: as a walk found it, or as
+    the snapshot kept it) and what the walk found wrong (``said``: none from the
+    snapshot): ages measured now, and what is read afresh at every pack (probe
+    readings, the tasks held, the sweeper's warnings: the ledger, not the tree, says
+    those), then fitted to ``max_chars``."""
     stamps: dict[int, str | None] = {}  # (instants shared by items: each said once)
 
     def stamp(value: int | None) -> str | None:
@@ -242,7 +244,7 @@ def _finish(
                 "fresh": mtime >= now - FRESH,
             }
         )
-    before, after = found["warnings"]
+    before, after = standing_warnings(found, found["unverified"] is True, said)
     data: dict[str, Any] = {
         "now": _now_line(now),
         "probes": [{"name": name, "reading": value} for name, value in measured],
