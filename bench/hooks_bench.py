@@ -21,8 +21,9 @@ stdin the JSON the agent writes, interleaved round by round:
 
 Each row gives the wall time (fork to exit) and the CPU time (user + system).
 Targets: each idle hook's wall time ≤ 1.5× `python -c pass`'s (medians of
---runs rounds, at least 9).
-Run: `.venv/bin/python bench/hooks_bench.py [--scale 1] [--runs 15]`.
+--runs rounds, at least 9), for this checkout. With `--baseline REF` REF's hooks
+(bench/baseline.py) run on a twin tree in the same rounds, their rows marked "before".
+Run: `.venv/bin/python bench/hooks_bench.py [--scale 1] [--runs 15] [--baseline REF]`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baseline import checkout, describe, env_for
 from generate import generate
 
 NOW = datetime(2026, 3, 16, 12, 0)
@@ -87,10 +89,10 @@ class Run:
 
 
 class Hooks:
-    """The commands measured, on one prepared tree."""
+    """The commands measured, on one prepared tree, by one rouse (``env``: its path)."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        self.root, self.env = root, env
         self.command = [*rouse_command(), "pack", "--memory", str(root), "--hook", "claude"]
         self.command += ["--now", NOW.strftime(STAMP)]
         self.seen = root / ".rouse" / "sessions" / f"{SESSION}.json"
@@ -103,37 +105,37 @@ class Hooks:
         return Run([sys.executable, "-c", "pass"], self.event("UserPromptSubmit"))
 
     def prompt_idle(self) -> Run:
-        run = Run(self.command, self.event("UserPromptSubmit"))
+        run = Run(self.command, self.event("UserPromptSubmit"), self.env)
         if run.out:
             raise SystemExit(f"the idle prompt hook printed something: {run.out[:200]}")
         return run
 
     def stop(self, wait: str) -> Run:
-        run = Run(self.command, self.event("Stop"), {**os.environ, "ROUSE_STOP_WAIT": wait})
+        run = Run(self.command, self.event("Stop"), {**self.env, "ROUSE_STOP_WAIT": wait})
         if run.out:
             raise SystemExit(f"the idle Stop hook printed something: {run.out[:200]}")
         return run
 
     def session_start(self) -> Run:
-        run = Run(self.command, self.event("SessionStart"))
+        run = Run(self.command, self.event("SessionStart"), self.env)
         if not run.out.startswith("now: "):
             raise SystemExit(f"the session start printed no pack: {run.out[:200]}")
         return run
 
     def one_new(self) -> Run:
         self.seen.write_text(json.dumps({"seen": self.nudges[:-1]}))
-        run = Run(self.command, self.event("UserPromptSubmit"))
+        run = Run(self.command, self.event("UserPromptSubmit"), self.env)
         if not run.out.startswith("rouse: 1 record(s) woke you"):
             raise SystemExit(f"one new wake was not shown: {run.out[:200]}")
         return run
 
 
-def prepare(root: Path, scale: int) -> tuple[Hooks, int]:
+def prepare(root: Path, scale: int, env: dict[str, str]) -> tuple[Hooks, int]:
     files = generate(root, scale, now=NOW)
     sweep = ["--memory", str(root), "sweep", "--once", "-q", "--now", NOW.strftime(STAMP)]
-    Run([*rouse_command(), *sweep])
+    Run([*rouse_command(), *sweep], env=env)
     time.sleep(2.5)  # past the racy window of the sweep's last write: a settled tree
-    hooks = Hooks(root)
+    hooks = Hooks(root, env)
     hooks.session_start()  # the session's seen-set: every wake so far was in its pack
     return hooks, files
 
@@ -142,20 +144,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--scale", type=int, default=1)
     parser.add_argument("--runs", type=int, default=15, help="rounds (at least 9)")
+    parser.add_argument(
+        "--baseline",
+        metavar="REF",
+        help="a git revision whose hooks run beside this checkout's, in the same rounds",
+    )
     options = parser.parse_args()
     runs = max(options.runs, 9)
     with tempfile.TemporaryDirectory(prefix="rouse-hooks-") as scratch:
-        hooks, files = prepare(Path(scratch) / "memory", options.scale)
+        sides = {"": env_for(None)}
+        if options.baseline:
+            print(f"before: {describe(options.baseline)}; now: this checkout")
+            sides = {"before ": env_for(checkout(options.baseline, Path(scratch))), **sides}
+        cases: dict[str, Callable[[], Run]] = {}
+        for prefix, env in sides.items():
+            where = Path(scratch) / f"memory-{prefix.strip() or 'now'}" / "memory"
+            hooks, files = prepare(where, options.scale, env)
+            cases.setdefault("python -c pass", hooks.python)
+            cases[f"{prefix}prompt, idle"] = hooks.prompt_idle
+            cases[f"{prefix}stop, idle"] = lambda hooks=hooks: hooks.stop("1e-9")
+            cases[f"{prefix}stop, asleep {ASLEEP}s"] = lambda hooks=hooks: hooks.stop(ASLEEP)
+            cases[f"{prefix}session start (pack)"] = hooks.session_start
+            cases[f"{prefix}prompt, one new wake"] = hooks.one_new
         print(f"hooks run as: {' '.join(hooks.command[:-2])} (stdin: the agent's JSON)")
         print(f"§12 tree ×{options.scale}: {files} .md files, {len(hooks.nudges)} nudge files")
-        cases: dict[str, Callable[[], Run]] = {
-            "python -c pass": hooks.python,
-            "prompt, idle": hooks.prompt_idle,
-            "stop, idle": lambda: hooks.stop("1e-9"),
-            f"stop, asleep {ASLEEP}s": lambda: hooks.stop(ASLEEP),
-            "session start (pack)": hooks.session_start,
-            "prompt, one new wake": hooks.one_new,
-        }
         samples: dict[str, list[Run]] = {name: [] for name in cases}
         for round_ in range(runs):
             names = list(cases)
@@ -166,7 +178,7 @@ def main() -> int:
     cpu = {name: statistics.median(r.cpu for r in runs_) for name, runs_ in samples.items()}
     floor, floor_cpu = wall["python -c pass"], cpu["python -c pass"]
     print(f"median of {runs} interleaved rounds (wall: fork to exit; CPU: user + system):")
-    print(f"  {'':<24}{'wall ms':>9}{'× python':>10}{'CPU ms':>9}{'× python':>10}   target")
+    print(f"  {'':<31}{'wall ms':>9}{'× python':>10}{'CPU ms':>9}{'× python':>10}   target")
     missed = []
     for name in cases:
         ratio = wall[name] / floor
@@ -176,7 +188,7 @@ def main() -> int:
             if ratio > TARGET:
                 missed.append(name)
         print(
-            f"  {name:<24}{wall[name] * 1000:>9.1f}{ratio:>9.2f}×"
+            f"  {name:<31}{wall[name] * 1000:>9.1f}{ratio:>9.2f}×"
             f"{cpu[name] * 1000:>9.1f}{cpu[name] / floor_cpu:>9.2f}×   {verdict}"
         )
     if missed:

@@ -286,3 +286,24 @@ def test_one_query_part_is_kept_at_a_time(make_tree) -> None:  # type: ignore[no
         parts = json.loads(snapshot.path_of(root).read_bytes().split(b"\n")[1])["parts"]
         assert sorted(parts) == ["due", "pack", "pack beta", "status"]  # (alpha's: dropped)
         assert snapshot.load(root, None, False, NOW, "pack beta") is not None
+
+
+def test_the_snapshot_keeps_decisions_never_text(make_tree) -> None:  # type: ignore[no-untyped-def]
+    root = _steady(make_tree)
+    still = {"status": "open", "stale-after": "1d", "last-moved": stamp(NOW - timedelta(days=3))}
+    write_tree(root, {f"{INTENTIONS}/idle/intention.md": _text(still)})
+    _settle(root, datetime(2021, 1, 1))
+    with _keyless():
+        due = _run(root, NOW, ["due"])[1]
+        assert "went stale" in due  # (what the rows say, rendered at every run)
+        _all(root, NOW)
+    kept = snapshot.path_of(root).read_bytes()
+    assert b"\\u0000" not in kept  # no placeholder where the words of when go
+    for rendered in (b"went stale", b" ago", b"_still", b"_mtime", b"origins are unverified"):
+        assert rendered not in kept, rendered
+    head, _, rest = kept.partition(b"\n")[2].partition(b"\n")
+    names = json.loads(head)["parts"]
+    rows = json.loads(rest.split(b"\n")[1 + names.index("due")])
+    assert [row[:4] for row in rows] == [
+        ["intention/idle", f"{INTENTIONS}/idle", "intention", "stale"]
+    ]

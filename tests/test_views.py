@@ -21,7 +21,7 @@ from conftest import BELIEFS, INTENTIONS, NOTES, NOW, REMINDERS, MakeTree, stamp
 from rouse.core import clock
 from rouse.core.timefmt import human_age
 from rouse.core.tree import display_ids, walk
-from rouse.pack import views
+from rouse.pack import explain, views
 from rouse.state import sweeper as sweepstate
 from rouse.sweep import status as status_mod
 
@@ -179,13 +179,13 @@ def test_due_item_times_are_iso_with_the_local_offset(
 
 def test_explain_json_has_iso_times_and_seconds(clocks: Path) -> None:
     tree = walk(clocks)
-    data = views.explain(tree, tree.resolve("reviewed"), NOW)
+    data = explain.explain(tree, tree.resolve("reviewed"), NOW)
     assert data["now"] == iso(NOW)
     assert data["moved_at"] == iso(NOW - timedelta(minutes=1))
     assert data["stale_after"] == 7200 and data["review_every"] == 86400
     assert data["review_at"] == iso(NOW - timedelta(hours=1)) == data["due_at"]
     assert data["stale_at"] == iso(NOW + timedelta(minutes=119))
-    nag = views.explain(tree, tree.resolve("last"), NOW)
+    nag = explain.explain(tree, tree.resolve("last"), NOW)
     assert nag["reminder"] == {
         "due": iso(NOW - timedelta(minutes=30)),
         "nag": 3600,
@@ -201,13 +201,13 @@ def test_explain_json_has_iso_times_and_seconds(clocks: Path) -> None:
 
 def test_explain_text_keeps_plain_stamps(clocks: Path) -> None:
     tree = walk(clocks)
-    data = views.explain(tree, tree.resolve("reviewed"), NOW)
-    lines = views.explain_lines(data, NOW)
+    data = explain.explain(tree, tree.resolve("reviewed"), NOW)
+    lines = explain.explain_lines(data, NOW)
     assert "due now: review (since 2026-03-14 11:00), nudge 1" in lines
     assert "moved_at: 2026-03-14 11:59 (from last-moved)" in lines
     assert "stale_after: 2h (never below the 15m floor)" in lines
     assert "review_every: 1d" in lines
-    last = views.explain_lines(views.explain(tree, tree.resolve("last"), NOW), NOW)
+    last = explain.explain_lines(explain.explain(tree, tree.resolve("last"), NOW), NOW)
     assert "nag: 1h" in last and "max-fires: 3" in last and "due: 2026-03-14 11:30" in last
 
 
@@ -297,11 +297,11 @@ def test_explain_shows_a_repeating_reminder_s_rule_and_its_next_occurrence(
         }
     )
     tree = walk(root)
-    data = views.explain(tree, tree.resolve("standup"), NOW)
+    data = explain.explain(tree, tree.resolve("standup"), NOW)
     assert data["reminder"]["every"] == "weekdays 09:00"
     assert data["reminder"]["until"] == iso(datetime(2026, 6, 30, 0, 0))
     assert data["reminder"]["next_occurrence"] == iso(datetime(2026, 3, 17, 9, 0))
-    lines = views.explain_lines(data, NOW)
+    lines = explain.explain_lines(data, NOW)
     assert "every: weekdays 09:00" in lines and "until: 2026-06-30 00:00" in lines
     assert "next-occurrence: 2026-03-17 09:00" in lines
     json.dumps(data)

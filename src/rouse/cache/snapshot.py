@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     #: stand on their listing; the digest of the identities)
     Shape = tuple[str, str, dict[str, list[list[str]]], str]
 
-VERSION = 8  # 5: rows and windows of the 0.4 clock; 6: texts fenced by origin; 7: real micros;
-# 8: init's example task is not pending
+VERSION = 9  # 6: texts fenced by origin; 7: real micros; 8: decisions, never text;
+# 9: init's example task is not pending
 MAGIC = b"rouse-snapshot"
 _LABEL = b"rouse-snapshot-mac"
 #: what reading a part that is not what the verb wrote can raise (then: walk in full)

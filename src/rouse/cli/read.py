@@ -156,27 +156,18 @@ def cmd_due(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(f"bad --until: {exc}") from None
         return _forecast(args, now, until)
-    from rouse.cache import snapshot
-    from rouse.pack.kept import walk_and_keep
-    from rouse.pack.views import due_order, row_items, row_lines
+    from rouse.pack.findings import found
+    from rouse.pack.views import row_items, row_lines
     from rouse.trust.stampkey import cache_secret
 
-    root = tree_root(args)
-    secret = cache_secret(stamp_key_path())
-    # what is due now: the rows the last full walk kept, while they hold
-    rows = snapshot.load(root, secret, secret is not None, now, "due")
-    shown: list[Any] | None = None
-    if rows is not None:
-        try:
-            shown = row_items(rows) if args.json else row_lines(rows, now)
-        except snapshot.DAMAGED:
-            shown = None  # not what a walk kept: walk
+    # what is due now: the rows the last full walk kept, while they hold, else from the
+    # plans the walk cache keeps
+    rows, tree, surveyed = found(tree_root(args), cache_secret(stamp_key_path()), now, "due")
     skipped: list[str] = []
-    if shown is None:  # else from the plans the walk cache keeps
-        tree, surveyed = walk_and_keep(root, secret, now)
-        shown = _due_shown(args.json, tree, due_order(surveyed.due), now)
+    if tree is not None and surveyed is not None:
         skipped = [p.render() for p in tree.untrackable]
         skipped += _problem_lines(tree, surveyed.problems)
+    shown = row_items(rows) if args.json else row_lines(rows, now)
     return _show_due(args.json, shown, now, None, skipped)
 
 
@@ -267,15 +258,15 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_explain(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
-    from rouse.pack import views
+    from rouse.pack import explain
 
     now = resolve_now(args)
     tree = walk(tree_root(args))
-    data = views.explain(tree, tree.resolve(args.ref), now)
+    data = explain.explain(tree, tree.resolve(args.ref), now)
     if args.json:
         emit_json(data)
     else:
-        emit(views.explain_lines(data, now))
+        emit(explain.explain_lines(data, now))
     return 0
 
 

@@ -83,10 +83,8 @@ def cmd_log(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from rouse.cache import snapshot
-    from rouse.cache.counts import kept_counts, tree_counts
     from rouse.core.home import stamp_key_path
-    from rouse.pack.kept import walk_and_keep
+    from rouse.pack.findings import found
     from rouse.state import sweeper as sweepstate
     from rouse.sweep import status
     from rouse.trust.stampkey import cache_secret
@@ -114,13 +112,9 @@ def cmd_status(args: argparse.Namespace) -> int:
                 sys.stderr.write(f"rouse status --check: {line}\n")
             return 1 if problems else 0
         root = tree_root(args)
-        secret = cache_secret(stamp_key_path())
         # the tree's counts: as the last full walk kept them while they hold, else from
         # the walk cache, warm (headers and clock plans of what did not change)
-        counts = kept_counts(snapshot.load(root, secret, secret is not None, now, "status"))
-        if counts is None:
-            tree, surveyed = walk_and_keep(root, secret, now)
-            counts = tree_counts(tree, surveyed.count)
+        counts = found(root, cache_secret(stamp_key_path()), now, "status")[0]
         with sweepstate.one_reader(root):  # (its ledger reads share one connection)
             data = status.status_of(root, counts, now, ledger=book, leader=leader)
     finally:

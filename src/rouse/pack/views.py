@@ -1,7 +1,8 @@
-"""Plain renderings of the tree and the clock for the read verbs.
+"""Plain renderings of the tree and the clock for the read verbs: ``rouse due``'s rows
+and ``rouse tree``.
 
 Pure functions of a Tree, decisions and ``now``: the CLI prints them, the
-MCP server returns them. (The pack has its own module.) Text is for people:
+MCP server returns them. (The pack and ``explain`` have their own modules.) Text is for people:
 relative ages and local clock times. The ``*_item``/``*_json`` forms are for
 scripts: ISO 8601 times with the local offset, durations in seconds.
 """
@@ -9,24 +10,27 @@ scripts: ISO 8601 times with the local offset, durations in seconds.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 
-from rouse.cache.plans import Survey, instant
-from rouse.core import clock, clockfields, layout
-from rouse.core.body import log_entries
+from rouse.cache.plans import Survey, instant, micros
+from rouse.core import clock, layout
 from rouse.core.clock import Decision
-from rouse.core.errors import HeaderError
-from rouse.core.header import split
-from rouse.core.timefmt import format_interval, format_stamp, human_age, iso_stamp
+from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
-from rouse.trust import fence
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
+
+    #: A due row: what ``rouse due`` shows of one due decision, ``[id, path, type,
+    #: reason, due_at, moved_at, nudge]``, its instants in microseconds (:func:`micros`):
+    #: as a walk makes it (:func:`due_row`) and as the snapshot keeps it. (A tracked
+    #: name is printable ASCII: it holds no tab and no newline.)
+    Row = list[Any]
 
 _DIGITS = re.compile(r"(\d+)")
 #: every digit to NUL (which no path holds): paths with one mask have their digits at
@@ -37,23 +41,8 @@ _DIGIT_MASK = str.maketrans("0123456789", "\0" * 10)
 def natural_key(text: str) -> tuple[list[Any], str]:
     """Sort key that reads runs of digits as numbers: ``big-2`` before ``big-10``."""
     parts: list[Any] = _DIGITS.split(text)  # text, digits, text, …: a number at odd places
-    for i in range(1, len(parts), 2):
-        parts[i] = int(parts[i])
+    parts[1::2] = map(int, parts[1::2])
     return parts, text
-
-
-def seconds(value: timedelta | None) -> int | None:
-    """An interval as JSON carries it: whole seconds."""
-    return None if value is None else int(value.total_seconds())
-
-
-def from_iso(text: str) -> datetime:
-    """The naive local time an :func:`iso` string names."""
-    return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
-
-
-def _stamp_of(text: str | None) -> str | None:
-    return None if text is None else format_stamp(from_iso(text))
 
 
 def clock_time(value: datetime, now: datetime) -> str:
@@ -73,16 +62,10 @@ def _in_due_order(
     items: list[Any], instant_of: Callable[[Any], Any], path_of: Callable[[Any], str]
 ) -> list[Any]:
     """:func:`due_order` of any items: by ``instant_of``, ties in natural order of path."""
-    ordered = sorted(items, key=instant_of)
     # (only items tied at an instant need the natural key: the same order, less work)
     shown: list[Any] = []
-    start = 0
-    while start < len(ordered):
-        at = instant_of(ordered[start])
-        end = start + 1
-        while end < len(ordered) and instant_of(ordered[end]) == at:
-            end += 1
-        tied = ordered[start:end]
+    for _, group in groupby(sorted(items, key=instant_of), instant_of):
+        tied = list(group)
         if len(tied) > 1:
             # digits at the same places in every path: natural order is plain order
             if len({path_of(item).translate(_DIGIT_MASK) for item in tied}) == 1:
@@ -90,7 +73,6 @@ def _in_due_order(
             else:
                 tied.sort(key=lambda item: natural_key(path_of(item)))
         shown += tied
-        start = end
     return shown
 
 
@@ -98,19 +80,63 @@ def _due_instant(decision: Decision) -> datetime:
     return decision.due_at or decision.now
 
 
+def due_row(decision: Decision, record_id: str) -> Row:
+    """The row of one due decision."""
+    record = decision.record
+    return [
+        record_id,
+        record.dir,
+        record.type,
+        decision.reason,
+        micros(decision.due_at),
+        micros(decision.moved_at),
+        decision.nudge,
+    ]
+
+
+def due_rows(tree: Tree, surveyed: Survey) -> list[Row]:
+    """``rouse due``'s rows at the survey's instant, in due order (earliest first, ties in
+    natural order of path): a planned verdict straight to its row, the clock's own
+    decisions through :func:`due_row`."""
+    ids = display_ids(tree)
+    # (a verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
+    rows = [
+        [ids[where], where, record.type, reason, due_at, moved, nudge]
+        for _, where, record, reason, due_at, moved, _, nudge in surveyed.planned
+    ]
+    rows += [due_row(d, ids[d.record.dir]) for d in surveyed.fresh]
+    at = micros(surveyed.now)
+    return _in_due_order(rows, lambda row: at if row[4] is None else row[4], itemgetter(1))
+
+
 def due_item(decision: Decision, record_id: str) -> dict[str, Any]:
     """One item of ``rouse due --json`` (and of the MCP ``due`` tool)."""
-    record = decision.record
-    return {
-        "record": record_id,
-        "type": record.type,
-        "slug": record.slug,
-        "path": record.dir,
-        "reason": decision.reason,
-        "due_at": iso_stamp(decision.due_at),
-        "moved_at": iso_stamp(decision.moved_at),
-        "nudge": decision.nudge,
-    }
+    return row_items([due_row(decision, record_id)])[0]
+
+
+def row_items(rows: list[Row]) -> list[dict[str, Any]]:
+    """``rouse due --json``'s items of rows."""
+    stamps: dict[int | None, str | None] = {}  # (rows share their instants: say each once)
+
+    def stamp(value: int | None) -> str | None:
+        said = stamps.get(value, "")
+        if said == "":
+            said = stamps[value] = iso_stamp(instant(value))
+        return said
+
+    return [
+        {
+            "record": shown,
+            "type": kind,
+            "slug": where.rpartition("/")[2],
+            "path": where,
+            "reason": reason,
+            "due_at": stamp(due_at),
+            "moved_at": stamp(moved),
+            "nudge": nudge,
+        }
+        for shown, where, kind, reason, due_at, moved, nudge in rows
+    ]
 
 
 def when_due(decision: Decision, now: datetime) -> str:
@@ -139,84 +165,22 @@ def _when(reason: str | None, due_at: datetime, nudge: int, now: datetime) -> st
 
 
 def due_lines(tree: Tree, found: list[Decision], now: datetime) -> list[str]:
-    """``rouse due``'s rows, tab-separated: id, reason, when (from the real ``now``), path."""
+    """``rouse due``'s lines of decisions (:func:`row_lines`)."""
     ids = display_ids(tree)
-    return [
-        "\t".join((ids[d.record.dir], d.reason or "", when_due(d, now), d.record.dir))
-        for d in found
-    ]
+    return row_lines([due_row(d, ids[d.record.dir]) for d in found], now)
 
 
-def due_rows(tree: Tree, surveyed: Survey) -> list[list[Any]]:
-    """``rouse due``'s rows as the snapshot keeps them, from a survey every record of
-    which was planned (:attr:`rouse.cache.plans.Survey.planned`), in :func:`due_order`'s
-    order: one ``[reason, due_at, nudge, lines, more]`` per run of rows due alike
-    (``due_at`` in microseconds, :func:`rouse.cache.plans.micros`), ``lines`` their
-    :func:`due_lines` with NUL where the words of when go, ``more`` each row's type and
-    ``moved_at`` (what ``--json`` adds), one line per row, tab-separated. (A tracked
-    name is printable ASCII: it holds no tab, no newline, no NUL.)"""
-    if surveyed.fresh:
-        raise ValueError("a survey that asked the clock afresh is not kept")
-    counts = display_ids(tree).counts  # (an id is type/slug unless the slug is shared)
-    # (the verdict: still, dir, record, reason, due_at, moved_at, moved_from, nudge)
-    ordered = _in_due_order(surveyed.planned, itemgetter(4), itemgetter(1))
-    runs: list[list[Any]] = []
-    last = None
-    for _, where, record, reason, due_at, moved, _, nudge in ordered:
-        if (reason, due_at, nudge) != last:
-            last = (reason, due_at, nudge)
-            runs.append([reason, due_at, nudge, [], []])
-        kind, slug = record.type, where.rpartition("/")[2]
-        shown = f"{kind}/{slug}" if counts[slug] == 1 else where
-        runs[-1][3].append(f"{shown}\t{reason}\t\0\t{where}")
-        runs[-1][4].append(f"{kind}\t{moved}")
-    for run in runs:
-        run[3], run[4] = "\n".join(run[3]), "\n".join(run[4])
-    return runs
-
-
-def _runs(kept: list[list[Any]]) -> list[tuple[str, datetime, int, str, str]]:
-    """Kept runs of rows; ValueError unless each is as :func:`due_rows` writes it."""
-    found = []
-    for reason, due_at, nudge, lines, more in kept:
-        if not (type(reason) is str and type(due_at) is int and type(nudge) is int):
-            raise ValueError("kept due rows are not as rouse writes them")
-        at = instant(due_at)
-        assert at is not None
-        found.append((reason, at, nudge, lines, more))
-    return found
-
-
-def row_lines(kept: list[list[Any]], now: datetime) -> list[str]:
-    """:func:`due_lines` of kept rows, in blocks of one or more lines (one per run of
-    rows due alike: printed joined by newlines, as the lines are); ValueError if they
-    are not what rouse kept."""
-    return [
-        lines.replace("\0", _when(reason, at, nudge, now))
-        for reason, at, nudge, lines, _ in _runs(kept)
-    ]
-
-
-def row_items(kept: list[list[Any]]) -> list[dict[str, Any]]:
-    """:func:`due_item` of kept rows (ValueError if they are not what rouse kept)."""
-    items = []
-    for reason, at, nudge, lines, more in _runs(kept):
-        for line, extra in zip(lines.split("\n"), more.split("\n"), strict=True):
-            shown, _, _, where = line.split("\t")
-            kind, moved = extra.split("\t")
-            items.append(
-                {
-                    "record": shown,
-                    "type": kind,
-                    "slug": where.rpartition("/")[2],
-                    "path": where,
-                    "reason": reason,
-                    "due_at": iso_stamp(at),
-                    "moved_at": iso_stamp(instant(int(moved))),
-                    "nudge": nudge,
-                }
-            )
-    return items
+def row_lines(rows: list[Row], now: datetime) -> list[str]:
+    """``rouse due``'s lines, tab-separated: id, reason, when (from the real ``now``), path."""
+    said: dict[tuple[Any, ...], str] = {}  # (rows due alike read alike: say each once)
+    lines = []
+    for shown, where, _, reason, due_at, _, nudge in rows:
+        when = said.get((reason, due_at, nudge))
+        if when is None:
+            at = instant(due_at) or now
+            when = said[reason, due_at, nudge] = _when(reason, at, nudge, now)
+        lines.append(f"{shown}\t{reason or ''}\t{when}\t{where}")
+    return lines
 
 
 def due_header(count: int, now: datetime, until: datetime | None) -> str | None:
@@ -334,178 +298,6 @@ def tree_json(tree: Tree, now: datetime) -> dict[str, Any]:
     }
 
 
-# -- explain ------------------------------------------------------------------
-
-#: The fields ``explain`` quotes as written (the ones a wake quotes, and a task's cancel).
-SHOWN_FIELDS = (
-    *("closes-when", "success-when", "waiting-on", "falsifiers", "outcome"),
-    *("model", "reasoning", "repo", "category", "cancel", "worker", "attempts", "started"),
-)
-
-
 def snoozed_text(until: datetime) -> str:
     """``snoozed until Mon 2026-12-07 09:00``: how text output says it."""
     return f"snoozed until {until:%a %Y-%m-%d %H:%M}"
-
-
-#: A reminder's own fields in ``explain``, and how each is read.
-_REMINDER_FIELDS = (
-    ("due", "stamp"),
-    ("nag", "interval"),
-    ("backoff", "backoff"),
-    ("fires", "count"),
-    ("max-fires", "count"),
-    ("expires", "stamp"),
-    ("set", "stamp"),
-    ("fired", "stamp"),
-)
-
-
-def _reminder(record: Record) -> dict[str, Any]:
-    """The reminder's fields as the clock reads them; null when missing or unreadable."""
-    problems: list[clockfields.FieldProblem] = []
-    reader = clockfields.FieldReader(record, problems)
-    data: dict[str, Any] = {}
-    for key, kind in _REMINDER_FIELDS:
-        value: Any = None
-        if reader.text(key):
-            if kind == "stamp":
-                value = iso_stamp(reader.stamp(key))
-            elif kind == "interval":
-                value = seconds(reader.interval(key))
-            elif kind == "count":
-                value = reader.integer(key, 0)
-            else:
-                value = reader.backoff()
-            if any(p.key == key for p in problems):
-                value = None  # ``problems`` says what it is and what the clock does instead
-        data[key.replace("-", "_")] = value
-    return data
-
-
-def explain(tree: Tree, record: Record, now: datetime, origin: str | None = None) -> dict[str, Any]:
-    """Why a record is or is not due, as data (``rouse explain --json``). Its words
-    (fields, the agent's notes) are shown by the fence rule of its effective
-    ``origin`` (default: read with the stamp key, if any)."""
-    if origin is None:
-        from rouse.trust.origins import origin_reader
-
-        reader = origin_reader(tree.root)
-        origin = reader(record)
-        reader.flush()
-    decision = clock.evaluate(tree, record, now)
-    fields = record.header.fields
-    review_every = None
-    if (fields.get("review-every") or "").strip():
-        review_every = clockfields.FieldReader(record, []).interval("review-every")
-    data: dict[str, Any] = {
-        "record": display_ids(tree)[record.dir],
-        "path": record.dir,
-        "type": record.type,
-        "origin": origin,
-        "status": clock.status_of(record),
-        "open": clock.is_open(record),
-        "now": iso_stamp(now),
-        "moved_at": iso_stamp(decision.moved_at),
-        "moved_from": decision.moved_from,
-        "swept": iso_stamp(decision.swept),
-        "own_clock": iso_stamp(decision.own_clock),
-        "stale_after": seconds(decision.stale_after) if decision.stale_after else None,
-        "stale_at": iso_stamp(decision.stale_at),
-        "silenced_by": decision.silenced_by,
-        "review_every": seconds(review_every),
-        "review_at": iso_stamp(decision.review_at),
-        "reason": decision.reason,
-        "due": decision.is_due,
-        "due_at": iso_stamp(decision.due_at),
-        "nudge": decision.nudge,
-        "snoozed_until": iso_stamp(decision.snoozed_until),
-        "fields": {
-            key: fence.inline(value, origin)
-            for key in SHOWN_FIELDS
-            if (value := (record.get(key) or "").strip())
-        },
-        "problems": [fence.said_of(p, origin) for p in decision.problems],
-        "notes": decision.notes,
-        "agent_notes": [fence.inline(note, origin) for note in _agent_notes(tree, record)],
-    }
-    if record.type == "reminder":
-        data["reminder"] = _reminder(record)
-        if decision.every is not None:  # a repeating one: its rule, its end, what follows
-            fields_of = clockfields.FieldReader(record, [])
-            due = fields_of.stamp("due")
-            after = max(now, due) if due is not None else now  # the one after its due
-            data["reminder"]["every"] = decision.every.text
-            data["reminder"]["until"] = iso_stamp(fields_of.stamp("until"))
-            data["reminder"]["next_occurrence"] = iso_stamp(clock.rearmed(record, after))
-    return data
-
-
-#: How many of a record's latest log notes ``explain`` shows.
-MAX_AGENT_NOTES = 5
-
-
-def _agent_notes(tree: Tree, record: Record) -> list[str]:
-    """The latest notes in the record's log (what rouse's verbs appended), oldest first."""
-    try:
-        with open(tree.root / record.rel, "rb") as handle:
-            data = handle.read(1024 * 1024)
-        _, text = split(data, record.rel)
-    except (OSError, HeaderError):
-        return []
-    return log_entries(text)[-MAX_AGENT_NOTES:]
-
-
-def _shown(key: str, value: Any) -> str:
-    """A value of :func:`explain`'s data as the text shows it."""
-    if key in ("nag", "review_every", "stale_after"):
-        return format_interval(timedelta(seconds=value))
-    if key == "backoff":
-        return f"{value:g}"
-    if key == "every":
-        return str(value)  # (a rule, never a stamp)
-    if isinstance(value, str) and "T" in value:
-        return _stamp_of(value) or ""
-    return str(value)
-
-
-def explain_lines(data: dict[str, Any], now: datetime) -> list[str]:
-    """The text form of :func:`explain`'s data: one fact per line, the verdict first."""
-    lines = [f"{data['record']} [{data['status']}] at {data['path']}"]
-    due_at = _stamp_of(data["due_at"])
-    if data["due"]:
-        lines.append(f"due now: {data['reason']} (since {due_at}), nudge {data['nudge']}")
-    elif data["snoozed_until"]:
-        until = snoozed_text(from_iso(data["snoozed_until"]))
-        then = f"then comes due {due_at}" if due_at else "then open records under it keep it quiet"
-        lines.append(f"not due: {until} (due for no reason before it); {then}")
-    elif due_at:
-        lines.append(f"not due: next comes due {due_at}")
-    elif not data["open"]:
-        lines.append("not due: closed records are never swept")
-    elif data["type"] == "backlog":
-        lines.append("not due: backlog is never swept")
-    else:
-        lines.append("not due: nothing will wake it while open records sit under it")
-    lines.append(f"moved_at: {_stamp_of(data['moved_at'])} (from {data['moved_from']})")
-    lines.append(f"origin: {data['origin']}")
-    for key in ("swept", "own_clock", "stale_at", "review_every", "review_at"):
-        if data.get(key):
-            lines.append(f"{key}: {_shown(key, data[key])}")
-    if data["stale_after"]:
-        lines.append(
-            f"stale_after: {_shown('stale_after', data['stale_after'])} (never below the 15m floor)"
-        )
-    lines += [f"{key}: {value}" for key, value in data["fields"].items()]
-    if data["silenced_by"]:
-        lines.append("kept quiet by open records under it:")
-        lines += [f"  {path}" for path in data["silenced_by"]]
-    for key, value in data.get("reminder", {}).items():
-        if value is not None:
-            lines.append(f"{key.replace('_', '-')}: {_shown(key, value)}")
-    lines += [f"note: {note}" for note in data["notes"]]
-    lines += [f"problem: {problem}" for problem in data["problems"]]
-    if data["agent_notes"]:
-        lines.append("the agent's notes (from its log, most recent last):")
-        lines += [f"  {note}" for note in data["agent_notes"]]
-    return lines

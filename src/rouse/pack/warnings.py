@@ -111,27 +111,34 @@ def problem_lines(
     ]
 
 
-def standing_warnings(
+def walk_warnings(
     tree: Tree,
     unreadable: list[FieldProblem],
-    layers: Mapping[str, Any],
     extra: list[str],
     origin_of: Callable[[File], str],
-    unverified: bool = False,
 ) -> tuple[list[str], list[str]]:
-    """The warnings the tree itself gives, those said before :func:`live_warnings`
-    (``extra``, the context layers' size) and those said after (untrackable files,
-    unreadable clock fields, and with ``unverified`` — no stamp key — that the origins
-    are only what the files claim): kept in the snapshot while the tree is unchanged."""
-    before = list(extra)
+    """What a walk found wrong with the tree: ``extra`` (said first) and, after the rest,
+    untrackable files and unreadable clock fields. (A walk that found any of these is
+    never kept in the snapshot, so a pack from the snapshot has none to say.)"""
+    after = [f"untrackable: {p.render()}" for p in tree.untrackable]
+    after += [f"unreadable clock field: {p}" for p in problem_lines(tree, unreadable, origin_of)]
+    return list(extra), after
+
+
+def standing_warnings(
+    layers: Mapping[str, Any], unverified: bool, walked: tuple[list[str], list[str]]
+) -> tuple[list[str], list[str]]:
+    """The warnings the tree itself gives, those said before :func:`live_warnings` (the
+    walk's first, then the context layers' size) and those said after (the walk's, and
+    with ``unverified`` — no stamp key — that the origins are only what the files
+    claim)."""
+    before, after = list(walked[0]), list(walked[1])
     size = _context_chars(layers)
     if size > CONTEXT_BUDGET:
         before.append(
             f"context layers are {size:,} characters (budget {CONTEXT_BUDGET:,}): "
             "merge or retire beliefs and motivations"
         )
-    after = [f"untrackable: {p.render()}" for p in tree.untrackable]
-    after += [f"unreadable clock field: {p}" for p in problem_lines(tree, unreadable, origin_of)]
     if unverified:
         after.append(UNVERIFIED)
     return before, after

@@ -1,0 +1,88 @@
+"""What a full walk found for the read verbs, as the snapshot (:mod:`rouse.cache.snapshot`)
+keeps it: decisions, never text — the pack's findings (``pack``, or ``pack QUERY``: see
+:mod:`rouse.pack.build`), ``rouse due``'s rows (``due``: :func:`rouse.pack.views.due_rows`)
+and ``rouse status``'s counts (``status``) — so that whichever verb walks first, the
+others find theirs while nothing changes, and render them as they would from a walk."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from rouse.cache import snapshot
+from rouse.cache.counts import kept_counts, tree_counts
+from rouse.cache.plans import survey
+from rouse.cache.walk import HeaderCache
+from rouse.core.tree import Tree
+from rouse.pack.views import due_rows
+
+# typing costs ~5 ms to import on the pack's start-up path; annotations are
+# strings here (__future__), so it is only imported for the type checker
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from rouse.cache.plans import Survey
+    from rouse.pack.views import Row
+
+
+def found(
+    root: Path, secret: bytes | None, now: datetime, part: str
+) -> tuple[Any, Tree | None, Survey | None]:
+    """``part`` (``due`` or ``status``) at ``now``: as the snapshot kept it while it holds,
+    else from a walk (kept for the next verb), with the tree and survey it walked."""
+    kept = snapshot.load(root, secret, secret is not None, now, part)
+    value = (kept_rows if part == "due" else kept_counts)(kept)
+    if value is not None:
+        return value, None, None
+    walked = HeaderCache(root, secret)
+    tree = walked.walk(now)
+    surveyed = survey(tree, now)
+    parts = {"due": due_rows(tree, surveyed), "status": tree_counts(tree, surveyed.count)}
+    keep(root, walked, tree, surveyed, now, secret, secret is not None, parts)
+    return parts[part], tree, surveyed
+
+
+def kept_rows(value: Any) -> list[Row] | None:
+    """``value`` if it is due rows as :func:`rouse.pack.views.due_rows` makes them, else None."""
+    if type(value) is not list:
+        return None
+    try:
+        for shown, where, kind, reason, due_at, moved, nudge in value:
+            if not (
+                type(shown) is str
+                and type(where) is str
+                and type(kind) is str
+                and type(reason) is str
+                and type(due_at) is int
+                and type(moved) is int
+                and type(nudge) is int
+            ):
+                return None
+    except (TypeError, ValueError):  # (not a row of seven)
+        return None
+    return value
+
+
+def keep(
+    root: Path,
+    walked: Any,
+    tree: Tree,
+    surveyed: Survey,
+    now: datetime,
+    secret: bytes | None,
+    keyed: bool,
+    parts: dict[str, Any],
+) -> None:
+    """Save ``parts`` in the snapshot of this walk and survey, with the due rows and the
+    status counts beside (unless ``parts`` has them), when the walk can vouch for it."""
+    fits = snapshot.keepable(walked, tree, surveyed, now)
+    if fits is None:
+        return
+    every = dict(parts)
+    if "due" not in every:
+        every["due"] = due_rows(tree, surveyed)
+    if "status" not in every:
+        every["status"] = tree_counts(tree, surveyed.count)
+    shape, until = fits
+    snapshot.save(root, secret, keyed, shape, now, until, snapshot.token_of(walked), every)
