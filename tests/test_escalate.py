@@ -238,7 +238,7 @@ def once_due(make_tree: MakeTree) -> Path:
 
 
 def test_a_failing_escalation_backs_off_like_a_wake_and_is_given_up_after_24h(
-    once_due: Path, tmp_path: Path
+    once_due: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Retried by the ledger's one rule (1m, 2m, 4m … between tries), not at every tick;
     24h after its first failure it is given up, and never tried again."""
@@ -262,6 +262,9 @@ def test_a_failing_escalation_backs_off_like_a_wake_and_is_given_up_after_24h(
     assert row["state"] == "given_up" and row["finished"]
     assert any("gave up on escalation" in line for line in logs), logs
     assert not any("not delivered yet" in w for w in pack_warnings(once_due, NOW))
+    capsys.readouterr()
+    assert main(["--memory", str(once_due), "log"]) == 0  # said as a wake's state is
+    assert "escalated to the owner, level 1 via exec: given up" in capsys.readouterr().out
 
 
 def test_escalations_to_a_silent_owner_hold_a_tick_one_slice_and_none_once_stopping(

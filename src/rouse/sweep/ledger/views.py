@@ -48,7 +48,7 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
             for row in db.execute(
                 "SELECT wake_id, level, sink, state FROM escalations ORDER BY made_at, id"
             ):
-                line = f"level {row['level']} via {row['sink']}: {row['state']}"
+                line = f"level {row['level']} via {row['sink']}: {said(row['state'])}"
                 found.setdefault(row["wake_id"], []).append(line)
         except sqlite3.Error:  # an older ledger: no escalations table yet
             found = {}
@@ -81,13 +81,18 @@ def _runs_by_wake(db: sqlite3.Connection) -> dict[str, str]:
     return found
 
 
+def said(state: str) -> str:
+    """A row's state as ``rouse log`` says it (``given_up``: given up)."""
+    return state.replace("_", " ")
+
+
 def log_lines(entries: list[Entry]) -> list[str]:
     """``rouse log``: one line per wake, then what went wrong if anything did."""
     lines: list[str] = []
     for entry in entries:
         wake = entry.wake
         when = as_text(entry.finished or entry.last_attempt) or wake.at
-        state = "unanswered" if entry.answered is False else entry.state.replace("_", " ")
+        state = "unanswered" if entry.answered is False else said(entry.state)
         lines.append(
             f"{wake.at}  {state:<9}  {wake.record}  {wake.reason} "
             f"nudge {wake.nudge}  via {entry.sink}  attempts {entry.attempts}  "
