@@ -15,11 +15,18 @@ Helpers importable from tests (``from conftest import NOW, OLD, set_mtime``):
 ``NOW`` (the fixed "now"), ``OLD`` (the default mtime), ``set_mtime``,
 ``stamp`` (a datetime as a header stamp) and ``INTENTIONS`` etc. (the tree's
 fixed directories, as strings).
+
+The session runs with HOME and the XDG folders in a temporary directory of its own
+(``SESSION_HOME``), and the suite's PostgreSQL (``pg_server``) is one per test process:
+``pytest -n 2`` (pytest-xdist) runs it in two processes that share nothing.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -41,6 +48,30 @@ REMINDERS = "inventory/reminders"
 BACKLOG = "inventory/backlog"
 
 MakeTree = Callable[..., Path]
+
+#: The session's own HOME (and XDG folders), set before any test runs: whatever a test or
+#: a rouse it starts reads or writes under ``~`` lands here, never in the developer's own
+#: home (a stray ``~/.config/rouse/stamp.key`` once broke the suite), and two test
+#: processes (``pytest -n``) never share one. A subprocess env built from os.environ
+#: inherits it; a test that wants a home of its own still sets HOME itself.
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="rouse-test-home-"))
+for _name, _sub in (
+    ("HOME", "."),
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_CACHE_HOME", ".cache"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_STATE_HOME", ".local/state"),
+    ("XDG_RUNTIME_DIR", "run"),
+):
+    (SESSION_HOME / _sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.environ[_name] = str((SESSION_HOME / _sub).resolve())
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    pg = sys.modules.get("pg_server")
+    if pg is not None:
+        pg.PgServer.close_all()
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
 
 
 def stamp(value: datetime) -> str:
@@ -146,15 +177,16 @@ def key_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The suite's PostgreSQL: ``ROUSE_TEST_PG`` if set, else one started here (pgserver)."""
+def pg_server() -> Iterator[object]:
+    """The suite's PostgreSQL: ``ROUSE_TEST_PG`` if set, else one started here (pgserver;
+    one per test process)."""
     from pg_server import PgServer
 
     found = PgServer.from_env()
     if found is not None:
         yield found
         return
-    yield PgServer.start(tmp_path_factory.mktemp("pg"))
+    yield PgServer.start()
 
 
 @pytest.fixture
