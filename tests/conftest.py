@@ -16,9 +16,9 @@ Helpers importable from tests (``from conftest import NOW, OLD, set_mtime``):
 ``stamp`` (a datetime as a header stamp) and ``INTENTIONS`` etc. (the tree's
 fixed directories, as strings).
 
-The session runs with HOME and the XDG folders in a temporary directory of its own
-(``SESSION_HOME``), and the suite's PostgreSQL (``pg_server``) is one per test process:
-``pytest -n 2`` (pytest-xdist) runs it in two processes that share nothing.
+The session runs with a HOME of its own in a temporary directory (``SESSION_HOME``),
+and the suite's PostgreSQL (``pg_server``) is one per test process: ``pytest -n 2``
+(pytest-xdist) runs it in two processes that share nothing.
 """
 
 from __future__ import annotations
@@ -49,22 +49,18 @@ BACKLOG = "inventory/backlog"
 
 MakeTree = Callable[..., Path]
 
-#: The session's own HOME (and XDG folders), set before any test runs: whatever a test or
-#: a rouse it starts reads or writes under ``~`` lands here, never in the developer's own
-#: home (a stray ``~/.config/rouse/stamp.key`` once broke the suite), and two test
-#: processes (``pytest -n``) never share one. A subprocess env built from os.environ
-#: inherits it; a test that wants a home of its own still sets HOME itself.
-SESSION_HOME = Path(tempfile.mkdtemp(prefix="rouse-test-home-"))
-for _name, _sub in (
-    ("HOME", "."),
-    ("XDG_CONFIG_HOME", ".config"),
-    ("XDG_CACHE_HOME", ".cache"),
-    ("XDG_DATA_HOME", ".local/share"),
-    ("XDG_STATE_HOME", ".local/state"),
-    ("XDG_RUNTIME_DIR", "run"),
-):
-    (SESSION_HOME / _sub).mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.environ[_name] = str((SESSION_HOME / _sub).resolve())
+#: The session's own HOME, set before any test runs: whatever a test or a rouse it starts
+#: reads or writes under ``~`` lands here, never in the developer's own home (a stray
+#: ``~/.config/rouse/stamp.key`` once broke the suite), and two test processes (``pytest
+#: -n``) never share one. The XDG folders are unset, so they too are under this HOME, or
+#: under the HOME a test gives a rouse it starts; XDG_RUNTIME_DIR is the session's own.
+#: A subprocess env built from os.environ inherits all this.
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="rouse-test-home-")).resolve()
+os.environ["HOME"] = str(SESSION_HOME)
+for _name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+    os.environ.pop(_name, None)
+(SESSION_HOME / "run").mkdir(mode=0o700)
+os.environ["XDG_RUNTIME_DIR"] = str(SESSION_HOME / "run")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
