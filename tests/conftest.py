@@ -23,6 +23,7 @@ and the suite's PostgreSQL (``pg_server``) is one per test process: ``pytest -n 
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import sys
@@ -61,6 +62,9 @@ for _name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_H
     os.environ.pop(_name, None)
 (SESSION_HOME / "run").mkdir(mode=0o700)
 os.environ["XDG_RUNTIME_DIR"] = str(SESSION_HOME / "run")
+# again at exit, after pgserver's own clean-up (registered later, so run earlier), which
+# takes a lock file under XDG_RUNTIME_DIR
+atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
