@@ -88,8 +88,11 @@ $(CLIENTS_CURRENT_STAMP): Makefile
 
 clients: $(STAMP) $(CLIENTS_STAMP) $(CLIENTS_CURRENT_STAMP)
 
+# One test process per CPU (pytest-xdist; tests/conftest.py gives each its own HOME and
+# PostgreSQL), the tests shared out one at a time as each process comes free: most of
+# the suite is real processes started and waited on, and a few files take minutes.
 pytest: $(STAMP) $(CLIENTS_STAMP) $(CLIENTS_CURRENT_STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --dist worksteal
 
 test: lint typecheck pytest
 

@@ -15,11 +15,19 @@ Helpers importable from tests (``from conftest import NOW, OLD, set_mtime``):
 ``NOW`` (the fixed "now"), ``OLD`` (the default mtime), ``set_mtime``,
 ``stamp`` (a datetime as a header stamp) and ``INTENTIONS`` etc. (the tree's
 fixed directories, as strings).
+
+The session runs with a HOME of its own in a temporary directory (``SESSION_HOME``),
+and the suite's PostgreSQL (``pg_server``) is one per test process: ``pytest -n 2``
+(pytest-xdist) runs it in two processes that share nothing.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import sys
+import tempfile
 import textwrap
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -41,6 +49,29 @@ REMINDERS = "inventory/reminders"
 BACKLOG = "inventory/backlog"
 
 MakeTree = Callable[..., Path]
+
+#: The session's own HOME, set before any test runs: whatever a test or a rouse it starts
+#: reads or writes under ``~`` lands here, never in the developer's own home (a stray
+#: ``~/.config/rouse/stamp.key`` once broke the suite), and two test processes (``pytest
+#: -n``) never share one. The XDG folders are unset, so they too are under this HOME, or
+#: under the HOME a test gives a rouse it starts; XDG_RUNTIME_DIR is the session's own.
+#: A subprocess env built from os.environ inherits all this.
+SESSION_HOME = Path(tempfile.mkdtemp(prefix="rouse-test-home-")).resolve()
+os.environ["HOME"] = str(SESSION_HOME)
+for _name in ("XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+    os.environ.pop(_name, None)
+(SESSION_HOME / "run").mkdir(mode=0o700)
+os.environ["XDG_RUNTIME_DIR"] = str(SESSION_HOME / "run")
+# again at exit, after pgserver's own clean-up (registered later, so run earlier), which
+# takes a lock file under XDG_RUNTIME_DIR
+atexit.register(shutil.rmtree, SESSION_HOME, ignore_errors=True)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    pg = sys.modules.get("pg_server")
+    if pg is not None:
+        pg.PgServer.close_all()
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
 
 
 def stamp(value: datetime) -> str:
@@ -146,15 +177,16 @@ def key_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """The suite's PostgreSQL: ``ROUSE_TEST_PG`` if set, else one started here (pgserver)."""
+def pg_server() -> Iterator[object]:
+    """The suite's PostgreSQL: ``ROUSE_TEST_PG`` if set, else one started here (pgserver;
+    one per test process)."""
     from pg_server import PgServer
 
     found = PgServer.from_env()
     if found is not None:
         yield found
         return
-    yield PgServer.start(tmp_path_factory.mktemp("pg"))
+    yield PgServer.start()
 
 
 @pytest.fixture

@@ -1,9 +1,12 @@
 """A real PostgreSQL for the tests: started by the suite itself, or named by ROUSE_TEST_PG.
 
-``PgServer.start(where)`` lays a cluster in ``where`` with the binaries of the
-``pgserver`` wheel (a dev dependency: no root, no system service; as root it
-runs the server as an unprivileged ``pgserver`` user, as that package does) and
-listens on a Unix socket only. ``stop()`` and ``restart()`` let a fault test
+``PgServer.start()`` lays a cluster in a fresh folder of its own under the
+system's temporary directory (never under pytest's basetemp: pytest makes that
+0700 again when another test process starts, and the server's own user must
+reach it), with the binaries of the ``pgserver`` wheel (a dev dependency: no
+root, no system service; as root it runs the server as an unprivileged
+``pgserver`` user, as that package does), and listens on a Unix socket only.
+``close_all()`` stops them and removes their folders when the session ends. ``stop()`` and ``restart()`` let a fault test
 take the database away mid-tick. ``ROUSE_TEST_PG=postgresql://…`` points the
 suite at an existing server instead (tests that stop the server start their
 own private one either way).
@@ -15,31 +18,56 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 ENV = "ROUSE_TEST_PG"
 _numbers = itertools.count(1)
+_started: list[PgServer] = []
 
 
 class PgServer:
-    def __init__(self, base_dsn: str, *, handle: object | None = None) -> None:
+    def __init__(
+        self, base_dsn: str, *, handle: object | None = None, folder: Path | None = None
+    ) -> None:
         self.base_dsn = base_dsn
         self.handle = handle  # the pgserver server when we started it
+        self.folder = folder  # and the folder it lives in
 
     @classmethod
-    def start(cls, where: Path) -> PgServer:
+    def start(cls) -> PgServer:
         import warnings
 
         with warnings.catch_warnings():  # platformdirs warns of a missing XDG_RUNTIME_DIR
             warnings.simplefilter("ignore")
             import pgserver
 
-        where.mkdir(parents=True, exist_ok=True)
-        server = pgserver.get_server(where, cleanup_mode="delete")
-        return cls(server.get_uri(), handle=server)
+        folder = Path(tempfile.mkdtemp(prefix="rouse-test-pg-"))
+        server = pgserver.get_server(folder / "pg", cleanup_mode="delete")
+        made = cls(server.get_uri(), handle=server, folder=folder)
+        _started.append(made)
+        return made
+
+    @staticmethod
+    def close_all() -> None:
+        """Stop every server this process started and remove its folder (the suite calls
+        it when the session ends: pytest-xdist's workers may not live to run atexit)."""
+        while _started:
+            _started.pop().close()
+
+    def close(self) -> None:
+        handle: Any = self.handle
+        if handle.cleanup_mode is None and (self._pgdata / "postmaster.pid").exists():
+            self._pg_ctl("-w", "-m", "fast", "stop")  # a test stopped and restarted it
+        handle.cleanup_mode = "delete"
+        handle.cleanup()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
     @classmethod
     def from_env(cls) -> PgServer | None:

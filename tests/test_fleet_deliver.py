@@ -513,7 +513,7 @@ def test_a_lost_database_is_waited_out_and_the_held_result_written_first(
 ) -> None:
     from pg_server import PgServer
 
-    server = PgServer.start(tmp_path / "pg")
+    server = PgServer.start()
     try:
         dsn = server.new_database()
         tree = new_tree()
@@ -566,7 +566,7 @@ def test_a_worker_started_while_the_database_is_down_waits_for_it(
 ) -> None:
     from pg_server import PgServer
 
-    server = PgServer.start(tmp_path / "pg")
+    server = PgServer.start()
     try:
         dsn = server.new_database()
         ids = queue(dsn, new_tree(), 2)

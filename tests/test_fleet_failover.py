@@ -208,7 +208,7 @@ def test_the_database_lost_mid_tick_loses_no_wake_and_doubles_none(
     from rouse.fleet.sweeping import join
 
     a, _ = clones
-    server = PgServer.start(tmp_path / "pg")
+    server = PgServer.start()
     dsn = server.new_database()
     ids = tmp_path / "ids"
     origins = origin_reader(a, tmp_path / "no-key")

@@ -308,7 +308,7 @@ def test_a_nudge_file_delivered_just_before_the_database_went_away_is_vouched(
     clones: tuple[Path, Path],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    server = PgServer.start(tmp_path / "pg-vouch")
+    server = PgServer.start()
     dsn = server.new_database()
     a, _ = clones
     logs: list[str] = []
@@ -339,7 +339,7 @@ def test_a_workers_give_up_written_just_before_the_database_went_away_is_vouched
     clones: tuple[Path, Path],  # noqa: F811
     tmp_path: Path,
 ) -> None:
-    server = PgServer.start(tmp_path / "pg-vouch")
+    server = PgServer.start()
     dsn = server.new_database()
     a, _ = clones
     logs: list[str] = []
@@ -396,7 +396,7 @@ def test_a_sweeper_started_while_the_database_is_down_waits_for_it(
     from rouse.trust.origins import origin_reader
 
     a, _ = clones
-    server = PgServer.start(tmp_path / "pg")
+    server = PgServer.start()
     dsn = server.new_database()
     server.stop()
     PgDatabase(dsn).close()  # made without reaching it
@@ -436,7 +436,7 @@ def test_a_newer_schema_met_after_a_lazy_start_ends_the_loop_as_at_start(
     from rouse.fleet.sweeping import join
 
     a, _ = clones
-    server = PgServer.start(tmp_path / "pg")
+    server = PgServer.start()
     dsn = server.new_database()
     server.stop()
     origins = origin_reader(a, tmp_path / "no-key")

@@ -10,8 +10,10 @@ names it.
 
 The orphan tests need no sleep to be honest: the escaped process writes its
 pid first, and the test checks that pid is gone (killed and reaped, not even a
-zombie) the moment the runner returns. One test per runner also waits past
-the moment the escaped process would have written into the tree.
+zombie) the moment the runner returns. One test per runner then lets the
+escaped process write into the tree (it waits for the test's word, so a slow
+runner on a loaded machine cannot make it write early) and checks that nothing
+was written.
 """
 
 from __future__ import annotations
@@ -35,23 +37,27 @@ from rouse.trust import stampkey
 PROBES = "inventory/probes.md"
 NOTE = "inventory/notes/ci-status.md"
 
-#: The escaped process: say its pid, wait a little, then write into the tree.
-ESCAPEE = 'echo $$ > "$1.tmp" && mv "$1.tmp" "$1"\nsleep {sleep}\ntouch "$2"\n'
-WRITES_AFTER = 2.0  # long enough that a loaded 2-core machine still kills it first
+#: The escaped process: say its pid, wait for the word ``$3`` (at most a minute), then
+#: write into the tree.
+ESCAPEE = (
+    'echo $$ > "$1.tmp" && mv "$1.tmp" "$1"\n'
+    'n=0; while [ ! -e "$3" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n+1)); done\n'
+    'touch "$2"\n'
+)
 
 
 class Escape:
-    """A probe command whose child leaves the probe's group and writes ``marker`` later."""
+    """A probe command whose child leaves the probe's group and writes ``marker`` when told."""
 
-    def __init__(self, where: Path, name: str = "escape", sleep: float = WRITES_AFTER):
+    def __init__(self, where: Path, name: str = "escape"):
         self.script = where / f"{name}.sh"
-        self.script.write_text(ESCAPEE.format(sleep=sleep))
+        self.script.write_text(ESCAPEE)
         self.pidfile = where / f"{name}.pid"
         self.marker = where / f"{name}.written"
-        self.started = time.monotonic()
+        self.word = where / f"{name}.go"
 
     def args(self) -> str:
-        return f"{self.script} {self.pidfile} {self.marker}"
+        return f"{self.script} {self.pidfile} {self.marker} {self.word}"
 
     def wait_for_pid(self) -> str:
         return f"while [ ! -s {self.pidfile} ]; do sleep 0.01; done"
@@ -77,9 +83,8 @@ class Escape:
         assert not state.exists(), f"the probe's escaped child {pid} is still there: {_stat(state)}"
 
     def assert_never_writes(self) -> None:
-        left = self.started + WRITES_AFTER + 0.4 - time.monotonic()
-        if left > 0:
-            time.sleep(left)
+        self.word.touch()  # an escapee still waiting would write within 0.05 s
+        time.sleep(0.5)
         assert not self.marker.exists(), "a probe's escaped child wrote into the tree"
 
 
@@ -111,7 +116,7 @@ def test_setsid_grandchild_of_a_finished_probe_is_killed(tmp_path: Path) -> None
 
 
 def test_setsid_grandchild_of_a_probe_killed_at_the_deadline_is_killed(tmp_path: Path) -> None:
-    escape = Escape(tmp_path, sleep=30)
+    escape = Escape(tmp_path)
     probe = Probe(name="bg", cmd=escape.setsid(then="echo up; sleep 30"), tier="pack")
     started = time.monotonic()
     assert readings.run_all(tmp_path, [probe], 1.0) == {"bg": "<unknown>"}

@@ -9,8 +9,10 @@ for them all after review.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -44,11 +46,40 @@ TASK_VERBS = {
 }
 
 
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Path], Path]:
+    """Per kind, a tree where the owner made a record of that kind (and what it nests
+    under), and the key: made once for the module (four `rouse new` runs, not one to four
+    per test); each test works on a copy of its own."""
+    where = tmp_path_factory.mktemp("made")
+    key = stampkey.init_key(where / "keys" / "stamp.key")
+    empty = where / "empty"
+    init(empty, NOW, examples=False)
+    trees: dict[str, Path] = {}
+    chain = where / "chain"  # intention, then a goal under it, an action, a task
+    shutil.copytree(empty, chain, symlinks=True)
+    for kind in list(MADE)[:4]:
+        rouse(chain, key, *MADE[kind][0], "--origin", "owner")
+        trees[kind] = shutil.copytree(chain, where / kind, symlinks=True)
+    for kind in ("reminder", "backlog"):
+        trees[kind] = shutil.copytree(empty, where / kind, symlinks=True)
+        rouse(trees[kind], key, *MADE[kind][0], "--origin", "owner")
+    return trees, key
+
+
 @pytest.fixture
-def keyed(tmp_path: Path) -> tuple[Path, Path]:
-    root = tmp_path / "memory"
-    init(root, NOW, examples=False)
-    return root, stampkey.init_key(tmp_path / "keys" / "stamp.key")
+def keyed(
+    tmp_path: Path, made: tuple[dict[str, Path], Path]
+) -> Callable[[str], tuple[Path, Path, str]]:
+    """A fresh copy of the tree where the owner made a record of ``kind``: its root, the
+    key, and the record's file."""
+
+    def copy(kind: str) -> tuple[Path, Path, str]:
+        trees, key = made
+        root = shutil.copytree(trees[kind], tmp_path / "memory", symlinks=True)
+        return root, key, f"{MADE[kind][1]}/{kind}.md"
+
+    return copy
 
 
 def rouse(root: Path, key: Path, *args: str, agent: bool = False) -> str:
@@ -70,16 +101,6 @@ def rouse(root: Path, key: Path, *args: str, agent: bool = False) -> str:
     return done.stdout + done.stderr
 
 
-def owner_signed(root: Path, key: Path, kind: str) -> str:
-    """Make a record of ``kind`` (and what it nests under) as the owner's; its file."""
-    order = list(MADE)
-    needs = order[: order.index(kind) + 1] if kind in order[:4] else [kind]
-    for each in needs:
-        rouse(root, key, *MADE[each][0], "--origin", "owner")
-    directory = MADE[kind][1]
-    return f"{directory}/{kind}.md"
-
-
 def verdict(root: Path, key: Path, rel: str) -> tuple[str, str]:
     loaded = stampkey.load_key(key)
     assert loaded is not None and loaded.secret is not None
@@ -96,10 +117,9 @@ CASES = [
 @pytest.mark.parametrize(("kind", "verb"), CASES, ids=[f"{k}-{v}" for k, v in CASES])
 @pytest.mark.parametrize("agent", [False, True], ids=["by-a-script", "by-an-agent"])
 def test_every_verb_keeps_the_owners_signature(
-    keyed: tuple[Path, Path], kind: str, verb: str, agent: bool
+    keyed: Callable[[str], tuple[Path, Path, str]], kind: str, verb: str, agent: bool
 ) -> None:
-    root, key = keyed
-    rel = owner_signed(root, key, kind)
+    root, key, rel = keyed(kind)
     assert verdict(root, key, rel) == ("owner", "verified")
     slug = rel.split("/")[-2]
     args = [part.format(slug=slug) for part in {**LIFECYCLE, **TASK_VERBS}[verb]]
@@ -108,26 +128,29 @@ def test_every_verb_keeps_the_owners_signature(
     assert rel not in rouse(root, key, "check")
 
 
-def test_promote_signs_the_intention_it_makes(keyed: tuple[Path, Path]) -> None:
-    root, key = keyed
-    owner_signed(root, key, "backlog")
+def test_promote_signs_the_intention_it_makes(
+    keyed: Callable[[str], tuple[Path, Path, str]],
+) -> None:
+    root, key, _ = keyed("backlog")
     rouse(root, key, "promote", "someday", "--closes-when", "it ships", "--origin", "owner")
     rel = "entrypoint/beliefs/motivations/intentions/someday/intention.md"
     assert verdict(root, key, rel) == ("owner", "verified")
     assert rel not in rouse(root, key, "check")
 
 
-def test_an_agent_promoting_the_owners_item_signs_agent(keyed: tuple[Path, Path]) -> None:
-    root, key = keyed
-    owner_signed(root, key, "backlog")
+def test_an_agent_promoting_the_owners_item_signs_agent(
+    keyed: Callable[[str], tuple[Path, Path, str]],
+) -> None:
+    root, key, _ = keyed("backlog")
     rouse(root, key, "promote", "someday", "--closes-when", "it ships", agent=True)
     rel = "entrypoint/beliefs/motivations/intentions/someday/intention.md"
     assert verdict(root, key, rel) == ("agent", "verified")  # the agent wrote closes-when
 
 
-def test_a_verb_never_signs_what_did_not_verify(keyed: tuple[Path, Path]) -> None:
-    root, key = keyed
-    rel = owner_signed(root, key, "intention")
+def test_a_verb_never_signs_what_did_not_verify(
+    keyed: Callable[[str], tuple[Path, Path, str]],
+) -> None:
+    root, key, rel = keyed("intention")
     path = root / rel
     path.write_text(path.read_text().replace("v2 is out", "never"))  # a hand edit
     assert verdict(root, key, rel) == ("owner", "mismatch")
@@ -136,10 +159,9 @@ def test_a_verb_never_signs_what_did_not_verify(keyed: tuple[Path, Path]) -> Non
 
 
 def test_check_names_each_unsigned_file_once_and_the_one_command(
-    keyed: tuple[Path, Path],
+    keyed: Callable[[str], tuple[Path, Path, str]],
 ) -> None:
-    root, key = keyed
-    rel = owner_signed(root, key, "intention")
+    root, key, rel = keyed("intention")
     path = root / rel
     path.write_text(path.read_text().replace("v2 is out", "v3 is out"))
     hand = root / "inventory/notes/by-hand.md"
