@@ -261,7 +261,9 @@ def test_a_failing_escalation_backs_off_like_a_wake_and_is_given_up_after_24h(
     (row,) = escalations(once_due)
     assert row["state"] == "given_up" and row["finished"]
     assert any("gave up on escalation" in line for line in logs), logs
-    assert not any("not delivered yet" in w for w in pack_warnings(once_due, NOW))
+    warned = pack_warnings(once_due, NOW + timedelta(hours=25))
+    assert not any("not delivered yet" in w for w in warned)
+    assert any("1 escalation(s) to the owner given up" in w for w in warned), warned
     capsys.readouterr()
     assert main(["--memory", str(once_due), "log"]) == 0  # said as a wake's state is
     assert "escalated to the owner, level 1 via exec: given up" in capsys.readouterr().out

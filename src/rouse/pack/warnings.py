@@ -69,6 +69,11 @@ def _sweeper_warnings(root: Path, now: datetime) -> list[str]:
         )
     if told["pending"]:
         warnings.append(f"{told['pending']} escalation(s) to the owner not delivered yet")
+    if told["given_up"]:
+        warnings.append(
+            f"{told['given_up']} escalation(s) to the owner given up after 24h of failed "
+            "delivery in the last day: the owner was not reached — `rouse log`"
+        )
     tells = sweepstate.tell_counts(root, since=now - GIVEN_UP_SHOWN)
     if tells["pending"]:
         warnings.append(

@@ -115,7 +115,7 @@ LOCAL_ONLY = ("tells",)
 
 #: each table's states: those still owed something, then those it ends in
 WAKE_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
-ESCALATION_STATES = (("pending",), ("delivered",))
+ESCALATION_STATES = (("pending",), ("delivered", "given_up"))
 TELL_STATES = (("pending", "waiting"), ("delivered", "given_up"))
 
 

@@ -383,8 +383,8 @@ def _by_state(
 
 
 def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
-    """Escalations to the owner (``sweep --escalate``): delivered (at or after ``since``)
-    and still pending."""
+    """Escalations to the owner (``sweep --escalate``): delivered and given up (at or
+    after ``since``), and still pending."""
     return _by_state(root, "escalations", ESCALATION_STATES, since)
 
 
