@@ -1152,18 +1152,23 @@ def test_remove_takes_away_the_hook_files_rouse_made_and_left_empty(
     assert json.loads(settings.read_text()) == {"model": {"name": "x"}}
 
 
+def untracked(folder: Path) -> str:
+    """``git status`` of ``folder``, every untracked file listed."""
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
 def test_the_local_claude_settings_are_left_out_of_git(project: Path, home: Path) -> None:
     """Issue 34, item 11: the hooks' file is this machine's: ``git status`` stays clean."""
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     done = run_wire(project, home, claude_hooks=True).done
     assert any(".git/info/exclude" in line for line in done), done
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    status = untracked(project)
     assert ".claude/settings.local.json" not in status and "memory/" in status
     run_wire(project, home, claude_hooks=True)  # again: the line is not added twice
     lines = (project / ".git/info/exclude").read_text().splitlines()
@@ -1183,13 +1188,7 @@ def test_in_a_git_worktree_the_local_settings_are_left_out_too(tmp_path: Path, h
     init(work / "memory", NOW)
     done = run_wire(work, home, claude_hooks=True).done
     assert any("info/exclude" in line for line in done), done
-    status = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=all"],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    status = untracked(work)
     assert ".claude/settings.local.json" not in status and "memory/" in status
     run_wire(work, home, claude_hooks=True)
     lines = (main / ".git/info/exclude").read_text().splitlines()
