@@ -76,6 +76,19 @@ def state_path(root: Path, rel: str, *, create: bool = True) -> Path:
     return path
 
 
+def open_lock(root: Path, rel: str, what: str) -> int:
+    """The file descriptor of the lock file ``root/.rouse/<rel>`` (made if missing, never
+    through a symlink), for its holder to ``flock``; StateError naming ``what`` if not."""
+    path = state_path(root, rel)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise StateError(
+            f"cannot open {what} {path} ({exc.strerror}): rouse needs to write there — "
+            "check the permissions of the tree and its .rouse/"
+        ) from None
+
+
 def problems(root: Path) -> list[str]:
     """Every reason ``.rouse/`` is unsafe: links at it, in it, or in its subdirectories."""
     state = root / layout.STATE_DIR

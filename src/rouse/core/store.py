@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from rouse.core import header
 from rouse.core.body import append_log
 from rouse.core.errors import ChangedUnderfoot, UsageError
-from rouse.core.statedir import StateError, state_path
+from rouse.core.statedir import open_lock
 
 WRITE_LOCK = "write.lock"
 GUARDED_RETRIES = 50  # with short growing sleeps: ~2 s in all before giving up
@@ -65,14 +65,7 @@ class Store:
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
         """The writers' lock: short, blocking, released by the OS if we die."""
-        path = state_path(self.root, WRITE_LOCK)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-        except OSError as exc:
-            raise StateError(
-                f"cannot open the writers' lock {path} ({exc.strerror}): rouse needs to write "
-                "there — check the permissions of the tree and its .rouse/"
-            ) from None
+        fd = open_lock(self.root, WRITE_LOCK, "the writers' lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield

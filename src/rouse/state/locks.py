@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rouse.core import layout
 from rouse.core.errors import UsageError
-from rouse.core.statedir import StateError, state_path
+from rouse.core.statedir import open_lock
 from rouse.state.shapes import SWEEP, WORK
 from rouse.state.shapes import SWEEP_LOCK as LOCK_SHAPE
 from rouse.state.sweeper import (
@@ -41,14 +41,7 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def sweeper_lock(root: Path) -> Iterator[None]:
     """Hold ``.rouse/sweep.lock`` for the sweeper's life; refuse at once if taken."""
-    path = state_path(root, "sweep.lock")
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    except OSError as exc:
-        raise StateError(
-            f"cannot open the sweeper's lock {path} ({exc.strerror}): check the permissions "
-            "of the tree and its .rouse/"
-        ) from None
+    fd = open_lock(root, "sweep.lock", "the sweeper's lock")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
