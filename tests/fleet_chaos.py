@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from rouse.core import procs
+
 ROUSE = [sys.executable, "-m", "rouse"]
 #: The exec sink's deadline, and a worker's claim lease (it must outlast a send).
 SEND_TIMEOUT = 3
@@ -203,8 +205,16 @@ class Fleet:
                 str(self.sent),
             ]
         log = (self.logs / f"{name.replace(':', '-').replace('/', '-')}.log").open("ab")
+        parent = os.getpid()
+        procs.prepare()  # (ctypes looked up before the fork)
         self.procs[name] = subprocess.Popen(
-            argv, env=self.env, stdout=log, stderr=log, start_new_session=True
+            argv,
+            env=self.env,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            # dies with this test run even when it is killed before stop_all
+            preexec_fn=lambda: procs.die_with_parent(parent) or os._exit(1),
         )
         log.close()
 

@@ -27,8 +27,31 @@ from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
 ENV = "ROUSE_TEST_PG"
+PREFIX = "rouse-test-pg-"
 _numbers = itertools.count(1)
 _started: list[PgServer] = []
+
+
+def _reap_orphans() -> None:
+    """Stop and remove the servers of test processes that were killed before their
+    clean-up ran (each folder names its owner's pid): they would run on for ever."""
+    import signal
+
+    for folder in Path(tempfile.gettempdir()).glob(PREFIX + "*"):
+        try:
+            owner = int((folder / "owner").read_text())
+            os.kill(owner, 0)
+            continue  # its owner runs: not ours to touch
+        except ProcessLookupError:
+            pass
+        except (OSError, ValueError):
+            continue  # no owner written (yet, or by an older suite)
+        try:
+            postmaster = int((folder / "pg" / "postmaster.pid").read_text().split()[0])
+            os.kill(postmaster, signal.SIGQUIT)  # immediate shutdown
+        except (OSError, ValueError, IndexError):
+            pass
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 class PgServer:
@@ -47,7 +70,9 @@ class PgServer:
             warnings.simplefilter("ignore")
             import pgserver
 
-        folder = Path(tempfile.mkdtemp(prefix="rouse-test-pg-"))
+        _reap_orphans()
+        folder = Path(tempfile.mkdtemp(prefix=PREFIX))
+        (folder / "owner").write_text(str(os.getpid()))
         server = pgserver.get_server(folder / "pg", cleanup_mode="delete")
         made = cls(server.get_uri(), handle=server, folder=folder)
         _started.append(made)
