@@ -84,9 +84,9 @@ def _trees(given: list[str] | None) -> list[str] | None:
 
 def _sink(args: argparse.Namespace) -> Sink:
     """The sink named by ``--sink`` (and its command): any of the sweeper's but the file sink."""
-    import shlex
     from pathlib import Path
 
+    from rouse.cli.sweep_options import commands
     from rouse.sweep import sinks
 
     spec = args.sink
@@ -97,23 +97,12 @@ def _sink(args: argparse.Namespace) -> Sink:
             "--sink file is not for a delivery worker: it writes nudge files into a tree, and "
             "a worker has no tree (its sweeper writes them); use --sink " + WORKER_SINKS
         )
-    command = list(args.command)
-    if args.sink_cmd is not None:
-        if spec[0] != "exec":
-            raise UsageError("--sink-cmd is for --sink exec: add it, or drop --sink-cmd")
-        if command:
-            raise UsageError("--sink-cmd and a command after -- both name the command: keep one")
-        try:
-            command = shlex.split(args.sink_cmd)
-        except ValueError as exc:
-            raise UsageError(
-                f"--sink-cmd {args.sink_cmd!r} cannot be split ({exc}): check its quotes"
-            ) from None
-        if not command:
-            raise UsageError("--sink-cmd is empty: give the command, e.g. --sink-cmd 'CMD ARG'")
+    if args.sink_cmd is not None and args.command and spec[0] == "exec":
+        raise UsageError("--sink-cmd and a command after -- both name the command: keep one")
+    quoted = {"--sink": args.sink_cmd}
     return sinks.make_sink(
         spec,
-        command,
+        commands({"--sink": spec}, quoted, list(args.command))["--sink"],
         root=Path.cwd(),  # not used: each tree's exec gets that tree's recorded root
         timeout=args.timeout,
         secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
