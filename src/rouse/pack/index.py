@@ -19,7 +19,9 @@ The schema lives in :mod:`rouse.pack.schema`, the queries in
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +148,17 @@ class Index:
         if self.model is not None:
             self._fill_vectors()
 
-    def _writing(self) -> _Transaction:
-        return _Transaction(self.conn)
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     def _delete(self, doc_id: int) -> None:
         self.conn.execute("DELETE FROM docs WHERE rowid = ?", (doc_id,))
@@ -167,10 +178,12 @@ class Index:
                 (cursor.lastrowid, *doc.columns()),
             )
             if vectors is not None:
-                self.conn.executemany(
-                    "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
-                    [(cursor.lastrowid, n, vec) for n, vec in enumerate(vectors[at])],
-                )
+                self._put_vectors(cursor.lastrowid, vectors[at])
+
+    def _put_vectors(self, doc_id: int | None, vectors: list[bytes]) -> None:
+        """A row's vectors, one per chunk, numbered from 0."""
+        rows = [(doc_id, n, vec) for n, vec in enumerate(vectors)]
+        self.conn.executemany("INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)", rows)
 
     def _embed(self, docs: list[Doc]) -> list[list[bytes]]:
         """Each doc's vectors, one per chunk (:meth:`Doc.meaning_chunks`)."""
@@ -207,15 +220,8 @@ class Index:
             docs = [
                 Doc(rel, kind, 0, 0, kw or "", body or "", "") for _, rel, kind, kw, body in rows
             ]
-            vectors = self._embed(docs)
-            self.conn.executemany(
-                "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
-                [
-                    (row[0], n, vec)
-                    for row, vecs in zip(rows, vectors, strict=True)
-                    for n, vec in enumerate(vecs)
-                ],
-            )
+            for row, vectors in zip(rows, self._embed(docs), strict=True):
+                self._put_vectors(row[0], vectors)
 
     def _diff(
         self, files: dict[str, tuple[File, str]]
@@ -380,19 +386,3 @@ def forget(root: Path, secret: bytes | None = None) -> None:
         index.refresh(tree)
         if index.fts:
             index.conn.execute("INSERT INTO docs(docs) VALUES ('optimize')")
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *exc: object) -> None:
-        if kind is None:
-            self.conn.execute("COMMIT")
-        elif self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
