@@ -23,6 +23,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     import gc
 
     from rouse.cli.common import resolve_now
+    from rouse.cli.read import within
     from rouse.fleet.claims import check_lease, default_lease
     from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, DeliveryWorker
     from rouse.fleet.pg import chosen_dsn
@@ -33,9 +34,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     loop.check_wait("--every", args.every)
     loop.check_wait("--timeout", args.timeout)
     loop.check_wait("--lease", args.lease)
-    batch = DEFAULT_BATCH if args.batch is None else args.batch
-    if not 1 <= batch <= MOST_BATCH:
-        raise UsageError(f"--batch must be a whole number from 1 to {MOST_BATCH}, got {batch}")
+    batch = within("--batch", DEFAULT_BATCH if args.batch is None else args.batch, 1, MOST_BATCH)
     trees = _trees(args.tree)
     sink = _sink(args)
     if args.json and sink.kind == "stdout":

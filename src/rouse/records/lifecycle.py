@@ -17,12 +17,13 @@ from pathlib import Path
 from rouse.core import body, clock, header
 from rouse.core.errors import UsageError
 from rouse.core.humantime import parse_when
-from rouse.core.timefmt import format_stamp, later_by, parse_stamp
+from rouse.core.timefmt import format_stamp, later_by
 from rouse.core.tree import Record, walk
 from rouse.records.inputs import check_body
 from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.state import acts
+from rouse.state.nudges import stamp_of
 from rouse.trust.sealing import SigningStore
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
@@ -87,20 +88,13 @@ def with_log(data: bytes, rel: str, line: str) -> bytes:
     return body.append_log(data, len(data) - len(rest), line)
 
 
-def _last_moved(record: Record) -> datetime | None:
-    try:
-        return parse_stamp(record.get("last-moved") or "")
-    except ValueError:
-        return None
-
-
 def _not_back(record: Record, now: datetime, force: bool) -> None:
     """Refuse to stamp ``last-moved`` earlier than it already is, unless forced.
 
     A ``last-moved`` ahead of the wall clock was never a real move (a forced
     snooze wrote it, or another machine's clock): stamping now brings it back.
     """
-    last = _last_moved(record)
+    last = stamp_of(record, "last-moved")
     real = datetime.now().replace(second=0, microsecond=0)
     if last is not None and now < last <= real and not force:
         raise UsageError(
