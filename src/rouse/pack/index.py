@@ -341,11 +341,16 @@ class Index:
         self._meaning_snippets(wanted, best)
         return best
 
+    def version(self) -> tuple[int, int]:
+        """Changes when anyone writes to the index: another connection (``data_version``)
+        or this one."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+
     def _vectors(self, kind: str | None) -> tuple[list[VectorRow], Any]:
         """The vectors of files of ``kind`` and their matrix, read and stacked once while
         nothing writes to the index (this connection or another: ``data_version``)."""
         assert self.model is not None
-        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes)
+        version = self.version()
         if version != self._stacked_at:
             self._stacked, self._stacked_at = {}, version
         if kind not in self._stacked:
