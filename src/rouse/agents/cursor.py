@@ -16,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from rouse.agents.hook_commands import hook_command, is_ours
-from rouse.agents.settings_hooks import dump, load_json
+from rouse.agents.settings_hooks import dump, event_hooks, load_json
 from rouse.agents.wiring import Wired, Wiring, update_file
-from rouse.core.errors import UsageError
 
 CURSOR_HOOKS = ".cursor/hooks.json"
 EVENT = "sessionStart"
@@ -26,22 +25,12 @@ LABEL = "Cursor sessionStart hook"
 
 
 def cursor_hooks_path(w: Wiring) -> Path:
-    return (w.home if w.project is None else w.project) / CURSOR_HOOKS
-
-
-def _entries(data: dict[str, Any], where: str) -> list[Any]:
-    table = data.get("hooks", {})
-    if not isinstance(table, dict):
-        raise UsageError(f"{where}: 'hooks' is not a JSON object; fix it by hand, nothing written")
-    entries = table.get(EVENT, [])
-    if not isinstance(entries, list):
-        raise UsageError(f"{where}: 'hooks.{EVENT}' is not a list; nothing written")
-    return entries
+    return w.base / CURSOR_HOOKS
 
 
 def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
     """``data`` with exactly one rouse ``sessionStart`` hook, where the first one was."""
-    entries = _entries(data, where)
+    entries = event_hooks(data, where, EVENT)
     kept = [e for e in entries if not is_ours(e)]
     first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
     position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
@@ -52,7 +41,7 @@ def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[st
 
 
 def remove_cursor_hook(data: dict[str, Any], where: str) -> dict[str, Any]:
-    kept = [e for e in _entries(data, where) if not is_ours(e)]
+    kept = [e for e in event_hooks(data, where, EVENT) if not is_ours(e)]
     table = data.get("hooks")
     if isinstance(table, dict):
         if kept:
@@ -74,6 +63,6 @@ def unwire_cursor_hooks(w: Wiring, result: Wired) -> None:
     if not path.exists():
         return
     data = load_json(path)
-    if any(is_ours(e) for e in _entries(data, str(path))):
+    if any(is_ours(e) for e in event_hooks(data, str(path), EVENT)):
         update_file(path, dump(remove_cursor_hook(data, str(path))), LABEL)
         result.done.append(f"removed the rouse hook from {path}")

@@ -18,19 +18,12 @@ as a new prompt (:mod:`rouse.agents.promise_hook`).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rouse.agents.hook_commands import AFTER_AGENT, BEFORE_AGENT, PROMISES, PROMPT, hook_command
-from rouse.agents.settings_hooks import HookSet, wire_hook_files
+from rouse.agents.settings_hooks import HookSet, gemini_path, wire_hook_files
 from rouse.agents.wiring import Wired, Wiring
 
-GEMINI_SETTINGS = ".gemini/settings.json"
 LABEL = "Gemini CLI SessionStart, BeforeAgent"
 LABEL_PROMISES = LABEL + ", AfterAgent"
-
-
-def gemini_path(w: Wiring) -> Path:
-    return (w.home if w.project is None else w.project) / GEMINI_SETTINGS
 
 
 def wire_gemini_hooks(

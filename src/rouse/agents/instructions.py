@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from pathlib import Path
 
 from rouse.agents.opencode import has_plugin
 from rouse.agents.settings_hooks import hooked_agent
@@ -123,26 +124,25 @@ def cut_block(text: str, where: str, newline: str = "\n") -> str:
     return head + tail
 
 
+def _present(w: Wiring) -> list[tuple[str, Path]]:
+    """The instruction files in the project root, by name (the global tree has none)."""
+    if w.project is None:
+        return []
+    paths = [(name, w.project / name) for name in INSTRUCTION_FILES]
+    return [(name, path) for name, path in paths if path.is_file()]
+
+
 def check_blocks(w: Wiring) -> None:
     """Refuse (RouseError) before anything is written when an instruction file's markers
     are unbalanced (one quoting ``<!-- rouse:end -->``, say): ``wire`` and ``wire
     --remove`` check here first, so a refusal leaves every file as it was."""
-    if w.project is None:
-        return
-    for name in INSTRUCTION_FILES:
-        path = w.project / name
-        if path.is_file():
-            splice_block(read_text(path), "", str(path))
+    for _, path in _present(w):
+        splice_block(read_text(path), "", str(path))
 
 
 def remove_blocks(w: Wiring, result: Wired) -> None:
     """Take our block out of the instruction files that have one; everything else kept."""
-    if w.project is None:
-        return
-    for name in INSTRUCTION_FILES:
-        path = w.project / name
-        if not path.is_file():
-            continue
+    for _, path in _present(w):
         old = read_text(path)
         newline = "\r\n" if "\r\n" in old else "\n"
         text = cut_block(old, str(path), newline)
@@ -161,12 +161,8 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
             render_block(w).rstrip("\n"),
         ]
         return
-    found = False
-    for name in INSTRUCTION_FILES:
-        path = w.project / name
-        if not path.is_file():
-            continue
-        found = True
+    found = _present(w)
+    for name, path in found:
         old = read_text(path)
         newline = "\r\n" if "\r\n" in old else "\n"
         block = render_block(w, _hooked(w, name)).replace("\n", newline)

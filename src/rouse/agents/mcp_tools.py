@@ -12,10 +12,9 @@ outside the agent.
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rouse.core import clock, layout
 from rouse.core.errors import UsageError
@@ -111,7 +110,7 @@ class ReadTools:
         )
         if not hits:
             return f"nothing recalled for {query!r}"
-        return json.dumps([_as_dict(hit) for hit in hits], indent=2, ensure_ascii=False)
+        return json.dumps([hit.to_json() for hit in hits], indent=2, ensure_ascii=False)
 
     def due(self, until: str | None = None) -> str:
         """``rouse due``'s header (if any) and rows, then the items as ``rouse due --json``."""
@@ -305,11 +304,3 @@ class Tools(ReadTools):
 
 def _todo(todo: list[str]) -> str:
     return f" (fill in: {', '.join(todo)})" if todo else ""
-
-
-def _as_dict(hit: Any) -> Any:
-    if hasattr(hit, "to_json"):
-        return hit.to_json()
-    if is_dataclass(hit) and not isinstance(hit, type):
-        return asdict(hit)
-    return hit

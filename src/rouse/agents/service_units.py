@@ -264,6 +264,7 @@ def launchd_agent(unit: Unit, command: list[str], uid: int) -> Service:
     }
     text = plistlib.dumps(data, sort_keys=False).decode("utf-8")
     domain = f"gui/{uid}"
+    bootout = ["launchctl", "bootout", f"{domain}/{label}"]
     return Service(
         kind="launchd",
         name=label,
@@ -272,13 +273,10 @@ def launchd_agent(unit: Unit, command: list[str], uid: int) -> Service:
         files={plist: text},
         path=path_env,
         # out first, so that installing again loads the new plist (not loaded yet is fine)
-        start=[
-            ["launchctl", "bootout", f"{domain}/{label}"],
-            ["launchctl", "bootstrap", domain, str(plist)],
-        ],
-        stop=[["launchctl", "bootout", f"{domain}/{label}"]],
+        start=[bootout, ["launchctl", "bootstrap", domain, str(plist)]],
+        stop=[bootout],
         query=["launchctl", "print", f"{domain}/{label}"],
-        optional=[["launchctl", "bootout", f"{domain}/{label}"]],
+        optional=[bootout],
     )
 
 

@@ -43,6 +43,7 @@ CODEX_CONTEXT_LIMIT = 10_000
 CLAUDE_LOCAL = ".claude/settings.local.json"
 CLAUDE_SHARED = ".claude/settings.json"
 CODEX_HOOKS = ".codex/hooks.json"
+GEMINI_SETTINGS = ".gemini/settings.json"
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,11 @@ def claude_paths(w: Wiring) -> list[Path]:
 
 
 def codex_path(w: Wiring) -> Path:
-    base = w.home if w.project is None else w.project
-    return base / CODEX_HOOKS
+    return w.base / CODEX_HOOKS
+
+
+def gemini_path(w: Wiring) -> Path:
+    return w.base / GEMINI_SETTINGS
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -112,7 +116,9 @@ def has_our_hook(path: Path, events: Sequence[str] = (SESSION_START,)) -> bool:
     )
 
 
-def _session_groups(data: dict[str, Any], where: str, event: str = SESSION_START) -> list[Any]:
+def event_hooks(data: dict[str, Any], where: str, event: str = SESSION_START) -> list[Any]:
+    """The list a settings file keeps at ``hooks.<event>``; a usage error (nothing written)
+    when the file is not shaped so."""
     hooks = data.get("hooks", {})
     if not isinstance(hooks, dict):
         raise UsageError(f"{where}: 'hooks' is not a JSON object; fix it by hand, nothing written")
@@ -165,7 +171,7 @@ def merge_session_hook(data: dict[str, Any], hooks: HookSet, where: str) -> dict
     else:  # none, or --no-promises: a check laid before is taken out
         remove_session_hook(data, where, (hooks.promise_event,))
     for event, head, entries in wanted:
-        kept, position = _without_ours(_session_groups(data, where, event))
+        kept, position = _without_ours(event_hooks(data, where, event))
         ours = {**head, "hooks": [{"type": "command", **entry} for entry in entries]}
         kept.insert(len(kept) if position is None else position, ours)
         data.setdefault("hooks", {})[event] = kept
@@ -178,7 +184,7 @@ def remove_session_hook(
     """``data`` without any rouse hook for ``events`` (every one rouse lays: SessionStart,
     UserPromptSubmit, Stop, SessionEnd, BeforeAgent, AfterAgent; empty containers left out)."""
     for event in events:
-        kept, _ = _without_ours(_session_groups(data, where, event))
+        kept, _ = _without_ours(event_hooks(data, where, event))
         hooks = data.get("hooks")
         if isinstance(hooks, dict):
             if kept:
@@ -277,7 +283,6 @@ def hooked_agent(w: Wiring, filename: str) -> str | None:
         return "Claude Code"
     if filename == "AGENTS.md" and has_our_hook(codex_path(w)):
         return "Codex"
-    base = w.home if w.project is None else w.project
-    if filename == "GEMINI.md" and has_our_hook(base / ".gemini" / "settings.json"):
+    if filename == "GEMINI.md" and has_our_hook(gemini_path(w)):
         return "Gemini CLI"
     return None

@@ -27,8 +27,7 @@ MARK = "<!-- written by `rouse wire`: edits here are replaced; `rouse wire --rem
 
 
 def skill_paths(w: Wiring) -> dict[str, Path]:
-    base = w.home if w.project is None else w.project
-    return {agent: base / folder / NAME / "SKILL.md" for agent, folder in SKILL_DIRS.items()}
+    return {agent: w.base / folder / NAME / "SKILL.md" for agent, folder in SKILL_DIRS.items()}
 
 
 def description(w: Wiring) -> str:

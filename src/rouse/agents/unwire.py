@@ -15,7 +15,6 @@ from pathlib import Path
 
 from rouse.agents import settings_hooks
 from rouse.agents.cursor import unwire_cursor_hooks
-from rouse.agents.gemini import gemini_path
 from rouse.agents.hook_commands import EVENTS
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
 from rouse.agents.opencode import unwire_opencode
@@ -28,7 +27,11 @@ CURSOR_RULE_HEAD = "---\ndescription: rouse memory"
 
 def hook_files(w: Wiring) -> list[Path]:
     """Every settings file this tree's hooks may sit in."""
-    return [*settings_hooks.claude_paths(w), settings_hooks.codex_path(w), gemini_path(w)]
+    return [
+        *settings_hooks.claude_paths(w),
+        settings_hooks.codex_path(w),
+        settings_hooks.gemini_path(w),
+    ]
 
 
 def remove_hooks(w: Wiring, result: Wired) -> None:

@@ -31,6 +31,11 @@ class Wiring:
             return str(self.tree)
         return os.path.relpath(self.tree, self.project)
 
+    @property
+    def base(self) -> Path:
+        """Where the agents' settings of this scope go: the project, else the home."""
+        return self.home if self.project is None else self.project
+
 
 @dataclass
 class Wired:

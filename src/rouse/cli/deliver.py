@@ -23,6 +23,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     import gc
 
     from rouse.cli.common import resolve_now
+    from rouse.cli.read import within
     from rouse.fleet.claims import check_lease, default_lease
     from rouse.fleet.deliver import DEFAULT_BATCH, DEFAULT_EVERY, MOST_BATCH, DeliveryWorker
     from rouse.fleet.pg import chosen_dsn
@@ -33,9 +34,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
     loop.check_wait("--every", args.every)
     loop.check_wait("--timeout", args.timeout)
     loop.check_wait("--lease", args.lease)
-    batch = DEFAULT_BATCH if args.batch is None else args.batch
-    if not 1 <= batch <= MOST_BATCH:
-        raise UsageError(f"--batch must be a whole number from 1 to {MOST_BATCH}, got {batch}")
+    batch = within("--batch", DEFAULT_BATCH if args.batch is None else args.batch, 1, MOST_BATCH)
     trees = _trees(args.tree)
     sink = _sink(args)
     if args.json and sink.kind == "stdout":
@@ -84,9 +83,9 @@ def _trees(given: list[str] | None) -> list[str] | None:
 
 def _sink(args: argparse.Namespace) -> Sink:
     """The sink named by ``--sink`` (and its command): any of the sweeper's but the file sink."""
-    import shlex
     from pathlib import Path
 
+    from rouse.cli.sweep_options import commands
     from rouse.sweep import sinks
 
     spec = args.sink
@@ -97,23 +96,12 @@ def _sink(args: argparse.Namespace) -> Sink:
             "--sink file is not for a delivery worker: it writes nudge files into a tree, and "
             "a worker has no tree (its sweeper writes them); use --sink " + WORKER_SINKS
         )
-    command = list(args.command)
-    if args.sink_cmd is not None:
-        if spec[0] != "exec":
-            raise UsageError("--sink-cmd is for --sink exec: add it, or drop --sink-cmd")
-        if command:
-            raise UsageError("--sink-cmd and a command after -- both name the command: keep one")
-        try:
-            command = shlex.split(args.sink_cmd)
-        except ValueError as exc:
-            raise UsageError(
-                f"--sink-cmd {args.sink_cmd!r} cannot be split ({exc}): check its quotes"
-            ) from None
-        if not command:
-            raise UsageError("--sink-cmd is empty: give the command, e.g. --sink-cmd 'CMD ARG'")
+    if args.sink_cmd is not None and args.command and spec[0] == "exec":
+        raise UsageError("--sink-cmd and a command after -- both name the command: keep one")
+    quoted = {"--sink": args.sink_cmd}
     return sinks.make_sink(
         spec,
-        command,
+        commands({"--sink": spec}, quoted, list(args.command))["--sink"],
         root=Path.cwd(),  # not used: each tree's exec gets that tree's recorded root
         timeout=args.timeout,
         secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from rouse.cli.common import emit, emit_json, resolve_now
+from rouse.cli.read import MOST_LISTED, within
 from rouse.core.errors import RouseError, UsageError
 
 TYPE_CHECKING = False
@@ -12,8 +13,6 @@ if TYPE_CHECKING:
     import argparse
 
 VIEWS = ("status", "due", "recall")
-#: The most rows ``--limit`` asks for (as the read verbs' ``--limit``).
-MOST_LISTED = 1_000_000
 RECALL_LIMIT = 10
 
 
@@ -25,8 +24,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
     if view == "recall" and not words:  # (argparse requires them: a caller of cmd_fleet may not)
         raise UsageError("rouse fleet recall needs words to look for: rouse fleet recall QUERY")
     limit = args.limit
-    if limit is not None and not 1 <= limit <= MOST_LISTED:
-        raise UsageError(f"--limit must be a whole number from 1 to {MOST_LISTED}, got {limit}")
+    if limit is not None:
+        within("--limit", limit, 1, MOST_LISTED)
     dsn = chosen_dsn(args.ledger)
     if dsn is None:
         raise UsageError(

@@ -127,14 +127,13 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
-LEDGER_HELP = (
-    "a fleet's PostgreSQL ledger, postgresql://… (default $ROUSE_LEDGER; "
-    "without either, the tree's .rouse/ledger.sqlite3)"
-)
-
-
 def _ledger_option(sub: argparse.ArgumentParser) -> None:
-    sub.add_argument("--ledger", metavar="DSN", help=LEDGER_HELP)
+    sub.add_argument(
+        "--ledger",
+        metavar="DSN",
+        help="a fleet's PostgreSQL ledger, postgresql://… (default $ROUSE_LEDGER; "
+        "without either, the tree's .rouse/ledger.sqlite3)",
+    )
 
 
 def args_status(sub: argparse.ArgumentParser) -> None:

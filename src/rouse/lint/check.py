@@ -34,7 +34,7 @@ from rouse.probes import demand, readings
 from rouse.probes.definitions import load_probes
 from rouse.trust import fence
 from rouse.trust.origins import OriginReader
-from rouse.trust.stampcheck import stamp_findings
+from rouse.trust.stampcheck import stamp_findings, stamped_files
 
 
 def check(
@@ -118,8 +118,7 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     yield from shape_findings(tree)
     yield from machine_state_findings(tree)
     yield from nudge_findings(tree)
-    files = _files(tree)
-    for file in files:
+    for file in stamped_files(tree):
         yield from header_findings(file)
         yield from encoding_findings(tree, file)
     yield from record_findings(tree, now)
@@ -160,13 +159,6 @@ def _leftover_findings(tree: Tree) -> Iterator[Finding]:
                 "a copy a writer left behind (killed mid-write?): not part of the memory — "
                 "delete it (the next write in this directory removes it once it is stale)",
             )
-
-
-def _files(tree: Tree) -> list[File]:
-    files: list[File] = [*tree.records.values(), *tree.context, *tree.notes, *tree.plugins]
-    if tree.probes is not None:
-        files.append(tree.probes)
-    return files
 
 
 def _probe_readings(tree: Tree, budget_ms: int) -> Iterator[Finding]:

@@ -144,11 +144,7 @@ def _record(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
                 f"records nested under a backlog item ({nested}) — move them out, or promote "
                 "the item (rouse promote) first",
             )
-    for key, finding in misplaced(record, record.type, header.fields):
-        if key not in skip:
-            skip.add(key)
-            yield finding
-    yield from unknown_key_findings(record)
+    yield from _placed(record, record.type, skip)
 
     decision = clock.evaluate(tree, record, now)
     reported: set[str] = set()
@@ -165,6 +161,16 @@ def _record(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
     yield from floor_findings(record, skip)
     yield from state_findings(record)
     yield from stamp_findings(record)
+
+
+def _placed(file: File, kind: str, skip: set[str]) -> Iterator[Finding]:
+    """Fields nothing reads on a file of this kind (a key in ``skip`` is reported already;
+    each one reported here joins it), then keys nothing reads on any file."""
+    for key, finding in misplaced(file, kind, file.header.fields):
+        if key not in skip:
+            skip.add(key)
+            yield finding
+    yield from unknown_key_findings(file)
 
 
 def duplicate_slug_findings(tree: Tree) -> Iterator[Finding]:
@@ -219,11 +225,7 @@ def _context_file(ctx: Context) -> Iterator[Finding]:
             "whole) — remove it",
             header.line_of("keywords"),
         )
-    for key, finding in misplaced(ctx, ctx.kind, header.fields):
-        if key not in skip:
-            skip.add(key)
-            yield finding
-    yield from unknown_key_findings(ctx)
+    yield from _placed(ctx, ctx.kind, skip)
     yield from value_findings(ctx, skip, set())
     if ctx.size > CONTEXT_BUDGET:
         yield Finding(
@@ -275,11 +277,7 @@ def _note(note: Note) -> Iterator[Finding]:
                 "when its content last changed)",
                 header.line_of(key),
             )
-    for key, finding in misplaced(note, "note", header.fields):
-        if key not in skip:
-            skip.add(key)
-            yield finding
-    yield from unknown_key_findings(note)
+    yield from _placed(note, "note", skip)
     yield from value_findings(note, skip, set())
 
 

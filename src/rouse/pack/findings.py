@@ -16,8 +16,6 @@ from rouse.cache.walk import HeaderCache
 from rouse.core.tree import Tree
 from rouse.pack.views import due_rows
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -49,15 +47,8 @@ def kept_rows(value: Any) -> list[Row] | None:
         return None
     try:
         for shown, where, kind, reason, due_at, moved, nudge in value:
-            if not (
-                type(shown) is str
-                and type(where) is str
-                and type(kind) is str
-                and type(reason) is str
-                and type(due_at) is int
-                and type(moved) is int
-                and type(nudge) is int
-            ):
+            texts, numbers = (shown, where, kind, reason), (due_at, moved, nudge)
+            if any(type(t) is not str for t in texts) or any(type(n) is not int for n in numbers):
                 return None
     except (TypeError, ValueError):  # (not a row of seven)
         return None

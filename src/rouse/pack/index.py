@@ -19,7 +19,9 @@ The schema lives in :mod:`rouse.pack.schema`, the queries in
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -146,8 +148,17 @@ class Index:
         if self.model is not None:
             self._fill_vectors()
 
-    def _writing(self) -> _Transaction:
-        return _Transaction(self.conn)
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
 
     def _delete(self, doc_id: int) -> None:
         self.conn.execute("DELETE FROM docs WHERE rowid = ?", (doc_id,))
@@ -167,10 +178,12 @@ class Index:
                 (cursor.lastrowid, *doc.columns()),
             )
             if vectors is not None:
-                self.conn.executemany(
-                    "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
-                    [(cursor.lastrowid, n, vec) for n, vec in enumerate(vectors[at])],
-                )
+                self._put_vectors(cursor.lastrowid, vectors[at])
+
+    def _put_vectors(self, doc_id: int | None, vectors: list[bytes]) -> None:
+        """A row's vectors, one per chunk, numbered from 0."""
+        rows = [(doc_id, n, vec) for n, vec in enumerate(vectors)]
+        self.conn.executemany("INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)", rows)
 
     def _embed(self, docs: list[Doc]) -> list[list[bytes]]:
         """Each doc's vectors, one per chunk (:meth:`Doc.meaning_chunks`)."""
@@ -207,15 +220,8 @@ class Index:
             docs = [
                 Doc(rel, kind, 0, 0, kw or "", body or "", "") for _, rel, kind, kw, body in rows
             ]
-            vectors = self._embed(docs)
-            self.conn.executemany(
-                "INSERT INTO vectors (id, chunk, vec) VALUES (?, ?, ?)",
-                [
-                    (row[0], n, vec)
-                    for row, vecs in zip(rows, vectors, strict=True)
-                    for n, vec in enumerate(vecs)
-                ],
-            )
+            for row, vectors in zip(rows, self._embed(docs), strict=True):
+                self._put_vectors(row[0], vectors)
 
     def _diff(
         self, files: dict[str, tuple[File, str]]
@@ -335,11 +341,16 @@ class Index:
         self._meaning_snippets(wanted, best)
         return best
 
+    def version(self) -> tuple[int, int]:
+        """Changes when anyone writes to the index: another connection (``data_version``)
+        or this one."""
+        return self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes
+
     def _vectors(self, kind: str | None) -> tuple[list[VectorRow], Any]:
         """The vectors of files of ``kind`` and their matrix, read and stacked once while
         nothing writes to the index (this connection or another: ``data_version``)."""
         assert self.model is not None
-        version = (self.conn.execute("PRAGMA data_version").fetchone()[0], self.conn.total_changes)
+        version = self.version()
         if version != self._stacked_at:
             self._stacked, self._stacked_at = {}, version
         if kind not in self._stacked:
@@ -380,19 +391,3 @@ def forget(root: Path, secret: bytes | None = None) -> None:
         index.refresh(tree)
         if index.fts:
             index.conn.execute("INSERT INTO docs(docs) VALUES ('optimize')")
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
-
-    def __init__(self, conn: sqlite3.Connection):
-        self.conn = conn
-
-    def __enter__(self) -> None:
-        self.conn.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *exc: object) -> None:
-        if kind is None:
-            self.conn.execute("COMMIT")
-        elif self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")

@@ -15,9 +15,9 @@ from rouse.core.errors import HeaderError
 from rouse.core.header import Header
 from rouse.core.tree import File, Tree
 from rouse.pack import search, written
+from rouse.state.files import RACY_NS
 
 KINDS = (*layout.RECORD_TYPES[:5], "backlog", "note", *layout.CONTEXT_TYPES)
-RACY_NS = 2_000_000_000  # a file this fresh may change again within its mtime tick
 MAX_BODY_BYTES = 1024 * 1024
 MAX_FILE_BYTES = 8 * 1024 * 1024 + 1  # read for a hit: enough to check its signature
 #: Header lines that describe a record in words: searched with the body.

@@ -28,7 +28,7 @@ from rouse.pack import currency, semantic
 from rouse.pack.hits import Hit
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
-from rouse.pack.search import Match, query_words
+from rouse.pack.search import Match, one_line, query_words
 from rouse.pack.session import Session
 from rouse.probes import baselines, demand, gate, readings
 from rouse.probes import definitions as probes
@@ -195,17 +195,12 @@ def _checked(
                 clean = False
                 if round_number < ROUNDS - 1:
                     continue
-                match.snippet = _fallback_snippet(current)  # never the row's text
+                # (never the row's text)
+                match.snippet = one_line(current.doc.body or current.doc.log)
             shown.append((match, current))
         if clean:
             break
     return shown
-
-
-def _fallback_snippet(current: Current) -> str:
-    from rouse.pack.search import one_line
-
-    return one_line(current.doc.body or current.doc.log)
 
 
 def _how(match: Match) -> str:
@@ -217,24 +212,15 @@ def _how(match: Match) -> str:
 def _origin(reader: origins.OriginReader, rel: str, data: bytes, head: Header) -> str:
     """The effective origin of these bytes: with a key, only what their signature says."""
     if reader.key is None:
-        return _as_written(head)
+        return origins.as_written(head.get("origin"))
     if reader.key.secret is None:
         return "unknown"
     try:
         written, state = verify(reader.key.secret, rel, data)
     except (ValueError, HeaderError):
         return "unknown"
-    origin = _as_written_value(written) if state in origins.VERIFIED else "unknown"
+    origin = origins.as_written(written) if state in origins.VERIFIED else "unknown"
     return reader.kept_fence(rel, origin)
-
-
-def _as_written(head: Header) -> str:
-    return _as_written_value(head.get("origin"))
-
-
-def _as_written_value(value: str | None) -> str:
-    value = (value or "").strip().lower()
-    return value if value in origins.ORIGINS else "unknown"
 
 
 def _probe_reader(

@@ -24,8 +24,6 @@ from rouse.probes import definitions as probes
 from rouse.state import nudges
 from rouse.trust import fence
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime
@@ -182,7 +180,7 @@ def index(
     total = len(files)
     # (the newest first, then by path: only the first INDEX_CAP are shown)
     files = heapq.nsmallest(INDEX_CAP, files, key=lambda f: (-f.mtime_ns, f.rel))
-    cache = demand.load_cache(root, getattr(origin_of, "key_path", None))
+    cache = demand.DemandCache(root, getattr(origin_of, "key_path", None))
     held = _baselines(root, origin_of, files)
     items = []
     for file in files:
@@ -190,7 +188,7 @@ def index(
         shown = {}
         for name in names:
             probe = known.get(name)
-            reading = demand.cached_reading(root, probe, cache) if probe else None
+            reading = cache.reading(probe) if probe else None
             if reading is not None:
                 shown[name] = reading
         items.append(

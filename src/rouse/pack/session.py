@@ -1,6 +1,4 @@
-"""What a long-lived process (the MCP server) keeps between recalls of one tree
-(:class:`Session`), so that a warm :func:`rouse.pack.recall.recall` neither walks the
-tree nor compares the index with it when nothing changed."""
+"""The recall session of a long-lived process (the MCP server): :class:`Session`."""
 
 from __future__ import annotations
 
@@ -58,7 +56,7 @@ class Session:
             index = self.index = Index(root, model=model)
             self.opened = None if index.stats.in_memory else _identity(index.path)
             fresh = True
-        if fresh or _version(index) != self.version:
+        if fresh or index.version() != self.version:
             index.refresh(tree)
         return tree, index
 
@@ -80,7 +78,7 @@ class Session:
         """Note the index's version after this recall's own writes: another process's
         next write is then seen."""
         assert self.index is not None
-        self.version = _version(self.index)
+        self.version = self.index.version()
 
     def close(self) -> None:
         if self.index is not None:
@@ -94,9 +92,3 @@ def _identity(path: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
-
-
-def _version(index: Index) -> tuple[int, int]:
-    """Changes when anyone writes to the index: another connection (``data_version``)
-    or this one."""
-    return index.conn.execute("PRAGMA data_version").fetchone()[0], index.conn.total_changes

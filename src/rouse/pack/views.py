@@ -55,7 +55,7 @@ def clock_time(value: datetime, now: datetime) -> str:
 
 def due_order(found: list[Decision]) -> list[Decision]:
     """Earliest due first; records due at the same instant in natural order of path."""
-    return _in_due_order(found, _due_instant, lambda d: d.record.dir)
+    return _in_due_order(found, lambda d: d.due_at or d.now, lambda d: d.record.dir)
 
 
 def _in_due_order(
@@ -74,10 +74,6 @@ def _in_due_order(
                 tied.sort(key=lambda item: natural_key(path_of(item)))
         shown += tied
     return shown
-
-
-def _due_instant(decision: Decision) -> datetime:
-    return decision.due_at or decision.now
 
 
 def due_row(decision: Decision, record_id: str) -> Row:
@@ -196,10 +192,6 @@ def due_header(count: int, now: datetime, until: datetime | None) -> str | None:
 _CONTEXT_ORDER = {"persona": 0, "belief": 1, "motivation": 2}
 
 
-def _status(record: Record) -> str:
-    return f"[{clock.status_of(record)}]"
-
-
 def _ladder(tree: Tree) -> tuple[list[Record], list[Record]]:
     """The root records outside the inventory and inside it, each in natural order."""
     roots = sorted(tree.roots(), key=lambda r: natural_key(r.dir))
@@ -230,7 +222,8 @@ def tree_lines(tree: Tree, now: datetime) -> list[str]:
     def nest(record: Record, depth: int, out: list[str]) -> None:
         until = snoozed_at(tree, record, now)
         snoozed = f" ({snoozed_text(until)})" if until is not None else ""
-        out.append(f"{'  ' * depth}{record.type} {record.slug} {_status(record)}{snoozed}")
+        status = clock.status_of(record)
+        out.append(f"{'  ' * depth}{record.type} {record.slug} [{status}]{snoozed}")
         for child in _children(tree, record):
             nest(child, depth + 1, out)
 

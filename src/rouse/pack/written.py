@@ -36,9 +36,9 @@ _TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(\s[^<>]*)?/?>")
 # underscores stay: in `__init__` or snake_case they are the text, not emphasis
 _EMPHASIS = re.compile(r"(\*{1,3}|~~|`+)")
 
-#: The start of a log line rouse's verbs write: ``- 2026-03-14 12:00: ``.
-_DATED = re.compile(r"^\s*[-*]?\s*\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?\s*:\s*")
 _STAMP = r"\d{4}-\d\d-\d\d(?:[ T]\d\d:\d\d(?::\d\d)?)?"
+#: The start of a log line rouse's verbs write: ``- 2026-03-14 12:00: ``.
+_DATED = re.compile(rf"^\s*[-*]?\s*{_STAMP}\s*:\s*")
 #: What rouse's verbs write after the stamp, before the agent's own words (if any).
 ROUSE_PREFIXES = (
     rf"snoozed until {_STAMP}",

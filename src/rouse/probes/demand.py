@@ -26,10 +26,6 @@ CACHE_FILE = "probes.json"
 CACHE_VERSION = 2
 
 
-def _cache_path(root: Path) -> Path:
-    return root / layout.STATE_DIR / CACHE_FILE
-
-
 def _plausible(reading: str) -> bool:
     """Could :func:`reading_of` have given this? (one line, 1-200 characters)"""
     return 0 < len(reading) <= MAX_READING and len(reading.splitlines()) == 1
@@ -56,7 +52,7 @@ class DemandCache:
 
     def __init__(self, root: Path, key_path: Path | None = None):
         self.root = root
-        self.path = _cache_path(root)
+        self.path = root / layout.STATE_DIR / CACHE_FILE
         self.key_path = key_path
         self.raw = PROBES.read(self.path)
         entries = self.raw.get("entries") if self._current(self.raw) else None
@@ -148,23 +144,21 @@ class DemandCache:
         """What in the file is ignored, one warning each (for ``rouse check``)."""
         rel = f"{layout.STATE_DIR}/{CACHE_FILE}"
         fix = "delete it, or let `rouse probe NAME` write it anew"
+
+        def warn(message: str) -> StampFinding:
+            return StampFinding("warn", rel, message)
+
         if self.raw is None:
             if not os.path.lexists(self.path):
                 return []
             return [
-                StampFinding(
-                    "warn",
-                    rel,
-                    f"the probe reading cache cannot be read as JSON rouse wrote: ignored — {fix}",
-                )
+                warn(f"the probe reading cache cannot be read as JSON rouse wrote: ignored — {fix}")
             ]
         if not self._current(self.raw) or not isinstance(self.raw.get("entries"), dict):
             return [
-                StampFinding(
-                    "warn",
-                    rel,
+                warn(
                     "the probe reading cache is not in the layout rouse writes (written by hand, "
-                    f"or by an older rouse): every reading in it is ignored — {fix}",
+                    f"or by an older rouse): every reading in it is ignored — {fix}"
                 )
             ]
         keyed, secret = self.key()
@@ -174,49 +168,33 @@ class DemandCache:
             fields = self._fields(entry)
             if fields is None:
                 found.append(
-                    StampFinding(
-                        "warn",
-                        rel,
-                        f"probe reading {shown} is not one rouse writes: ignored — {fix}",
-                    )
+                    warn(f"probe reading {shown} is not one rouse writes: ignored — {fix}")
                 )
             elif keyed and secret is not None and not self._vouched(name, entry, fields):
                 found.append(
-                    StampFinding(
-                        "warn",
-                        rel,
+                    warn(
                         f"probe reading {shown} does not verify with the stamp key (edited by "
                         "hand, written before the key existed, or copied from another tree): "
-                        f"ignored — `rouse probe {name[:80]}` runs it again",
+                        f"ignored — `rouse probe {name[:80]}` runs it again"
                     )
                 )
         return found
 
 
-def load_cache(root: Path, key_path: Path | None = None) -> DemandCache:
-    """The demand cache of the tree at ``root`` (key: ``key_path``, else the usual place)."""
-    return DemandCache(root, key_path)
-
-
-def cached_reading(root: Path, probe: Probe, cache: DemandCache | None = None) -> str | None:
-    """A reading of ``probe`` younger than its ttl that rouse vouches for, else None."""
-    return (cache if cache is not None else load_cache(root)).reading(probe)
-
-
 def cache_findings(root: Path, key_path: Path | None = None) -> list[StampFinding]:
     """``check``'s warnings about ``.rouse/probes.json``: entries that are ignored
     because they are malformed or (with a stamp key) do not verify."""
-    return load_cache(root, key_path).findings()
+    return DemandCache(root, key_path).findings()
 
 
 def run_demand(root: Path, probe: Probe, key_path: Path | None = None) -> str:
     """``rouse probe NAME``: reuse a reading younger than ttl, else run it now."""
-    reading = load_cache(root, key_path).reading(probe)
+    reading = DemandCache(root, key_path).reading(probe)
     if reading is not None:
         return reading
     taken = time.time()
     reading = run_all(root, [probe], probe.timeout.total_seconds())[probe.name]
-    cache = load_cache(root, key_path)  # read again: another run may have written meanwhile
+    cache = DemandCache(root, key_path)  # read again: another run may have written meanwhile
     if cache.put(probe, reading, taken):
         cache.save()
     return reading

@@ -59,13 +59,9 @@ def forget(root: Path, ref: str, why: str, now: datetime) -> Forgotten:
     file, kind = find(root, ref)
     at = format_stamp(now)
     text = header.format_header({FIELD: at}) + f"{SAID} on {at}: {why.strip()}\n"
-
-    def tombstone(_old: bytes) -> bytes:
-        return text.encode("utf-8")
-
     store = Store(root)
     with store.lock():
-        store.update(file.rel, tombstone)
+        store.update(file.rel, lambda _old: text.encode("utf-8"))
     _drop_snapshot(root)
     return Forgotten(file.rel, kind, at)
 

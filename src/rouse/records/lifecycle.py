@@ -17,12 +17,13 @@ from pathlib import Path
 from rouse.core import body, clock, header
 from rouse.core.errors import UsageError
 from rouse.core.humantime import parse_when
-from rouse.core.timefmt import format_stamp, later_by, parse_stamp
+from rouse.core.timefmt import format_stamp, later_by
 from rouse.core.tree import Record, walk
 from rouse.records.inputs import check_body
 from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.state import acts
+from rouse.state.nudges import stamp_of
 from rouse.trust.sealing import SigningStore
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
@@ -44,10 +45,12 @@ class Changed:
     path: str = ""  # the record's directory, tree-relative
     facts: dict[str, Fact] = field(default_factory=dict)  # snake_case keys, for --json
 
-
-def _record(root: Path, ref: str) -> Record:
-    """The record ``ref`` names: read on its own when ``ref`` is its path (no walk)."""
-    return find(root, ref)
+    @classmethod
+    def of(
+        cls, record: Record, summary: str, facts: dict[str, Fact], next_due: datetime | None = None
+    ) -> Changed:
+        """What a verb did to ``record`` (its file, id and directory)."""
+        return cls(record.rel, summary, next_due, record.id, record.dir, facts)
 
 
 def _logged(
@@ -55,39 +58,34 @@ def _logged(
     record: Record,
     now: datetime,
     updates: dict[str, str | None],
-    line: str,
-    before: str | None = None,
+    *lines: str | None,
 ) -> None:
-    """Write ``updates`` and a dated line in the record's log under the writers' lock, and
-    note that a verb acted on the record (what answers its wake). ``before``: a dated
-    line that goes just above it, in the same write."""
+    """Write ``updates`` and each of ``lines`` (None: none), dated, in the record's log, in
+    one write under the writers' lock, and note that a verb acted on the record (what
+    answers its wake)."""
     store = SigningStore(root)
+    logged = [dated(now, line) for line in lines if line is not None]
+
+    def change(data: bytes) -> bytes:
+        data = header.set_fields(data, updates, record.rel)
+        for line in logged:
+            data = with_log(data, record.rel, line)
+        return data
+
     with store.lock():
-        if before is None:
-            store.append_log(record.rel, updates, _dated(now, line))
-        else:
-            lines = (_dated(now, before), _dated(now, line))
-
-            def change(data: bytes) -> bytes:
-                data = header.set_fields(data, updates, record.rel)
-                for each in lines:
-                    _, rest = header.split(data, record.rel)
-                    data = body.append_log(data, len(data) - len(rest), each)
-                return data
-
-            store.update(record.rel, change)
+        store.update(record.rel, change)
         acts.note(root, record.dir, now, store.secret)
 
 
-def _dated(now: datetime, text: str) -> str:
+def dated(now: datetime, text: str) -> str:
+    """A log line: ``- <stamp>: text``."""
     return f"- {format_stamp(now)}: {text}"
 
 
-def _last_moved(record: Record) -> datetime | None:
-    try:
-        return parse_stamp(record.get("last-moved") or "")
-    except ValueError:
-        return None
+def with_log(data: bytes, rel: str, line: str) -> bytes:
+    """The file ``data`` with ``line`` appended to its body's log."""
+    _, rest = header.split(data, rel)
+    return body.append_log(data, len(data) - len(rest), line)
 
 
 def _not_back(record: Record, now: datetime, force: bool) -> None:
@@ -96,7 +94,7 @@ def _not_back(record: Record, now: datetime, force: bool) -> None:
     A ``last-moved`` ahead of the wall clock was never a real move (a forced
     snooze wrote it, or another machine's clock): stamping now brings it back.
     """
-    last = _last_moved(record)
+    last = stamp_of(record, "last-moved")
     real = datetime.now().replace(second=0, microsecond=0)
     if last is not None and now < last <= real and not force:
         raise UsageError(
@@ -113,23 +111,12 @@ def move(
 
     A ``now`` earlier than the record's ``last-moved`` is refused unless ``force``.
     """
-    record = _record(root, ref)
+    record = find(root, ref)
     _not_back(record, now, force)
-    store = SigningStore(root)
-    updates: dict[str, str | None] = {"last-moved": format_stamp(now)}
     line = one_line(note) if note else None
-    with store.lock():
-        if line:
-            store.append_log(record.rel, updates, _dated(now, line))
-        else:
-            store.set_fields(record.rel, updates)
-        acts.note(root, record.dir, now, store.secret)
-    return Changed(
-        record.rel,
-        f"moved {record.id} at {format_stamp(now)}",
-        record=record.id,
-        path=record.dir,
-        facts={"moved_at": minute(now), "note": line},
+    _logged(root, record, now, {"last-moved": format_stamp(now)}, line or None)
+    return Changed.of(
+        record, f"moved {record.id} at {format_stamp(now)}", {"moved_at": minute(now), "note": line}
     )
 
 
@@ -167,7 +154,7 @@ def snooze(
             f"{format_stamp(when)} {past} (now is {format_stamp(now)}): snooze puts a record "
             "off until later — give a later --until, or --for INTERVAL"
         )
-    record = _record(root, ref)
+    record = find(root, ref)
     if record.type == "backlog":
         raise UsageError(f"{record.id} is a backlog item: it is never swept, so never snoozed")
     rearmable = record.type == "reminder" and clock.status_of(record) in REARMABLE
@@ -185,7 +172,7 @@ def snooze(
 
 
 def _unsnooze(root: Path, ref: str, now: datetime, note: str | None) -> Changed:
-    record = _record(root, ref)
+    record = find(root, ref)
     if not (record.get(SNOOZED) or "").strip():
         raise UsageError(f"{record.id} is not snoozed: nothing to clear")
     line = "snooze cleared" + (f": {one_line(note)}" if note else "")
@@ -204,14 +191,7 @@ def _snoozed(
     fresh = walk(root)
     next_due = clock.evaluate(fresh, fresh.records[record.dir], now).due_at
     what = f"snoozed {record.id} until {format_stamp(until)}" if until else f"{record.id}: {line}"
-    return Changed(
-        record.rel,
-        what,
-        next_due,
-        record=record.id,
-        path=record.dir,
-        facts={"until": until, "next_due": next_due},
-    )
+    return Changed.of(record, what, {"until": until, "next_due": next_due}, next_due)
 
 
 def close(
@@ -237,7 +217,7 @@ def close(
     the ending's, in the same write (a task's ``result: …``, from its worker). A
     ``running`` task is ended by its worker (``by_worker``), not by hand unless ``force``.
     """
-    record = _record(root, ref)
+    record = find(root, ref)
     if series and (ending != "done" or record.type != "reminder"):
         raise UsageError("--series goes with --done on a repeating reminder: it ends the series")
     if ending == "done" and not series and record.type == "reminder":
@@ -268,13 +248,11 @@ def close(
     reason = one_line(why) if why else None
     line = ending + (f" (was {status})" if ended and status != ending else "")
     line += f": {reason}" if reason else ""
-    _logged(root, record, now, updates, line, before)
-    return Changed(
-        record.rel,
+    _logged(root, record, now, updates, before, line)
+    return Changed.of(
+        record,
         f"{record.id} is {ending}",
-        record=record.id,
-        path=record.dir,
-        facts={
+        {
             "status": ending,
             "ended_at": minute(now),
             "reason": reason,
@@ -330,12 +308,10 @@ def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | 
     updates.update(dict.fromkeys(("fires", "fired", "ended")))
     line = f"done; the series goes on: next {format_stamp(following)}"
     _logged(root, record, now, updates, line)
-    return Changed(
-        record.rel,
+    return Changed.of(
+        record,
         f"{record.id} is done for now; next occurrence {format_stamp(following)}",
-        record=record.id,
-        path=record.dir,
-        facts={
+        {
             "status": "pending",
             "ended_at": minute(now),
             "reason": None,

@@ -18,7 +18,7 @@ from rouse.core import body, header, layout
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
-from rouse.records.lifecycle import Changed, close, minute, one_line
+from rouse.records.lifecycle import Changed, close, dated, minute, one_line, with_log
 from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.state import acts
@@ -64,8 +64,7 @@ def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
 
     def claim(data: bytes) -> bytes:
         nonlocal attempts
-        head, _ = header.split(data, record.rel)
-        status = (head.fields.get("status") or "pending").strip().lower()
+        status, head = _status(data, record.rel)
         if status != "pending":
             raise UsageError(f"{record.id} is {status}: only a pending task is started")
         if (head.fields.get("cancel") or "").strip():
@@ -87,12 +86,10 @@ def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
     with store.lock():
         store.update(record.rel, claim)
         acts.note(root, record.dir, now, store.secret)
-    return Changed(
-        record.rel,
+    return Changed.of(
+        record,
         f"{record.id} is running (attempt {attempts}, worker {worker})",
-        record=record.id,
-        path=record.dir,
-        facts={"status": "running", "started": minute(now), "attempts": attempts},
+        {"status": "running", "started": minute(now), "attempts": attempts},
     )
 
 
@@ -120,12 +117,10 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
             return close(root, record.dir, now, "cancelled", "cancelled before it ran")
         except UsageError:  # a worker claimed it meanwhile: its supervisor stops it
             pass
-    return Changed(
-        record.rel,
+    return Changed.of(
+        record,
         f"{record.id} is cancelled: its run is being stopped",
-        record=record.id,
-        path=record.dir,
-        facts={"status": "running", "cancel": now},
+        {"status": "running", "cancel": now},
     )
 
 
@@ -139,10 +134,7 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
         status, _ = _status(data, record.rel)
         if status not in ("pending", "running"):
             raise UsageError(f"{record.id} is {status}: a checkpoint is for a task in flight")
-        _, rest = header.split(data, record.rel)
-        return body.append_log(
-            data, len(data) - len(rest), f"- {format_stamp(now)}: {CHECKPOINT}{line}"
-        )
+        return with_log(data, record.rel, dated(now, CHECKPOINT + line))
 
     with store.lock():
         store.update(record.rel, add)
@@ -162,8 +154,7 @@ def requeue(root: Path, record: Record, now: datetime, why: str) -> bool:
             return data
         moved = True
         data = header.set_fields(data, {"status": "pending"}, record.rel)
-        _, rest = header.split(data, record.rel)
-        return body.append_log(data, len(data) - len(rest), f"- {format_stamp(now)}: {why}")
+        return with_log(data, record.rel, dated(now, why))
 
     with store.lock():
         store.update(record.rel, back)
@@ -181,7 +172,7 @@ def add_result(root: Path, record: Record, now: datetime, result: str) -> None:
     (its worker writes it with the ending: ``close(…, before=result_line(…))``)."""
     store = SigningStore(root)
     with store.lock():
-        store.append_log(record.rel, {}, f"- {format_stamp(now)}: {result_line(result)}")
+        store.append_log(record.rel, {}, dated(now, result_line(result)))
 
 
 def checkpoints(data: bytes, rel: str) -> list[str]:

@@ -14,18 +14,9 @@ import os
 import signal
 import subprocess
 
-from rouse.runs.child import DRAIN, MAX_OUTPUT, POLL, TAIL, Output, drain_until_exit
+from rouse.runs.child import MAX_OUTPUT, Output, drain_until_exit
 
-__all__ = [
-    "DRAIN",
-    "MAX_OUTPUT",
-    "POLL",
-    "TAIL",
-    "Output",
-    "kill_group",
-    "run_until_exit",
-    "stop_group",
-]
+__all__ = ["MAX_OUTPUT", "Output", "kill_group", "run_until_exit", "stop_group"]
 
 
 def run_until_exit(proc: subprocess.Popen[bytes], output: Output, deadline: float) -> int | None:

@@ -151,13 +151,13 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
         return True  # judged: a known outcome closes it for the clock
     rearmable = reason in ("", "due") and not _rearms_itself(record)  # a one-shot's wake
     if record.type == "reminder" and status == "pending" and rearmable:
-        due = _stamp(record, "due")
+        due = stamp_of(record, "due")
         if due is not None and due > when:
             return True  # re-armed by the agent
     act = done.get(record.dir)
     if act is not None and act >= when.replace(microsecond=0):
         return True
-    moved = _stamp(record, "last-moved")
+    moved = stamp_of(record, "last-moved")
     return moved is not None and moved > when.replace(second=0, microsecond=0)
 
 
@@ -167,7 +167,8 @@ def _rearms_itself(record: Record) -> bool:
     return clock.is_nagging(record) or clock.is_repeating(record)
 
 
-def _stamp(record: Record, key: str) -> datetime | None:
+def stamp_of(record: Record, key: str) -> datetime | None:
+    """The stamp in the record's field ``key``; None when absent or unreadable."""
     try:
         return parse_stamp(record.get(key) or "")
     except ValueError:
@@ -181,7 +182,7 @@ def fired_at(record: Record) -> datetime | None:
         return None
     if clock.status_of(record) != "fired":
         return None
-    return _stamp(record, "fired") or record.mtime.replace(microsecond=0)
+    return stamp_of(record, "fired") or record.mtime.replace(microsecond=0)
 
 
 def any_fired(tree: Tree) -> bool:

@@ -71,10 +71,11 @@ def effective_origin(file: File) -> str:
 
     Prefer :func:`origin_reader`, which verifies signatures when a key exists.
     """
-    return _normal(file.get("origin"))
+    return as_written(file.get("origin"))
 
 
-def _normal(value: str | None) -> str:
+def as_written(value: str | None) -> str:
+    """An ``origin:`` value as one of :data:`ORIGINS` (anything else reads ``unknown``)."""
     value = (value or "").strip().lower()
     return value if value in ORIGINS else "unknown"
 
@@ -216,7 +217,7 @@ class OriginReader:
         if self.key is None:
             written = (file.get("origin") or "").strip()
             return EffectiveOrigin(
-                _normal(written), written, "as-written" if written else "unstamped"
+                as_written(written), written, "as-written" if written else "unstamped"
             )
         if self._cache is None:
             return EffectiveOrigin("unknown", (file.get("origin") or "").strip(), "bad-key")
@@ -292,7 +293,7 @@ class OriginReader:
             written, state = verify(self.key.secret, rel, data)
         except (OSError, HeaderError):
             return EffectiveOrigin("unknown", "", "unreadable")
-        origin = _normal(written) if state in VERIFIED else "unknown"
+        origin = as_written(written) if state in VERIFIED else "unknown"
         return EffectiveOrigin(origin, written, state)
 
     def flush(self) -> None:

@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
+from functools import partial
 from pathlib import Path
 
 from rouse.core import header
@@ -26,15 +27,6 @@ def stamp_bytes(
     if secret is None:
         return data
     return header.set_fields(data, {"origin-sig": sign(secret, rel, data)}, rel)
-
-
-def _stamper(
-    rel: str, origin: str, turn: str | None, secret: bytes | None
-) -> Callable[[bytes], bytes]:
-    def change(data: bytes) -> bytes:
-        return stamp_bytes(data, rel, origin, turn, secret)
-
-    return change
 
 
 class Stamped(Value):
@@ -110,7 +102,9 @@ def stamp(
             if if_changed and secret is not None and _verifies(root, rel, secret):
                 result.skipped.append(rel)
                 continue
-            store.update(rel, _stamper(rel, origin, turn, secret))
+            store.update(
+                rel, partial(stamp_bytes, rel=rel, origin=origin, turn=turn, secret=secret)
+            )
             result.written.append(rel)
     if secret is not None and key is not None and result.written:
         reader = OriginReader(root, key)
@@ -149,7 +143,9 @@ def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
         head = header.read_header(root / rel, rel)
         written, turn = head.get("origin"), head.get("origin-turn")
         if written:
-            store.update(rel, _stamper(rel, written, turn, secret))
+            store.update(
+                rel, partial(stamp_bytes, rel=rel, origin=written, turn=turn, secret=secret)
+            )
             count += 1
     return count
 
@@ -179,15 +175,12 @@ def unvouched(root: Path, key: StampKey, states: frozenset[str]) -> list[Unvouch
     unsigned, unstamped) and ``--upgrade`` (verified-v1) offer to re-sign. A file never
     stamped is listed with :data:`VOUCHED`, the origin vouching gives it."""
     from rouse.core.tree import walk  # writers only
+    from rouse.trust.stampcheck import stamped_files
 
     secret = _usable_secret(key)
     assert secret is not None
-    tree = walk(root)
-    files = [*tree.context, *tree.records.values(), *tree.notes, *tree.plugins]
-    if tree.probes is not None:
-        files.append(tree.probes)
     found: list[Unvouched] = []
-    for file in sorted(files, key=lambda f: f.rel):
+    for file in stamped_files(walk(root)):
         try:
             data = (root / file.rel).read_bytes()
             written, state = verify(secret, file.rel, data)

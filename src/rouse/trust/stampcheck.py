@@ -19,7 +19,8 @@ from rouse.trust.origins import EffectiveOrigin, OriginReader, StampFinding
 UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
 
 
-def _stamped_files(tree: Tree) -> list[File]:
+def stamped_files(tree: Tree) -> list[File]:
+    """Every file of the tree that can carry a stamp, by path."""
     files: list[File] = [*tree.context, *tree.records.values(), *tree.notes, *tree.plugins]
     if tree.probes is not None:
         files.append(tree.probes)
@@ -62,7 +63,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
             )
         )
     contexts = {context.rel for context in tree.context}
-    for file in _stamped_files(tree):
+    for file in stamped_files(tree):
         verdict = reader.verdict(file)
         unsigned += verdict.state in UNVOUCHED
         finding = _origin_finding(file, verdict, file.rel in contexts)
