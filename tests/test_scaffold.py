@@ -303,3 +303,23 @@ def test_remind_json_gives_the_due_with_its_offset(home: Path) -> None:
     assert data["path"] == "inventory/reminders/call-bob"
     _iso_is(data["fields"]["due"], "2026-03-14 14:00")
     assert data["fields"]["nag"] == 1800  # seconds
+
+
+def test_json_gives_every_time_in_the_header_with_its_offset(home: Path) -> None:
+    # --json says "times are ISO 8601 with their offset": a series' end is a time too
+    done = rouse(
+        home, "remind", "pills", "--due", "+2h", "--every", "daily 09:00",
+        "--until", "2026-03-31 09:00", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    fields = json.loads(done.stdout)["fields"]
+    _iso_is(fields["until"], "2026-03-31 09:00")
+    _iso_is(fields["opened"], "2026-03-14 12:00")
+
+
+def test_a_snooze_given_to_new_in_peoples_words_is_written_as_a_stamp(home: Path) -> None:
+    done = rouse(home, "new", "intention", "later", "--set", "snoozed-until=+2d", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    _iso_is(data["fields"]["snoozed_until"], "2026-03-16 12:00")
+    assert "snoozed-until: 2026-03-16 12:00\n" in (home / data["file"]).read_text()

@@ -12,6 +12,7 @@ import sys
 from datetime import datetime, timedelta
 
 from rouse.cli.common import emit, emit_json
+from rouse.core import layout
 from rouse.core.timefmt import parse_interval, parse_stamp
 
 TYPE_CHECKING = False
@@ -21,10 +22,6 @@ if TYPE_CHECKING:
 
     from rouse.records.lifecycle import Changed
     from rouse.records.scaffold import Created
-
-#: Header fields that hold a stamp or an interval, as ``--json`` converts them.
-_STAMP_FIELDS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel"})
-_INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
 
 
 def _json_value(value: object) -> object:
@@ -39,9 +36,9 @@ def _json_value(value: object) -> object:
 def _json_field(key: str, value: str) -> object:
     """A header value as written, with stamps and intervals converted (else the text)."""
     try:
-        if value and key in _STAMP_FIELDS:
+        if value and key in layout.STAMP_KEYS:
             return _json_value(parse_stamp(value))
-        if value and key in _INTERVAL_FIELDS:
+        if value and key in layout.INTERVAL_KEYS:
             return _json_value(parse_interval(value))
     except ValueError:
         pass

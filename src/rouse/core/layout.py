@@ -67,6 +67,18 @@ KNOWN_KEYS = frozenset(
     }
 )
 
+#: The header keys that hold a time: ``check`` reads each as a stamp (all but
+#: ``cancel``, where any word calls a task off), a verb given one takes people's words
+#: (``+2d``, ``mon 9am``) and writes a stamp, ``--json`` gives it in ISO 8601.
+STAMP_KEYS = frozenset(
+    {
+        *("opened", "last-moved", "swept", "reviewed", "due", "expires", "fired", "set"),
+        *("updated", "promoted", "snoozed-until", "started", "until", "forgotten", "cancel"),
+    }
+)
+#: The header keys that hold a duration (``--json``: seconds).
+INTERVAL_KEYS = frozenset({"stale-after", "review-every", "nag"})
+
 #: Where a new record of each type goes when no ``--under`` is given.
 DEFAULT_HOME = {
     "intention": INTENTIONS,

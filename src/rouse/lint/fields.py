@@ -19,16 +19,8 @@ LONGEST_INTENTION_STALE = timedelta(days=7)
 REASONING = ("low", "medium", "high")
 
 
-STAMP_FIELDS = frozenset(
-    {
-        *("opened", "last-moved", "swept", "reviewed", "due"),
-        *("expires", "fired", "set", "updated", "promoted", "snoozed-until", "started"),
-        *("until", "forgotten"),
-    }
-)
-
-
-INTERVAL_FIELDS = frozenset({"stale-after", "review-every", "nag"})
+STAMP_FIELDS = layout.STAMP_KEYS - {"cancel"}  # (any word in a cancel calls a task off)
+INTERVAL_FIELDS = layout.INTERVAL_KEYS
 
 
 COUNT_FIELDS = frozenset({"fires", "nudges", "max-fires", "attempts"})

@@ -20,8 +20,6 @@ from rouse.core.humantime import parse_when
 from rouse.core.recurrence import parse_every
 from rouse.core.timefmt import format_stamp, parse_interval
 
-STAMP_KEYS = frozenset({"opened", "last-moved", "due", "expires", "updated", "cancel", "until"})
-INTERVAL_KEYS = frozenset({"stale-after", "review-every", "nag"})
 KNOWN_KEYS = layout.KNOWN_KEYS
 #: The keys a user or a model may give (``new --set``, MCP ``fields``).
 WRITABLE_KEYS = KNOWN_KEYS - layout.MACHINE_FIELDS
@@ -116,9 +114,9 @@ def validate_fields(fields: Mapping[str, str], now: datetime) -> dict[str, str]:
         key = check_key(raw_key)
         value = check_value(key, raw_value)
         try:
-            if key in STAMP_KEYS and value:
+            if key in layout.STAMP_KEYS and value:
                 value = format_stamp(parse_when(value, now))
-            elif key in INTERVAL_KEYS and value:
+            elif key in layout.INTERVAL_KEYS and value:
                 parse_interval(value)
             elif key == "every" and value:
                 parse_every(value)
