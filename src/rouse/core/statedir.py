@@ -89,6 +89,18 @@ def open_lock(root: Path, rel: str, what: str) -> int:
         ) from None
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` lives (a lock's holder, a leftover's writer): one this
+    user may not signal counts as alive, and so does a number no pid can be."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process (or no pid at all): not ours to call gone
+    return True
+
+
 def problems(root: Path) -> list[str]:
     """Every reason ``.rouse/`` is unsafe: links at it, in it, or in its subdirectories."""
     state = root / layout.STATE_DIR

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 from rouse.core import header
 from rouse.core.body import append_log
 from rouse.core.errors import ChangedUnderfoot, UsageError
-from rouse.core.statedir import open_lock
+from rouse.core.statedir import open_lock, pid_alive
 
 WRITE_LOCK = "write.lock"
 GUARDED_RETRIES = 50  # with short growing sleeps: ~2 s in all before giving up
@@ -180,22 +180,12 @@ def clear_leftovers(directory: Path, now: float | None = None) -> list[Path]:
         if match is None or not stat.S_ISREG(info.st_mode):
             continue
         pid = int(match["pid"]) if match["pid"] else None
-        gone = pid is not None and pid != os.getpid() and not _alive(pid)
+        gone = pid is not None and pid != os.getpid() and not pid_alive(pid)
         if gone or now - info.st_mtime > STALE_LEFTOVER_SECONDS:
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 removed.append(path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return True  # someone else's process (or a number no pid can be): keep it for now
-    return True
 
 
 def _umask() -> int:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rouse.core import layout
 from rouse.core.errors import UsageError
-from rouse.core.statedir import open_lock
+from rouse.core.statedir import open_lock, pid_alive
 from rouse.state.shapes import SWEEP, WORK
 from rouse.state.shapes import SWEEP_LOCK as LOCK_SHAPE
 from rouse.state.sweeper import (
@@ -89,17 +89,6 @@ def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | N
     notify = data.get("notify")
     channels = {str(k): str(v) for k, v in named.items()} if isinstance(named, dict) else {}
     return channels, notify if isinstance(notify, str) else None
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` lives (one this user may not signal counts as alive)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # -- a task's claim (rouse work) ---------------------------------------------------
