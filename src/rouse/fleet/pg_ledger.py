@@ -5,7 +5,8 @@
 give-up, the same SQL, scoped to one tree (its ``.rouse-tree`` id) among the
 many the database keeps.
 
-A delivery worker (``rouse deliver``) claims a queued wake for a while
+A delivery worker (``rouse deliver``) claims a queued wake for a while (the one
+rule of who may take a message, :data:`FREE`)
 (``claimed_by``, ``claim_until``, on the database's clock); while that claim
 is live the sweeper does not withdraw, hold, give up or take the wake back: it
 leaves it to the worker and looks again next tick.
@@ -26,8 +27,11 @@ from rouse.fleet.pg_schema import migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.db import Cursor
 
-#: The migration that made the ledger's tables (``wakes``, ``leaders``…).
+#: The migration that made the ledger's tables (``outbox``, ``leaders``…).
 LEDGER_SCHEMA = 1
+#: Who may take a message (the one rule of every take: a sweeper's, a worker's claim):
+#: no delivery worker holds a live claim on it.
+FREE = "(claim_until IS NULL OR claim_until < now())"
 
 
 class _Nothing:
@@ -48,7 +52,7 @@ class _Nothing:
 class PgLedger(Ledger):
     """One tree's ledger in the fleet's database."""
 
-    unclaimed = " AND (claim_until IS NULL OR claim_until < now())"
+    unclaimed = f" AND {FREE}"
     unclaim = ", claimed_by = NULL, claim_until = NULL"
     shared = True
 

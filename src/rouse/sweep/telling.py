@@ -133,7 +133,7 @@ def tell(root: Path, ref: str, message: str, now: datetime) -> Told:
     with Ledger(root) as book:  # durable from here on: the sweeper finds it at its next tick
         book.add_tell(made, "tell")
         if waits:  # no sweeper that ticks here has a channel for it: it waits, said at once
-            book.tell_waits(made.id, waits)
+            book.hold(made.id, waits)
     told = Told(made.id, shown, record.dir, channel or None, now, where)
     told.state = "waiting" if waits else "pending"
     first = text.split("\n", 1)[0]
