@@ -36,6 +36,7 @@ from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_ledger import FREE
 from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, gives_up, next_try
 from rouse.sweep.ledger.entry import UNREADABLE, DamagedRow, as_text, as_time, read_wake
+from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import Wake
 
 _CLAIM = """
@@ -233,24 +234,15 @@ class Claims:
         Written whoever holds the claim now (the wake did land); a row no longer
         pending (withdrawn by its sweeper meanwhile) is left as it is.
         """
-        cursor = self.db.execute(
-            "UPDATE outbox SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, error = NULL, stamped = 0, claimed_by = NULL, "
-            "claim_until = NULL WHERE id = ? AND sink = 'workers' AND state = 'pending'",
-            (as_text(now), f"{receipt} (worker {self.holder})", claim.id),
-        )
-        return None if cursor.rowcount == 1 else self.why_untouched(claim)
+        held = Held(self, claim.tree)
+        landed = held.delivered(claim.id, now, f"{receipt} (worker {self.holder})", stamped=False)
+        return None if landed else self.why_untouched(claim)
 
     def failed(self, claim: Claim, now: datetime, error: str) -> tuple[datetime, str | None]:
         """A failed attempt: the ledger's backoff from this attempt. (next try, why untouched)."""
         again = next_try(claim.attempt_at, claim.attempts)
-        cursor = self.db.execute(
-            "UPDATE outbox SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
-            "next_attempt = ?, error = ?, claimed_by = NULL, claim_until = NULL "
-            "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (as_text(now), as_text(again), error, claim.id, self.holder),
-        )
-        return again, None if cursor.rowcount == 1 else self.why_untouched(claim)
+        written = Held(self, claim.tree).failed(claim.id, now, error)
+        return again, None if written else self.why_untouched(claim)
 
     def given_up(self, claim: Claim, now: datetime) -> str | None:
         """24 h of failures: given up, not sent (``stamped = 0``: its sweeper writes the nudge)."""
@@ -258,13 +250,8 @@ class Claims:
             f"given up by worker {self.holder} after 24h of failures "
             f"(last: {claim.error or 'no answer'}); its sweeper writes it as a nudge file"
         )
-        cursor = self.db.execute(
-            "UPDATE outbox SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, stamped = 0, claimed_by = NULL, claim_until = NULL "
-            "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (as_text(now), receipt, claim.id, self.holder),
-        )
-        return None if cursor.rowcount == 1 else self.why_untouched(claim)
+        written = Held(self, claim.tree).given_up(claim.id, now, receipt, stamped=False)
+        return None if written else self.why_untouched(claim)
 
     def why_untouched(self, claim: Claim) -> str:
         row = self.db.execute(
@@ -300,6 +287,21 @@ class Claims:
             parameters,
         ).fetchone()
         return int(row["n"])
+
+
+class Held(OutboxRows):
+    """The rows of one tree a delivery worker holds claims on: the outbox's one state
+    machine, each result written only while the claim is still this worker's (a
+    delivery whoever holds it: the wake did land), and the claim let go with it."""
+
+    release = ", claimed_by = NULL, claim_until = NULL"
+    landing = " AND sink = 'workers' AND state = 'pending'"
+
+    def __init__(self, claims: Claims, tree: str):
+        self.db = claims.db
+        self.tree = tree
+        holder = "'" + claims.holder.replace("'", "''") + "'"  # (a literal: no placeholder)
+        self.results = self.unclaimed = f" AND state = 'pending' AND claimed_by = {holder}"
 
 
 # -- how long a claim lasts ---------------------------------------------------------

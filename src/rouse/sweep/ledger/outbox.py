@@ -55,6 +55,15 @@ class OutboxRows(Rows):
     unclaimed: str = ""
     #: added to a take: a lapsed claim is cleared
     unclaim: str = ""
+    #: added to a result (failed, delivered, given up): the writer's own claim is cleared
+    #: (a delivery worker's; a sweeper holds none)
+    release: str = ""
+    #: added to a failed attempt: the rows whose results this handle writes (a delivery
+    #: worker's: those it still holds the claim on; a sweeper's: any)
+    results: str = ""
+    #: added to a delivery: the rows it lands on (a worker's: still queued, whoever holds
+    #: the claim now, for the wake did land; a sweeper's: any)
+    landing: str = ""
 
     def _set(self, sql: str, message_id: str, *parameters: object) -> bool:
         """``UPDATE outbox SET`` ``sql`` (then ``WHERE …``, or all of it) of one message."""
@@ -94,18 +103,20 @@ class OutboxRows(Rows):
 
     def failed(
         self, message_id: str, now: datetime, error: str, *, when: datetime | None = None
-    ) -> None:
+    ) -> bool:
         """Record a failed attempt (made at ``when``, default now) and the next try's time."""
         row = self.run(
             "SELECT attempts, last_attempt FROM outbox WHERE tree = ? AND id = ?",
             self.tree,
             message_id,
         ).fetchone()
+        if row is None:
+            return False  # (its row is gone)
         failed_at = when or now
         last = as_time(row["last_attempt"]) or failed_at
-        self._set(
+        return self._set(
             "in_flight = 0, first_failure = COALESCE(first_failure, ?), next_attempt = ?, "
-            "error = ?",
+            f"error = ?{self.release} WHERE TRUE{self.results}",
             message_id,
             as_text(failed_at),
             as_text(next_try(last, row["attempts"])),
@@ -114,11 +125,12 @@ class OutboxRows(Rows):
 
     def delivered(
         self, message_id: str, now: datetime, receipt: str | None, *, stamped: bool = True
-    ) -> None:
+    ) -> bool:
         """It landed; ``stamped`` (a wake's) says whether its record's stamp is written yet."""
-        self._set(
+        return self._set(
             "state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, error = NULL, stamped = ?",
+            f"next_attempt = NULL, error = NULL, stamped = ?{self.release} WHERE TRUE"
+            f"{self.landing}",
             message_id,
             as_text(now),
             receipt,
@@ -155,7 +167,7 @@ class OutboxRows(Rows):
         holds a live claim on it."""
         return self._set(
             "state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            f"next_attempt = NULL, stamped = ? WHERE {OWED}{self.unclaimed}",
+            f"next_attempt = NULL, stamped = ?{self.release} WHERE {OWED}{self.unclaimed}",
             message_id,
             as_text(now),
             receipt,

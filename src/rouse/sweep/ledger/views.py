@@ -67,10 +67,10 @@ def migrated(root: Path) -> None:
     first after an upgrade: ``rouse log`` may come before the sweeper)."""
     with ledger_reader(root) as db:
         try:
-            old = db is not None and db.execute("PRAGMA user_version").fetchone()[0] < VERSION
+            made = db.execute("PRAGMA user_version").fetchone()[0] if db is not None else 0
         except sqlite3.Error:
             return  # (said by the read that follows)
-    if old:
+    if 0 < made < VERSION:  # (0: not a ledger rouse made, said by the read that follows)
         with contextlib.suppress(StateError):  # (said by the read that follows)
             Ledger(root).close()
 
