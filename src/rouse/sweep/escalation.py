@@ -5,7 +5,7 @@ the first unanswered wake) with ``--escalate webhook URL`` /
 ``--escalate exec -- CMD``: when a wake lands at or past a threshold, a
 message addressed to the owner also goes to that second sink, once per
 escalation level (level k at k×N nudges, or k×D), until the record moves.
-The ledger's ``escalations`` table records each one; the pack says so.
+The ledger's outbox records each one (kind ``escalation``); the pack says so.
 
 :class:`Threshold` and :func:`message` say when one is due and what it says;
 :class:`Escalator`, the Sweeper's collaborator, tells the owner after a wake

@@ -1,7 +1,7 @@
 """``rouse tell REF MESSAGE``: an agent, in any session or run, reaches the owner.
 
 The message is written to the tree's own ledger (``.rouse/ledger.sqlite3``,
-the ``tells`` table) at once, whether or not a sweeper runs, and the record's
+a ``tell`` row of its outbox) at once, whether or not a sweeper runs, and the record's
 log notes it. The tree's (leading) sweeper delivers it at its next tick
 through the record's ``channel:`` or its default (:mod:`rouse.sweep.channels`).
 This module owns the verb: checking the message, writing it, and saying where

@@ -80,11 +80,7 @@ def _runs_by_wake(db: sqlite3.Connection) -> dict[str, str]:
     import json
 
     found: dict[str, str] = {}
-    try:
-        rows = db.execute("SELECT id, wakes, state, answered, woken FROM runs").fetchall()
-    except sqlite3.Error:  # an older ledger: no runs table yet
-        return found
-    for row in rows:
+    for row in db.execute("SELECT id, wakes, state, answered, woken FROM runs"):
         try:
             wakes = json.loads(row["wakes"] or "[]")
         except ValueError:
