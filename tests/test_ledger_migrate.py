@@ -311,3 +311,27 @@ def test_rouse_log_reads_a_ledger_an_older_rouse_made_before_any_sweeper_opens_i
     assert [row["id"] for row in ledger.views.recent_tells(tmp_path)] == [
         tell_id for tell_id, _ in reversed(TELLS)
     ]
+
+
+def test_a_reader_of_a_fleet_database_not_migrated_yet_reads_no_wakes(
+    pg_server: PgServer,
+) -> None:
+    """``status`` and ``log`` never migrate a fleet's database: one an older rouse made,
+    before any sweeper of this rouse opened it, reads as one with no ledger yet (never
+    an error about a missing table)."""
+    import psycopg
+
+    from rouse.fleet.pg_ledger import PgLedger
+
+    old = pg_server.new_database()
+    with psycopg.connect(old, autocommit=True) as db:
+        for statement in PG_LEDGER_5.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("CREATE TABLE rouse_schema (version INTEGER NOT NULL)")
+        db.execute("INSERT INTO rouse_schema VALUES (5)")
+        _fill(lambda sql, values: db.execute(sql.replace("?", "%s"), values), 8, "t" * 32)
+    with PgLedger(old, "t" * 32, schema="read") as book:
+        assert book.recent() == [] and book.counts()["given_up"] == 0
+    with PgLedger(old, "t" * 32) as book:  # (a sweeper's: migrated, every row kept)
+        _check_owed(book, 8, tells=False)

@@ -15,7 +15,8 @@ How it meets the schema (``schema``): ``"now"`` migrates as it opens;
 ``"lazy"`` (a sweeper's) at its first statement, so a sweeper started while the
 database is down opens all the same and its first tick meets the outage;
 ``"read"`` (``status``, ``log``) never migrates — a database with no ledger
-yet reads as one with no wakes, and a newer schema is refused.
+yet (or one an older rouse made, not migrated yet) reads as one with no wakes,
+and a newer schema is refused.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from rouse.fleet.pg import PgDatabase
-from rouse.fleet.pg_schema import migrate, refuse_newer
+from rouse.fleet.pg_schema import OUTBOX_SCHEMA, migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.db import Cursor
 
-#: The migration that made the ledger's tables (``outbox``, ``leaders``…).
-LEDGER_SCHEMA = 1
+#: The migration that made the ledger's tables as this rouse reads them (the ``outbox``):
+#: a reader of a database an older rouse made and no sweeper migrated yet reads no wakes.
+LEDGER_SCHEMA = OUTBOX_SCHEMA
 #: Who may take a message (the one rule of every take: a sweeper's, a worker's claim):
 #: no delivery worker holds a live claim on it.
 FREE = "(claim_until IS NULL OR claim_until < now())"

@@ -176,6 +176,8 @@ MIGRATIONS: tuple[str | Callable[[Any], None], ...] = (
     outbox,  # 6: one outbox for every message (wakes, digests, escalations moved there)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the step that made the one outbox (what a reader of the ledger needs)
+OUTBOX_SCHEMA = MIGRATIONS.index(outbox) + 1
 
 
 def version(db: Any) -> int:
