@@ -65,7 +65,7 @@ def queue_bench_tree(where: Path, dsn: str) -> tuple[list[str], float]:
     import psycopg
 
     with psycopg.connect(dsn) as conn:
-        found = conn.execute("SELECT id FROM wakes WHERE sink = 'workers'").fetchall()
+        found = conn.execute("SELECT id FROM outbox WHERE sink = 'workers'").fetchall()
     return [row[0] for row in found], seconds
 
 

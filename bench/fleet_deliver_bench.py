@@ -113,9 +113,9 @@ def queue(dsn: str, count: int) -> list[str]:
         )
     with psycopg.connect(dsn, autocommit=True) as conn, conn.cursor() as cursor:
         cursor.executemany(
-            "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, "
+            "INSERT INTO outbox (kind, tree, id, record, path, file, reason, nudge, made_at, "
             "last_moved, wake, sink, state, attempts, in_flight) "
-            "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,'workers','pending',0,0)",
+            "VALUES ('wake',%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,'workers','pending',0,0)",
             rows,
         )
     return [row[1] for row in rows]

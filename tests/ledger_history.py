@@ -2,9 +2,11 @@
 
 ``SQLITE_STEPS`` are the SQLite ledger's numbered migrations as rouse 0.x wrote
 them, one script per ``PRAGMA user_version``: a ledger at version ``n`` is the
-first ``n`` of them. ``PG_LEDGER_1`` is the fleet's PostgreSQL migration 1 as it
-was written by hand before both were made from one column spec. Kept here as
-data (never imported by rouse itself).
+first ``n`` of them (8: the last with a table per kind of message, before the one
+outbox). ``PG_LEDGER_1`` is the fleet's PostgreSQL migration 1 as it was written
+by hand before both were made from one column spec; ``PG_LEDGER_5`` the fleet's
+ledger tables as the last rouse with a table per kind of message made them
+(schema 5). Kept here as data (never imported by rouse itself).
 """
 
 from __future__ import annotations
@@ -135,6 +137,11 @@ SQLITE_STEPS: tuple[str, ...] = (
     CREATE INDEX tells_state ON tells (state, made_at);
     CREATE INDEX tells_receipt ON tells (receipt);
     """,
+    # 8: an escalation that fails is tried again by the one retry rule
+    """
+    ALTER TABLE escalations ADD COLUMN first_failure TEXT;
+    ALTER TABLE escalations ADD COLUMN next_attempt TEXT;
+    """,
 )
 
 
@@ -234,6 +241,108 @@ CREATE TABLE leaders (
     since TIMESTAMPTZ NOT NULL,
     expires TIMESTAMPTZ NOT NULL
 );
+"""
+
+
+#: the fleet's ledger tables at schema 5 (migrations 1-5 as the last rouse with a table
+#: per kind of message made them; its mirror and workers tables are not the ledger's)
+PG_LEDGER_5 = """
+CREATE TABLE trees (
+    tree TEXT PRIMARY KEY,
+    root TEXT NOT NULL DEFAULT '',
+    host TEXT NOT NULL DEFAULT '',
+    first_seen TIMESTAMPTZ NOT NULL DEFAULT now(),
+    last_tick TIMESTAMPTZ,
+    last_tick_by TEXT
+);
+CREATE TABLE wakes (
+    tree TEXT NOT NULL DEFAULT '',
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    path TEXT NOT NULL,
+    file TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    nudge INTEGER NOT NULL,
+    made_at TEXT NOT NULL,
+    last_moved TEXT,
+    wake TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT,
+    in_flight INTEGER NOT NULL DEFAULT 0,
+    first_failure TEXT,
+    next_attempt TEXT,
+    stamped INTEGER NOT NULL DEFAULT 0,
+    digest TEXT,
+    claimed_by TEXT,
+    claim_until TIMESTAMPTZ
+);
+CREATE TABLE digests (
+    tree TEXT NOT NULL DEFAULT '',
+    id TEXT PRIMARY KEY,
+    made_at TEXT NOT NULL,
+    wakes TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT
+);
+CREATE TABLE escalations (
+    tree TEXT NOT NULL DEFAULT '',
+    id TEXT PRIMARY KEY,
+    record TEXT NOT NULL,
+    path TEXT NOT NULL,
+    last_moved TEXT NOT NULL,
+    level INTEGER NOT NULL,
+    wake_id TEXT NOT NULL,
+    made_at TEXT NOT NULL,
+    message TEXT NOT NULL,
+    sink TEXT NOT NULL,
+    state TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_attempt TEXT,
+    finished TEXT,
+    receipt TEXT,
+    error TEXT,
+    first_failure TEXT,
+    next_attempt TEXT,
+    UNIQUE (tree, path, last_moved, level)
+);
+CREATE TABLE runs (
+    tree TEXT NOT NULL DEFAULT '',
+    id TEXT PRIMARY KEY,
+    digest TEXT NOT NULL,
+    wakes TEXT NOT NULL,
+    command TEXT NOT NULL,
+    started TEXT NOT NULL,
+    state TEXT NOT NULL,
+    exit INTEGER,
+    seconds DOUBLE PRECISION,
+    answered INTEGER,
+    woken INTEGER
+);
+CREATE INDEX wakes_state ON wakes (tree, state, stamped);
+CREATE INDEX wakes_made ON wakes (tree, made_at);
+CREATE INDEX wakes_receipt ON wakes (receipt);
+CREATE INDEX wakes_streak ON wakes (tree, path, last_moved);
+CREATE INDEX runs_started ON runs (tree, started);
+CREATE INDEX wakes_owed ON wakes (state, claim_until) WHERE state = 'pending';
+CREATE TABLE leaders (
+    tree TEXT PRIMARY KEY,
+    holder TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    token BIGINT NOT NULL,
+    since TIMESTAMPTZ NOT NULL,
+    expires TIMESTAMPTZ NOT NULL
+)
 """
 
 

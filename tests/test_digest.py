@@ -71,7 +71,9 @@ def fields(root: Path, slug: str) -> dict[str, str]:
 
 def digests(root: Path) -> list[tuple[str, list[str], str]]:
     with sqlite3.connect(root / ".rouse/ledger.sqlite3") as db:
-        rows = db.execute("SELECT id, wakes, state FROM digests ORDER BY made_at, id").fetchall()
+        rows = db.execute(
+            "SELECT id, wakes, state FROM outbox WHERE kind = 'digest' ORDER BY made_at, id"
+        ).fetchall()
     return [(row[0], json.loads(row[1]), row[2]) for row in rows]
 
 

@@ -233,7 +233,7 @@ def test_the_sweeper_wakes_once_per_change_of_a_notes_probe(
     sweep(root, tmp_path, 4)  # the same reading: the ledger already has this wake
     assert len(drift_wakes(root)) == 1
     with sqlite3.connect(root / ".rouse" / "ledger.sqlite3") as db:
-        rows = db.execute("SELECT reason, state FROM wakes").fetchall()
+        rows = db.execute("SELECT reason, state FROM outbox WHERE kind = 'wake'").fetchall()
     assert rows == [("drifted", "delivered")]
     assert woken(root, tmp_path, 4) == [(REL, "drifted")]  # the pack shows it like any wake
     env = {k: v for k, v in os.environ.items() if not k.startswith("ROUSE_")}
@@ -300,7 +300,9 @@ def test_a_drift_wake_goes_into_the_ticks_digest(make_tree: MakeTree, tmp_path: 
     expire_readings(root)
     sweep(root, tmp_path, 2, *digest)
     with sqlite3.connect(root / ".rouse" / "ledger.sqlite3") as db:
-        rows = db.execute("SELECT reason, state, digest IS NOT NULL FROM wakes").fetchall()
+        rows = db.execute(
+            "SELECT reason, state, digest IS NOT NULL FROM outbox WHERE kind = 'wake'"
+        ).fetchall()
     assert rows == [("drifted", "delivered", 1)]
     assert "written when staging-version read 1.29; it reads 1.31 now" in got.read_text()
 

@@ -76,9 +76,9 @@ def queue(dsn: str, tree: str, count: int) -> list[str]:
         for n in range(count):
             wake = make_wake(tree, n)
             db.execute(
-                "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, "
+                "INSERT INTO outbox (kind, tree, id, record, path, file, reason, nudge, made_at, "
                 "last_moved, wake, sink, state, attempts, in_flight, last_attempt) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,'workers','pending',0,0,NULL)",
+                "VALUES ('wake',?,?,?,?,?,?,?,?,?,?,'workers','pending',0,0,NULL)",
                 (
                     tree,
                     wake.id,
@@ -98,7 +98,7 @@ def queue(dsn: str, tree: str, count: int) -> list[str]:
     return ids
 
 
-def rows(dsn: str, sql: str = "SELECT * FROM wakes ORDER BY id", *params: object) -> list[Any]:
+def rows(dsn: str, sql: str = "SELECT * FROM outbox ORDER BY id", *params: object) -> list[Any]:
     import psycopg
     from psycopg.rows import dict_row
 
@@ -362,7 +362,7 @@ def test_a_killed_workers_claims_expire_and_only_the_wake_in_flight_counts_an_at
     )
     try:
         wait_for(lambda: lines(started), alive=first)
-        claimed = rows(pg_dsn, "SELECT id, claimed_by FROM wakes WHERE claimed_by IS NOT NULL")
+        claimed = rows(pg_dsn, "SELECT id, claimed_by FROM outbox WHERE claimed_by IS NOT NULL")
         assert sorted(row["id"] for row in claimed) == ids  # it holds all three
         first.send_signal(signal.SIGKILL)
         first.wait()
@@ -378,7 +378,7 @@ def test_a_killed_workers_claims_expire_and_only_the_wake_in_flight_counts_an_at
         assert left[wake_id]["in_flight"] == left[wake_id]["attempts"] == int(sending)
         assert (left[wake_id]["last_attempt"] is None) != sending
     # its claims run out (their lease, on the database's clock; not waited for here)
-    execute(pg_dsn, "UPDATE wakes SET claim_until = now() - interval '1 second'")
+    execute(pg_dsn, "UPDATE outbox SET claim_until = now() - interval '1 second'")
     second = deliver(
         "--ledger",
         pg_dsn,
@@ -448,7 +448,7 @@ def test_failures_back_off_on_the_ledgers_schedule_and_give_up_after_24h(
         assert row["next_attempt"] == _t(MADE + timedelta(minutes=1) + backoff(2))
 
         # its next try is an hour out at most, but 24h after the first failure it is given up
-        execute(pg_dsn, "UPDATE wakes SET next_attempt = '2026-03-15 13:00:00'")
+        execute(pg_dsn, "UPDATE outbox SET next_attempt = '2026-03-15 13:00:00'")
         late = run(MADE + timedelta(hours=24))
         assert late.returncode == 1 and "gave up on reminder/call-0" in late.stderr
         assert len(failing.posts) == 2  # given up, not sent again
@@ -621,7 +621,7 @@ class Suspending:
         if self.other is None:
             execute(
                 self.dsn,
-                "UPDATE wakes SET claim_until = now() - interval '1 second' WHERE id <> %s",
+                "UPDATE outbox SET claim_until = now() - interval '1 second' WHERE id <> %s",
                 wake.id,
             )
             self.other = deliver(
@@ -694,7 +694,7 @@ def test_quiet_hours_claim_nothing_inside_the_window_and_leave_held_rows_alone(
     pg_dsn: str, receiver: Receiver
 ) -> None:
     ids = queue(pg_dsn, new_tree(), 3)
-    execute(pg_dsn, "UPDATE wakes SET state = 'held' WHERE id = %s", ids[0])
+    execute(pg_dsn, "UPDATE outbox SET state = 'held' WHERE id = %s", ids[0])
 
     def run(at: str, *more: str) -> subprocess.CompletedProcess[str]:
         return deliver(

@@ -242,7 +242,7 @@ def test_the_database_lost_mid_tick_loses_no_wake_and_doubles_none(
         wait_for(lambda: any("reconnected" in line for line in lines), what="the reconnection")
         wait_for(lambda: len(sent(ids)) >= len(RECORDS), what="every wake")
         wait_for(
-            lambda: rows(dsn, "SELECT COUNT(*) AS n FROM wakes WHERE stamped = 1")[0]["n"] == 3,
+            lambda: rows(dsn, "SELECT COUNT(*) AS n FROM outbox WHERE stamped = 1")[0]["n"] == 3,
             what="every stamp",
         )
     finally:
@@ -254,7 +254,7 @@ def test_the_database_lost_mid_tick_loses_no_wake_and_doubles_none(
     said = [line for line in lines if "ledger" in line]
     print(f"\n{len(RECORDS)} due, {len(delivered)} delivered, {len(set(delivered))} ids: {said}")
     assert len(delivered) == len(set(delivered)) == len(RECORDS)
-    states = rows(dsn, "SELECT id, state, receipt FROM wakes ORDER BY id")
+    states = rows(dsn, "SELECT id, state, receipt FROM outbox ORDER BY id")
     assert {row["state"] for row in states} == {"delivered"}
     (second,) = [row for row in states if row["id"] == delivered[1]]
     assert second["receipt"] == "exit 0"  # kept in memory, written when the database came back

@@ -64,7 +64,7 @@ def worker_delivers(dsn: str, path: str, when: datetime) -> None:
     """What ``rouse deliver`` writes when its sink said yes (claim cleared)."""
     rows(
         dsn,
-        "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = %s, stamped = 0, "
+        "UPDATE outbox SET state = 'delivered', in_flight = 0, finished = %s, stamped = 0, "
         "receipt = 'exit 0 (worker w1)', next_attempt = NULL, error = NULL, "
         "claimed_by = NULL, claim_until = NULL WHERE path = %s AND state = 'pending'",
         when.strftime("%Y-%m-%d %H:%M:%S"),
@@ -85,7 +85,7 @@ def before(member: Member, name: str, then: Callable[[], None]) -> None:
 
 
 def state_of(dsn: str, path: str) -> dict[str, object]:
-    (row,) = rows(dsn, "SELECT state, sink, receipt, stamped FROM wakes WHERE path = %s", path)
+    (row,) = rows(dsn, "SELECT state, sink, receipt, stamped FROM outbox WHERE path = %s", path)
     return row
 
 
@@ -126,7 +126,7 @@ def test_a_delivery_landing_before_the_give_up_writes_no_nudge_file(
     later = NOW + timedelta(days=1, minutes=1)
     rows(  # failing since 24h and more: the sweeper plans to give it up
         pg_dsn,
-        "UPDATE wakes SET attempts = 9, first_failure = %s, next_attempt = %s, error = 'HTTP 503'",
+        "UPDATE outbox SET attempts = 9, first_failure = %s, next_attempt = %s, error = 'HTTP 503'",
         stamp(NOW) + ":30",
         stamp(later) + ":00",
     )
@@ -219,7 +219,7 @@ def test_a_sending_leader_sends_what_a_plan_only_leader_queued(
     planner.close()  # the plan-only sweeper goes (its lease with it); no worker runs
     rows(  # but one worker holds a live claim on one wake: that one stays its own
         pg_dsn,
-        "UPDATE wakes SET claimed_by = 'w1', claim_until = now() + interval '1 minute', "
+        "UPDATE outbox SET claimed_by = 'w1', claim_until = now() + interval '1 minute', "
         "in_flight = 1, attempts = 1, last_attempt = %s WHERE path = %s",
         stamp(NOW) + ":10",
         SHIP,
@@ -231,10 +231,12 @@ def test_a_sending_leader_sends_what_a_plan_only_leader_queued(
     assert len(sent(ids)) == 2 == len(set(sent(ids)))
     claimed = state_of(pg_dsn, SHIP)
     assert (claimed["state"], claimed["sink"]) == ("pending", "workers")
-    rows(pg_dsn, "UPDATE wakes SET claim_until = now() - interval '1 second' WHERE path = %s", SHIP)
+    rows(
+        pg_dsn, "UPDATE outbox SET claim_until = now() - interval '1 second' WHERE path = %s", SHIP
+    )
     report = sender.tick(NOW + timedelta(minutes=2))  # the claim lapsed: sent here now
     assert len(report.delivered) == 1 and len(set(sent(ids))) == 3  # type: ignore[attr-defined]
-    (row,) = rows(pg_dsn, "SELECT * FROM wakes WHERE path = %s", SHIP)
+    (row,) = rows(pg_dsn, "SELECT * FROM outbox WHERE path = %s", SHIP)
     assert (row["state"], row["sink"], row["claimed_by"]) == ("delivered", "exec", None)
     assert row["attempts"] == 2 and row["first_failure"] == stamp(NOW) + ":10"  # its silent try
     for rel in RECORDS:
@@ -263,7 +265,7 @@ def given_up_by_a_worker(root: Path, dsn: str, tmp_path: Path, made: list[Member
     planner.tick(NOW)
     rows(
         dsn,
-        "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
+        "UPDATE outbox SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
         "receipt = 'given up after 24h by worker w1' WHERE path = %s",
         "2026-03-15 12:00:00",
         SHIP,
@@ -348,7 +350,7 @@ def test_a_workers_give_up_written_just_before_the_database_went_away_is_vouched
         sweeper.tick(NOW)
         rows(
             dsn,
-            "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, "
+            "UPDATE outbox SET state = 'given_up', stamped = 0, finished = %s, "
             "error = 'HTTP 503', receipt = 'given up by worker w1'",
             "2026-03-15 12:00:00",
         )

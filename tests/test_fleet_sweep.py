@@ -168,7 +168,7 @@ def test_two_sweepers_over_two_clones_deliver_each_wake_once_and_stamp_both(
     assert any("stands by" in line for line in two.logs)
     assert not [line for line in one.logs + two.logs if "could not" in line or "error" in line]
     assert sum("stamped" in line and "delivered per the ledger" in line for line in two.logs) == 3
-    state = rows(pg_dsn, "SELECT state, stamped, COUNT(*) AS n FROM wakes GROUP BY 1, 2")
+    state = rows(pg_dsn, "SELECT state, stamped, COUNT(*) AS n FROM outbox GROUP BY 1, 2")
     assert state == [{"state": "delivered", "stamped": 1, "n": 3}]
     (tree,) = rows(pg_dsn, "SELECT root, host, last_tick, last_tick_by FROM trees")
     assert tree["root"] in (str(a), str(b)) and tree["last_tick"] is not None
@@ -204,7 +204,7 @@ def test_a_leader_that_lost_its_lease_stops_before_the_next_send(
     # the leader stalls past its lease, and the other clone's sweeper takes over
     rows(pg_dsn, "UPDATE leaders SET expires = now() - interval '1 second'")
     assert one.tick(NOW).leading is True  # type: ignore[attr-defined]
-    rows(pg_dsn, "UPDATE wakes SET state = 'withdrawn'")  # owed again, to whoever leads
+    rows(pg_dsn, "UPDATE outbox SET state = 'withdrawn'")  # owed again, to whoever leads
     report = two.tick(NOW)  # its lease was taken: it stands by, sends nothing
     assert report.leading is False and report.delivered == []  # type: ignore[attr-defined]
     assert len(sent(ids)) == 3
@@ -217,7 +217,7 @@ def queue(dsn: str) -> list[dict[str, object]]:
     return rows(
         dsn,
         "SELECT id, path, sink, state, attempts, in_flight, last_attempt, next_attempt, "
-        "claimed_by, claim_until, stamped FROM wakes ORDER BY path",
+        "claimed_by, claim_until, stamped FROM outbox ORDER BY path",
     )
 
 
@@ -253,7 +253,7 @@ def test_plan_only_stamps_what_a_worker_delivered(
     # a worker claimed the ship wake, sent it, and said so (as rouse deliver does)
     rows(
         pg_dsn,
-        "UPDATE wakes SET state = 'delivered', stamped = 0, attempts = 1, finished = %s, "
+        "UPDATE outbox SET state = 'delivered', stamped = 0, attempts = 1, finished = %s, "
         "receipt = 'exit 0 (worker w1)', claimed_by = NULL, claim_until = NULL "
         "WHERE path = %s",
         "2026-03-14 12:00:30",
@@ -263,7 +263,7 @@ def test_plan_only_stamps_what_a_worker_delivered(
     assert report.stamped == 1 and report.delivered == []  # type: ignore[attr-defined]
     header = fields(a, f"{ship}/intention.md")
     assert header["nudges"] == "1" and header["swept"] == "2026-03-14 12:00"  # as it landed
-    (row,) = rows(pg_dsn, "SELECT stamped FROM wakes WHERE path = %s", ship)
+    (row,) = rows(pg_dsn, "SELECT stamped FROM outbox WHERE path = %s", ship)
     assert row["stamped"] == 1
     standby.tick(NOW + timedelta(minutes=3))  # the other clone stamps the same bytes
     assert (b / f"{ship}/intention.md").read_bytes() == (a / f"{ship}/intention.md").read_bytes()
@@ -279,7 +279,7 @@ def test_plan_only_writes_a_workers_give_up_as_one_nudge_file(
     docs = f"{INTENTIONS}/docs"
     rows(
         pg_dsn,
-        "UPDATE wakes SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
+        "UPDATE outbox SET state = 'given_up', stamped = 0, finished = %s, error = 'HTTP 503', "
         "receipt = 'given up after 24h by worker w1' WHERE path = %s",
         "2026-03-15 12:00:00",
         docs,
@@ -292,7 +292,7 @@ def test_plan_only_writes_a_workers_give_up_as_one_nudge_file(
     assert "Write the docs." in text and "delivery workers could not deliver" in text
     assert "HTTP 503" in text
     assert fields(a, f"{docs}/intention.md")["nudges"] == "1"
-    (row,) = rows(pg_dsn, "SELECT state, stamped, receipt FROM wakes WHERE path = %s", docs)
+    (row,) = rows(pg_dsn, "SELECT state, stamped, receipt FROM outbox WHERE path = %s", docs)
     assert row["state"] == "given_up" and row["stamped"] == 1
     assert str(row["receipt"]).startswith(".rouse/nudges/")
     planner.tick(later + timedelta(minutes=1))
@@ -309,7 +309,7 @@ def test_plan_only_leaves_a_live_claim_alone_and_withdraws_once_it_lapses(
     ship = f"{INTENTIONS}/ship"
     rows(
         pg_dsn,
-        "UPDATE wakes SET claimed_by = 'w1', claim_until = now() + interval '1 minute', "
+        "UPDATE outbox SET claimed_by = 'w1', claim_until = now() + interval '1 minute', "
         "in_flight = 1, attempts = 1 WHERE path = %s",
         ship,
     )
@@ -329,13 +329,15 @@ def test_plan_only_leaves_a_live_claim_alone_and_withdraws_once_it_lapses(
     )
     report = planner.tick(NOW + timedelta(minutes=2))
     assert report.withdrawn == []  # type: ignore[attr-defined]
-    (row,) = rows(pg_dsn, "SELECT state FROM wakes WHERE path = %s", ship)
+    (row,) = rows(pg_dsn, "SELECT state FROM outbox WHERE path = %s", ship)
     assert row["state"] == "pending"  # the worker is sending it: not pulled from under it
     assert any("a delivery worker is sending it" in line for line in planner.logs)
-    rows(pg_dsn, "UPDATE wakes SET claim_until = now() - interval '1 second' WHERE path = %s", ship)
+    rows(
+        pg_dsn, "UPDATE outbox SET claim_until = now() - interval '1 second' WHERE path = %s", ship
+    )
     report = planner.tick(NOW + timedelta(minutes=3))
     assert len(report.withdrawn) == 1  # type: ignore[attr-defined]
-    (row,) = rows(pg_dsn, "SELECT state FROM wakes WHERE path = %s", ship)
+    (row,) = rows(pg_dsn, "SELECT state FROM outbox WHERE path = %s", ship)
     assert row["state"] == "withdrawn"
 
 
@@ -430,7 +432,7 @@ def test_a_tree_without_an_id_gets_one_and_is_told_once_to_commit_it(
     assert len(nudges) == 3  # sent once, by the first
     # the fleet's ledger; the tree's own file only vouches for its nudge files (for the pack)
     local = sqlite3.connect(root / ".rouse/ledger.sqlite3")
-    found = local.execute("SELECT state, stamped, receipt FROM wakes ORDER BY receipt").fetchall()
+    found = local.execute("SELECT state, stamped, receipt FROM outbox ORDER BY receipt").fetchall()
     local.close()
     assert found == [("delivered", 1, nudge) for nudge in nudges]
 

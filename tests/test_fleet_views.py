@@ -206,8 +206,8 @@ def test_fleet_status_one_line_per_tree_with_leader_wakes_and_mirror(
     )
     for n, state in enumerate(("pending", "pending", "held", "delivered", "given_up")):
         db.execute(
-            "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, wake, sink, "
-            "state) VALUES (?, ?, 'x', 'p', 'f', 'stale', 1, '2026-03-14 12:00:00', 'w', 'file', ?)",
+            "INSERT INTO outbox (kind, tree, id, record, path, file, reason, nudge, made_at, wake, sink, "
+            "state) VALUES ('wake', ?, ?, 'x', 'p', 'f', 'stale', 1, '2026-03-14 12:00:00', 'w', 'file', ?)",
             (b, f"w{n}", state),
         )
     db.close()

@@ -69,7 +69,7 @@ def test_a_forged_digest_id_never_names_a_path(make_tree: MakeTree, tmp_path: Pa
     done = rouse(tree, "sweep", "--once", "--now", stamp(NOW), "--run", "exec", "--", str(failing))
     assert done.returncode == 1  # the run failed: its wakes are owed, with their digest
     with ledger(tree) as db:
-        db.execute("UPDATE wakes SET digest = '../../../escaped'")
+        db.execute("UPDATE outbox SET digest = '../../../escaped' WHERE kind = 'wake'")
     ok = agent(tmp_path, "answers")
     later = stamp(NOW + timedelta(minutes=5))
     done = rouse(tree, "sweep", "--once", "--now", later, "--run", "exec", "--", str(ok))
@@ -87,14 +87,16 @@ def test_one_damaged_row_never_stops_a_tick_nor_the_log(
     sink = ("--sink", "exec", "--sink-cmd", str(failing))
     assert rouse(tree, "sweep", "--once", "--now", stamp(NOW), *sink).returncode == 1
     with ledger(tree) as db:
-        (first,) = db.execute("SELECT id FROM wakes ORDER BY id LIMIT 1").fetchone()
-        db.execute("UPDATE wakes SET wake = 'not json at all' WHERE id = ?", (first,))
+        (first,) = db.execute(
+            "SELECT id FROM outbox WHERE kind = 'wake' ORDER BY id LIMIT 1"
+        ).fetchone()
+        db.execute("UPDATE outbox SET wake = 'not json at all' WHERE id = ?", (first,))
     ok = agent(tmp_path, "delivers")
     later = stamp(NOW + timedelta(minutes=5))
     done = rouse(tree, "sweep", "--once", "--now", later, "--sink", "exec", "--sink-cmd", str(ok))
     assert "skipped the damaged ledger row" in done.stderr and "Traceback" not in done.stderr
     with ledger(tree) as db:
-        states = dict(db.execute("SELECT id, state FROM wakes").fetchall())
+        states = dict(db.execute("SELECT id, state FROM outbox WHERE kind = 'wake'").fetchall())
     assert [state for wake, state in states.items() if wake != first] == ["delivered"]
     log = rouse(tree, "log")
     assert log.returncode in (0, 1) and "internal error" not in log.stderr, log.stderr

@@ -134,7 +134,7 @@ def test_a_row_nested_1000_deep_is_skipped_said_and_its_wake_made_again(
     )
     assert failed.returncode == 1, failed.stderr  # the wake is owed (pending) in the ledger
     with ledger(tree) as db:
-        db.execute("UPDATE wakes SET wake = ?", (NESTED,))
+        db.execute("UPDATE outbox SET wake = ? WHERE kind = 'wake'", (NESTED,))
     for args in (("log",), ("log", "--json")):
         shown = rouse(tree, *args)
         answered(shown)
@@ -164,7 +164,7 @@ def test_one_trees_damaged_row_never_stops_deliver_for_the_others(
     bad, good = new_tree(), new_tree()
     bad_ids = queue(pg_dsn, bad, 2)
     good_ids = queue(pg_dsn, good, 2)
-    execute(pg_dsn, "UPDATE wakes SET wake = %s WHERE id = %s", NESTED, min(bad_ids + good_ids))
+    execute(pg_dsn, "UPDATE outbox SET wake = %s WHERE id = %s", NESTED, min(bad_ids + good_ids))
     out = tmp_path / "out"
     out.mkdir()
     for _ in range(2):  # a second run finds nothing owed: the damaged row was set aside
@@ -248,7 +248,7 @@ def test_workers_started_at_once_on_a_tree_with_no_ledger_all_work(
             assert process.returncode == 0, err
         with ledger(tree) as db:
             (version,) = db.execute("PRAGMA user_version").fetchone()
-            assert version > 0 and db.execute("SELECT COUNT(*) FROM wakes").fetchone() == (0,)
+            assert version > 0 and db.execute("SELECT COUNT(*) FROM outbox").fetchone() == (0,)
 
 
 # -- item 7: tells never delay a wake or a shutdown ------------------------------------

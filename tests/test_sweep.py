@@ -513,7 +513,7 @@ def test_a_stamp_that_landed_before_a_crash_is_confirmed(stale: Path, logs: list
         sw.tick(NOW)
         (entry,) = ledger.recent(stale)
         sw.ledger.db.execute(  # as if killed between the stamp and the ledger's mark
-            "UPDATE wakes SET state = 'pending', in_flight = 1 WHERE id = ?", (entry.id,)
+            "UPDATE outbox SET state = 'pending', in_flight = 1 WHERE id = ?", (entry.id,)
         )
         report = sw.tick(NOW + timedelta(minutes=1))
     assert report.delivered == [entry.id] and len(sink.sent) == 1

@@ -59,7 +59,7 @@ def rows(dsn: str, sql: str, *params: object) -> list[dict[str, object]]:
 
 def outbox(root: Path) -> list[tuple[str, str, str]]:
     with sqlite3.connect(root / ".rouse/ledger.sqlite3") as db:
-        return list(db.execute("SELECT reason, sink, state FROM wakes ORDER BY made_at"))
+        return list(db.execute("SELECT reason, sink, state FROM outbox ORDER BY made_at"))
 
 
 def nudged(root: Path, text: str) -> list[Path]:
@@ -85,7 +85,7 @@ def test_a_checkpoint_is_delivered_by_a_sweeper_on_a_postgresql_ledger(
     time.sleep(1.1)  # the tick's nudge file is named to the second, after the checkpoint
     swept = rouse(root, "sweep", "--once", "--ledger", pg_dsn)
     assert swept.returncode == 0, swept.stderr
-    (row,) = rows(pg_dsn, "SELECT reason, state, receipt FROM wakes WHERE reason = 'checkpoint'")
+    (row,) = rows(pg_dsn, "SELECT reason, state, receipt FROM outbox WHERE reason = 'checkpoint'")
     assert row["state"] == "delivered" and str(row["receipt"]).startswith(".rouse/nudges/")
     (nudge,) = nudged(root, "emailed the vendor")
     assert str(row["receipt"]).split(" ", 1)[0] == str(nudge.relative_to(root))
@@ -93,7 +93,7 @@ def test_a_checkpoint_is_delivered_by_a_sweeper_on_a_postgresql_ledger(
     assert outbox(root) == [("checkpoint", "fleet", "delivered")]
     again = rouse(root, "sweep", "--once", "--ledger", pg_dsn)
     assert again.returncode == 0, again.stderr
-    assert len(rows(pg_dsn, "SELECT id FROM wakes WHERE reason = 'checkpoint'")) == 1
+    assert len(rows(pg_dsn, "SELECT id FROM outbox WHERE reason = 'checkpoint'")) == 1
     assert len(nudged(root, "emailed the vendor")) == 1  # delivered once
 
 
@@ -129,7 +129,7 @@ def test_a_standby_clone_carries_its_checkpoint_to_the_leader_which_delivers_it(
         while not nudged(a, "emailed the vendor"):
             assert time.monotonic() < deadline and leader.poll() is None, "never delivered"
             time.sleep(0.2)
-        (row,) = rows(pg_dsn, "SELECT state FROM wakes WHERE reason = 'checkpoint'")
+        (row,) = rows(pg_dsn, "SELECT state FROM outbox WHERE reason = 'checkpoint'")
         assert row["state"] == "delivered"
         assert not nudged(b, "emailed the vendor")  # the leader's clone has the nudge file
     finally:

@@ -33,22 +33,24 @@ from datetime import datetime
 
 from rouse.core.errors import UsageError
 from rouse.fleet.pg import PgDatabase
+from rouse.fleet.pg_ledger import FREE
 from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, gives_up, next_try
 from rouse.sweep.ledger.entry import UNREADABLE, DamagedRow, as_text, as_time, read_wake
+from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import Wake
 
 _CLAIM = """
 WITH owed AS (
-    SELECT id, in_flight, last_attempt, claimed_by FROM wakes
+    SELECT id, in_flight, last_attempt, claimed_by FROM outbox
     WHERE sink = 'workers' AND state = 'pending'
-      AND (claim_until IS NULL OR claim_until < now())
+      AND {free}
       AND (next_attempt IS NULL OR next_attempt <= ? OR first_failure <= ?)
       {trees}
     ORDER BY made_at, id
     LIMIT ?
     FOR UPDATE SKIP LOCKED
 )
-UPDATE wakes AS w SET
+UPDATE outbox AS w SET
     claimed_by = ?,
     claim_until = now() + make_interval(secs => ?),
     in_flight = 0,
@@ -66,7 +68,7 @@ RETURNING w.tree, w.id, w.wake, w.attempts, w.first_failure, w.error, w.last_att
 #: Right before a send: this wake in flight, its attempt counted, its claim renewed (and the
 #: claims of the rest of the batch with it, when they need it); only rows still this worker's.
 _START = """
-UPDATE wakes SET
+UPDATE outbox SET
     claim_until = now() + make_interval(secs => ?),
     in_flight = CASE WHEN id = ? THEN 1 ELSE in_flight END,
     attempts = CASE WHEN id = ? THEN attempts + 1 ELSE attempts END,
@@ -154,7 +156,7 @@ class Claims:
             trees = "AND tree = ANY(?)"
             parameters.append(self.trees)
         parameters += [limit, self.holder, lease, as_text(now)]
-        rows = self.db.execute(_CLAIM.format(trees=trees), parameters).fetchall()
+        rows = self.db.execute(_CLAIM.format(trees=trees, free=FREE), parameters).fetchall()
         claims = []
         self.damaged = []
         for row in rows:  # a damaged row is set aside: it never stops a round for any tree
@@ -211,7 +213,7 @@ class Claims:
         if not claims:
             return 0
         cursor = self.db.execute(
-            "UPDATE wakes AS w SET claimed_by = NULL, claim_until = NULL, in_flight = 0, "
+            "UPDATE outbox AS w SET claimed_by = NULL, claim_until = NULL, in_flight = 0, "
             "attempts = GREATEST(w.attempts - w.in_flight, 0), "
             "last_attempt = CASE WHEN w.in_flight = 1 THEN r.previous ELSE w.last_attempt END "
             "FROM unnest(?::text[], ?::text[]) AS r(id, previous) "
@@ -232,24 +234,15 @@ class Claims:
         Written whoever holds the claim now (the wake did land); a row no longer
         pending (withdrawn by its sweeper meanwhile) is left as it is.
         """
-        cursor = self.db.execute(
-            "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, error = NULL, stamped = 0, claimed_by = NULL, "
-            "claim_until = NULL WHERE id = ? AND sink = 'workers' AND state = 'pending'",
-            (as_text(now), f"{receipt} (worker {self.holder})", claim.id),
-        )
-        return None if cursor.rowcount == 1 else self.why_untouched(claim)
+        held = Held(self, claim.tree)
+        landed = held.delivered(claim.id, now, f"{receipt} (worker {self.holder})", stamped=False)
+        return None if landed else self.why_untouched(claim)
 
     def failed(self, claim: Claim, now: datetime, error: str) -> tuple[datetime, str | None]:
         """A failed attempt: the ledger's backoff from this attempt. (next try, why untouched)."""
         again = next_try(claim.attempt_at, claim.attempts)
-        cursor = self.db.execute(
-            "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
-            "next_attempt = ?, error = ?, claimed_by = NULL, claim_until = NULL "
-            "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (as_text(now), as_text(again), error, claim.id, self.holder),
-        )
-        return again, None if cursor.rowcount == 1 else self.why_untouched(claim)
+        written = Held(self, claim.tree).failed(claim.id, now, error)
+        return again, None if written else self.why_untouched(claim)
 
     def given_up(self, claim: Claim, now: datetime) -> str | None:
         """24 h of failures: given up, not sent (``stamped = 0``: its sweeper writes the nudge)."""
@@ -257,17 +250,12 @@ class Claims:
             f"given up by worker {self.holder} after 24h of failures "
             f"(last: {claim.error or 'no answer'}); its sweeper writes it as a nudge file"
         )
-        cursor = self.db.execute(
-            "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, stamped = 0, claimed_by = NULL, claim_until = NULL "
-            "WHERE id = ? AND state = 'pending' AND claimed_by = ?",
-            (as_text(now), receipt, claim.id, self.holder),
-        )
-        return None if cursor.rowcount == 1 else self.why_untouched(claim)
+        written = Held(self, claim.tree).given_up(claim.id, now, receipt, stamped=False)
+        return None if written else self.why_untouched(claim)
 
     def why_untouched(self, claim: Claim) -> str:
         row = self.db.execute(
-            "SELECT state, claimed_by FROM wakes WHERE id = ?", (claim.id,)
+            "SELECT state, claimed_by FROM outbox WHERE id = ?", (claim.id,)
         ).fetchone()
         if row is None:
             return "its row is gone"
@@ -294,11 +282,26 @@ class Claims:
             trees = " AND tree = ANY(?)"
             parameters.append(self.trees)
         row = self.db.execute(
-            "SELECT COUNT(*) AS n FROM wakes WHERE sink = 'workers' AND state = 'pending' "
+            "SELECT COUNT(*) AS n FROM outbox WHERE sink = 'workers' AND state = 'pending' "
             "AND claim_until >= now() AND claimed_by <> ?" + trees,
             parameters,
         ).fetchone()
         return int(row["n"])
+
+
+class Held(OutboxRows):
+    """The rows of one tree a delivery worker holds claims on: the outbox's one state
+    machine, each result written only while the claim is still this worker's (a
+    delivery whoever holds it: the wake did land), and the claim let go with it."""
+
+    release = ", claimed_by = NULL, claim_until = NULL"
+    landing = " AND sink = 'workers' AND state = 'pending'"
+
+    def __init__(self, claims: Claims, tree: str):
+        self.db = claims.db
+        self.tree = tree
+        holder = "'" + claims.holder.replace("'", "''") + "'"  # (a literal: no placeholder)
+        self.results = self.unclaimed = f" AND state = 'pending' AND claimed_by = {holder}"
 
 
 # -- how long a claim lasts ---------------------------------------------------------

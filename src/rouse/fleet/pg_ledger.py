@@ -5,7 +5,8 @@
 give-up, the same SQL, scoped to one tree (its ``.rouse-tree`` id) among the
 many the database keeps.
 
-A delivery worker (``rouse deliver``) claims a queued wake for a while
+A delivery worker (``rouse deliver``) claims a queued wake for a while (the one
+rule of who may take a message, :data:`FREE`)
 (``claimed_by``, ``claim_until``, on the database's clock); while that claim
 is live the sweeper does not withdraw, hold, give up or take the wake back: it
 leaves it to the worker and looks again next tick.
@@ -14,7 +15,8 @@ How it meets the schema (``schema``): ``"now"`` migrates as it opens;
 ``"lazy"`` (a sweeper's) at its first statement, so a sweeper started while the
 database is down opens all the same and its first tick meets the outage;
 ``"read"`` (``status``, ``log``) never migrates — a database with no ledger
-yet reads as one with no wakes, and a newer schema is refused.
+yet (or one an older rouse made, not migrated yet) reads as one with no wakes,
+and a newer schema is refused.
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from rouse.fleet.pg import PgDatabase
-from rouse.fleet.pg_schema import migrate, refuse_newer
+from rouse.fleet.pg_schema import OUTBOX_SCHEMA, migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.db import Cursor
 
-#: The migration that made the ledger's tables (``wakes``, ``leaders``…).
-LEDGER_SCHEMA = 1
+#: The migration that made the ledger's tables as this rouse reads them (the ``outbox``):
+#: a reader of a database an older rouse made and no sweeper migrated yet reads no wakes.
+LEDGER_SCHEMA = OUTBOX_SCHEMA
+#: Who may take a message (the one rule of every take: a sweeper's, a worker's claim):
+#: no delivery worker holds a live claim on it.
+FREE = "(claim_until IS NULL OR claim_until < now())"
 
 
 class _Nothing:
@@ -48,7 +54,7 @@ class _Nothing:
 class PgLedger(Ledger):
     """One tree's ledger in the fleet's database."""
 
-    unclaimed = " AND (claim_until IS NULL OR claim_until < now())"
+    unclaimed = f" AND {FREE}"
     unclaim = ", claimed_by = NULL, claim_until = NULL"
     shared = True
 

@@ -8,8 +8,9 @@ starting at once apply each step once.
 The ledger's tables are made from the same column spec as the SQLite
 ledger's (:mod:`rouse.state.ledgerschema`; each row names its tree, so many
 trees share one database; a column the spec gains later is added by a step
-made from the spec, ``COLUMNS``), and the columns a fleet adds: a delivery worker's
-claim on a wake (``claimed_by``, ``claim_until``), the per-tree leader lease
+made from the spec, ``COLUMNS``; the one ``outbox`` of step 6 took the rows of the
+table per kind of message a ledger kept before), and the columns a fleet adds: a
+delivery worker's claim on a wake (``claimed_by``, ``claim_until``), the per-tree leader lease
 (``leaders``), the trees seen (``trees``), the one-way mirror of each tree's
 files (``mirror_files``) and the delivery workers' presence (``workers``,
 :mod:`rouse.fleet.workers`).
@@ -17,18 +18,23 @@ files (``mirror_files``) and the delivery workers' presence (``workers``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from rouse.core.errors import TooNew
-from rouse.state.ledgerschema import LOCAL_ONLY, TABLES, column_name, create, indexes
+from rouse.state.ledgerschema import FORMER, TABLES, carry_over, column_name, create, indexes
 
 #: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
 MIGRATION_LOCK = 0x726F757365
 
 #: the columns a fleet adds to the ledger's: a delivery worker's claim on a wake
-FLEET_COLUMNS = {"wakes": ("claimed_by TEXT", "claim_until TIMESTAMPTZ")}
-#: the ledger's tables a fleet shares (tells stay in each tree's own SQLite file)
-SHARED = tuple(table for table in TABLES if table not in LOCAL_ONLY)
+FLEET_COLUMNS = {"outbox": ("claimed_by TEXT", "claim_until TIMESTAMPTZ")}
+#: the ledger's tables (a fleet's outbox holds no tells: they stay in each tree's own file)
+SHARED = tuple(TABLES)
+#: the wakes a worker may claim, found fast
+OWED_INDEX = (
+    "CREATE INDEX IF NOT EXISTS outbox_owed ON outbox (state, claim_until) WHERE state = 'pending'"
+)
 
 LEDGER = ";\n".join(
     (
@@ -42,7 +48,7 @@ LEDGER = ";\n".join(
 )""",
         *(create(table, FLEET_COLUMNS.get(table, ())) for table in SHARED),
         *indexes(SHARED),
-        "CREATE INDEX wakes_owed ON wakes (state, claim_until) WHERE state = 'pending'",
+        OWED_INDEX,
         """CREATE TABLE leaders (
     tree TEXT PRIMARY KEY,
     holder TEXT NOT NULL,
@@ -128,22 +134,50 @@ CREATE TABLE IF NOT EXISTS workers (
 #: what the column spec has and a ledger made by an older step lacks, made from the spec
 #: as the SQLite ledger makes it (``ADD COLUMN IF NOT EXISTS``: a no-op where it is there)
 COLUMNS = ";\n".join(
-    f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column}"
+    f"ALTER TABLE IF EXISTS {table} ADD COLUMN IF NOT EXISTS {column}"
     for table in SHARED
     for column in (*TABLES[table], *FLEET_COLUMNS.get(table, ()))
     if column_name(column)
 )
 
+
+def outbox(db: Any) -> None:
+    """One outbox for every message: made from the spec, the rows of the tables a ledger
+    made before it kept (a table per kind, some lacking later columns) moved there, ids
+    kept, and those tables dropped."""
+    db.execute(create("outbox", FLEET_COLUMNS["outbox"]))
+    into = [
+        name for name in map(column_name, (*TABLES["outbox"], *FLEET_COLUMNS["outbox"])) if name
+    ]
+    for table in FORMER:
+        have = {
+            row["column_name"]
+            for row in db.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = ?",
+                (table,),
+            )
+        }
+        if have:
+            db.execute(carry_over(table, have, into, {}))
+            db.execute(f"DROP TABLE {table}")
+    for statement in (*indexes(SHARED), OWED_INDEX):
+        db.execute(statement)
+
+
 #: A column new in the spec (:mod:`rouse.state.ledgerschema`) takes one more ``COLUMNS``
 #: step here, as it bumps the SQLite ledger's ``SCHEMA_VERSION``: nothing written by hand.
-MIGRATIONS: tuple[str, ...] = (
+MIGRATIONS: tuple[str | Callable[[Any], None], ...] = (
     LEDGER,  # 1: the shared ledger, the leader lease and the trees
     MIRROR,  # 2: the one-way mirror of each tree's files (fleet due/status/recall)
     WORKERS,  # 3: delivery workers' presence (fleet status, status --check, the pack)
     COLUMNS,  # 4: the spec's columns, made where they lack
     COLUMNS,  # 5: an escalation's first failure and next try
+    outbox,  # 6: one outbox for every message (wakes, digests, escalations moved there)
 )
 SCHEMA_VERSION = len(MIGRATIONS)
+#: the step that made the one outbox (what a reader of the ledger needs)
+OUTBOX_SCHEMA = MIGRATIONS.index(outbox) + 1
 
 
 def version(db: Any) -> int:
@@ -166,9 +200,13 @@ def migrate(db: Any, where: str) -> None:
         if reached == 0 and db.execute("SELECT 1 FROM rouse_schema").fetchone() is None:
             db.execute("INSERT INTO rouse_schema (version) VALUES (0)")
         for number in range(reached, SCHEMA_VERSION):
-            for statement in MIGRATIONS[number].split(";"):
-                if statement.strip():
-                    db.execute(statement)
+            step = MIGRATIONS[number]
+            if callable(step):
+                step(db)
+            else:
+                for statement in step.split(";"):
+                    if statement.strip():
+                        db.execute(statement)
             db.execute("UPDATE rouse_schema SET version = ?", (number + 1,))
 
 

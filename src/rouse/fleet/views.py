@@ -50,7 +50,7 @@ def local_time(value: datetime | None) -> datetime | None:
 
 _ALL_TREES = (
     "SELECT tree FROM trees UNION SELECT tree FROM mirror_state "
-    "UNION SELECT tree FROM leaders UNION SELECT tree FROM wakes"
+    "UNION SELECT tree FROM leaders UNION SELECT tree FROM outbox"
 )
 
 
@@ -159,13 +159,14 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
     counts: dict[str, dict[str, int]] = {}
     where, params = only_trees(trees, "tree")
     for row in db.execute(
-        f"SELECT tree, state, count(*) AS n FROM wakes WHERE TRUE{where} GROUP BY tree, state",
+        f"SELECT tree, state, count(*) AS n FROM outbox WHERE kind = 'wake'{where} "
+        "GROUP BY tree, state",
         params,
     ):
         counts.setdefault(row["tree"], dict.fromkeys(WAKE_STATES, 0))[row["state"]] = int(row["n"])
     queued: dict[str, tuple[int, str | None]] = {}
     for row in db.execute(
-        "SELECT tree, count(*) AS n, min(made_at) AS oldest FROM wakes "
+        "SELECT tree, count(*) AS n, min(made_at) AS oldest FROM outbox "
         f"WHERE sink = 'workers' AND state = 'pending'{where} GROUP BY tree",
         params,
     ):

@@ -220,10 +220,10 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     ledger yet has no queue; one without the workers' table has no workers.
     """
     found: dict[str, Any] = {"queued": 0, "oldest": None, "live": 0, "seen": None}
-    if db.execute("SELECT to_regclass('wakes') AS t").fetchone()["t"] is None:
+    if db.execute("SELECT to_regclass('outbox') AS t").fetchone()["t"] is None:
         return found
     row = db.execute(
-        "SELECT count(*) AS n, min(made_at) AS oldest FROM wakes "
+        "SELECT count(*) AS n, min(made_at) AS oldest FROM outbox "
         "WHERE tree = ? AND sink = 'workers' AND state = 'pending'",
         (tree,),
     ).fetchone()

@@ -3,68 +3,61 @@
 The tree's ``.rouse/ledger.sqlite3`` (:mod:`rouse.sweep.ledger.schema`) and a
 fleet's PostgreSQL database (:mod:`rouse.fleet.pg_schema`) make their tables
 from these, and the read-only counts of :mod:`rouse.state.sweeper` name
-their states from here. Every table carries a ``tree`` column ('' in a
-tree's own SQLite file), so one database can keep the ledgers of many trees.
-The column types are spelled so both databases read them alike.
+their states from here. Two tables: ``outbox`` (every message the ledger
+sends: wakes, digests, escalations, tells) and ``runs`` (agent runs). Every
+table carries a ``tree`` column ('' in a tree's own SQLite file), so one
+database can keep the ledgers of many trees. The column types are spelled so
+both databases read them alike.
 """
 
 from __future__ import annotations
 
-#: what every message the ledger sends carries: its state and its tries (the retry
-#: rule of those that retry, wakes, tells and escalations, is
-#: :mod:`rouse.sweep.ledger.retry`'s)
-SENDING = (
-    "state TEXT NOT NULL",
-    "attempts INTEGER NOT NULL DEFAULT 0",
-    "last_attempt TEXT",
-    "finished TEXT",
-    "receipt TEXT",
-    "error TEXT",
-)
-
-#: table → its columns and constraints, in order
+#: Every message the ledger sends, of every kind, is one row of ``outbox``: its kind, what
+#: it is about, its route (``sink``: the sink that sends it, or the queue it waits in,
+#: ``workers`` or ``notice``; a tell's ``channel``), its state and its tries (the one
+#: retry rule is :mod:`rouse.sweep.ledger.retry`'s). The columns a kind does not use are
+#: NULL (the kinds are :data:`KINDS`).
 TABLES: dict[str, tuple[str, ...]] = {
-    "wakes": (
+    "outbox": (
         "tree TEXT NOT NULL DEFAULT ''",
         "id TEXT PRIMARY KEY",
-        "record TEXT NOT NULL",
-        "path TEXT NOT NULL",
-        "file TEXT NOT NULL",
-        "reason TEXT NOT NULL",
-        "nudge INTEGER NOT NULL",
+        "kind TEXT NOT NULL",
+        # what it is about (a digest: none of these; a tell: no file, reason or nudge)
+        "record TEXT",
+        "path TEXT",
+        "file TEXT",
+        "reason TEXT",
+        "nudge INTEGER",
         "made_at TEXT NOT NULL",
         "last_moved TEXT",
-        "wake TEXT NOT NULL",
-        "sink TEXT NOT NULL",
-        *SENDING,
+        # the message as sent, as JSON (a wake's, an escalation's)
+        "wake TEXT",
+        # its route, its state and its tries
+        "sink TEXT",
+        "state TEXT NOT NULL",
+        "attempts INTEGER NOT NULL DEFAULT 0",
         "in_flight INTEGER NOT NULL DEFAULT 0",
         "first_failure TEXT",
+        "last_attempt TEXT",
         "next_attempt TEXT",
+        "finished TEXT",
+        "receipt TEXT",
+        "error TEXT",
+        # a wake's: its record's stamp is written; the digest that last carried it
         "stamped INTEGER NOT NULL DEFAULT 0",
         "digest TEXT",
-    ),
-    "digests": (
-        "tree TEXT NOT NULL DEFAULT ''",
-        "id TEXT PRIMARY KEY",
-        "made_at TEXT NOT NULL",
-        "wakes TEXT NOT NULL",
-        "sink TEXT NOT NULL",
-        *SENDING,
-    ),
-    "escalations": (
-        "tree TEXT NOT NULL DEFAULT ''",
-        "id TEXT PRIMARY KEY",
-        "record TEXT NOT NULL",
-        "path TEXT NOT NULL",
-        "last_moved TEXT NOT NULL",
-        "level INTEGER NOT NULL",
-        "wake_id TEXT NOT NULL",
-        "made_at TEXT NOT NULL",
-        "message TEXT NOT NULL",
-        "sink TEXT NOT NULL",
-        *SENDING,
-        "first_failure TEXT",
-        "next_attempt TEXT",
+        # a digest's: the wakes it carried (a JSON list of ids)
+        "wakes TEXT",
+        # an escalation's: its level, and the wake that set it off
+        "level INTEGER",
+        "wake_id TEXT",
+        # a tell's: the record's type and slug, its channel, who wrote it, its words
+        "type TEXT",
+        "slug TEXT",
+        "channel TEXT",
+        "source TEXT",
+        "text TEXT",
+        # the owner is told once per record, streak and level (NULL levels never meet)
         "UNIQUE (tree, path, last_moved, level)",
     ),
     "runs": (
@@ -80,48 +73,59 @@ TABLES: dict[str, tuple[str, ...]] = {
         "answered INTEGER",
         "woken INTEGER",
     ),
-    # messages to the owner: always in the tree's own SQLite file (never a fleet's)
-    "tells": (
-        "tree TEXT NOT NULL DEFAULT ''",
-        "id TEXT PRIMARY KEY",
-        "record TEXT NOT NULL",
-        "path TEXT NOT NULL",
-        "type TEXT NOT NULL",
-        "slug TEXT NOT NULL",
-        "channel TEXT NOT NULL DEFAULT ''",
-        "source TEXT NOT NULL",
-        "text TEXT NOT NULL",
-        "made_at TEXT NOT NULL",
-        *SENDING,
-        "sink TEXT",
-        "first_failure TEXT",
-        "next_attempt TEXT",
-    ),
 }
 
 #: index name → its table and columns
 INDEXES: dict[str, str] = {
-    "wakes_state": "wakes (tree, state, stamped)",
-    "wakes_made": "wakes (tree, made_at)",
-    "wakes_receipt": "wakes (receipt)",
-    "wakes_streak": "wakes (tree, path, last_moved)",
+    "outbox_state": "outbox (tree, kind, state, stamped)",
+    "outbox_made": "outbox (tree, made_at)",
+    "outbox_receipt": "outbox (receipt)",
+    "outbox_streak": "outbox (tree, path, last_moved)",
     "runs_started": "runs (tree, started)",
-    "tells_state": "tells (state, made_at)",
-    "tells_receipt": "tells (receipt)",
 }
 
-#: the tables only a tree's own SQLite ledger keeps
-LOCAL_ONLY = ("tells",)
+#: the kinds of message (a task's notice is a wake routed to the ``notice`` queue)
+KINDS = ("wake", "digest", "escalation", "tell")
 
-#: each table's states: those still owed something, then those it ends in
+#: each kind's states: those still owed something, then those it ends in
 WAKE_STATES = ("pending", "held", "delivered", "given_up", "withdrawn")
 ESCALATION_STATES = (("pending",), ("delivered", "given_up"))
 TELL_STATES = (("pending", "waiting"), ("delivered", "given_up"))
 
+#: The tables of the ledgers made before the one outbox (schema 8 and older; a fleet's
+#: 5 and older), each with its kind and its columns named otherwise in ``outbox``:
+#: their rows move there at first use (:func:`carry_over`), and the table goes.
+FORMER: dict[str, tuple[str, dict[str, str]]] = {
+    "wakes": ("wake", {}),
+    "digests": ("digest", {}),
+    "escalations": ("escalation", {"wake": "message"}),
+    "tells": ("tell", {}),
+}
+
+
+def carry_over(table: str, have: set[str], into: list[str], fallback: dict[str, str]) -> str:
+    """The ``INSERT … SELECT`` that copies a former table's rows into ``outbox``.
+
+    ``have``: the columns the table has (an older ledger lacks some: they are
+    left NULL, or made from ``fallback``'s expression); ``into``: the outbox's.
+    """
+    kind, renamed = FORMER[table]
+    pairs = [("kind", f"'{kind}'")]
+    for name in into:
+        source = renamed.get(name, name)
+        if source in have:
+            pairs.append((name, source))
+        elif name in fallback:
+            pairs.append((name, fallback[name]))
+    names = ", ".join(name for name, _ in pairs)
+    return f"INSERT INTO outbox ({names}) SELECT {', '.join(s for _, s in pairs)} FROM {table}"
+
 
 def create(table: str, extra: tuple[str, ...] = ()) -> str:
-    """The ``CREATE TABLE`` of ``table``, with ``extra`` columns (a fleet's own) at its end."""
-    columns = ",\n    ".join((*TABLES[table], *extra))
+    """The ``CREATE TABLE`` of ``table``, with ``extra`` columns (a fleet's own) after its own."""
+    own = [column for column in TABLES[table] if column_name(column)]
+    constraints = [column for column in TABLES[table] if not column_name(column)]
+    columns = ",\n    ".join((*own, *extra, *constraints))
     return f"CREATE TABLE IF NOT EXISTS {table} (\n    {columns}\n)"
 
 

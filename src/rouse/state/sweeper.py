@@ -266,16 +266,7 @@ def _connect(root: Path) -> Iterator[sqlite3.Connection | None]:
 
 def counts(root: Path) -> dict[str, int]:
     """Wakes by state (all time): pending, held, delivered, given_up, withdrawn."""
-    found = dict.fromkeys(WAKE_STATES, 0)
-    with ledger_reader(root) as db:
-        if db is None:
-            return found
-        try:
-            for row in db.execute("SELECT state, COUNT(*) AS n FROM wakes GROUP BY state"):
-                found[row["state"]] = row["n"]
-        except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
-            pass
-    return found
+    return _by_state(root, "wake", (WAKE_STATES, ()), None)
 
 
 def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str, str, int]]:
@@ -295,30 +286,24 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str,
         for start in range(0, len(receipts), 500):
             chunk = receipts[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            try:
+            try:  # a wake's (delivered or given up), or a given-up message to the owner's
                 rows = db.execute(
-                    "SELECT receipt, path, wake, reason, nudge FROM wakes "
-                    f"WHERE receipt IN ({marks}) AND state IN ('delivered', 'given_up')",
+                    "SELECT kind, receipt, path, record, wake, reason, nudge FROM outbox "
+                    f"WHERE receipt IN ({marks}) AND ((kind = 'wake' AND state IN "
+                    "('delivered', 'given_up')) OR (kind = 'tell' AND state = 'given_up'))",
                     chunk,
                 ).fetchall()
             except Exception:  # sqlite3.Error: a busy or damaged ledger vouches for nothing
                 return found
-            try:  # a message to the owner given up (rouse tell): its nudge file too
-                told = db.execute(
-                    "SELECT receipt, path, record FROM tells "
-                    f"WHERE receipt IN ({marks}) AND state = 'given_up'",
-                    chunk,
-                ).fetchall()
-            except Exception:  # sqlite3.Error: an older ledger, no tells table yet
-                told = []
-            for row in told:
-                found[row["receipt"]] = (
-                    str(row["path"]),
-                    f"{row['record']} — a message to the owner could not be delivered",
-                    "tell",
-                    0,
-                )
             for row in rows:
+                if row["kind"] == "tell":
+                    found[row["receipt"]] = (
+                        str(row["path"]),
+                        f"{row['record']} — a message to the owner could not be delivered",
+                        "tell",
+                        0,
+                    )
+                    continue
                 try:
                     text = json.loads(row["wake"])["text"]
                 except (ValueError, KeyError, TypeError, RecursionError):  # a damaged row
@@ -341,40 +326,27 @@ def undelivered_counts(root: Path, since: datetime | None = None) -> dict[str, i
     ``held``: waiting out quiet hours (not a failure), ``given_up``: wakes given
     up after 24h of failures, all time or (with ``since``) given up at or after it.
     """
-    found = {"pending": 0, "held": 0, "given_up": 0}
-    with ledger_reader(root) as db:
-        if db is None:
-            return found
-        try:
-            for row in db.execute(
-                "SELECT state, COUNT(*) AS n FROM wakes WHERE state IN ('pending', 'held') "
-                "OR (state = 'given_up' AND (? IS NULL OR finished >= ?)) GROUP BY state",
-                (None if since is None else _t(since),) * 2,
-            ):
-                found[row["state"]] = row["n"]
-        except Exception:  # sqlite3.Error: a busy or damaged ledger reads as empty
-            pass
-    return found
+    return _by_state(root, "wake", (("pending", "held"), ("given_up",)), since)
 
 
 def _by_state(
-    root: Path, table: str, states: tuple[tuple[str, ...], tuple[str, ...]], since: datetime | None
+    root: Path, kind: str, states: tuple[tuple[str, ...], tuple[str, ...]], since: datetime | None
 ) -> dict[str, int]:
-    """``table``'s rows counted by state: every row in an ``owed`` state, and those in an
-    ``ended`` state finished at or after ``since``. Never creates the database; a ledger
-    without the table (an older one), busy or damaged reads as none."""
+    """The ``kind`` of messages counted by state: every one in an ``owed`` state, and
+    those in an ``ended`` state finished at or after ``since``. Never creates the
+    database; a ledger busy, damaged or not migrated yet reads as none."""
     owed, ended = states
     found = dict.fromkeys((*owed, *ended), 0)
     listed = ", ".join(f"'{state}'" for state in owed)  # (rouse's own state names)
-    over = ", ".join(f"'{state}'" for state in ended)
+    over = ", ".join(f"'{state}'" for state in ended) or "NULL"
     with ledger_reader(root) as db:
         if db is None:
             return found
         try:
             for row in db.execute(
-                f"SELECT state, COUNT(*) AS n FROM {table} WHERE state IN ({listed}) "
-                f"OR (state IN ({over}) AND (? IS NULL OR finished >= ?)) GROUP BY state",
-                (None if since is None else _t(since),) * 2,
+                f"SELECT state, COUNT(*) AS n FROM outbox WHERE kind = ? AND (state IN ({listed}) "
+                f"OR (state IN ({over}) AND (? IS NULL OR finished >= ?))) GROUP BY state",
+                (kind, *(None if since is None else _t(since),) * 2),
             ):
                 found[row["state"]] = row["n"]
         except Exception:  # sqlite3.Error
@@ -385,14 +357,14 @@ def _by_state(
 def escalation_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
     """Escalations to the owner (``sweep --escalate``): delivered and given up (at or
     after ``since``), and still pending."""
-    return _by_state(root, "escalations", ESCALATION_STATES, since)
+    return _by_state(root, "escalation", ESCALATION_STATES, since)
 
 
 def tell_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
     """Messages to the owner (``rouse tell``, a reminder's channel): pending (not sent
     yet, or failing), waiting (the sweeper has no channel for them), delivered and
     given up (at or after ``since``)."""
-    return _by_state(root, "tells", TELL_STATES, since)
+    return _by_state(root, "tell", TELL_STATES, since)
 
 
 def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ from typing import Any
 from rouse.core.timefmt import format_stamp, parse_stamp
 from rouse.core.tree import Record
 from rouse.state import nudges
-from rouse.sweep.ledger import Ledger, gives_up, next_try, ready
+from rouse.sweep.ledger import Ledger, gives_up, ready
 from rouse.sweep.ledger.entry import as_time
 from rouse.sweep.ledger.tells import Outreach, for_person, outreach
 from rouse.sweep.quiet import QuietHours
@@ -155,7 +155,7 @@ class Teller:
         if sink is None:
             why = waiting_reason(row["channel"])
             if row["state"] != "waiting" or row["error"] != why:
-                self.ledger.tell_waits(row["id"], why)
+                self.ledger.hold(row["id"], why)
                 self.voice.say(f"{moment(now)} {what} waits: {why}", ERRORS)
             return
         if gives_up(as_time(row["first_failure"]), now):
@@ -176,12 +176,11 @@ class Teller:
         try:
             receipt = sink.send(message, now)
         except SinkError as exc:
-            again = next_try(now, int(row["attempts"]) + 1)
-            self.ledger.tell_attempt(row["id"], label, now, again, receipt=None, error=str(exc))
+            self.ledger.tried(row["id"], now, receipt=None, error=str(exc), sink=label)
             report.tells_failed.append(row["id"])
             self.voice.say(f"{moment(now)} could not deliver {what} via {label}: {exc}", ERRORS)
             return
-        self.ledger.tell_attempt(row["id"], label, now, None, receipt=receipt, error=None)
+        self.ledger.tried(row["id"], now, receipt=receipt, error=None, sink=label)
         report.told.append(row["id"])
         self.voice.say(f"{moment(now)} delivered {what} to the owner via {label}: {receipt}")
 
@@ -195,7 +194,7 @@ class Teller:
             f"{row['text']}\n"
         )
         written = write_nudge(self.root, outreach(row, text), now)
-        self.ledger.tell_given_up(row["id"], now, written)
+        self.ledger.given_up(row["id"], now, written)
         report.tells_given_up.append(row["id"])
         self.voice.say(
             f"{moment(now)} gave up on tell {row['id']} about {row['record']} after 24h: "

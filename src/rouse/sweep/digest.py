@@ -4,7 +4,7 @@ A digest is shaped like a wake, so every sink sends it unchanged: its own
 id, its text (a header line listing the wake ids, then each wake's text),
 and for a webhook a JSON object with ``digest: true`` and the wakes' own
 objects. Each wake inside keeps its own id and ledger row; the ledger's
-``digests`` table lists which wakes a digest carried.
+outbox keeps each digest (its ``wakes``: which wakes it carried).
 """
 
 from __future__ import annotations

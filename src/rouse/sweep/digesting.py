@@ -203,14 +203,14 @@ class DigestSender:
             else:
                 receipt = self.sink.send(made, now)
         except RunWaits as exc:  # no run now: the wakes wait, held, not failed
-            self.ledger.digest_done(digest_id, now, receipt=None, error=str(exc))
+            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
             for one, _ in batch:
                 self.ledger.defer(one.id, str(exc))
                 report.held.append(one.id)
             self.voice.tell_once(f"{what} waits: {exc}")
             return
         except SinkError as exc:
-            self.ledger.digest_done(digest_id, now, receipt=None, error=str(exc))
+            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
             for one, _ in batch:
                 self.ledger.failed(one.id, now, str(exc))
                 report.failed.append(one.id)
@@ -230,7 +230,7 @@ class DigestSender:
                 text = receipt if one.id in answered else self._unanswered(one, receipt, now)
             landed.append((one.id, text))
         try:
-            self.ledger.digest_done(digest_id, now, receipt=sent, error=None)
+            self.ledger.finish(digest_id, now, receipt=sent, error=None)
             if ran is not None:
                 self.ledger.run_answered(ran.id, len(answered))
         except Exception as exc:

@@ -5,7 +5,7 @@ the first unanswered wake) with ``--escalate webhook URL`` /
 ``--escalate exec -- CMD``: when a wake lands at or past a threshold, a
 message addressed to the owner also goes to that second sink, once per
 escalation level (level k at k×N nudges, or k×D), until the record moves.
-The ledger's ``escalations`` table records each one; the pack says so.
+The ledger's outbox records each one (kind ``escalation``); the pack says so.
 
 :class:`Threshold` and :func:`message` say when one is due and what it says;
 :class:`Escalator`, the Sweeper's collaborator, tells the owner after a wake
@@ -207,12 +207,12 @@ class Escalator:
         try:
             receipt = sink.send(message, now)
         except SinkError as exc:
-            self.ledger.escalation_attempt(message.id, now, receipt=None, error=str(exc))
+            self.ledger.tried(message.id, now, receipt=None, error=str(exc))
             self.voice.say(
                 f"{moment(now)} could not escalate {what} via {sink.kind}: {exc}", ERRORS
             )
             return
-        self.ledger.escalation_attempt(message.id, now, receipt=receipt, error=None)
+        self.ledger.tried(message.id, now, receipt=receipt, error=None)
         report.escalated.append(message.id)
         self.voice.say(f"{moment(now)} escalated {what} to the owner via {sink.kind}: {receipt}")
 
@@ -225,10 +225,10 @@ class Escalator:
             record = tree.records.get(message.path)
             if record is None or clock.moved_at(record)[0] > parse_stamp(message.last_moved):
                 why = "its record moved or is gone"
-                self.ledger.end_escalation(message.id, now, "withdrawn", why)
+                self.ledger.withdraw(message.id, now, why)
             elif gives_up(tries.first_failure, now):
                 why = f"not delivered for {format_interval(GIVE_UP_AFTER)}: given up"
-                self.ledger.end_escalation(message.id, now, "given_up", why)
+                self.ledger.given_up(message.id, now, why)
                 self.voice.say(
                     f"{moment(now)} gave up on escalation {message.nudge} of {message.record} "
                     f"id={message.id}: the owner was not reached via "

@@ -1,7 +1,7 @@
 """``rouse tell REF MESSAGE``: an agent, in any session or run, reaches the owner.
 
 The message is written to the tree's own ledger (``.rouse/ledger.sqlite3``,
-the ``tells`` table) at once, whether or not a sweeper runs, and the record's
+a ``tell`` row of its outbox) at once, whether or not a sweeper runs, and the record's
 log notes it. The tree's (leading) sweeper delivers it at its next tick
 through the record's ``channel:`` or its default (:mod:`rouse.sweep.channels`).
 This module owns the verb: checking the message, writing it, and saying where
@@ -133,7 +133,7 @@ def tell(root: Path, ref: str, message: str, now: datetime) -> Told:
     with Ledger(root) as book:  # durable from here on: the sweeper finds it at its next tick
         book.add_tell(made, "tell")
         if waits:  # no sweeper that ticks here has a channel for it: it waits, said at once
-            book.tell_waits(made.id, waits)
+            book.hold(made.id, waits)
     told = Told(made.id, shown, record.dir, channel or None, now, where)
     told.state = "waiting" if waits else "pending"
     first = text.split("\n", 1)[0]

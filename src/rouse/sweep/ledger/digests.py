@@ -1,7 +1,8 @@
-"""The ledger's ``digests`` rows (``sweep --digest``): a part of :class:`Ledger`.
+"""The outbox's digests (``sweep --digest``): a part of :class:`Ledger`.
 
-A digest is one message carrying several wakes; each wake row names the digest
-that last carried it, so a retry of the same wakes keeps the digest's id.
+A digest is one message carrying several wakes (its ``wakes``); each wake's
+row names the digest that last carried it, so a retry of the same wakes keeps
+the digest's id. Its wakes are retried, each by its own row.
 """
 
 from __future__ import annotations
@@ -9,12 +10,12 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text
+from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import safe_id
 
 
-class DigestRows(Rows):
+class DigestRows(OutboxRows):
     """Reading and writing digests (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
     def digest_of(self, wake_ids: list[str]) -> str | None:
@@ -25,7 +26,9 @@ class DigestRows(Rows):
         found = {
             row[0]
             for row in self.run(
-                f"SELECT digest FROM wakes WHERE tree = ? AND id IN ({marks})", self.tree, *wake_ids
+                f"SELECT digest FROM outbox WHERE kind = 'wake' AND tree = ? AND id IN ({marks})",
+                self.tree,
+                *wake_ids,
             )
         }
         if len(found) != 1:
@@ -35,38 +38,24 @@ class DigestRows(Rows):
 
     def start_digest(self, digest_id: str, wake_ids: list[str], sink: str, now: datetime) -> None:
         """Record an attempt at sending ``digest_id`` carrying ``wake_ids`` (new or a retry)."""
-        listed = json.dumps(wake_ids)
         self.run(
-            "INSERT INTO digests (tree, id, made_at, wakes, sink, state, attempts, last_attempt) "
-            "VALUES (?,?,?,?,?,'pending',1,?) ON CONFLICT (id) DO UPDATE SET "
-            "wakes = excluded.wakes, sink = excluded.sink, state = 'pending', "
-            "attempts = digests.attempts + 1, last_attempt = excluded.last_attempt",
+            "INSERT INTO outbox (kind, tree, id, made_at, wakes, sink, state) "
+            "VALUES ('digest',?,?,?,?,?,'pending') ON CONFLICT (id) DO UPDATE SET "
+            "wakes = excluded.wakes, sink = excluded.sink",
             self.tree,
             digest_id,
             as_text(now),
-            listed,
+            json.dumps(wake_ids),
             sink,
-            as_text(now),
         )
+        self.start_attempt(digest_id, sink, now)
         marks = ",".join("?" * len(wake_ids))
         self.run(
-            f"UPDATE wakes SET digest = ? WHERE tree = ? AND id IN ({marks})",
+            f"UPDATE outbox SET digest = ? WHERE kind = 'wake' AND tree = ? AND id IN ({marks})",
             digest_id,
             self.tree,
             *wake_ids,
         )
 
-    def digest_done(
-        self, digest_id: str, now: datetime, *, receipt: str | None, error: str | None
-    ) -> None:
-        """The digest landed (``receipt``) or failed (``error``)."""
-        self.run(
-            "UPDATE digests SET state = ?, finished = ?, receipt = ?, error = ? "
-            "WHERE tree = ? AND id = ?",
-            "failed" if error else "delivered",
-            as_text(now),
-            receipt,
-            error,
-            self.tree,
-            digest_id,
-        )
+    #: the digest landed (``receipt``) or failed (``error``)
+    digest_done = OutboxRows.finish

@@ -1,4 +1,4 @@
-"""One row of the ledger's ``wakes`` table as an :class:`Entry`, and its time format.
+"""A wake's row of the ledger's outbox as an :class:`Entry`, and its time format.
 
 Shared by the read-write :class:`~rouse.sweep.ledger.sqlite.Ledger` and the read-only
 views (:mod:`rouse.sweep.ledger.views`).
@@ -97,7 +97,7 @@ COLUMNS = (
 
 
 class DamagedRow(ValueError):
-    """A ``wakes`` row rouse cannot have written (its wake unreadable, an id unsafe).
+    """A wake's row rouse cannot have written (its wake unreadable, an id unsafe).
 
     ``row_id``: the row's ``id`` column as stored (None when unknown), to set it aside by.
     """

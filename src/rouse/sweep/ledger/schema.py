@@ -10,13 +10,14 @@ from __future__ import annotations
 import sqlite3
 
 from rouse.core.errors import TooNew
-from rouse.state.ledgerschema import TABLES, column_name, create, indexes
+from rouse.state.ledgerschema import FORMER, TABLES, carry_over, column_name, create, indexes
 
 #: The schema's number: each older one is brought to it in one step, from the column
 #: spec (:mod:`rouse.state.ledgerschema`). 1 the wakes; 2 digests; 3 escalations; 4 agent
 #: runs; 5 the receipt index; 6 a ``tree`` column everywhere and a wake's ``last_moved``;
-#: 7 tells; 8 an escalation's first failure and next try.
-SCHEMA_VERSION = 8
+#: 7 tells; 8 an escalation's first failure and next try; 9 one ``outbox`` for every
+#: message (the rows of the tables of 1-8 moved there, ids kept, those tables dropped).
+SCHEMA_VERSION = 9
 
 
 def migrate(db: sqlite3.Connection) -> None:
@@ -42,18 +43,32 @@ def migrate(db: sqlite3.Connection) -> None:
 
 
 def _bring_up(db: sqlite3.Connection, version: int) -> None:
-    """Make what the spec has and the ledger lacks: its tables, columns and indexes."""
+    """Make what the spec has and the ledger lacks (its tables, columns and indexes), and
+    move the rows of the tables it had a table per kind of message in to ``outbox``."""
     for table, columns in TABLES.items():
         db.execute(create(table))
-        have = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        have = _columns(db, table)
         for column in columns:
             name = column_name(column)
             if name and name not in have:
                 db.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
-    if 0 < version < 6:  # (a wake's last-moved was only in its JSON)
-        db.execute("UPDATE wakes SET last_moved = json_extract(wake, '$.last_moved')")
+    into = [name for name in map(column_name, TABLES["outbox"]) if name]
+    for table in FORMER:
+        have = _columns(db, table)
+        if not have:
+            continue
+        fallback = {}
+        if "last_moved" not in have:  # (before 6, a wake's last-moved was only in its JSON)
+            fallback["last_moved"] = "json_extract(wake, '$.last_moved')"
+        db.execute(carry_over(table, have, into, fallback if table == "wakes" else {}))
+        db.execute(f"DROP TABLE {table}")
     for statement in indexes(tuple(TABLES)):
         db.execute(statement)
+
+
+def _columns(db: sqlite3.Connection, table: str) -> set[str]:
+    """The columns ``table`` has (none: there is no such table)."""
+    return {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
 
 
 def _version(db: sqlite3.Connection) -> int:

@@ -4,8 +4,9 @@ Only the sweeper writes the ledger (it holds the sweeper lock); readers
 (``status``, ``log``, the pack) open it without ever creating it.
 
 :class:`Ledger` owns the connection; its rows are parts in their own modules,
-one per table (:mod:`~rouse.sweep.ledger.wakes`, ``digests``, ``escalations``,
-``runs``, ``tells``); the schema is :mod:`~rouse.sweep.ledger.schema`.
+one per kind of message in the one outbox (:mod:`~rouse.sweep.ledger.wakes`,
+``digests``, ``escalations``, ``tells``) and the agent ``runs``; the schema is
+:mod:`~rouse.sweep.ledger.schema`.
 """
 
 from __future__ import annotations

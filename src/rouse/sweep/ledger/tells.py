@@ -1,12 +1,12 @@
-"""The ledger's ``tells`` rows: messages to the owner, and the message a sink sends.
+"""The outbox's tells: messages to the owner, and the message a sink sends.
 
 A tell is written by ``rouse tell`` (source ``tell``) or by the sweeper when a
 reminder with a ``channel:`` was woken (source ``reminder``: the wake's text,
 reaching the owner too). It lives in the tree's own ``.rouse/ledger.sqlite3``
 whatever ledger the sweeper keeps its wakes in, so it is durable the moment
-it is written. States: ``pending`` (not sent yet, or failing), ``waiting``
-(the sweeper has no channel for it), ``delivered``, ``given_up`` (24h of
-failures: written as a nudge file instead).
+it is written. It goes through the outbox's one state machine; what only a
+tell has is its channel and its ``waiting`` state (the sweeper has no channel
+for it yet).
 
 Which sink a tell goes through, and when, is :mod:`rouse.sweep.channels`'.
 """
@@ -14,17 +14,20 @@ Which sink a tell goes through, and when, is :mod:`rouse.sweep.channels`'.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from rouse.core.timefmt import iso_stamp
-from rouse.state.ledgerschema import TABLES, column_name
-from rouse.sweep.ledger.db import Rows
-from rouse.sweep.ledger.entry import as_text, as_time
+from rouse.sweep.ledger.entry import as_time
+from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import Wake
 
-#: a tell's columns but its tree
-TELL_COLUMNS = ", ".join(column_name(column) for column in TABLES["tells"][1:])
+#: a tell's columns
+TELL_COLUMNS = (
+    "id, record, path, type, slug, channel, source, text, made_at, state, attempts, "
+    "last_attempt, finished, receipt, error, sink, first_failure, next_attempt"
+)
+#: the tells of the outbox
+TELLS = "FROM outbox WHERE kind = 'tell'"
 
 
 @dataclass(frozen=True)
@@ -82,14 +85,15 @@ def outreach(row: Any, text: str | None = None, via: str = "") -> Outreach:
     )
 
 
-class TellRows(Rows):
+class TellRows(OutboxRows):
     """Reading and writing tells (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
 
     def add_tell(self, message: Outreach, source: str) -> bool:
         """Write a new tell, pending; False if one with this id is there already."""
         done = self.run(
-            "INSERT INTO tells (tree, id, record, path, type, slug, channel, source, text, "
-            "made_at, state) VALUES (?,?,?,?,?,?,?,?,?,?,'pending') ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO outbox (kind, tree, id, record, path, type, slug, channel, source, "
+            "text, made_at, state) VALUES ('tell',?,?,?,?,?,?,?,?,?,?,'pending') "
+            "ON CONFLICT (id) DO NOTHING",
             self.tree,
             message.id,
             message.record,
@@ -106,71 +110,15 @@ class TellRows(Rows):
     def owed_tells(self) -> list[Any]:
         """Tells not delivered or given up yet, oldest first."""
         return self.run(
-            f"SELECT {TELL_COLUMNS} FROM tells WHERE tree = ? AND state IN "
-            "('pending', 'waiting') ORDER BY made_at, id",
+            f"SELECT {TELL_COLUMNS} {TELLS} AND tree = ? AND state IN ('pending', 'waiting') "
+            "ORDER BY made_at, id",
             self.tree,
         ).fetchall()
-
-    def tell_waits(self, tell_id: str, why: str) -> None:
-        self.run(
-            "UPDATE tells SET state = 'waiting', error = ? WHERE tree = ? AND id = ?",
-            why,
-            self.tree,
-            tell_id,
-        )
-
-    def tell_attempt(
-        self,
-        tell_id: str,
-        sink: str,
-        now: datetime,
-        again: datetime | None,
-        *,
-        receipt: str | None,
-        error: str | None,
-    ) -> None:
-        """One attempt through ``sink``: landed (``receipt``), or not (``error``; tried
-        ``again`` then)."""
-        if error is None:
-            self.run(
-                "UPDATE tells SET state = 'delivered', sink = ?, attempts = attempts + 1, "
-                "last_attempt = ?, next_attempt = NULL, finished = ?, receipt = ?, error = NULL "
-                "WHERE tree = ? AND id = ?",
-                sink,
-                as_text(now),
-                as_text(now),
-                receipt,
-                self.tree,
-                tell_id,
-            )
-            return
-        self.run(
-            "UPDATE tells SET state = 'pending', sink = ?, attempts = attempts + 1, "
-            "last_attempt = ?, first_failure = COALESCE(first_failure, ?), next_attempt = ?, "
-            "error = ? WHERE tree = ? AND id = ?",
-            sink,
-            as_text(now),
-            as_text(now),
-            as_text(again),
-            error,
-            self.tree,
-            tell_id,
-        )
-
-    def tell_given_up(self, tell_id: str, now: datetime, receipt: str) -> None:
-        self.run(
-            "UPDATE tells SET state = 'given_up', next_attempt = NULL, finished = ?, "
-            "receipt = ? WHERE tree = ? AND id = ?",
-            as_text(now),
-            receipt,
-            self.tree,
-            tell_id,
-        )
 
     def tells(self) -> list[dict[str, Any]]:
         """Every tell, oldest first, as plain rows (``rouse log`` and tests)."""
         rows = self.run(
-            f"SELECT {TELL_COLUMNS} FROM tells WHERE tree = ? ORDER BY made_at, id", self.tree
+            f"SELECT {TELL_COLUMNS} {TELLS} AND tree = ? ORDER BY made_at, id", self.tree
         )
         return [dict(row) for row in rows]
 

@@ -7,6 +7,7 @@ paying for this module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -15,6 +16,8 @@ from rouse.core.statedir import StateError, path_problem
 from rouse.state.sweeper import LEDGER, ledger_problem, ledger_reader
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
 from rouse.sweep.ledger.entry import entries as read_entries
+from rouse.sweep.ledger.schema import SCHEMA_VERSION as VERSION
+from rouse.sweep.ledger.sqlite import Ledger
 
 
 def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> list[Entry]:
@@ -24,6 +27,7 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
     StateError when the ledger is there but cannot be read (a directory, a file
     that is not SQLite, one with no wakes): ``rouse log`` says so, never "nothing".
     """
+    migrated(root)
     with ledger_reader(root) as db:
         if db is None:
             problem = ledger_problem(root) or path_problem(root, "ledger.sqlite3")
@@ -34,7 +38,8 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
             return []
         try:
             rows = db.execute(
-                f"SELECT {COLUMNS} FROM wakes ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                f"SELECT {COLUMNS} FROM outbox WHERE kind = 'wake' "
+                "ORDER BY made_at DESC, rowid DESC LIMIT ?",
                 (limit,),
             ).fetchall()
         except sqlite3.Error as exc:
@@ -43,15 +48,13 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
                 "finds what is owed again)"
             ) from None
         entries = read_entries(rows, damaged)
-        try:
-            found: dict[str, list[str]] = {}
-            for row in db.execute(
-                "SELECT wake_id, level, sink, state FROM escalations ORDER BY made_at, id"
-            ):
-                line = f"level {row['level']} via {row['sink']}: {said(row['state'])}"
-                found.setdefault(row["wake_id"], []).append(line)
-        except sqlite3.Error:  # an older ledger: no escalations table yet
-            found = {}
+        found: dict[str, list[str]] = {}
+        for row in db.execute(
+            "SELECT wake_id, level, sink, state FROM outbox WHERE kind = 'escalation' "
+            "ORDER BY made_at, id"
+        ):
+            line = f"level {row['level']} via {row['sink']}: {said(row['state'])}"
+            found.setdefault(row["wake_id"], []).append(line)
         runs = _runs_by_wake(db)
         for entry in entries:
             entry.escalations = tuple(found.get(entry.id, ()))
@@ -59,16 +62,25 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
         return entries
 
 
+def migrated(root: Path) -> None:
+    """A ledger an older rouse made is migrated before it is read (by whoever uses it
+    first after an upgrade: ``rouse log`` may come before the sweeper)."""
+    with ledger_reader(root) as db:
+        try:
+            made = db.execute("PRAGMA user_version").fetchone()[0] if db is not None else 0
+        except sqlite3.Error:
+            return  # (said by the read that follows)
+    if 0 < made < VERSION:  # (0: not a ledger rouse made, said by the read that follows)
+        with contextlib.suppress(StateError):  # (said by the read that follows)
+            Ledger(root).close()
+
+
 def _runs_by_wake(db: sqlite3.Connection) -> dict[str, str]:
     """Each run's verdict (``run ID: answered 1 of 2``) by the wakes it carried."""
     import json
 
     found: dict[str, str] = {}
-    try:
-        rows = db.execute("SELECT id, wakes, state, answered, woken FROM runs").fetchall()
-    except sqlite3.Error:  # an older ledger: no runs table yet
-        return found
-    for row in rows:
+    for row in db.execute("SELECT id, wakes, state, answered, woken FROM runs"):
         try:
             wakes = json.loads(row["wakes"] or "[]")
         except ValueError:
@@ -119,17 +131,18 @@ def recent_tells(root: Path, limit: int = 20) -> list[sqlite3.Row]:
     """The most recent messages to the owner (``rouse tell``), newest first.
 
     Always the tree's own SQLite ledger's, whatever ledger keeps the wakes."""
-    from rouse.sweep.ledger.tells import TELL_COLUMNS
+    from rouse.sweep.ledger.tells import TELL_COLUMNS, TELLS
 
+    migrated(root)
     with ledger_reader(root) as db:
         if db is None:
             return []
         try:
             return db.execute(
-                f"SELECT {TELL_COLUMNS} FROM tells ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                f"SELECT {TELL_COLUMNS} {TELLS} ORDER BY made_at DESC, rowid DESC LIMIT ?",
                 (limit,),
             ).fetchall()
-        except sqlite3.Error:  # an older ledger: no tells table yet
+        except sqlite3.Error:  # a ledger not migrated yet (its sweeper will)
             return []
 
 

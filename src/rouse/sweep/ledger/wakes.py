@@ -1,13 +1,13 @@
-"""The ledger's ``wakes`` rows: every wake, and what happened to it (a part of :class:`Ledger`).
+"""The outbox's wakes: every wake, and what happened to it (a part of :class:`Ledger`).
 
-Every wake is written here before it is sent and marked when it lands, so an
+Every wake is written before it is sent and marked when it lands, so an
 undelivered wake is never silently lost: it is resent (same id) with backoff,
-and given up after 24h as a nudge file (:mod:`~rouse.sweep.ledger.retry`).
-
-States: ``pending`` (not delivered yet: new, failing, or in flight),
-``held`` (waiting out quiet hours), ``delivered``, ``given_up`` (written as a
-nudge file after 24h of failures), ``withdrawn`` (its record moved or ended
-before the wake could land, so there was nothing left to say).
+and given up after 24h as a nudge file (:mod:`~rouse.sweep.ledger.outbox`'s
+one state machine). What only a wake has: its record's stamp (``stamped``),
+its revival when the clock makes a withdrawn one again, the copy a fleet's
+sweeper keeps in the tree's own file (:meth:`WakeRows.vouch`), and the
+delivery workers' queue it may wait in. A task's notice is a wake too, held
+in the ``notice`` queue for whoever takes it first.
 """
 
 from __future__ import annotations
@@ -16,36 +16,16 @@ import json
 from datetime import datetime
 
 from rouse.state.ledgerschema import WAKE_STATES
-from rouse.sweep.ledger.db import Rows
-from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, as_time, entries
-from rouse.sweep.ledger.retry import next_try
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries
+from rouse.sweep.ledger.outbox import NOTICE_SINK, SET_ASIDE, WORKERS, OutboxRows
 from rouse.sweep.wake import Wake
 
-#: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
-WORKERS = "workers"
-#: The ``sink`` of a task's notice queued for whoever sends it first (:mod:`rouse.work.notices`).
-NOTICE_SINK = "notice"
+#: a wake's rows of the outbox
+WAKES = "FROM outbox WHERE kind = 'wake' AND tree = ?"
 
 
-#: A damaged row (one rouse cannot have written: its wake unreadable, an id it never
-#: makes) leaves the queue as withdrawn, never to be sent or stop anything again: the
-#: clock makes its record's wake again (same id), which revives the row as rouse writes it.
-#: Parameters: tree, id (as stored).
-SET_ASIDE = (
-    "UPDATE wakes SET state = 'withdrawn', in_flight = 0, next_attempt = NULL, stamped = 1, "
-    "receipt = 'set aside: a damaged row rouse cannot read' WHERE tree = ? AND id = ?"
-)
-
-
-class WakeRows(Rows):
+class WakeRows(OutboxRows):
     """Reading and writing wakes (mixed into :class:`~rouse.sweep.ledger.sqlite.Ledger`)."""
-
-    #: added to the updates a sweeper must not make under a delivery worker's live claim
-    #: (withdraw, hold, give up, taking a queued wake back); the SQLite ledger has no
-    #: workers, so nothing
-    unclaimed: str = ""
-    #: added to a sweeper's taking a queued wake back: the lapsed claim is cleared
-    unclaim: str = ""
 
     # -- reading ------------------------------------------------------------
 
@@ -58,7 +38,7 @@ class WakeRows(Rows):
         (:data:`SET_ASIDE`): its record's wake is made again by the clock.
         """
         rows = self.run(
-            f"SELECT {COLUMNS} FROM wakes WHERE tree = ? AND (state IN ('pending', 'held') "
+            f"SELECT {COLUMNS} {WAKES} AND (state IN ('pending', 'held') "
             "OR (state IN ('delivered', 'given_up') AND stamped = 0)) ORDER BY made_at, id",
             self.tree,
         ).fetchall()
@@ -69,7 +49,7 @@ class WakeRows(Rows):
         return found
 
     def get(self, wake_id: str) -> Entry | None:
-        row = self.run(f"SELECT {COLUMNS} FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id)
+        row = self.run(f"SELECT {COLUMNS} {WAKES} AND id = ?", self.tree, wake_id)
         first = row.fetchone()
         found = entries([first] if first is not None else [], self.damaged)
         return found[0] if found else None
@@ -77,15 +57,15 @@ class WakeRows(Rows):
     def recent(self, limit: int = 20) -> list[Entry]:
         """The most recent wakes, newest first, with their escalations (``rouse log``)."""
         rows = self.run(
-            f"SELECT {COLUMNS} FROM wakes WHERE tree = ? ORDER BY made_at DESC, id DESC LIMIT ?",
+            f"SELECT {COLUMNS} {WAKES} ORDER BY made_at DESC, id DESC LIMIT ?",
             self.tree,
             limit,
         ).fetchall()
         listed = entries(rows, self.damaged)
         found: dict[str, list[str]] = {}
         for row in self.run(
-            "SELECT wake_id, level, sink, state FROM escalations WHERE tree = ? "
-            "ORDER BY made_at, id",
+            "SELECT wake_id, level, sink, state FROM outbox WHERE kind = 'escalation' "
+            "AND tree = ? ORDER BY made_at, id",
             self.tree,
         ):
             line = f"level {row['level']} via {row['sink']}: {row['state']}"
@@ -97,9 +77,7 @@ class WakeRows(Rows):
     def counts(self) -> dict[str, int]:
         """How many of this tree's wakes are in each state."""
         found = dict.fromkeys(WAKE_STATES, 0)
-        for row in self.run(
-            "SELECT state, COUNT(*) AS n FROM wakes WHERE tree = ? GROUP BY state", self.tree
-        ):
+        for row in self.run(f"SELECT state, COUNT(*) AS n {WAKES} GROUP BY state", self.tree):
             found[row["state"]] = int(row["n"])
         return found
 
@@ -120,9 +98,9 @@ class WakeRows(Rows):
         """
         attempt = not (held or queued)
         added = self.run(
-            "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, last_moved, "
-            "wake, sink, state, attempts, in_flight, last_attempt) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
+            "INSERT INTO outbox (kind, tree, id, record, path, file, reason, nudge, made_at, "
+            "last_moved, wake, sink, state, attempts, in_flight, last_attempt) "
+            "VALUES ('wake',?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (id) DO NOTHING",
             self.tree,
             *_identity(wake),
             sink,
@@ -142,11 +120,11 @@ class WakeRows(Rows):
     def _revive(self, wake: Wake, sink: str, now: datetime, held: bool, attempt: bool) -> bool:
         """A withdrawn wake owed again: revived as it is now (its text, its time)."""
         revived = self.run(
-            "UPDATE wakes SET record = ?, file = ?, nudge = ?, made_at = ?, wake = ?, "
+            "UPDATE outbox SET record = ?, file = ?, nudge = ?, made_at = ?, wake = ?, "
             "sink = ?, state = ?, attempts = ?, in_flight = ?, last_attempt = ?, "
             "first_failure = NULL, next_attempt = NULL, finished = NULL, stamped = 0, "
             "receipt = NULL, error = NULL, digest = NULL "
-            "WHERE tree = ? AND id = ? AND state = 'withdrawn'",
+            "WHERE tree = ? AND id = ? AND kind = 'wake' AND state = 'withdrawn'",
             wake.record,
             wake.file,
             wake.nudge,
@@ -170,9 +148,9 @@ class WakeRows(Rows):
         for (it never loads a database driver), so this is written there too.
         """
         self.run(
-            "INSERT INTO wakes (tree, id, record, path, file, reason, nudge, made_at, last_moved, "
-            "wake, sink, state, finished, stamped, receipt) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,1,?) ON CONFLICT (id) DO UPDATE SET "
+            "INSERT INTO outbox (kind, tree, id, record, path, file, reason, nudge, made_at, "
+            "last_moved, wake, sink, state, finished, stamped, receipt) "
+            "VALUES ('wake',?,?,?,?,?,?,?,?,?,?,?,?,?,1,?) ON CONFLICT (id) DO UPDATE SET "
             "state = excluded.state, finished = excluded.finished, stamped = 1, "
             "receipt = excluded.receipt, in_flight = 0, next_attempt = NULL",
             self.tree,
@@ -183,27 +161,10 @@ class WakeRows(Rows):
             receipt,
         )
 
-    def start_attempt(self, wake_id: str, sink: str, now: datetime) -> None:
-        self.run(
-            "UPDATE wakes SET state = 'pending', sink = ?, attempts = attempts + 1, "
-            "in_flight = 1, last_attempt = ? WHERE tree = ? AND id = ?",
-            sink,
-            as_text(now),
-            self.tree,
-            wake_id,
-        )
-
     def take_notice(self, wake_id: str, sink: str) -> bool:
-        """Claim a queued notice for ``sink``: one taker only (the sweeper, a worker's
-        ``--sink``, a fleet sweeper carrying it); False: another took it first."""
-        taken = self.run(
-            "UPDATE wakes SET sink = ? WHERE tree = ? AND id = ? AND sink = ? AND state = 'held'",
-            sink,
-            self.tree,
-            wake_id,
-            NOTICE_SINK,
-        )
-        return bool(taken.rowcount == 1)
+        """Take a queued notice for ``sink`` (the sweeper, a worker's ``--sink``, a fleet
+        sweeper carrying it); False: another took it first."""
+        return self.take(wake_id, NOTICE_SINK, sink)
 
     def take_back(self, wake_id: str, sink: str, now: datetime) -> bool:
         """Take a wake queued for the delivery workers to send it here, starting an attempt.
@@ -214,89 +175,19 @@ class WakeRows(Rows):
         A lapsed claim that was in flight counts as a failed attempt, as a worker
         counts it.
         """
-        done = self.run(
-            "UPDATE wakes SET sink = ?, state = 'pending', attempts = attempts + 1, "
-            "in_flight = 1, last_attempt = ?, "
-            "first_failure = CASE WHEN in_flight = 1 "
-            "THEN COALESCE(first_failure, last_attempt, ?) ELSE first_failure END"
-            f"{self.unclaim} WHERE tree = ? AND id = ? AND sink = ? "
-            f"AND state IN ('pending', 'held'){self.unclaimed}",
-            sink,
-            as_text(now),
-            as_text(now),
-            self.tree,
-            wake_id,
-            WORKERS,
-        )
-        return done.rowcount == 1
-
-    def failed(
-        self, wake_id: str, now: datetime, error: str, *, when: datetime | None = None
-    ) -> None:
-        """Record a failed attempt (made at ``when``, default now) and the next try's time."""
-        row = self.run(
-            "SELECT attempts, last_attempt FROM wakes WHERE tree = ? AND id = ?", self.tree, wake_id
-        ).fetchone()
-        failed_at = when or now
-        last = as_time(row["last_attempt"]) or failed_at
-        self.run(
-            "UPDATE wakes SET in_flight = 0, first_failure = COALESCE(first_failure, ?), "
-            "next_attempt = ?, error = ? WHERE tree = ? AND id = ?",
-            as_text(failed_at),
-            as_text(next_try(last, row["attempts"])),
-            error,
-            self.tree,
-            wake_id,
-        )
-
-    def delivered(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> None:
-        """It landed; ``stamped`` says whether the record's stamp is written yet."""
-        self.run(
-            "UPDATE wakes SET state = 'delivered', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, error = NULL, stamped = ? WHERE tree = ? AND id = ?",
-            as_text(now),
-            receipt,
-            int(stamped),
-            self.tree,
-            wake_id,
-        )
-
-    def given_up(self, wake_id: str, now: datetime, receipt: str, *, stamped: bool) -> bool:
-        """Give the wake up. False, nothing written: it is not owed any more (a worker
-        delivered it meanwhile) or a worker holds a live claim on it."""
-        done = self.run(
-            "UPDATE wakes SET state = 'given_up', in_flight = 0, finished = ?, receipt = ?, "
-            "next_attempt = NULL, stamped = ? WHERE tree = ? AND id = ? "
-            f"AND state IN ('pending', 'held'){self.unclaimed}",
-            as_text(now),
-            receipt,
-            int(stamped),
-            self.tree,
-            wake_id,
-        )
-        return done.rowcount == 1
+        if not self.take(wake_id, WORKERS, sink):
+            return False
+        self.start_attempt(wake_id, sink, now)
+        return True
 
     def nudged(self, wake_id: str, finished: datetime, receipt: str) -> None:
         """A given-up wake's nudge file is written (``receipt``) and its record stamped."""
-        self.run(
-            "UPDATE wakes SET finished = ?, receipt = ?, stamped = 1 "
-            "WHERE tree = ? AND id = ? AND state = 'given_up'",
+        self._set(
+            "finished = ?, receipt = ?, stamped = 1 WHERE state = 'given_up'",
+            wake_id,
             as_text(finished),
             receipt,
-            self.tree,
-            wake_id,
         )
-
-    def hold(self, wake_id: str) -> bool:
-        """Hold it through quiet hours. False, nothing written: not owed any more, or a
-        worker's live claim on it."""
-        done = self.run(
-            "UPDATE wakes SET state = 'held' WHERE tree = ? AND id = ? "
-            f"AND state IN ('pending', 'held'){self.unclaimed}",
-            self.tree,
-            wake_id,
-        )
-        return done.rowcount == 1
 
     def queue(self, wake_id: str) -> bool:
         """Leave the wake to the delivery workers: pending, ``sink = 'workers'``, not in flight.
@@ -305,51 +196,31 @@ class WakeRows(Rows):
         used to send itself to the workers (``sweep --plan-only``); its attempts
         and backoff carry on.
         """
-        done = self.run(
-            "UPDATE wakes SET state = 'pending', sink = ?, in_flight = 0 "
-            "WHERE tree = ? AND id = ? AND state IN ('pending', 'held')",
+        return self._set(
+            "state = 'pending', sink = ?, in_flight = 0 WHERE state IN ('pending', 'held')",
+            wake_id,
             WORKERS,
-            self.tree,
-            wake_id,
         )
-        return done.rowcount == 1
-
-    def withdraw(self, wake_id: str, now: datetime, why: str) -> bool:
-        """Its record moved or ended first. False, nothing written: not owed any more (a
-        worker delivered it meanwhile), or a worker's live claim on it."""
-        done = self.run(
-            "UPDATE wakes SET state = 'withdrawn', in_flight = 0, finished = ?, "
-            "next_attempt = NULL, stamped = 1, receipt = ? WHERE tree = ? AND id = ? "
-            f"AND state IN ('pending', 'held'){self.unclaimed}",
-            as_text(now),
-            why,
-            self.tree,
-            wake_id,
-        )
-        return done.rowcount == 1
 
     def given_up_since(self, since: datetime) -> int:
         """How many of this tree's wakes were given up at or after ``since``."""
         row = self.run(
-            "SELECT COUNT(*) AS n FROM wakes WHERE tree = ? AND state = 'given_up' "
-            "AND finished >= ?",
+            f"SELECT COUNT(*) AS n {WAKES} AND state = 'given_up' AND finished >= ?",
             self.tree,
             as_text(since),
         ).fetchone()
         return int(row["n"]) if row is not None else 0
 
     def mark_stamped(self, wake_id: str) -> None:
-        self.run("UPDATE wakes SET stamped = 1 WHERE tree = ? AND id = ?", self.tree, wake_id)
+        self._set("stamped = 1", wake_id)
 
     def defer(self, wake_id: str, why: str) -> None:
         """The wake waits (held) without it counting as a failed attempt: no run now."""
-        self.run(
-            "UPDATE wakes SET state = 'held', in_flight = 0, "
-            "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, "
-            "error = ? WHERE tree = ? AND id = ?",
-            why,
-            self.tree,
+        self._set(
+            "state = 'held', in_flight = 0, "
+            "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, error = ?",
             wake_id,
+            why,
         )
 
 
