@@ -172,7 +172,7 @@ def test_digests_runs_and_escalations_round_trip(book: Ledger) -> None:
     book.start_digest("d1", ["a", "b"], "exec", NOW)
     book.start_digest("d1", ["a", "b"], "exec", NOW + timedelta(minutes=1))
     assert book.digest_of(["a", "b"]) == "d1"
-    book.digest_done("d1", NOW, receipt="exit 0", error=None)
+    book.finish("d1", NOW, receipt="exit 0", error=None)
     book.start_run("r1", "d1", ["a", "b"], "claude -p", NOW)
     book.end_run("r1", "ran", 0, 1.5)
     book.run_answered("r1", 0)
@@ -186,11 +186,11 @@ def test_digests_runs_and_escalations_round_trip(book: Ledger) -> None:
     book.add_escalation(_wake("e1", "p/a"), "a", 1, "webhook", NOW)
     assert book.escalated("p/a", "2026-03-14 11:00", 1)
     assert [w.id for w, _level in book.pending_escalations()] == ["e1"]
-    book.escalation_attempt("e1", NOW, receipt=None, error="HTTP 500")
-    book.escalation_attempt("e1", NOW + timedelta(minutes=1), receipt=None, error="HTTP 500")
+    book.tried("e1", NOW, receipt=None, error="HTTP 500")
+    book.tried("e1", NOW + timedelta(minutes=1), receipt=None, error="HTTP 500")
     ((_, tries),) = book.pending_escalations()  # the ledger's one retry rule: 1m, then 2m
     assert tries == (NOW, NOW + timedelta(minutes=3))
-    book.escalation_attempt("e1", NOW, receipt="HTTP 200", error=None)
+    book.tried("e1", NOW, receipt="HTTP 200", error=None)
     assert book.pending_escalations() == []
 
 

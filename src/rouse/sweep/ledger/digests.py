@@ -56,6 +56,3 @@ class DigestRows(OutboxRows):
             self.tree,
             *wake_ids,
         )
-
-    #: the digest landed (``receipt``) or failed (``error``)
-    digest_done = OutboxRows.finish

@@ -91,9 +91,6 @@ class EscalationRows(OutboxRows):
             sink,
         )
 
-    #: one attempt at sending an escalation, landed (``receipt``) or not (``error``)
-    escalation_attempt = OutboxRows.tried
-
     def pending_escalations(self) -> list[tuple[Wake, Tries]]:
         """Escalations not delivered yet, oldest first: the message and its tries."""
         rows = self.run(
