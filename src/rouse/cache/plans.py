@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
-from rouse.core import clock, timefmt
+from rouse.core import clock, levels, timefmt
 from rouse.core.clock import plan_of
 from rouse.core.dueplan import REMINDER, verdict
 from rouse.core.tree import Record, Tree
@@ -72,7 +72,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
         # its warnings are the clock's to give; a series counts what it missed; a
         # stamp passed over as later than now will be read once now reaches it
         return 0
-    if decision.nagging and clock.status_of(record) == "fired":
+    if decision.nagging and levels.status_of(record) == "fired":
         return 0  # a nag stuck at fired: due since "now", whenever now is
     if at is None:
         at = timefmt.micros(now)

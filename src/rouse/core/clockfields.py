@@ -249,6 +249,10 @@ class FieldReader:
             self._bad("every", value, every_problem("every", value) or "")
             return None
 
+    def series_start(self, due: datetime) -> datetime:
+        """Where a series' interval occurrences count from: ``set``, else ``due``."""
+        return self.stamp("set") or due
+
     def integer(self, key: str, default: int) -> int:
         value = self.fields.get(key)
         if value:

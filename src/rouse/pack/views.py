@@ -16,7 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from rouse.cache.plans import Survey, instant, micros
-from rouse.core import clock, layout
+from rouse.core import clock, layout, levels
 from rouse.core.clock import Decision
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
@@ -197,7 +197,7 @@ _CONTEXT_ORDER = {"persona": 0, "belief": 1, "motivation": 2}
 
 
 def _status(record: Record) -> str:
-    return f"[{clock.status_of(record)}]"
+    return f"[{levels.status_of(record)}]"
 
 
 def _ladder(tree: Tree) -> tuple[list[Record], list[Record]]:
@@ -268,8 +268,8 @@ def tree_json(tree: Tree, now: datetime) -> dict[str, Any]:
             "type": record.type,
             "slug": record.slug,
             "path": record.dir,
-            "status": clock.status_of(record),
-            "open": clock.is_open(record),
+            "status": levels.status_of(record),
+            "open": levels.is_open(record),
             "snoozed_until": iso_stamp(snoozed_at(tree, record, now)),
             "children": [node(child) for child in _children(tree, record)],
         }
