@@ -129,15 +129,13 @@ class HeaderCache:
 
     def _enter(self, rel: str) -> None:
         """Make ``rel`` the current directory for reads (when no listing did)."""
-        entry = self.next.get(rel)
+        entry, old = self.next.get(rel), self._old_entry(rel)
         if entry is None:
-            old = self._old_entry(rel)
             # a reader without the lister cannot vouch for a listing: keep the old one as is
             head = old[:4] if old is not None else [None, [], [], []]
             self.dirty = self.dirty or old is None
             entry = self.next[rel] = [*head, {}]
         self._dir = rel
-        old = self._old_entry(rel)
         self._old = old[4] if old is not None else {}
         self._new = entry[4]
 

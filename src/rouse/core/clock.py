@@ -108,14 +108,6 @@ class Decision(Value):
         return self.reason is not None
 
 
-def end_time(
-    record: Record, now: datetime | None = None, problems: list[FieldProblem] | None = None
-) -> datetime:
-    """When a closed record ended: last-moved, else opened, else mtime (a stamp later
-    than ``now`` is passed over, as :func:`moved_at` does, and lands in ``problems``)."""
-    return _moved_at(FieldReader(record, [] if problems is None else problems), now)[0]
-
-
 def moved_at(
     record: Record, problems: list[FieldProblem] | None = None, now: datetime | None = None
 ) -> tuple[datetime, str]:
@@ -175,7 +167,8 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     children = record.children
     if children and record.type == "goal":
         passed: list[FieldProblem] = []
-        ends = [end_time(d, now, passed) for d in tree.descendants(record) if not is_open(d)]
+        # (a closed record ended when it last moved)
+        ends = [moved_at(d, passed, now)[0] for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
         if any(p.level == "warn" for p in passed):  # (the child's decision reports it)
             decision.provisional = True

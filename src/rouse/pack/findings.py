@@ -16,8 +16,6 @@ from rouse.cache.walk import HeaderCache
 from rouse.core.tree import Tree
 from rouse.pack.views import due_rows
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

@@ -24,8 +24,6 @@ from rouse.probes import definitions as probes
 from rouse.state import nudges
 from rouse.trust import fence
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import datetime

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from rouse.state.files import load_bytes, save_bytes
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
