@@ -36,12 +36,11 @@ def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | 
         if decision.reason == "review":
             updates["reviewed"] = stamp
         return updates
-    fires = decision.nudge
+    fires, fields = decision.nudge, FieldReader(record, [])
     if decision.reason == "expire":
-        expires = FieldReader(record, []).stamp("expires")
+        expires = fields.stamp("expires")
         ended = "expires" if expires is not None and now >= expires else "max-fires"
         return {"status": "expired", "fires": str(fires), "ended": ended}
-    fields = FieldReader(record, [])
     if decision.reason == "due":
         every = fields.every()
         due_at = decision.due_at or now
