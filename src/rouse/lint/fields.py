@@ -169,21 +169,20 @@ def header_findings(file: File) -> Iterator[Finding]:
         )
 
 
+#: each clock value's kind, as :data:`rouse.core.clockfields.PARSERS` reads it
+_KINDS = {
+    **dict.fromkeys(STAMP_FIELDS, "stamp"),
+    **dict.fromkeys(INTERVAL_FIELDS, "interval"),
+    **dict.fromkeys(COUNT_FIELDS, "count"),
+    "every": "every",
+    "backoff": "backoff",
+}
+
+
 def _value_problem(key: str, value: str) -> str | None:
     """Why ``value`` cannot be read for ``key``, or None when it reads."""
-    if not value:
-        return None
-    if key in STAMP_FIELDS:
-        return clockfields.stamp_problem(key, value)
-    if key in INTERVAL_FIELDS:
-        return clockfields.interval_problem(key, value)
-    if key in COUNT_FIELDS:
-        return clockfields.count_problem(key, value)
-    if key == "every":
-        return clockfields.every_problem(key, value)
-    if key == "backoff":
-        return clockfields.backoff_problem(key, value)
-    return None
+    kind = _KINDS.get(key)
+    return clockfields.value_problem(kind, key, value) if kind and value else None
 
 
 def value_findings(file: File, skip: set[str], reported: set[str]) -> Iterator[Finding]:
