@@ -117,12 +117,11 @@ def moved_at(
 
 
 def _moved_at(reader: FieldReader, now: datetime | None) -> tuple[datetime, str]:
-    record = reader.record
     for key in ("last-moved", "opened"):
         value = reader.happened(key, now)
         if value is not None:
             return value, key
-    return record.mtime, "mtime"
+    return reader.record.mtime, "mtime"
 
 
 # -- the decision -------------------------------------------------------------
