@@ -11,8 +11,7 @@ from rouse.core.value import Frozen
 
 
 class Level(Frozen):
-    __slots__ = ("states", "open_states", "stale_after")
-    _fields = __slots__
+    __slots__ = _fields = ("states", "open_states", "stale_after")
 
     def __init__(
         self, states: tuple[str, ...], open_states: frozenset[str], stale_after: timedelta | None

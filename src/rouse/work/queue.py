@@ -204,6 +204,3 @@ def _opened(record: Record) -> str:
     if opened:
         return opened
     return datetime.fromtimestamp(record.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
-
-
-__all__ = ["MAX_LOST", "Report", "TaskQueue", "as_count", "lock_rel"]

@@ -49,7 +49,7 @@ from rouse.work import notices
 from rouse.work.endings import verdict
 from rouse.work.launch import Launch, RunSetup, launch
 from rouse.work.pacing import Pacing
-from rouse.work.queue import Report, TaskQueue, as_count, lock_rel
+from rouse.work.queue import Report, TaskQueue, as_count
 from rouse.work.recorder import Recorder
 
 DEFAULT_TIMEOUT = timedelta(hours=1)
@@ -372,6 +372,3 @@ class TaskWorker:
                 "stopping": self.stopping,
             },
         )
-
-
-__all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "TaskWorker", "lock_rel"]
