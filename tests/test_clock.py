@@ -1,7 +1,7 @@
 """The clock (SPEC §3): every rule at fixed instants, just before and at each boundary.
 
 Records are real files in a real tree; a "delivery" applies
-``clock.stamps_after_delivery`` to the file with ``header.set_fields`` and the
+``nextdue.stamps_after_delivery`` to the file with ``header.set_fields`` and the
 tree is walked again, exactly as the sweeper does.
 """
 
@@ -28,9 +28,10 @@ from conftest import (
     write_tree,
 )
 from rouse.core import clock
-from rouse.core.clock import Decision, evaluate, stamps_after_delivery
+from rouse.core.clock import Decision, evaluate
 from rouse.core.header import set_fields, split
 from rouse.core.layout import MACHINE_FIELDS
+from rouse.core.nextdue import stamps_after_delivery
 from rouse.core.tree import Tree, walk
 
 M = timedelta(minutes=1)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import INTENTIONS, NOW, REMINDERS, set_mtime, stamp
-from rouse.core import clock, recurrence
+from rouse.core import clock, levels, nextdue, recurrence
 from rouse.core.errors import UsageError
 from rouse.core.tree import walk
 from rouse.lint.check import check
@@ -63,7 +63,7 @@ def test_an_action_with_an_outcome_has_ended_whatever_its_status(root: Path) -> 
         f"{STEP}/action.md",
         "---\nstatus: finished\noutcome: surprising\nlast-moved: 2026-03-01 09:00\n---\n",
     )
-    assert not clock.is_open(walk(root).records[STEP])
+    assert not levels.is_open(walk(root).records[STEP])
     # it no longer keeps its intention quiet, nor comes due itself
     assert decision(root, SHIP).silenced_by == []
     assert decision(root, STEP).reason is None
@@ -81,7 +81,7 @@ def test_an_unreadable_nag_is_absent_the_reminder_fires_once(root: Path) -> None
     assert found.reason == "due"  # not "nag"
     assert [p.key for p in found.problems] == ["nag"]
     assert "no nagging" in found.problems[0].message
-    assert clock.stamps_after_delivery(found, NOW) == {"status": "fired", "fired": T}
+    assert nextdue.stamps_after_delivery(found, NOW) == {"status": "fired", "fired": T}
     said = findings(root, f"{rel}/reminder.md")
     assert any(s.startswith("error: 'nag' must") for s in said), said
 
@@ -89,7 +89,7 @@ def test_an_unreadable_nag_is_absent_the_reminder_fires_once(root: Path) -> None
 @pytest.mark.parametrize(("status", "open_"), [("Done", False), ("DROPPED", False), ("Open", True)])
 def test_status_words_are_read_case_insensitively(root: Path, status: str, open_: bool) -> None:
     write(root, f"{SHIP}/intention.md", f"---\ncloses-when: x\nstatus: {status}\n---\n")
-    assert clock.is_open(walk(root).records[SHIP]) is open_
+    assert levels.is_open(walk(root).records[SHIP]) is open_
     assert not [s for s in findings(root, f"{SHIP}/intention.md") if "status" in s]
 
 
@@ -129,7 +129,7 @@ def test_a_series_snoozed_past_its_until_fires_once_then_ends(root: Path) -> Non
     at = datetime(2026, 3, 20, 9, 0)
     fired = decision(root, rel, at)
     assert fired.reason == "due"
-    assert clock.stamps_after_delivery(fired, at) == {"status": "fired", "fired": stamp(at)}
+    assert nextdue.stamps_after_delivery(fired, at) == {"status": "fired", "fired": stamp(at)}
 
 
 def test_monthly_31_clamps_to_the_months_last_day_like_1mo() -> None:
@@ -197,7 +197,7 @@ def test_a_forecast_puts_nothing_inside_a_snooze(root: Path, fields: str) -> Non
     now, until = datetime(2026, 12, 1, 12, 0), datetime(2026, 12, 7, 12, 0)
     assert not clock.due(tree, now)  # (due itself was right)
     (row,) = [
-        d for d in clock.forecast(clock.decisions(tree, until), until) if d.record.dir == SHIP
+        d for d in nextdue.forecast(clock.decisions(tree, until), until) if d.record.dir == SHIP
     ]
     assert row.due_at == datetime(2026, 12, 7, 9, 0)
     # and once the snooze is over, the record is due from its end, not from inside it

@@ -23,7 +23,7 @@ import pytest
 import rouse
 from conftest import INTENTIONS, NOTES, NOW
 from rouse.agents.mcp_tools import ADD_TYPES, ENDINGS, Tools
-from rouse.core import clock, extras
+from rouse.core import extras, levels
 from rouse.core.errors import UsageError
 from rouse.records.scaffold import init
 from rouse.trust import stamp as stamping
@@ -337,7 +337,7 @@ def test_client_sees_the_version_parameter_descriptions_and_enums(
     assert seen["add"]["properties"]["kind"]["enum"] == list(ADD_TYPES)
     assert seen["close"]["properties"]["ending"]["enum"] == list(ENDINGS)
     outcome = seen["close"]["properties"]["outcome"]["anyOf"]
-    assert {"type": "string", "enum": list(clock.OUTCOMES)} in outcome
+    assert {"type": "string", "enum": list(levels.OUTCOMES)} in outcome
 
 
 def test_client_bad_arguments_are_refused_in_rouse_words(memory: Path, no_key: Path) -> None:

@@ -19,8 +19,9 @@ import pytest
 
 from conftest import INTENTIONS, REMINDERS, MakeTree, set_mtime, stamp
 from rouse.core import clockfields
-from rouse.core.clock import Decision, evaluate, stamps_after_delivery
+from rouse.core.clock import Decision, evaluate
 from rouse.core.header import set_fields
+from rouse.core.nextdue import stamps_after_delivery
 from rouse.core.timefmt import LATEST, OutOfRange, parse_stamp
 from rouse.core.tree import walk
 

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from conftest import NOW, REMINDERS, MakeTree
-from rouse.core import clock
+from rouse.core import clock, nextdue
 from rouse.core.header import set_fields
 from rouse.core.tree import walk
 from rouse.sweep import wake
@@ -35,7 +35,7 @@ def deliver(root: Path, now: datetime) -> tuple[clock.Decision, dict[str, str | 
     record = tree.records[R]
     decision = clock.evaluate(tree, record, now)
     assert decision.is_due, f"not due at {now}"
-    updates = clock.stamps_after_delivery(decision, now)
+    updates = nextdue.stamps_after_delivery(decision, now)
     file = root / record.rel
     file.write_bytes(set_fields(file.read_bytes(), updates))
     return decision, updates
@@ -152,7 +152,7 @@ def test_forecast_lists_every_occurrence_in_the_window(make_tree: MakeTree) -> N
     root = make_tree({f"{R}/reminder.md": reminder(due="2026-03-16 09:00", every="mon,thu 18:30")})
     tree = walk(root)
     until = datetime(2026, 3, 27, 0, 0)
-    rows = clock.forecast(clock.decisions(tree, until), until)
+    rows = nextdue.forecast(clock.decisions(tree, until), until)
     assert [d.due_at for d in rows if d.record.dir == R] == [
         datetime(2026, 3, 16, 9, 0),
         datetime(2026, 3, 16, 18, 30),

@@ -6,7 +6,8 @@ what the sweeper, the ledger and the worker say is read at every ``rouse status`
 
 from __future__ import annotations
 
-from rouse.core import clock, layout
+from rouse.core import layout
+from rouse.core.levels import is_open, status_of
 from rouse.core.tree import Tree
 from rouse.state.files import Damaged, conform
 
@@ -46,7 +47,7 @@ def tree_counts(tree: Tree, due: int) -> dict[str, Any]:
     for record in tree.records.values():
         level = levels[record.type]
         level["total"] += 1
-        level["open"] += int(clock.is_open(record))
+        level["open"] += int(is_open(record))
     running, pending = tasks_of(tree)
     return {
         "levels": levels,
@@ -69,7 +70,7 @@ def tasks_of(tree: Tree) -> tuple[list[dict[str, Any]], int]:
     for record in tree.records.values():
         if record.type != "task":
             continue
-        state = clock.status_of(record)
+        state = status_of(record)
         pending += state == "pending" and not layout.is_example(record.dir)
         if state == "running":
             running.append(

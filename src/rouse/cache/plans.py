@@ -30,7 +30,7 @@ from __future__ import annotations
 import heapq
 from datetime import datetime, timedelta
 
-from rouse.core import clock, timefmt
+from rouse.core import clock, levels, timefmt
 from rouse.core.clock import plan_of
 from rouse.core.dueplan import REMINDER, verdict
 from rouse.core.tree import Record, Tree
@@ -72,7 +72,7 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
         # its warnings are the clock's to give; a series counts what it missed; a
         # stamp passed over as later than now will be read once now reaches it
         return 0
-    if decision.nagging and clock.status_of(record) == "fired":
+    if decision.nagging and levels.status_of(record) == "fired":
         return 0  # a nag stuck at fired: due since "now", whenever now is
     if at is None:
         at = timefmt.micros(now)
@@ -91,6 +91,55 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
         micros(plan.moved),
         _MOVED_FROM[plan.moved_from],
     ]
+
+
+def unvouched(tree: Tree, missed: list[str], relisted: list[str]) -> set[str]:
+    """The records whose kept plan a walk cannot vouch for: each one over a file it
+    re-read (``missed``) or a directory it listed afresh, and every record above those."""
+    records = tree.records
+    changed: set[str] = set()
+    for path in [*(rel.rpartition("/")[0] for rel in missed), *relisted]:
+        directory = path
+        while directory and directory not in records:
+            directory = directory.rpartition("/")[0]
+        while directory and directory not in changed:
+            changed.add(directory)
+            directory = records[directory].parent or ""
+    return changed
+
+
+def keep_plans(
+    tree: Tree, state: dict[str, list[Any]], stale: set[str], now: datetime | None
+) -> bool:
+    """Give each record the plan its entry in the walk cache's ``state`` keeps, unless it
+    is ``stale``; with ``now``, a new one (kept too), else a stale one is dropped. True
+    when ``state`` changed."""
+    at = micros(now)
+    dirty = False
+    for directory, record in tree.records.items():
+        files = state[directory][4]
+        name = record.rel[len(directory) + 1 :]
+        entry = files.get(name)
+        if entry is None:
+            continue  # racy: not kept, so the clock decides afresh
+        kept = entry[5] if len(entry) == 6 else None
+        if kept is not None and (not stale or directory not in stale):
+            if type(kept) is list:
+                if at is None or (len(kept) == SIZE and type(kept[0]) is int and kept[0] <= at):
+                    record.plan = kept  # (any other flaw in it: the clock decides afresh)
+                    continue
+            elif type(kept) is int and kept == 0:
+                continue  # the clock evaluates it every time
+        if now is None:
+            if kept is not None:  # made for a subtree that is not there any more
+                files[name] = [*entry[:5], None]
+                dirty = True
+            continue
+        made = make_plan(tree, record, now, at)
+        files[name] = [*entry[:5], made]
+        record.plan = made if type(made) is list else None
+        dirty = True
+    return dirty
 
 
 #: the instants a stored plan may hold (what a datetime can be): anything else is a miss

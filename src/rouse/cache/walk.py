@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.cache import fsmon
-from rouse.cache.plans import SIZE, make_plan, micros
+from rouse.cache.plans import keep_plans, unvouched
 from rouse.cache.walkfile import (
     COMPACT_LINES,
     VERSION,
@@ -129,15 +129,13 @@ class HeaderCache:
 
     def _enter(self, rel: str) -> None:
         """Make ``rel`` the current directory for reads (when no listing did)."""
-        entry = self.next.get(rel)
+        entry, old = self.next.get(rel), self._old_entry(rel)
         if entry is None:
-            old = self._old_entry(rel)
             # a reader without the lister cannot vouch for a listing: keep the old one as is
             head = old[:4] if old is not None else [None, [], [], []]
             self.dirty = self.dirty or old is None
             entry = self.next[rel] = [*head, {}]
         self._dir = rel
-        old = self._old_entry(rel)
         self._old = old[4] if old is not None else {}
         self._new = entry[4]
 
@@ -207,43 +205,26 @@ class HeaderCache:
         """The directory's listing: from the cache while its mtime is unchanged (or,
         with a watching sweeper, while nothing happened in it: no stat made)."""
         changed = self.changed
-        if changed is not None and rel not in changed:
-            old = self.dirs.get(rel)
-            if (
-                type(old) is list
-                and len(old) == 5
-                and old[0] is not None
-                and type(old[4]) is dict
-                and type(old[1]) is list
-                and type(old[2]) is list
-                and type(old[3]) is list
-                and names_ok(old[1] + old[2] + old[3], not rel)
-            ):
-                new: dict[str, list[Any]] = {}
-                self.next[rel] = [old[0], old[1], old[2], old[3], new]
-                self._dir, self._old, self._new = rel, old[4], new
-                return old[1], old[2], old[3]
+        old = self._old_entry(rel)
+        new: dict[str, list[Any]] = {}
+        # (a directory the watcher names is listed afresh, whatever its mtime says)
+        vouched = changed is not None and rel not in changed
+        if vouched and old is not None and old[0] is not None and _sound(old, rel):
+            self.next[rel] = [*old[:4], new]
+            self._dir, self._old, self._new = rel, old[4], new
+            return old[1], old[2], old[3]
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode):  # a cached name that is now a link or a file
             raise NotADirectoryError(errno.ENOTDIR, "not a directory (never followed)", path)
         mtime_ns = info.st_mtime_ns
-        old = self.dirs.get(rel)  # (self._old_entry inlined: once per directory)
-        if type(old) is not list or len(old) != 5 or type(old[4]) is not dict:
-            old = None
-        new = {}
-        trusted = False
-        # (a directory the watcher names is listed afresh, whatever its mtime says)
-        if old is not None and old[0] == mtime_ns and (changed is None or rel not in changed):
-            subdirs, names, links = old[1], old[2], old[3]
-            trusted = (
-                type(subdirs) is list
-                and type(names) is list
-                and type(links) is list
-                and names_ok(subdirs + names + links if links else subdirs + names, not rel)
-            )
-        if trusted:
-            listing: Listing = (subdirs, names, links)
-            self.next[rel] = [mtime_ns, subdirs, names, links, new]
+        if (
+            old is not None
+            and old[0] == mtime_ns
+            and (changed is None or vouched)
+            and _sound(old, rel)
+        ):
+            listing: Listing = (old[1], old[2], old[3])
+            self.next[rel] = [mtime_ns, *listing, new]
         else:
             self.listed += 1
             self.relisted.append(rel)
@@ -325,39 +306,11 @@ class HeaderCache:
             self.missed, self.relisted, self.plans_ok = [], [], False
             self.changed, self.unsettled, self.racy_listings = None, False, {}
             tree = walk(self.root, self, self.list_dir)
-        self.plan(tree, plan_at)
+        stale = unvouched(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
+        self.dirty = keep_plans(tree, self.next, stale, plan_at) or self.dirty
+        self.plans_ok = True  # what is kept now was kept or made under this zone
         self.save()
         return tree
-
-    def plan(self, tree: Tree, now: datetime | None) -> None:
-        """Give each record its kept plan, or (with ``now``) a new one; drop a stale one."""
-        at = micros(now)
-        state = self.next
-        changed = _changed(tree, self.missed, self.relisted) if self.plans_ok else set(tree.records)
-        for directory, record in tree.records.items():
-            files = state[directory][4]
-            name = record.rel[len(directory) + 1 :]
-            entry = files.get(name)
-            if entry is None:
-                continue  # racy: not kept, so the clock decides afresh
-            kept = entry[5] if len(entry) == 6 else None
-            if kept is not None and (not changed or directory not in changed):
-                if type(kept) is list:
-                    if at is None or (len(kept) == SIZE and type(kept[0]) is int and kept[0] <= at):
-                        record.plan = kept  # (any other flaw in it: the clock decides afresh)
-                        continue
-                elif type(kept) is int and kept == 0:
-                    continue  # the clock evaluates it every time
-            if now is None:
-                if kept is not None:  # made for a subtree that is not there any more
-                    files[name] = [*entry[:5], None]
-                    self.dirty = True
-                continue
-            made = make_plan(tree, record, now, at)
-            files[name] = [*entry[:5], made]
-            record.plan = made if type(made) is list else None
-            self.dirty = True
-        self.plans_ok = True  # what is kept now was kept or made under this zone
 
     def save(self) -> None:
         """Write this walk's state (what it did not see is dropped); skip if we can't."""
@@ -378,19 +331,12 @@ class HeaderCache:
         self.token = self.token_next
 
 
-def _changed(tree: Tree, missed: list[str], relisted: list[str]) -> set[str]:
-    """The records whose plan this walk cannot vouch for: each one over a file it
-    re-read or a directory it listed afresh, and every record above those."""
-    records = tree.records
-    changed: set[str] = set()
-    for path in [*(rel.rpartition("/")[0] for rel in missed), *relisted]:
-        directory = path
-        while directory and directory not in records:
-            directory = directory.rpartition("/")[0]
-        while directory and directory not in changed:
-            changed.add(directory)
-            directory = records[directory].parent or ""
-    return changed
+def _sound(entry: list[Any], rel: str) -> bool:
+    """Whether a directory's kept listing can be used as it is: lists of safe names."""
+    subdirs, names, links = entry[1], entry[2], entry[3]
+    if type(subdirs) is not list or type(names) is not list or type(links) is not list:
+        return False
+    return names_ok(subdirs + names + links if links else subdirs + names, not rel)
 
 
 def cached_walk(root: Path, secret: bytes | None = None, plan_at: datetime | None = None) -> Tree:

@@ -174,13 +174,13 @@ def cmd_due(args: argparse.Namespace) -> int:
 def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     """``rouse due --until``: a forecast lists a repeating reminder once per occurrence."""
     from rouse.cache.walk import cached_walk
-    from rouse.core import clock
+    from rouse.core import clock, nextdue
     from rouse.pack.views import due_order
     from rouse.trust.stampkey import cache_secret
 
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
     every = clock.decisions(tree, until)
-    shown = _due_shown(args.json, tree, due_order(clock.forecast(every, until)), now)
+    shown = _due_shown(args.json, tree, due_order(nextdue.forecast(every, until)), now)
     skipped = [p.render() for p in tree.untrackable]
     skipped += _problem_lines(tree, clock.field_problems(every))
     return _show_due(args.json, shown, now, until, skipped)

@@ -1,10 +1,12 @@
-"""The clock: the levels table and ALL due arithmetic.
+"""The clock: whether a record is due at ``now``, why, and when it will be.
 
 Every function here is pure: it takes records (from ``rouse.core.tree``) and
 ``now`` and returns decisions. The pack, ``rouse due``, ``rouse explain`` and
-the sweeper all import this module; nothing else computes due. Reading the
-header fields it needs (their bounds, fallbacks and problems) is
-:mod:`rouse.core.clockfields`.
+the sweeper all import this module; nothing else computes due. The levels it
+reads are :mod:`rouse.core.levels`, its fields :mod:`rouse.core.clockfields`; what
+comes due next is :mod:`rouse.core.nextdue` (the sweeper and the MCP tools still
+ask the clock for some of both: ``status_of``, ``is_nagging``, ``OUTCOMES``, and
+the three functions at the end, which load nextdue only when called).
 """
 
 from __future__ import annotations
@@ -14,55 +16,19 @@ from datetime import datetime, timedelta
 from rouse.core import dueplan, recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
 from rouse.core.dueplan import REMINDER, STALE, decide, wake_of
-from rouse.core.timefmt import (
-    FLOOR,
-    LATEST,
-    after,
-    floored,
-    format_stamp,
-    parse_interval,
-)
+from rouse.core.levels import LEVELS, STALE_LEVELS, is_open, silences_parent
+from rouse.core.levels import OUTCOMES as OUTCOMES
+from rouse.core.levels import is_nagging as is_nagging
+from rouse.core.levels import status_of as status_of
+from rouse.core.timefmt import FLOOR, as_span, later
 from rouse.core.tree import Record, Tree
-from rouse.core.value import Frozen, Value
+from rouse.core.value import Value
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MAX_NAG_STEP = timedelta(days=1)
 DEFAULT_MAX_FIRES = 10
-
-
-class Level(Frozen):
-    __slots__ = ("states", "open_states", "stale_after")
-    _fields = __slots__
-
-    def __init__(
-        self, states: tuple[str, ...], open_states: frozenset[str], stale_after: timedelta | None
-    ):
-        self.states = states  # first = default when missing
-        self.open_states = open_states
-        self.stale_after = stale_after  # None: not on the stale rule
-
-
-LEVELS: dict[str, Level] = {
-    "intention": Level(("open", "done", "dropped"), frozenset({"open"}), timedelta(hours=2)),
-    "goal": Level(("open", "done", "abandoned"), frozenset({"open"}), timedelta(hours=1)),
-    "action": Level(("open", "done", "dropped"), frozenset({"open"}), timedelta(days=1)),
-    "task": Level(
-        ("pending", "running", "done", "failed", "cancelled"),
-        frozenset({"pending", "running"}),
-        timedelta(days=1),
-    ),
-    "reminder": Level(
-        ("pending", "fired", "done", "dropped", "expired"), frozenset({"pending"}), None
-    ),
-    "backlog": Level(("open", "promoted", "dropped"), frozenset({"open"}), None),
-}
-STALE_LEVELS = frozenset(t for t, level in LEVELS.items() if level.stale_after is not None)
-OUTCOMES = ("as-expected", "surprising", "contradicts")
 REASONS = ("stale", "review", "due", "nag", "expire")
 
 
@@ -142,85 +108,6 @@ class Decision(Value):
         return self.reason is not None
 
 
-# -- states -------------------------------------------------------------------
-
-
-def status_of(record: Record) -> str:
-    """The record's status, lowercased; the level's default when missing."""
-    value = record.header.fields.get("status")
-    if value:
-        value = value.strip().lower()
-    return value or LEVELS[record.type].states[0]
-
-
-def known_status(record: Record) -> bool:
-    return status_of(record) in LEVELS[record.type].states
-
-
-def is_nagging(record: Record) -> bool:
-    """Whether a reminder nags: it carries a readable ``nag:`` (an unreadable one is
-    absent: the reminder fires once, and ``check`` reports the value)."""
-    text = (record.get("nag") or "").strip()
-    if not text:
-        return False
-    try:
-        parse_interval(text)
-    except ValueError:
-        return False
-    return True
-
-
-def is_repeating(record: Record) -> bool:
-    """Whether a reminder carries an ``every:`` (readable or not: the sweeper re-arms
-    only a readable one, but a hand-written series is never read as answered)."""
-    return bool((record.get("every") or "").strip())
-
-
-def is_open(record: Record) -> bool:
-    """Open for the clock. An unknown status counts as open (err loud).
-
-    Memoised on the record: a walk's headers never change after it.
-    """
-    memo = record.open_memo
-    if memo is None:
-        memo = record.open_memo = _is_open(record)
-    return memo
-
-
-def _is_open(record: Record, status: str | None = None) -> bool:
-    if status is None:
-        status = status_of(record)
-    level = LEVELS[record.type]
-    if record.type == "action":
-        outcome = (record.get("outcome") or "").strip().lower()
-        if outcome in OUTCOMES or (outcome and status not in level.states):
-            # judged: ended whatever its status says. An unknown outcome is a
-            # check error and, on a known status, never silences the action
-            return False
-    if status not in level.states:
-        return True
-    if record.type == "reminder" and status == "fired":
-        return is_nagging(record)  # a nag stuck at fired is still live
-    return status in level.open_states
-
-
-def silences_parent(record: Record) -> bool:
-    """Whether this record, open, keeps the records above it quiet.
-
-    Backlog items are never swept, so they never silence anything either:
-    otherwise a parked idea could hold its parent quiet forever.
-    """
-    return record.type != "backlog" and is_open(record)
-
-
-def end_time(
-    record: Record, now: datetime | None = None, problems: list[FieldProblem] | None = None
-) -> datetime:
-    """When a closed record ended: last-moved, else opened, else mtime (a stamp later
-    than ``now`` is passed over, as :func:`moved_at` does, and lands in ``problems``)."""
-    return _moved_at(FieldReader(record, [] if problems is None else problems), now)[0]
-
-
 def moved_at(
     record: Record, problems: list[FieldProblem] | None = None, now: datetime | None = None
 ) -> tuple[datetime, str]:
@@ -230,39 +117,14 @@ def moved_at(
 
 
 def _moved_at(reader: FieldReader, now: datetime | None) -> tuple[datetime, str]:
-    record = reader.record
     for key in ("last-moved", "opened"):
         value = reader.happened(key, now)
         if value is not None:
             return value, key
-    return record.mtime, "mtime"
+    return reader.record.mtime, "mtime"
 
 
 # -- the decision -------------------------------------------------------------
-
-
-def _later(base: datetime, interval: timedelta, days: int = 0) -> datetime:
-    """``days`` calendar days then ``interval`` of elapsed time after ``base`` (a real
-    instant: :func:`rouse.core.timefmt.after`), never past the last readable stamp
-    (nor the calendar's end).
-
-    A ``base`` already past LATEST (only a caller's ``now`` or a file's mtime
-    can be) saturates at the calendar's end instead of raising OverflowError.
-    """
-    ceiling = LATEST if base <= LATEST else datetime.max
-    try:
-        later = after(base, interval, days)
-    except OverflowError:
-        return ceiling
-    return min(later, ceiling)
-
-
-def _span(interval: timedelta) -> tuple[int, timedelta]:
-    """A computed interval as (calendar days, elapsed): a whole number of days keeps
-    the wall-clock time, anything else is elapsed time."""
-    if interval.seconds == 0 and interval.microseconds == 0:
-        return interval.days, timedelta(0)
-    return 0, interval
 
 
 def _floored_span(span: tuple[int, timedelta]) -> tuple[int, timedelta]:
@@ -281,11 +143,10 @@ def evaluate(tree: Tree, record: Record, now: datetime) -> Decision:
     status = status_of(record)
     if status not in level.states:
         decision.notes.append(f"unknown status {status!r} counts as open")
-    if record.open_memo is None:  # (is_open, with the status already read)
-        record.open_memo = _is_open(record, status)
+    still_open = is_open(record, status)
     if record.type == "reminder":
         _evaluate_reminder(decision, fields, now)
-    elif level.stale_after is not None and record.open_memo:
+    elif level.stale_after is not None and still_open:
         _evaluate_stale(tree, decision, fields, now)
     return decision
 
@@ -297,7 +158,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     assert level.stale_after is not None
     decision.nudge = fields.integer("nudges", 0) + 1
     written = fields.span("stale-after")
-    span = _span(level.stale_after) if written is None else _floored_span(written)
+    span = as_span(level.stale_after) if written is None else _floored_span(written)
     if written is not None and span is not written:
         decision.notes.append(f"stale-after {fields.text('stale-after')} is floored to 15m")
     decision.stale_after = timedelta(days=span[0]) + span[1]
@@ -305,7 +166,8 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     children = record.children
     if children and record.type == "goal":
         passed: list[FieldProblem] = []
-        ends = [end_time(d, now, passed) for d in tree.descendants(record) if not is_open(d)]
+        # (a closed record ended when it last moved)
+        ends = [moved_at(d, passed, now)[0] for d in tree.descendants(record) if not is_open(d)]
         decision.own_clock = max(ends) if ends else None
         if any(p.level == "warn" for p in passed):  # (the child's decision reports it)
             decision.provisional = True
@@ -317,7 +179,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
     own_clock = decision.own_clock
     if own_clock is not None and own_clock > base:
         base = own_clock
-    decision.stale_at = stale_at = _later(base, span[1], span[0])
+    decision.stale_at = stale_at = later(base, span[1], span[0])
     silenced = False
     if children:
         decision.silenced_by = [d.dir for d in tree.descendants(record) if silences_parent(d)]
@@ -330,7 +192,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
             fields.happened("reviewed", now) or fields.happened("opened", now) or record.mtime
         )
         days, elapsed = _floored_span(review_every)
-        decision.review_at = review_at = _later(review_base, elapsed, days)
+        decision.review_at = review_at = later(review_base, elapsed, days)
 
     decision.snooze = snoozed = fields.stamp("snoozed-until")
     if snoozed is not None and now < snoozed:
@@ -377,7 +239,7 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
         return
     decision.reason = found[0]
     if found[0] == "due" and every is not None:
-        decision.missed = recurrence.count_between(every, _anchor(fields, due), due, now)
+        decision.missed = recurrence.count_between(every, fields.series_start(due), due, now)
 
 
 def due(tree: Tree, now: datetime) -> list[Decision]:
@@ -400,117 +262,6 @@ def decisions(tree: Tree, now: datetime) -> list[Decision]:
 def field_problems(every: list[Decision]) -> list[FieldProblem]:
     """Every unreadable clock field among ``every`` (for the pack's warnings and check)."""
     return [p for d in every for p in d.problems]
-
-
-# -- what a delivered wake writes ---------------------------------------------
-
-
-def nag_step(nag: timedelta, backoff: float, fires: int) -> timedelta:
-    """``clamp(nag × backoff^(fires-1), 15m, 1d)`` where ``fires`` is the new count."""
-    try:
-        seconds = nag.total_seconds() * backoff ** max(fires - 1, 0)
-    except OverflowError:
-        seconds = MAX_NAG_STEP.total_seconds()
-    seconds = min(seconds, MAX_NAG_STEP.total_seconds())
-    return floored(timedelta(seconds=seconds))
-
-
-def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | None]:
-    """The machine fields to write once a wake for ``decision`` has been delivered."""
-    record = decision.record
-    stamp = format_stamp(now)
-    if record.type != "reminder":
-        updates: dict[str, str | None] = {"swept": stamp, "nudges": str(decision.nudge)}
-        if decision.reason == "review":
-            updates["reviewed"] = stamp
-        return updates
-    fires = decision.nudge
-    if decision.reason == "expire":
-        expires = FieldReader(record, []).stamp("expires")
-        ended = "expires" if expires is not None and now >= expires else "max-fires"
-        return {"status": "expired", "fires": str(fires), "ended": ended}
-    fields = FieldReader(record, [])
-    if decision.reason == "due":
-        every = fields.every()
-        due_at = decision.due_at or now
-        following = None if every is None else next_occurrence(fields, every, due_at, now)
-        if following is None:
-            return {"status": "fired", "fired": stamp}
-        updates = {"status": "pending", "due": format_stamp(following), "fired": stamp}
-        if not record.get("set"):
-            updates["set"] = format_stamp(due_at)
-        return updates
-    nag = fields.interval("nag") or FLOOR
-    step = nag_step(nag, fields.backoff(), fires)
-    days, elapsed = _span(step)
-    updates = {
-        "fires": str(fires),
-        "due": format_stamp(_later(now, elapsed, days)),
-        "status": "pending",
-    }
-    if not record.get("set"):
-        updates["set"] = fields.text("due") or format_stamp(decision.due_at or now)
-    return updates
-
-
-# -- repeating reminders (the rules' counting is rouse.core.recurrence) ---------------
-
-
-def _anchor(fields: FieldReader, due: datetime) -> datetime:
-    """Where a series' interval occurrences count from: its first due (``set``), else ``due``."""
-    return fields.stamp("set") or due
-
-
-def next_occurrence(
-    fields: FieldReader, every: recurrence.Every, due: datetime, now: datetime
-) -> datetime | None:
-    """A series' first occurrence strictly after ``now``; None when the series is over
-    (past its ``until``, or past the last stamp year)."""
-    following = recurrence.next_after(every, _anchor(fields, due), now)
-    until = fields.stamp("until")
-    if following is None or (until is not None and following > until):
-        return None
-    return following
-
-
-def rearmed(record: Record, now: datetime) -> datetime | None:
-    """The ``due`` a repeating reminder set done at ``now`` re-arms to; None for a
-    reminder that does not repeat (or an unreadable ``every``), or a series that is over."""
-    fields = FieldReader(record, [])
-    every = fields.every()
-    if record.type != "reminder" or every is None:
-        return None
-    due = fields.stamp("due") or now
-    return next_occurrence(fields, every, due, now)
-
-
-def first_due(every: recurrence.Every, now: datetime) -> datetime | None:
-    """A new series' first due: its first occurrence after ``now`` (an interval: now + it)."""
-    return recurrence.next_after(every, now, now)
-
-
-#: The most rows one repeating reminder gives a forecast (``due --until``).
-MOST_FORECAST = 500
-
-
-def forecast(every: list[Decision], until: datetime) -> list[Decision]:
-    """The decisions due at ``until``, a repeating reminder once per occurrence up to
-    ``until`` (at most MOST_FORECAST): each as due at that occurrence, if nothing moves."""
-    rows: list[Decision] = []
-    for decision in select_due(every):
-        rule = decision.every
-        if rule is None or decision.reason != "due" or decision.due_at is None:
-            rows.append(decision)
-            continue
-        fields = FieldReader(decision.record, [])
-        at: datetime | None = decision.due_at
-        count = 0
-        while at is not None and at <= until and count < MOST_FORECAST:
-            rows.append(decision.replace(due_at=at, missed=0))
-            at = next_occurrence(fields, rule, decision.due_at, at)
-            count += 1
-    rows.sort(key=lambda d: (d.due_at or d.now, d.record.dir))
-    return rows
 
 
 def still_since(decision: Decision) -> datetime:
@@ -537,3 +288,24 @@ def plan_of(decision: Decision) -> dueplan.DuePlan:
 def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     """The columns of ``record``'s plan from ``now`` on (the fleet's mirror)."""
     return plan_of(evaluate(tree, record, now)).columns()
+
+
+# -- what comes due next, for the callers that ask the clock (rouse.core.nextdue) ---------
+
+
+def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | None]:
+    from rouse.core import nextdue
+
+    return nextdue.stamps_after_delivery(decision, now)
+
+
+def rearmed(record: Record, now: datetime) -> datetime | None:
+    from rouse.core import nextdue
+
+    return nextdue.rearmed(record, now)
+
+
+def forecast(every: list[Decision], until: datetime) -> list[Decision]:
+    from rouse.core import nextdue
+
+    return nextdue.forecast(every, until)

@@ -134,49 +134,37 @@ def parse_backoff(text: str) -> float:
     raise ValueError(f"not a backoff: {text!r}")
 
 
-def backoff_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as a ``backoff``, or None."""
+#: What a clock value of each kind must look like, as a problem says it.
+_SHAPES = {
+    "stamp": "look like 2026-03-14 15:40",
+    "interval": "look like 45m, 2h or 1d",
+    "backoff": "be a number >= 1 or 'fixed'",
+}
+#: How each kind of clock value is read.
+PARSERS = {
+    "stamp": parse_stamp,
+    "interval": parse_interval,
+    "count": parse_count,
+    "every": parse_every,
+    "backoff": parse_backoff,
+}
+
+
+def value_problem(kind: str, key: str, value: str) -> str | None:
+    """Why ``value`` cannot be read as ``key``, a clock value of ``kind`` (one of
+    :data:`PARSERS`), in the clock's words; or None."""
     try:
-        parse_backoff(value)
+        PARSERS[kind](value)
     except ValueError as exc:
-        return _problem(key, value, exc, "be a number >= 1 or 'fixed'")
-    return None
-
-
-def stamp_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as the stamp ``key`` (as the clock says it), or None."""
-    try:
-        parse_stamp(value)
-    except ValueError as exc:
-        return _problem(key, value, exc, "look like 2026-03-14 15:40")
-    return None
-
-
-def interval_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as the interval ``key``, or None."""
-    try:
-        parse_interval(value)
-    except ValueError as exc:
-        return _problem(key, value, exc, "look like 45m, 2h or 1d")
-    return None
-
-
-def every_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read as a repeating reminder's ``every``, or None."""
-    try:
-        parse_every(value)
-    except ValueError as exc:
-        return f"'{key}': {exc}"
+        if kind == "count":
+            return _count_problem(key, value, exc)
+        return f"'{key}': {exc}" if kind == "every" else _problem(key, value, exc, _SHAPES[kind])
     return None
 
 
 def count_problem(key: str, value: str) -> str | None:
     """Why ``value`` cannot be read as the count ``key`` (fires, nudges, max-fires), or None."""
-    try:
-        parse_count(value)
-    except ValueError as exc:
-        return _count_problem(key, value, exc)
-    return None
+    return value_problem("count", key, value)
 
 
 class FieldReader:
@@ -209,7 +197,7 @@ class FieldReader:
         try:
             return parse_stamp(value)
         except ValueError as exc:
-            self._bad(key, value, _problem(key, value, exc, "look like 2026-03-14 15:40"))
+            self._bad(key, value, _problem(key, value, exc, _SHAPES["stamp"]))
             return None
 
     def happened(self, key: str, now: datetime | None) -> datetime | None:
@@ -235,7 +223,7 @@ class FieldReader:
         try:
             return parse_span(value)
         except ValueError as exc:
-            self._bad(key, value, _problem(key, value, exc, "look like 45m, 2h or 1d"))
+            self._bad(key, value, _problem(key, value, exc, _SHAPES["interval"]))
             return None
 
     def every(self) -> Every | None:
@@ -246,8 +234,12 @@ class FieldReader:
         try:
             return parse_every(value)
         except ValueError:
-            self._bad("every", value, every_problem("every", value) or "")
+            self._bad("every", value, value_problem("every", "every", value) or "")
             return None
+
+    def series_start(self, due: datetime) -> datetime:
+        """Where a series' interval occurrences count from: ``set``, else ``due``."""
+        return self.stamp("set") or due
 
     def integer(self, key: str, default: int) -> int:
         value = self.fields.get(key)
@@ -268,5 +260,5 @@ class FieldReader:
         try:
             return parse_backoff(value)
         except ValueError:
-            self._bad("backoff", value, backoff_problem("backoff", value) or "")
+            self._bad("backoff", value, value_problem("backoff", "backoff", value) or "")
             return DEFAULT_BACKOFF

@@ -94,18 +94,28 @@ def _split_lines(data: bytes) -> tuple[bytes, list[bytes]]:
     return bom, data[len(bom) :].splitlines(keepends=True)
 
 
+def _text(raw: bytes, path: str | None, line: int, where: str = "") -> str:
+    """One line as text; NUL bytes or bytes that are not UTF-8 are a HeaderError."""
+    if b"\x00" in raw:
+        raise HeaderError(f"binary data{where}: not a text file", path=path, line=line)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HeaderError(
+            "not valid UTF-8: re-save the file as UTF-8", path=path, line=line
+        ) from None
+
+
+_UNTERMINATED = (
+    f"unterminated header: no closing '---' within {MAX_HEADER_LINES} lines / "
+    f"{MAX_HEADER_BYTES // 1024} KiB"
+)
+
+
 def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
     """Parse header lines; return the header and the index of the first body line."""
     header = Header()
-    if not lines:
-        return header, 0
-    if b"\x00" in lines[0]:
-        raise HeaderError("binary data: not a text file", path=path, line=1)
-    try:
-        first = lines[0].decode("utf-8")
-    except UnicodeDecodeError:
-        raise HeaderError("not valid UTF-8: re-save the file as UTF-8", path=path, line=1) from None
-    if not _is_fence(first):
+    if not lines or not _is_fence(_text(lines[0], path, 1)):
         return header, 0
     header.fenced = True
     size = len(lines[0])
@@ -120,15 +130,8 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
         size += len(raw)
         if index >= MAX_HEADER_LINES or size > MAX_HEADER_BYTES:
             break
-        if b"\x00" in raw:
-            raise HeaderError("binary data in header: not a text file", path=path, line=index + 1)
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise HeaderError(
-                "not valid UTF-8: re-save the file as UTF-8", path=path, line=index + 1
-            ) from None
         lineno = index + 1
+        line = _text(raw, path, lineno, " in header")
         if _is_fence(line):
             header.end_line = lineno
             header.duplicates, header.continued = tuple(duplicates), tuple(continued)
@@ -159,12 +162,7 @@ def _scan(lines: list[bytes], path: str | None) -> tuple[Header, int]:
             header.fields[entry.key] = entry.value
         entries.append(entry)
         last = entry
-    raise HeaderError(
-        f"unterminated header: no closing '---' within {MAX_HEADER_LINES} lines / "
-        f"{MAX_HEADER_BYTES // 1024} KiB",
-        path=path,
-        line=1,
-    )
+    raise HeaderError(_UNTERMINATED, path=path, line=1)
 
 
 def parse_header(data: bytes | str, path: str | None = None) -> Header:

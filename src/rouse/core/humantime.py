@@ -36,8 +36,6 @@ from rouse.core.timefmt import (
     parse_stamp,
 )
 
-# typing costs ~5 ms to import on the pack's start-up path; annotations are
-# strings here (__future__), so it is only imported for the type checker
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable

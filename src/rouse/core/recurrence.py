@@ -66,10 +66,6 @@ class Every:
         self.monthday = monthday
         self.at = at
 
-    @property
-    def is_calendar(self) -> bool:
-        return self.days is not None or self.monthday is not None
-
     def __repr__(self) -> str:
         return f"Every({self.text!r})"
 

@@ -110,14 +110,8 @@ class Store:
         return target
 
     def update(self, rel: str, change: Callable[[bytes], bytes]) -> bytes:
-        """Rewrite ``rel`` through ``change``; wait and retry while it moves under us.
-
-        Each attempt reads the file, applies ``change``, and swaps the result
-        in only if nobody has written the file meanwhile — in place, by
-        renaming over it, or by holding it open for writing (where the OS can
-        tell: see ``_guarded_attempt``). After ~2 s of a busy file it gives up
-        with ChangedUnderfoot, having written nothing.
-        """
+        """Rewrite ``rel`` through ``change``, retrying while anyone else writes it (the
+        guarded rewrite below); after ~2 s of a busy file, ChangedUnderfoot, nothing written."""
         target = self.path(rel)
         clear_leftovers(target.parent)
         for attempt in range(GUARDED_RETRIES):
@@ -309,6 +303,32 @@ def _read_fd(fd: int, size: int) -> bytes:
         offset += len(chunk)
 
 
+def _holds(path: Path, fd: int, info: os.stat_result, before: bytes) -> bool:
+    """Whether ``path`` names the file ``fd`` read (``info``) and it still holds ``before``."""
+    seen = os.lstat(path)
+    same = (seen.st_ino, seen.st_dev) == (info.st_ino, info.st_dev)
+    return same and _read_fd(fd, info.st_size) == before
+
+
+def _put_back(temp: Path, target: Path, ours: os.stat_result) -> Path | None:
+    """Put back what someone wrote as we swapped (``temp`` names it); what is left to delete."""
+    try:
+        _exchange(temp, target)
+    except FileNotFoundError:
+        # the path was removed after our swap: ``temp`` holds the only copy of
+        # what was there — put it back at the path rather than delete it
+        os.rename(temp, target)
+        return None
+    back = os.lstat(temp)
+    if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
+        # yet another write landed between our two swaps: two versions now hold
+        # someone's lines and neither holds them all; keep the other one beside
+        # the file (visible, not walked) rather than delete anyone's bytes
+        os.rename(temp, target.with_name(f"{target.name}.conflict-{time.time_ns()}"))
+        return None
+    return temp
+
+
 def _guarded_attempt(
     store: Store, target: Path, rel: str, change: Callable[[bytes], bytes]
 ) -> bytes | None:
@@ -337,46 +357,23 @@ def _guarded_attempt(
         ours = os.lstat(temp)
         try:
             leased = _take_lease(fd)
-        except _Busy:
-            return None  # an editor has it open for writing right now
-        # Leased: no in-place write is under way or can start unseen. Is the
-        # path still the file we read, holding the bytes we read?
-        try:
-            now_at = os.lstat(target)
-        except FileNotFoundError:
-            return None  # an editor saving by rename: the new file is not there yet
-        if (now_at.st_ino, now_at.st_dev) != (info.st_ino, info.st_dev):
-            return None
-        if _read_fd(fd, info.st_size) != before:
-            return None
-        try:
+            # Leased: no in-place write is under way or can start unseen. Is the
+            # path still the file we read, holding the bytes we read?
+            if not _holds(target, fd, info, before):
+                return None
             swapped = _exchange(temp, target)
-        except FileNotFoundError:
-            return None  # the path vanished under us (a save by rename): try again
+        except (_Busy, FileNotFoundError):
+            # an editor has it open for writing right now, or is saving by rename
+            # (the new file is not there yet, or the path vanished under us)
+            return None
         if not swapped:
             os.replace(temp, target)  # no exchange on this system: the plain way
             temp = None
             return after
         # ``temp`` now names whatever was at the path at the instant of the swap
-        out = os.lstat(temp)
-        same = (out.st_ino, out.st_dev) == (info.st_ino, info.st_dev)
-        if same and (not leased or _lease_intact(fd)) and _read_fd(fd, info.st_size) == before:
+        if (not leased or _lease_intact(fd)) and _holds(temp, fd, info, before):
             return after
-        try:
-            _exchange(temp, target)  # someone wrote meanwhile: put their bytes back
-        except FileNotFoundError:
-            # the path was removed after our swap: ``temp`` holds the only copy of
-            # what was there — put it back at the path rather than delete it
-            os.rename(temp, target)
-            temp = None
-            return None
-        back = os.lstat(temp)
-        if (back.st_ino, back.st_dev) != (ours.st_ino, ours.st_dev):
-            # yet another write landed between our two swaps: two versions now hold
-            # someone's lines and neither holds them all; keep the other one beside
-            # the file (visible, not walked) rather than delete anyone's bytes
-            os.rename(temp, target.with_name(f"{target.name}.conflict-{time.time_ns()}"))
-            temp = None
+        temp = _put_back(temp, target, ours)  # someone wrote meanwhile: their bytes stay
         return None
     finally:
         if temp is not None:

@@ -211,6 +211,25 @@ def after(base: datetime, elapsed: timedelta, days: int = 0) -> datetime:
         raise OverflowError(str(exc)) from None
 
 
+def later(base: datetime, interval: timedelta, days: int = 0) -> datetime:
+    """:func:`after`, never past the last readable stamp (nor the calendar's end): a
+    ``base`` already past LATEST (only a caller's ``now`` or a file's mtime can be)
+    saturates at the calendar's end instead of raising OverflowError."""
+    ceiling = LATEST if base <= LATEST else datetime.max
+    try:
+        return min(after(base, interval, days), ceiling)
+    except OverflowError:
+        return ceiling
+
+
+def as_span(interval: timedelta) -> tuple[int, timedelta]:
+    """A computed interval as (calendar days, elapsed): a whole number of days keeps
+    the wall-clock time, anything else is elapsed time."""
+    if interval.seconds == 0 and interval.microseconds == 0:
+        return interval.days, timedelta(0)
+    return 0, interval
+
+
 def format_stamp(value: datetime) -> str:
     """Write a stamp in local minutes."""
     return value.strftime(STAMP_FORMAT)

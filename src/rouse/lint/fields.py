@@ -9,7 +9,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
 
-from rouse.core import clock, clockfields, layout
+from rouse.core import clockfields, layout, levels
 from rouse.core.timefmt import FLOOR, parse_interval
 from rouse.core.tree import File, Record
 from rouse.lint.finding import Finding, Level, article
@@ -84,7 +84,7 @@ ONLY_ON: dict[str, tuple[frozenset[str], str]] = {
     },
     **{
         key: (
-            frozenset(clock.STALE_LEVELS),
+            frozenset(levels.STALE_LEVELS),
             f"{key} is read on intentions, goals, actions and tasks",
         )
         for key in ("stale-after", "review-every", "snoozed-until")
@@ -161,21 +161,20 @@ def header_findings(file: File) -> Iterator[Finding]:
         )
 
 
+#: each clock value's kind, as :data:`rouse.core.clockfields.PARSERS` reads it
+_KINDS = {
+    **dict.fromkeys(STAMP_FIELDS, "stamp"),
+    **dict.fromkeys(INTERVAL_FIELDS, "interval"),
+    **dict.fromkeys(COUNT_FIELDS, "count"),
+    "every": "every",
+    "backoff": "backoff",
+}
+
+
 def _value_problem(key: str, value: str) -> str | None:
     """Why ``value`` cannot be read for ``key``, or None when it reads."""
-    if not value:
-        return None
-    if key in STAMP_FIELDS:
-        return clockfields.stamp_problem(key, value)
-    if key in INTERVAL_FIELDS:
-        return clockfields.interval_problem(key, value)
-    if key in COUNT_FIELDS:
-        return clockfields.count_problem(key, value)
-    if key == "every":
-        return clockfields.every_problem(key, value)
-    if key == "backoff":
-        return clockfields.backoff_problem(key, value)
-    return None
+    kind = _KINDS.get(key)
+    return clockfields.value_problem(kind, key, value) if kind and value else None
 
 
 def value_findings(file: File, skip: set[str], reported: set[str]) -> Iterator[Finding]:
@@ -244,10 +243,10 @@ def misplaced(file: File, kind: str, fields: Iterable[str]) -> Iterator[tuple[st
 
 def state_findings(record: Record) -> Iterator[Finding]:
     header = record.header
-    level = clock.LEVELS[record.type]
-    status = clock.status_of(record)
-    if not clock.known_status(record):
-        counts = "it counts as open" if clock.is_open(record) else "its outcome ends it"
+    level = levels.LEVELS[record.type]
+    status = levels.status_of(record)
+    if not levels.known_status(record):
+        counts = "it counts as open" if levels.is_open(record) else "its outcome ends it"
         yield Finding(
             "error",
             record.rel,
@@ -287,14 +286,14 @@ MUST_SAY: dict[str, tuple[str, Level, str]] = {
 
 
 def _outcome_findings(record: Record, status: str) -> Iterator[Finding]:
-    """An action's outcome: one of :data:`clock.OUTCOMES`, and not beside an open status."""
+    """An action's outcome: one of :data:`levels.OUTCOMES`, and not beside an open status."""
     header = record.header
     outcome = (record.get("outcome") or "").strip().lower()
-    if outcome and outcome not in clock.OUTCOMES:
+    if outcome and outcome not in levels.OUTCOMES:
         yield Finding(
             "error",
             record.rel,
-            f"unknown outcome {outcome!r} — use one of {', '.join(clock.OUTCOMES)}",
+            f"unknown outcome {outcome!r} — use one of {', '.join(levels.OUTCOMES)}",
             header.line_of("outcome"),
         )
     if outcome == "as-expected" and status == "open":
@@ -319,7 +318,7 @@ def _task_findings(record: Record) -> Iterator[Finding]:
             header.line_of("reasoning"),
         )
     cancel = (record.get("cancel") or "").strip()
-    if cancel and clock.is_open(record):
+    if cancel and levels.is_open(record):
         yield Finding(
             "warn",
             record.rel,

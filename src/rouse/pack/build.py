@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 DEFAULT_MAX_CHARS = 9000
 FRESH = timedelta(hours=36)
+PROBES_OFF = "probes are off (ROUSE_PROBES=off): every reading is <unknown>"
 
 # -- the pack at now, from what the tree says -------------------------------------
 
@@ -115,6 +116,17 @@ def _held(root: Path) -> list[str]:
     return []
 
 
+def _readings(
+    root: Path, probe_list: list[probes.Probe], budget_ms: int, off: str | None
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The pack tier's readings and the pack's note on them; ``off``: why probes are off
+    (every reading <unknown>), or None."""
+    if off is None:
+        return readings.run_pack_tier(root, probe_list, budget_ms), []
+    unknown = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
+    return unknown, [off] if probe_list else []
+
+
 def build_pack(
     root: Path,
     now: datetime,
@@ -148,15 +160,8 @@ def build_pack(
     ids = display_ids(tree)
     probe_list, _ = probes.load_probes(tree)
     known = {p.name: p for p in probe_list} if probes_enabled else {}
-    probe_notes = []
-    if probe_list and not probes_enabled:
-        probe_notes.append(
-            probes_reason or "probes are off (ROUSE_PROBES=off): every reading is <unknown>"
-        )
-    if probes_enabled:
-        measured = readings.run_pack_tier(root, probe_list, probe_budget_ms)
-    else:
-        measured = [(p.name, readings.UNKNOWN) for p in probe_list if p.tier == "pack"]
+    off = None if probes_enabled else probes_reason or PROBES_OFF
+    measured, probe_notes = _readings(root, probe_list, probe_budget_ms, off)
     with sweepstate.one_reader(root):  # (the ledger reads below share one connection)
         woken = sections.woken(root, tree, ids, origin_of, now)
         # the clock's verdicts, from the plans the walk cache kept where nothing changed

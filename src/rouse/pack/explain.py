@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from rouse.core import clock, clockfields
+from rouse.core import clock, clockfields, levels, nextdue
 from rouse.core.body import log_entries
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
@@ -97,8 +97,8 @@ def explain(tree: Tree, record: Record, now: datetime, origin: str | None = None
         "path": record.dir,
         "type": record.type,
         "origin": origin,
-        "status": clock.status_of(record),
-        "open": clock.is_open(record),
+        "status": levels.status_of(record),
+        "open": levels.is_open(record),
         "now": iso_stamp(now),
         "moved_at": iso_stamp(decision.moved_at),
         "moved_from": decision.moved_from,
@@ -131,7 +131,7 @@ def explain(tree: Tree, record: Record, now: datetime, origin: str | None = None
             after = max(now, due) if due is not None else now  # the one after its due
             data["reminder"]["every"] = decision.every.text
             data["reminder"]["until"] = iso_stamp(fields_of.stamp("until"))
-            data["reminder"]["next_occurrence"] = iso_stamp(clock.rearmed(record, after))
+            data["reminder"]["next_occurrence"] = iso_stamp(nextdue.rearmed(record, after))
     return data
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rouse.cache.plans import micros
-from rouse.core import body, clock, header, supersession
+from rouse.core import body, clock, header, levels, supersession
 from rouse.core.body import log_entries, split_log
 from rouse.core.clock import still_since
 from rouse.core.errors import HeaderError
@@ -253,7 +253,7 @@ class Census:
         fired = closed = 0
         self.running: list[Record] = []
         self.backlog: list[Record] = []
-        is_open, status_of = clock.is_open, clock.status_of
+        is_open, status_of = levels.is_open, levels.status_of
         for record in tree.records.values():
             kind = record.type
             memo = record.open_memo  # (is_open, where the clock has already asked)

@@ -16,7 +16,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from rouse.cache.plans import Survey, instant, micros
-from rouse.core import clock, layout
+from rouse.core import clock, layout, levels
 from rouse.core.clock import Decision
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
 from rouse.core.tree import Record, Tree, display_ids
@@ -222,7 +222,7 @@ def tree_lines(tree: Tree, now: datetime) -> list[str]:
     def nest(record: Record, depth: int, out: list[str]) -> None:
         until = snoozed_at(tree, record, now)
         snoozed = f" ({snoozed_text(until)})" if until is not None else ""
-        status = clock.status_of(record)
+        status = levels.status_of(record)
         out.append(f"{'  ' * depth}{record.type} {record.slug} [{status}]{snoozed}")
         for child in _children(tree, record):
             nest(child, depth + 1, out)
@@ -261,8 +261,8 @@ def tree_json(tree: Tree, now: datetime) -> dict[str, Any]:
             "type": record.type,
             "slug": record.slug,
             "path": record.dir,
-            "status": clock.status_of(record),
-            "open": clock.is_open(record),
+            "status": levels.status_of(record),
+            "open": levels.is_open(record),
             "snoozed_until": iso_stamp(snoozed_at(tree, record, now)),
             "children": [node(child) for child in _children(tree, record)],
         }

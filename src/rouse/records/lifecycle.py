@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header
+from rouse.core import body, clock, header, levels, nextdue
 from rouse.core.errors import UsageError
 from rouse.core.humantime import parse_when
 from rouse.core.timefmt import format_stamp, later_by
@@ -157,9 +157,9 @@ def snooze(
     record = find(root, ref)
     if record.type == "backlog":
         raise UsageError(f"{record.id} is a backlog item: it is never swept, so never snoozed")
-    rearmable = record.type == "reminder" and clock.status_of(record) in REARMABLE
-    if not clock.is_open(record) and not rearmable:
-        raise UsageError(f"{record.id} is {clock.status_of(record)}: only open records snooze")
+    rearmable = record.type == "reminder" and levels.status_of(record) in REARMABLE
+    if not levels.is_open(record) and not rearmable:
+        raise UsageError(f"{record.id} is {levels.status_of(record)}: only open records snooze")
     updates: dict[str, str | None]
     if record.type == "reminder":
         # a fresh due re-arms it: rouse clears its own firing history too
@@ -225,7 +225,7 @@ def close(
         if rearmed is not None:
             return rearmed
     _check_ending(record, ending, why)
-    status = clock.status_of(record)
+    status = levels.status_of(record)
     if record.type == "task" and status == "running" and not (by_worker or force):
         raise UsageError(
             f"{record.id} is running: its worker ends it when its run ends; `rouse cancel "
@@ -265,7 +265,7 @@ def close(
 def _check_ending(record: Record, ending: str, why: str | None) -> None:
     """Refuse an ending that is not one of the record's closed states, or one other than
     ``done`` given without a reason."""
-    states = clock.LEVELS[record.type].states
+    states = levels.LEVELS[record.type].states
     if ending not in ENDINGS:
         raise UsageError(
             f"unknown ending {ending!r}: use --done, --dropped WHY, --abandoned WHY, "
@@ -282,21 +282,21 @@ def _check_ending(record: Record, ending: str, why: str | None) -> None:
 
 
 def _check_outcome(record: Record, outcome: str) -> None:
-    """Refuse an outcome on anything but an action, or one not in :data:`clock.OUTCOMES`."""
+    """Refuse an outcome on anything but an action, or one not in :data:`levels.OUTCOMES`."""
     if record.type != "action":
         raise UsageError(f"only an action carries an outcome, not {article(record.type)}")
-    if outcome not in clock.OUTCOMES:
-        raise UsageError(f"unknown outcome {outcome!r}: use {', '.join(clock.OUTCOMES)}")
+    if outcome not in levels.OUTCOMES:
+        raise UsageError(f"unknown outcome {outcome!r}: use {', '.join(levels.OUTCOMES)}")
 
 
 def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | None:
     """``done`` on a repeating reminder: this occurrence is done, the next is armed
     (status pending, its firing history cleared, ``set`` kept as the series' first
     due). None when it does not repeat or the series is over: then it ends."""
-    following = clock.rearmed(record, now)
+    following = nextdue.rearmed(record, now)
     if following is None:
         return None
-    status = clock.status_of(record)
+    status = levels.status_of(record)
     if _has_ended(record, status) and not force:
         raise UsageError(f"{record.id} is already {status}: nothing to change")
     _not_back(record, now, force)
@@ -324,7 +324,7 @@ def _rearm(root: Path, record: Record, now: datetime, force: bool) -> Changed | 
 
 def _has_ended(record: Record, status: str) -> bool:
     """Whether the record is in one of its level's closed states (a fired one-shot is not)."""
-    level = clock.LEVELS[record.type]
+    level = levels.LEVELS[record.type]
     if status not in level.states or status in level.open_states:
         return False
     return not (record.type == "reminder" and status == "fired")

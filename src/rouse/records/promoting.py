@@ -11,7 +11,7 @@ import subprocess
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, layout
+from rouse.core import layout, levels
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import walk
@@ -47,8 +47,8 @@ def promote(
     record = tree.records.get(source)
     if record is None or record.type != "backlog":
         raise UsageError(f"no backlog item at {source} (see `rouse tree`)")
-    if clock.status_of(record) != "open":
-        raise UsageError(f"{record.id} is {clock.status_of(record)}: only open backlog promotes")
+    if levels.status_of(record) != "open":
+        raise UsageError(f"{record.id} is {levels.status_of(record)}: only open backlog promotes")
     home = layout.INTENTIONS
     if under is not None:
         home = check_parent("intention", tree.resolve(under))

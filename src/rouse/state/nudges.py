@@ -12,7 +12,7 @@ import os
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, layout, statedir
+from rouse.core import body, header, layout, levels, statedir
 from rouse.core.errors import HeaderError
 from rouse.core.timefmt import parse_stamp
 from rouse.core.tree import Record, Tree
@@ -144,10 +144,10 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
     ``reason`` is the wake's (``''``: not known): the re-arm answers only a
     one-shot reminder's own wake (``due``), not a given-up ``tell``, say.
     """
-    status = clock.status_of(record)
+    status = levels.status_of(record)
     if status in AGENT_ENDINGS:
         return True
-    if record.type == "action" and not clock.is_open(record) and clock.known_status(record):
+    if record.type == "action" and not levels.is_open(record) and levels.known_status(record):
         return True  # judged: a known outcome closes it for the clock
     rearmable = reason in ("", "due") and not _rearms_itself(record)  # a one-shot's wake
     if record.type == "reminder" and status == "pending" and rearmable:
@@ -164,7 +164,7 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
 def _rearms_itself(record: Record) -> bool:
     """A reminder whose fresh ``due`` after a wake is rouse's own write: a nag's next
     step, a repeating reminder's next occurrence (``every:``)."""
-    return clock.is_nagging(record) or clock.is_repeating(record)
+    return levels.is_nagging(record) or levels.is_repeating(record)
 
 
 def stamp_of(record: Record, key: str) -> datetime | None:
@@ -178,9 +178,9 @@ def stamp_of(record: Record, key: str) -> datetime | None:
 def fired_at(record: Record) -> datetime | None:
     """When a one-shot reminder at ``fired`` fired (its ``fired:``, else its mtime),
     or None for any other record: such a reminder waits for its answer."""
-    if record.type != "reminder" or clock.is_nagging(record):
+    if record.type != "reminder" or levels.is_nagging(record):
         return None
-    if clock.status_of(record) != "fired":
+    if levels.status_of(record) != "fired":
         return None
     return stamp_of(record, "fired") or record.mtime.replace(microsecond=0)
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, header, layout
+from rouse.core import header, layout, levels
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.statedir import state_path
 from rouse.core.timefmt import format_stamp
@@ -88,7 +88,7 @@ class TaskQueue:
         for record in tree.records.values():
             if record.type != "task" or record.dir in busy or layout.is_example(record.dir):
                 continue  # init's examples show what a task is; they are never work
-            status = clock.status_of(record)
+            status = levels.status_of(record)
             if status == "running":
                 if not self.recover(record, now):
                     continue
@@ -204,6 +204,3 @@ def _opened(record: Record) -> str:
     if opened:
         return opened
     return datetime.fromtimestamp(record.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
-
-
-__all__ = ["MAX_LOST", "Report", "TaskQueue", "as_count", "lock_rel"]

@@ -48,7 +48,8 @@ from rouse.trust.origins import OriginReader
 from rouse.work import notices
 from rouse.work.endings import verdict
 from rouse.work.launch import Launch, RunSetup, launch
-from rouse.work.queue import Report, TaskQueue, as_count, lock_rel
+from rouse.work.pacing import Pacing
+from rouse.work.queue import Report, TaskQueue, as_count
 from rouse.work.recorder import Recorder
 
 DEFAULT_TIMEOUT = timedelta(hours=1)
@@ -127,7 +128,7 @@ class TaskWorker:
             root, reader, self.report, allow_untrusted=options.allow_untrusted, say=say
         )
         self.stopping = 0  # signals received
-        self.waiting_reason = ""
+        self.pacing = Pacing(options.quiet, options.budget, say)
         self.book: Ledger | None = None
         self.delivered_at = 0.0  # when the notices were last looked at (--sink)
         self.recorder = Recorder(root, self.finish, say)
@@ -176,7 +177,7 @@ class TaskWorker:
                     queue = deque(self.tasks.scan(self.now(), self.slots))
                     scanned, last_scan = True, time.monotonic()
                 while queue and self._room() > 0 and not self.stopping:
-                    if not self._may_start(self.now()):
+                    if not self._may_start():
                         if self.options.once:
                             queue.clear()
                         gated = True  # quiet hours, or the budget: wait, do not spin
@@ -212,44 +213,16 @@ class TaskWorker:
         ends is taken up again at once)."""
         return 2 * self.options.jobs - len(self.slots)
 
+    def _may_start(self) -> bool:
+        assert self.book is not None
+        ahead = sum(slot.state in ("asked", "ready") for slot in self.slots.values())
+        return self.pacing.may_start(self.now(), self.book, ahead)
+
     def _idle(self) -> None:
         end = time.monotonic() + IDLE
         while not self.stopping and time.monotonic() < end:
             time.sleep(0.05)
             self.releasing = [held for held in self.releasing if not held.gone()]
-
-    def _quiet_now(self, now: datetime) -> bool:
-        quiet = self.options.quiet
-        if quiet is not None and quiet.holds(now):
-            self._wait(f"quiet hours ({quiet}): no task starts until they end")
-            return True
-        return False
-
-    def _may_start(self, now: datetime) -> bool:
-        """Whether one more task may be claimed: not in quiet hours, within the budget
-        (the runs started, and the claims that will start)."""
-        if self._quiet_now(now):
-            return False
-        budget = self.options.budget
-        if budget is not None:
-            assert self.book is not None
-            started = self.book.runs_since(now - budget.period, tasks=True)
-            ahead = sum(slot.state in ("asked", "ready") for slot in self.slots.values())
-            if len(started) + ahead >= budget.count:
-                if len(started) >= budget.count:
-                    until = started[-budget.count] + budget.period
-                    self._wait(
-                        f"the run budget ({budget.text}) is spent: tasks wait until "
-                        f"{until:%Y-%m-%d %H:%M}"
-                    )
-                return False
-        self.waiting_reason = ""
-        return True
-
-    def _wait(self, why: str) -> None:
-        if why != self.waiting_reason:
-            self.say(why)
-        self.waiting_reason = why
 
     # -- a claim --------------------------------------------------------------
 
@@ -282,7 +255,7 @@ class TaskWorker:
         if not ready:
             return
         now = self.now()
-        if self.stopping or self._quiet_now(now):
+        if self.stopping or self.pacing.quiet_now(now):
             for slot in ready:
                 self._let_go(slot)
             return
@@ -395,10 +368,7 @@ class TaskWorker:
                 "jobs": self.options.jobs,
                 "running": sorted(d for d, slot in self.slots.items() if slot.live),
                 "held": self.report.held,
-                "waiting": self.waiting_reason,
+                "waiting": self.pacing.waiting,
                 "stopping": self.stopping,
             },
         )
-
-
-__all__ = ["DEFAULT_TIMEOUT", "Options", "Report", "TaskWorker", "lock_rel"]
