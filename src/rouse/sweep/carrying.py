@@ -30,7 +30,7 @@ from rouse.core.clock import Decision
 from rouse.core.layout import STATE_DIR
 from rouse.state.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, NudgeNotes, Receipts, Stamp
-from rouse.sweep.ledger import WORKERS, Entry, Ledger
+from rouse.sweep.ledger import NOTICE_SINK, WORKERS, Entry, Ledger
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import Origins, TickReport
@@ -128,12 +128,13 @@ class Carrier:
         if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
             # queued (held) for whoever takes it first: a worker's --sink, a fleet
             # carrier or this tick; one of ours that failed is retried (pending)
-            if entry.state == "held" and not self.ledger.take_notice(entry.id, self.sink.kind):
+            if entry.state != "held":
+                self.ledger.start_attempt(entry.id, self.sink.kind, now)
+            elif not self.ledger.take_back(entry.id, NOTICE_SINK, self.sink.kind, now):
                 return
-            self.ledger.start_attempt(entry.id, self.sink.kind, now)
             self.send(entry.wake, step.decision, now, report)
         elif entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
-            if self.ledger.take_back(entry.id, self.sink.kind, now):
+            if self.ledger.take_back(entry.id, WORKERS, self.sink.kind, now):
                 self._go(entry.wake, step.decision, now, report)
             else:
                 self._claimed(entry, "send", now)
