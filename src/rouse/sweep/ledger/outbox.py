@@ -76,6 +76,14 @@ class OutboxRows(Rows):
         )
         return bool(done.rowcount == 1)
 
+    def messages(self, kind: str) -> list[dict[str, object]]:
+        """Every message of ``kind`` (``wake``, ``escalation``, ``tell``…), oldest first,
+        as plain rows (``rouse log``'s and the tests' one reader)."""
+        rows = self.run(
+            "SELECT * FROM outbox WHERE kind = ? AND tree = ? ORDER BY made_at, id", kind, self.tree
+        )
+        return [dict(row) for row in rows]
+
     def take(self, message_id: str, queue: str, taker: str) -> bool:
         """Take a message waiting in ``queue`` (its ``sink``) for ``taker`` (the sink that
         sends it now): one taker only. False, nothing written: another took it first,

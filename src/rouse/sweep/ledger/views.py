@@ -127,20 +127,18 @@ def log_lines(entries: list[Entry]) -> list[str]:
     return lines
 
 
-def recent_tells(root: Path, limit: int = 20) -> list[sqlite3.Row]:
-    """The most recent messages to the owner (``rouse tell``), newest first.
+def messages(root: Path, kind: str, limit: int = 20) -> list[sqlite3.Row]:
+    """The most recent messages of ``kind`` (``rouse log``'s tells), newest first.
 
     Always the tree's own SQLite ledger's, whatever ledger keeps the wakes."""
-    from rouse.sweep.ledger.tells import TELL_COLUMNS, TELLS
-
     migrated(root)
     with ledger_reader(root) as db:
         if db is None:
             return []
         try:
             return db.execute(
-                f"SELECT {TELL_COLUMNS} {TELLS} ORDER BY made_at DESC, rowid DESC LIMIT ?",
-                (limit,),
+                "SELECT * FROM outbox WHERE kind = ? ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                (kind, limit),
             ).fetchall()
         except sqlite3.Error:  # a ledger not migrated yet (its sweeper will)
             return []
