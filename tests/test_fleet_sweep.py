@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -471,6 +472,25 @@ def test_status_and_log_read_the_fleets_ledger_and_name_the_leader(
     one.close()
     check = rouse("--memory", str(a), "status", "--check", "--ledger", pg_dsn)
     assert check.returncode == 1 and "no sweeper leads this tree" in check.stderr
+
+
+def test_log_with_the_fleets_ledger_says_an_escalations_state_as_the_plain_log_does(
+    clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member]
+) -> None:
+    """``rouse log --ledger DSN`` said a given-up escalation as ``given_up``, the plain
+    ``rouse log`` as ``given up``: one wording."""
+    a, _ = clones
+    one = Member(a, pg_dsn, tmp_path / "ids")
+    members.append(one)
+    one.tick(NOW)
+    book = one.joined.ledger
+    wake = book.recent(1)[0].wake
+    book.add_escalation(replace(wake, id="esc-1"), wake.id, 1, "exec", NOW)
+    book.given_up("esc-1", NOW, "no answer")
+    log = rouse("--memory", str(a), "log", "--ledger", pg_dsn)
+    assert log.returncode == 0, log.stderr
+    said = [line for line in log.stdout.splitlines() if "escalated" in line]
+    assert said == ["    escalated to the owner, level 1 via exec: given up"]
 
 
 def test_status_with_a_ledger_and_no_tree_id_says_how_to_get_one(

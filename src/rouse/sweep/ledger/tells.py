@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rouse.core.timefmt import iso_stamp
-from rouse.sweep.ledger.entry import as_time
+from rouse.sweep.ledger.entry import as_time, said
 from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import Wake
 
@@ -120,7 +120,7 @@ def tell_json(row: Any) -> dict[str, object]:
         "source": row["source"],
         "channel": row["channel"] or None,
         "sink": row["sink"],
-        "state": state.replace("_", " "),
+        "state": said(state),
         "attempts": row["attempts"],
         "made_at": iso_stamp(as_time(row["made_at"])),
         "first_failure": iso_stamp(as_time(row["first_failure"])),

@@ -16,7 +16,7 @@ import json
 from datetime import datetime
 
 from rouse.state.ledgerschema import WAKE_STATES
-from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries, escalated
 from rouse.sweep.ledger.outbox import SET_ASIDE, WORKERS, OutboxRows
 from rouse.sweep.wake import Wake
 
@@ -62,16 +62,9 @@ class WakeRows(OutboxRows):
             limit,
         ).fetchall()
         listed = entries(rows, self.damaged)
-        found: dict[str, list[str]] = {}
-        for row in self.run(
-            "SELECT wake_id, level, sink, state FROM outbox WHERE kind = 'escalation' "
-            "AND tree = ? ORDER BY made_at, id",
-            self.tree,
-        ):
-            line = f"level {row['level']} via {row['sink']}: {row['state']}"
-            found.setdefault(row["wake_id"], []).append(line)
+        found = escalated(self.messages("escalation"))
         for entry in listed:
-            entry.escalations = tuple(found.get(entry.id, ()))
+            entry.escalations = found.get(entry.id, ())
         return listed
 
     def counts(self) -> dict[str, int]:
