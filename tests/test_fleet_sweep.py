@@ -342,6 +342,60 @@ def test_plan_only_leaves_a_live_claim_alone_and_withdraws_once_it_lapses(
     assert row["state"] == "withdrawn"
 
 
+@pytest.mark.parametrize("cut_off", [1, 0])
+def test_plan_only_records_no_failure_on_a_wake_a_worker_holds_a_live_claim_on(
+    clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member], cut_off: int
+) -> None:
+    """A wake the tick read as owed by a sweeper that sent it itself (``cut_off``: cut off
+    mid-send): before the tick resends it (queues it for the workers), it went to them
+    and one claimed it and is sending it now (a sweeper leading meanwhile, say). The
+    resend is skipped: no failure recorded under the worker's live claim, its in-flight
+    attempt left alone."""
+    from rouse.sweep.plan import Step
+    from rouse.sweep.report import TickReport
+
+    a, _ = clones
+    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True, verbosity=2)
+    members.append(planner)
+    planner.tick(NOW)
+    ship = f"{INTENTIONS}/ship"
+    rows(
+        pg_dsn,
+        "UPDATE outbox SET sink = 'exec', in_flight = %s, attempts = 1, last_attempt = %s "
+        "WHERE path = %s",
+        cut_off,
+        "2026-03-14 12:00:00",
+        ship,
+    )
+    ((wake_id,),) = [(r["id"],) for r in queue(pg_dsn) if r["path"] == ship]
+    read = planner.joined.ledger.get(str(wake_id))  # what the tick read
+    assert read is not None and read.in_flight == bool(cut_off) and read.sink == "exec"
+    rows(
+        pg_dsn,
+        "UPDATE outbox SET sink = 'workers', claimed_by = 'w1', "
+        "claim_until = now() + interval '1 minute', in_flight = 1, attempts = 2, "
+        "error = NULL, first_failure = NULL WHERE path = %s",
+        ship,
+    )
+    later = NOW + timedelta(minutes=1)
+    planner.sweeper.carrier.carry_out(Step("send", None, read), {}, later, TickReport(later))
+    (row,) = rows(
+        pg_dsn,
+        "SELECT sink, in_flight, attempts, error, first_failure, claimed_by FROM outbox "
+        "WHERE path = %s",
+        ship,
+    )
+    assert row == {
+        "sink": "workers",
+        "in_flight": 1,
+        "attempts": 2,
+        "error": None,
+        "first_failure": None,
+        "claimed_by": "w1",
+    }
+    assert any("a delivery worker is sending it" in line for line in planner.logs)
+
+
 def test_plan_only_holds_the_queue_in_quiet_hours_and_releases_it_after(
     clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member]
 ) -> None:

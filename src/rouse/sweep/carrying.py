@@ -11,8 +11,9 @@ new wakes go to the ledger queued for a fleet's delivery workers, and it
 stamps the records of the wakes they delivered (or writes the nudge file of
 one they gave up on). A sweeper that sends itself takes queued wakes back and
 sends them. A wake a worker holds a live claim on, or has delivered since the
-tick read the ledger, is not withdrawn, held, given up or taken back: that
-step is skipped this tick (each of those writes is conditional in the ledger).
+tick read the ledger, is not withdrawn, held, given up, taken back, queued or
+marked failed: that step is skipped this tick (each of those writes is
+conditional in the ledger).
 
 In a fleet, the nudge files this sweeper writes in its tree (the file sink's,
 a give-up's) are also noted in the tree's own SQLite ledger
@@ -142,9 +143,10 @@ class Carrier:
             self._resend(step, entry, now, report)
 
     def _resend(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
-        if entry.in_flight:
-            why = "no result recorded: the sweeper stopped mid-send"
-            self.ledger.failed(entry.id, now, why, when=entry.last_attempt)
+        why = "no result recorded: the sweeper stopped mid-send"
+        if entry.in_flight and not self.ledger.failed(entry.id, now, why, when=entry.last_attempt):
+            self._claimed(entry, "send", now)  # a worker's since the tick read it
+            return
         if self.queue:  # owed from before --plan-only: the workers send it now
             self._to_workers(entry, "queued", "for", now, report)
             return
@@ -163,9 +165,11 @@ class Carrier:
     def _to_workers(
         self, entry: Entry, done: str, to: str, now: datetime, report: TickReport
     ) -> None:
-        if self.ledger.queue(entry.id):
-            report.queued.append(entry.id)
-            self.voice.say(f"{moment(now)} {done} {named(entry.wake)} {to} the delivery workers")
+        if not self.ledger.queue(entry.id):
+            self._claimed(entry, "queue", now)
+            return
+        report.queued.append(entry.id)
+        self.voice.say(f"{moment(now)} {done} {named(entry.wake)} {to} the delivery workers")
 
     def _withdraw(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
         if not self.ledger.withdraw(entry.id, now, step.why):

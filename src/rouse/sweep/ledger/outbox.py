@@ -59,7 +59,7 @@ class OutboxRows(Rows):
     #: (a delivery worker's; a sweeper holds none)
     release: str = ""
     #: added to a failed attempt: the rows whose results this handle writes (a delivery
-    #: worker's: those it still holds the claim on; a sweeper's: any)
+    #: worker's: those it still holds the claim on; a sweeper's: those no worker holds)
     results: str = ""
     #: added to a delivery: the rows it lands on (a worker's: still queued, whoever holds
     #: the claim now, for the wake did land; a sweeper's: any)

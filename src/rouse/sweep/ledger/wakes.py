@@ -183,10 +183,12 @@ class WakeRows(OutboxRows):
 
         Releases a held wake when quiet hours end, and hands a wake a sweeper
         used to send itself to the workers (``sweep --plan-only``); its attempts
-        and backoff carry on.
+        and backoff carry on. False, nothing written: not owed any more, or a
+        worker's live claim on it.
         """
         return self._set(
-            "state = 'pending', sink = ?, in_flight = 0 WHERE state IN ('pending', 'held')",
+            f"state = 'pending', sink = ?, in_flight = 0 WHERE state IN ('pending', 'held')"
+            f"{self.unclaimed}",
             wake_id,
             WORKERS,
         )
