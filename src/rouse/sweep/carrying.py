@@ -31,7 +31,7 @@ from rouse.core.clock import Decision
 from rouse.core.layout import STATE_DIR
 from rouse.state.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, NudgeNotes, Receipts, Stamp
-from rouse.sweep.ledger import NOTICE_SINK, WORKERS, Entry, Ledger
+from rouse.sweep.ledger import NOTICE_SINK, WORKERS, Entry, Ledger, said
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import Origins, TickReport
@@ -313,7 +313,7 @@ class Carrier:
         # whose stamp was lost after the delivery gets it back the same way
         stamped = report.stamped
         if self.stamp(known.wake, decision, known.finished or now, report):
-            state = known.state.replace("_", " ")
+            state = said(known.state)
             if report.stamped > stamped:
                 # its next step may have come already: the tick looks at it again
                 report.restamped.append(decision.record.dir)
