@@ -62,7 +62,7 @@ def owner(tmp_path: Path) -> tuple[Path, Path]:
 
 def escalations(root: Path) -> list[dict[str, object]]:
     with Ledger(root) as db:
-        return db.escalations()
+        return db.messages("escalation")
 
 
 def pack_warnings(root: Path, now: datetime) -> list[str]:

@@ -23,6 +23,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -341,6 +342,60 @@ def test_plan_only_leaves_a_live_claim_alone_and_withdraws_once_it_lapses(
     assert row["state"] == "withdrawn"
 
 
+@pytest.mark.parametrize("cut_off", [1, 0])
+def test_plan_only_records_no_failure_on_a_wake_a_worker_holds_a_live_claim_on(
+    clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member], cut_off: int
+) -> None:
+    """A wake the tick read as owed by a sweeper that sent it itself (``cut_off``: cut off
+    mid-send): before the tick resends it (queues it for the workers), it went to them
+    and one claimed it and is sending it now (a sweeper leading meanwhile, say). The
+    resend is skipped: no failure recorded under the worker's live claim, its in-flight
+    attempt left alone."""
+    from rouse.sweep.plan import Step
+    from rouse.sweep.report import TickReport
+
+    a, _ = clones
+    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True, verbosity=2)
+    members.append(planner)
+    planner.tick(NOW)
+    ship = f"{INTENTIONS}/ship"
+    rows(
+        pg_dsn,
+        "UPDATE outbox SET sink = 'exec', in_flight = %s, attempts = 1, last_attempt = %s "
+        "WHERE path = %s",
+        cut_off,
+        "2026-03-14 12:00:00",
+        ship,
+    )
+    ((wake_id,),) = [(r["id"],) for r in queue(pg_dsn) if r["path"] == ship]
+    read = planner.joined.ledger.get(str(wake_id))  # what the tick read
+    assert read is not None and read.in_flight == bool(cut_off) and read.sink == "exec"
+    rows(
+        pg_dsn,
+        "UPDATE outbox SET sink = 'workers', claimed_by = 'w1', "
+        "claim_until = now() + interval '1 minute', in_flight = 1, attempts = 2, "
+        "error = NULL, first_failure = NULL WHERE path = %s",
+        ship,
+    )
+    later = NOW + timedelta(minutes=1)
+    planner.sweeper.carrier.carry_out(Step("send", None, read), {}, later, TickReport(later))
+    (row,) = rows(
+        pg_dsn,
+        "SELECT sink, in_flight, attempts, error, first_failure, claimed_by FROM outbox "
+        "WHERE path = %s",
+        ship,
+    )
+    assert row == {
+        "sink": "workers",
+        "in_flight": 1,
+        "attempts": 2,
+        "error": None,
+        "first_failure": None,
+        "claimed_by": "w1",
+    }
+    assert any("a delivery worker is sending it" in line for line in planner.logs)
+
+
 def test_plan_only_holds_the_queue_in_quiet_hours_and_releases_it_after(
     clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member]
 ) -> None:
@@ -471,6 +526,25 @@ def test_status_and_log_read_the_fleets_ledger_and_name_the_leader(
     one.close()
     check = rouse("--memory", str(a), "status", "--check", "--ledger", pg_dsn)
     assert check.returncode == 1 and "no sweeper leads this tree" in check.stderr
+
+
+def test_log_with_the_fleets_ledger_says_an_escalations_state_as_the_plain_log_does(
+    clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member]
+) -> None:
+    """``rouse log --ledger DSN`` said a given-up escalation as ``given_up``, the plain
+    ``rouse log`` as ``given up``: one wording."""
+    a, _ = clones
+    one = Member(a, pg_dsn, tmp_path / "ids")
+    members.append(one)
+    one.tick(NOW)
+    book = one.joined.ledger
+    wake = book.recent(1)[0].wake
+    book.add_escalation(replace(wake, id="esc-1"), wake.id, 1, "exec", NOW)
+    book.given_up("esc-1", NOW, "no answer")
+    log = rouse("--memory", str(a), "log", "--ledger", pg_dsn)
+    assert log.returncode == 0, log.stderr
+    said = [line for line in log.stdout.splitlines() if "escalated" in line]
+    assert said == ["    escalated to the owner, level 1 via exec: given up"]
 
 
 def test_status_with_a_ledger_and_no_tree_id_says_how_to_get_one(

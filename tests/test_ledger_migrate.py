@@ -151,7 +151,7 @@ def _check_owed(book: Ledger, version: int, *, tells: bool = True) -> None:
     # the streak reads each wake's last-moved (a column since version 6)
     assert book.streak("inventory/reminders/w-delivered", MOVED)[1] == 1
     if version >= 3:
-        states = [(row["level"], row["state"]) for row in book.escalations()]
+        states = [(row["level"], row["state"]) for row in book.messages("escalation")]
         assert states == ESCALATIONS
         ((message, tries),) = book.pending_escalations()
         assert message == _wake("e1")
@@ -308,7 +308,7 @@ def test_rouse_log_reads_a_ledger_an_older_rouse_made_before_any_sweeper_opens_i
     old.close()
     listed = [entry.id for entry in ledger.recent(tmp_path, 10)]
     assert sorted(listed) == sorted(wake_id for wake_id, _, _ in ROWS)
-    assert [row["id"] for row in ledger.views.recent_tells(tmp_path)] == [
+    assert [row["id"] for row in ledger.views.messages(tmp_path, "tell")] == [
         tell_id for tell_id, _ in reversed(TELLS)
     ]
 

@@ -394,7 +394,7 @@ def test_the_cmd_options_and_the_trailing_command_share_out(
     assert sweep(tree, *options, "--escalate-cmd", str(page), "--", str(sink)) == 0
     assert len(seen.read_text().splitlines()) == 2  # one per wake: no --digest
     with ledger.Ledger(tree) as db:
-        assert [e["state"] for e in db.escalations()] == ["delivered", "delivered"]
+        assert [e["state"] for e in db.messages("escalation")] == ["delivered", "delivered"]
 
 
 @pytest.mark.parametrize(

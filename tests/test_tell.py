@@ -110,7 +110,7 @@ def mail(tmp_path: Path) -> tuple[Path, Path]:
 
 def tells(root: Path) -> list[dict[str, Any]]:
     with Ledger(root) as db:
-        return db.tells()
+        return db.messages("tell")
 
 
 def quiet(line: str) -> None:

@@ -544,8 +544,8 @@ def test_a_notice_another_taker_holds_is_not_sent_by_the_sweeper_too(tree: Path)
     taken = notices.queue(tree, task, "task/x", "checkpoint", "emailed the vendor", now)
     free = notices.queue(tree, task, "task/x", "checkpoint", "paid the invoice", now)
     with ledger.Ledger(tree) as book:
-        assert book.take_notice(taken, "stdout")  # the worker's --sink has it now
-        assert not book.take_notice(taken, "file")  # one taker only
+        assert book.take(taken, notices.NOTICE_SINK, "stdout")  # the worker's --sink has it now
+        assert not book.take(taken, notices.NOTICE_SINK, "file")  # one taker only
     assert main(["--memory", str(tree), "sweep", "--once", "-q"]) == 0
     entries = {e.id: e for e in ledger.recent(tree) if e.wake.reason == "checkpoint"}
     assert entries[taken].state == "held" and entries[taken].sink == "stdout"  # left to it

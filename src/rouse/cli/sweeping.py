@@ -70,9 +70,9 @@ def cmd_log(args: argparse.Namespace) -> int:
     for row in damaged:  # skipped: every other row is shown
         sys.stderr.write(f"rouse log: skipped the damaged ledger row {row}\n")
     from rouse.sweep.ledger.tells import tell_json
-    from rouse.sweep.ledger.views import recent_tells, tell_lines
+    from rouse.sweep.ledger.views import messages, tell_lines
 
-    told = recent_tells(tree_root(args), args.limit)  # tells: the tree's own SQLite file
+    told = messages(tree_root(args), "tell", args.limit)  # tells: the tree's own SQLite file
     if args.json:
         rows = [entry.as_json() for entry in entries] + [tell_json(row) for row in told]
         rows.sort(key=lambda row: str(row["made_at"]), reverse=True)

@@ -8,8 +8,9 @@ many the database keeps.
 A delivery worker (``rouse deliver``) claims a queued wake for a while (the one
 rule of who may take a message, :data:`FREE`)
 (``claimed_by``, ``claim_until``, on the database's clock); while that claim
-is live the sweeper does not withdraw, hold, give up or take the wake back: it
-leaves it to the worker and looks again next tick.
+is live the sweeper does not withdraw, hold, give up, take the wake back, queue
+it or record a failed attempt on it: it leaves it to the worker and looks again
+next tick.
 
 How it meets the schema (``schema``): ``"now"`` migrates as it opens;
 ``"lazy"`` (a sweeper's) at its first statement, so a sweeper started while the
@@ -54,7 +55,7 @@ class _Nothing:
 class PgLedger(Ledger):
     """One tree's ledger in the fleet's database."""
 
-    unclaimed = f" AND {FREE}"
+    unclaimed = results = f" AND {FREE}"
     unclaim = ", claimed_by = NULL, claim_until = NULL"
     shared = True
 

@@ -14,7 +14,7 @@ wakes queued for delivery workers and whether a live worker serves the tree
 (:func:`rouse.fleet.workers.queue_state`), which the pack and ``status
 --check`` read without reaching the database. Before it asks for the lease,
 every sweeper carries the task notices its clone's SQLite ledger holds into the
-fleet's ledger (:mod:`rouse.work.outbox`), for the leader to deliver.
+fleet's ledger (:func:`rouse.work.notices.carry`), for the leader to deliver.
 
 A sweeper joins without reaching the database: if it is down, the first tick
 meets the outage (said once, retried with backoff) instead of the start failing.
@@ -52,7 +52,7 @@ from rouse.sweep import build
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.parts import Parts
 from rouse.trust.origins import OriginReader, origin_reader
-from rouse.work.outbox import carry
+from rouse.work.notices import carry
 
 #: The leader's tick: the tree is at its root, on its host.
 _UPSERT_TREE = """
@@ -171,7 +171,7 @@ class Member:
         self.host = socket.gethostname()
         #: meets the schema (migrates once) before the lease's table is used
         self.prepare = prepare
-        #: carries this clone's task notices into the fleet's ledger (rouse.work.outbox)
+        #: carries this clone's task notices into the fleet's ledger (rouse.work.notices.carry)
         self.outbox: Callable[[], object] | None = None
 
     @property

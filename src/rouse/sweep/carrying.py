@@ -11,8 +11,9 @@ new wakes go to the ledger queued for a fleet's delivery workers, and it
 stamps the records of the wakes they delivered (or writes the nudge file of
 one they gave up on). A sweeper that sends itself takes queued wakes back and
 sends them. A wake a worker holds a live claim on, or has delivered since the
-tick read the ledger, is not withdrawn, held, given up or taken back: that
-step is skipped this tick (each of those writes is conditional in the ledger).
+tick read the ledger, is not withdrawn, held, given up, taken back, queued or
+marked failed: that step is skipped this tick (each of those writes is
+conditional in the ledger).
 
 In a fleet, the nudge files this sweeper writes in its tree (the file sink's,
 a give-up's) are also noted in the tree's own SQLite ledger
@@ -30,7 +31,7 @@ from rouse.core.clock import Decision
 from rouse.core.layout import STATE_DIR
 from rouse.state.nudges import DIR as NUDGES_DIR
 from rouse.sweep.digesting import DigestSender, Landed, NudgeNotes, Receipts, Stamp
-from rouse.sweep.ledger import WORKERS, Entry, Ledger
+from rouse.sweep.ledger import NOTICE_SINK, WORKERS, Entry, Ledger, said
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import Origins, TickReport
@@ -128,12 +129,13 @@ class Carrier:
         if entry.wake.reason in NOTICES:  # a task's news goes out alone, never in a run
             # queued (held) for whoever takes it first: a worker's --sink, a fleet
             # carrier or this tick; one of ours that failed is retried (pending)
-            if entry.state == "held" and not self.ledger.take_notice(entry.id, self.sink.kind):
+            if entry.state != "held":
+                self.ledger.start_attempt(entry.id, self.sink.kind, now)
+            elif not self.ledger.take_back(entry.id, NOTICE_SINK, self.sink.kind, now):
                 return
-            self.ledger.start_attempt(entry.id, self.sink.kind, now)
             self.send(entry.wake, step.decision, now, report)
         elif entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
-            if self.ledger.take_back(entry.id, self.sink.kind, now):
+            if self.ledger.take_back(entry.id, WORKERS, self.sink.kind, now):
                 self._go(entry.wake, step.decision, now, report)
             else:
                 self._claimed(entry, "send", now)
@@ -141,9 +143,10 @@ class Carrier:
             self._resend(step, entry, now, report)
 
     def _resend(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
-        if entry.in_flight:
-            why = "no result recorded: the sweeper stopped mid-send"
-            self.ledger.failed(entry.id, now, why, when=entry.last_attempt)
+        why = "no result recorded: the sweeper stopped mid-send"
+        if entry.in_flight and not self.ledger.failed(entry.id, now, why, when=entry.last_attempt):
+            self._claimed(entry, "send", now)  # a worker's since the tick read it
+            return
         if self.queue:  # owed from before --plan-only: the workers send it now
             self._to_workers(entry, "queued", "for", now, report)
             return
@@ -162,9 +165,11 @@ class Carrier:
     def _to_workers(
         self, entry: Entry, done: str, to: str, now: datetime, report: TickReport
     ) -> None:
-        if self.ledger.queue(entry.id):
-            report.queued.append(entry.id)
-            self.voice.say(f"{moment(now)} {done} {named(entry.wake)} {to} the delivery workers")
+        if not self.ledger.queue(entry.id):
+            self._claimed(entry, "queue", now)
+            return
+        report.queued.append(entry.id)
+        self.voice.say(f"{moment(now)} {done} {named(entry.wake)} {to} the delivery workers")
 
     def _withdraw(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
         if not self.ledger.withdraw(entry.id, now, step.why):
@@ -308,7 +313,7 @@ class Carrier:
         # whose stamp was lost after the delivery gets it back the same way
         stamped = report.stamped
         if self.stamp(known.wake, decision, known.finished or now, report):
-            state = known.state.replace("_", " ")
+            state = said(known.state)
             if report.stamped > stamped:
                 # its next step may have come already: the tick looks at it again
                 report.restamped.append(decision.record.dir)

@@ -4,11 +4,22 @@ A checkpoint is a dated line in the task's log and a wake with reason
 ``checkpoint`` queued in the tree's ledger (state ``held``, sink ``notice``),
 which the sweeper's next tick delivers through its sink like any wake it owes
 (its nudge file is shown by the pack), or the worker at once through its own
-``--sink`` (:func:`deliver`; one taker only, ``Ledger.take_notice``). A task that lost
-its third attempt says so the same way (reason ``lost``). In a fleet, its
-sweepers carry the tree's notices into the fleet's ledger
-(:mod:`rouse.work.outbox`). A notice is not a record coming due: it is never
+``--sink`` (:func:`deliver`). A task that lost its third attempt says so the
+same way (reason ``lost``). A notice is not a record coming due: it is never
 withdrawn because its record is not due, and delivering it stamps nothing.
+Whoever sends it takes it first (``Ledger.take_back``): one taker only.
+
+The tree's own SQLite ledger is the notices' outbox, always: ``rouse
+checkpoint`` (run by an agent inside its run) and the worker need no DSN and no
+database driver, and the run's environment never holds the fleet's password
+(``ROUSE_LEDGER`` is kept from agents). A sweeper on a fleet's PostgreSQL
+ledger (``sweep --ledger DSN``), leader or standby, first carries its clone's
+notices into the fleet's ledger at the start of each tick (:func:`carry`); the
+leader then delivers each like any wake it owes, whichever clone it came from.
+Carrying takes the notice first (its sink becomes :data:`FLEET`), then adds it
+to the fleet's ledger under its own id (a second add of the same id is a
+no-op) and withdraws it here. A carrier killed between the two leaves it held
+with sink ``fleet``: the next tick carries it again, once.
 """
 
 from __future__ import annotations
@@ -18,6 +29,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from rouse.core.errors import RouseError
+from rouse.core.statedir import state_path
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, display_ids, walk
 from rouse.records.tasks import checkpoint_line
@@ -25,8 +38,19 @@ from rouse.sweep.ledger import NOTICE_SINK, Ledger
 from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.wake import NOTICES, Wake
 
-#: The ledger's sink for a notice nobody has sent yet (whoever sends it records its own).
-__all__ = ["NOTICES", "NOTICE_SINK", "Checkpointed", "checkpoint", "deliver", "queue"]
+__all__ = [
+    "FLEET",
+    "NOTICES",
+    "NOTICE_SINK",
+    "Checkpointed",
+    "carry",
+    "checkpoint",
+    "deliver",
+    "queue",
+]
+
+#: A notice's sink once a sweeper has taken it to carry into the fleet's ledger.
+FLEET = "fleet"
 
 
 @dataclass
@@ -65,21 +89,36 @@ def queue(root: Path, record: Record, shown: str, reason: str, text: str, now: d
 
 def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
     """Send the notices queued in ``book`` through ``sink`` at once (``rouse work --sink``)."""
-    owed = [
-        e
-        for e in book.open_entries()
-        if e.wake.reason in NOTICES and e.sink == NOTICE_SINK and e.state == "held"
-    ]
-    for entry in owed:
-        if not book.take_notice(entry.id, sink.kind):  # one taker only
-            continue
-        book.start_attempt(entry.id, sink.kind, now)
-        try:
-            receipt = sink.send(entry.wake, now)
-        except SinkError as exc:
-            book.failed(entry.id, now, str(exc))
-            continue
-        book.delivered(entry.id, now, receipt, stamped=True)
+    for entry in book.open_entries():
+        held = entry.wake.reason in NOTICES and entry.state == "held"
+        if held and book.take_back(entry.id, NOTICE_SINK, sink.kind, now):  # one taker only
+            try:
+                book.delivered(entry.id, now, sink.send(entry.wake, now))
+            except SinkError as exc:
+                book.failed(entry.id, now, str(exc))
+
+
+def carry(root: Path, into: Ledger, now: datetime) -> list[str]:
+    """Carry the notices queued in ``root``'s SQLite ledger into ``into`` (a fleet's);
+    the ids carried. A tree without a SQLite ledger, or with one that cannot be read,
+    has none (it is not made here); the fleet's ledger's errors are raised."""
+    try:
+        if not state_path(root, "ledger.sqlite3", create=False).is_file():
+            return []
+        outbox = Ledger(root)
+    except RouseError:
+        return []  # (status and the pack say what is wrong with it)
+    carried: list[str] = []
+    with outbox:
+        for entry in outbox.open_entries():
+            if entry.wake.reason not in NOTICES or entry.state != "held":
+                continue
+            if entry.sink != FLEET and not outbox.take(entry.id, NOTICE_SINK, FLEET):
+                continue
+            into.add(entry.wake, NOTICE_SINK, now, held=True)
+            outbox.withdraw(entry.id, now, f"carried to the fleet's ledger ({into.where})")
+            carried.append(entry.id)
+    return carried
 
 
 def checkpoint(root: Path, ref: str, text: str, now: datetime) -> Checkpointed:

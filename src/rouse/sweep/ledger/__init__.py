@@ -15,7 +15,7 @@ Outside this package, import the names below from here; the parts import each
 other by their own paths.
 """
 
-from rouse.sweep.ledger.entry import Entry
+from rouse.sweep.ledger.entry import Entry, said
 from rouse.sweep.ledger.outbox import NOTICE_SINK, SET_ASIDE, WORKERS
 from rouse.sweep.ledger.retry import GIVE_UP_AFTER, backoff, gives_up, next_try, ready
 from rouse.sweep.ledger.sqlite import Ledger
@@ -34,4 +34,5 @@ __all__ = [
     "next_try",
     "ready",
     "recent",
+    "said",
 ]

@@ -12,6 +12,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from rouse.core.timefmt import iso_stamp
 from rouse.state.sweeper import TIME_FORMAT
@@ -20,6 +21,21 @@ from rouse.sweep.wake import Wake, safe_id
 
 def as_text(value: datetime | None) -> str | None:
     return value.strftime(TIME_FORMAT) if value is not None else None
+
+
+def said(state: str) -> str:
+    """A message's state as ``rouse log`` says it (``given_up``: given up)."""
+    return state.replace("_", " ")
+
+
+def escalated(rows: Iterable[Any]) -> dict[str, tuple[str, ...]]:
+    """What each wake's escalations say in ``rouse log`` (``level 1 via exec: given up``), by
+    the wake's id, from the outbox's escalation rows, oldest first."""
+    found: dict[str, tuple[str, ...]] = {}
+    for row in rows:
+        line = f"level {row['level']} via {row['sink']}: {said(row['state'])}"
+        found[row["wake_id"]] = (*found.get(row["wake_id"], ()), line)
+    return found
 
 
 def as_time(value: str | None) -> datetime | None:
@@ -74,7 +90,7 @@ class Entry:
             "reason": self.wake.reason,
             "nudge": self.wake.nudge,
             "sink": self.sink,
-            "state": self.state.replace("_", " "),
+            "state": said(self.state),
             "attempts": self.attempts,
             "made_at": iso_stamp(self.wake.made_at),
             "first_failure": iso_stamp(self.first_failure),

@@ -106,12 +106,3 @@ class EscalationRows(OutboxRows):
             except (DamagedRow, TypeError, ValueError) as exc:  # one bad row stops nothing
                 self.damaged.append(f"(an escalation: {exc})")
         return found
-
-    def escalations(self) -> list[dict[str, object]]:
-        """Every escalation, oldest first, as plain rows (for ``rouse log`` and tests)."""
-        rows = self.run(
-            "SELECT id, record, path, last_moved, level, wake_id, made_at, sink, state, "
-            f"attempts, finished, receipt, error {ESCALATIONS} ORDER BY made_at, id",
-            self.tree,
-        )
-        return [dict(row) for row in rows]

@@ -59,7 +59,7 @@ class OutboxRows(Rows):
     #: (a delivery worker's; a sweeper holds none)
     release: str = ""
     #: added to a failed attempt: the rows whose results this handle writes (a delivery
-    #: worker's: those it still holds the claim on; a sweeper's: any)
+    #: worker's: those it still holds the claim on; a sweeper's: those no worker holds)
     results: str = ""
     #: added to a delivery: the rows it lands on (a worker's: still queued, whoever holds
     #: the claim now, for the wake did land; a sweeper's: any)
@@ -75,6 +75,14 @@ class OutboxRows(Rows):
             message_id,
         )
         return bool(done.rowcount == 1)
+
+    def messages(self, kind: str) -> list[dict[str, object]]:
+        """Every message of ``kind`` (``wake``, ``escalation``, ``tell``…), oldest first,
+        as plain rows (``rouse log``'s and the tests' one reader)."""
+        rows = self.run(
+            "SELECT * FROM outbox WHERE kind = ? AND tree = ? ORDER BY made_at, id", kind, self.tree
+        )
+        return [dict(row) for row in rows]
 
     def take(self, message_id: str, queue: str, taker: str) -> bool:
         """Take a message waiting in ``queue`` (its ``sink``) for ``taker`` (the sink that

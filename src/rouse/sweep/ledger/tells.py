@@ -17,17 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rouse.core.timefmt import iso_stamp
-from rouse.sweep.ledger.entry import as_time
+from rouse.sweep.ledger.entry import as_time, said
 from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import Wake
-
-#: a tell's columns
-TELL_COLUMNS = (
-    "id, record, path, type, slug, channel, source, text, made_at, state, attempts, "
-    "last_attempt, finished, receipt, error, sink, first_failure, next_attempt"
-)
-#: the tells of the outbox
-TELLS = "FROM outbox WHERE kind = 'tell'"
 
 
 @dataclass(frozen=True)
@@ -110,17 +102,10 @@ class TellRows(OutboxRows):
     def owed_tells(self) -> list[Any]:
         """Tells not delivered or given up yet, oldest first."""
         return self.run(
-            f"SELECT {TELL_COLUMNS} {TELLS} AND tree = ? AND state IN ('pending', 'waiting') "
-            "ORDER BY made_at, id",
+            "SELECT * FROM outbox WHERE kind = 'tell' AND tree = ? "
+            "AND state IN ('pending', 'waiting') ORDER BY made_at, id",
             self.tree,
         ).fetchall()
-
-    def tells(self) -> list[dict[str, Any]]:
-        """Every tell, oldest first, as plain rows (``rouse log`` and tests)."""
-        rows = self.run(
-            f"SELECT {TELL_COLUMNS} {TELLS} AND tree = ? ORDER BY made_at, id", self.tree
-        )
-        return [dict(row) for row in rows]
 
 
 def tell_json(row: Any) -> dict[str, object]:
@@ -135,7 +120,7 @@ def tell_json(row: Any) -> dict[str, object]:
         "source": row["source"],
         "channel": row["channel"] or None,
         "sink": row["sink"],
-        "state": state.replace("_", " "),
+        "state": said(state),
         "attempts": row["attempts"],
         "made_at": iso_stamp(as_time(row["made_at"])),
         "first_failure": iso_stamp(as_time(row["first_failure"])),

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rouse.core.statedir import StateError, path_problem
 from rouse.state.sweeper import LEDGER, ledger_problem, ledger_reader
-from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, escalated, said
 from rouse.sweep.ledger.entry import entries as read_entries
 from rouse.sweep.ledger.schema import SCHEMA_VERSION as VERSION
 from rouse.sweep.ledger.sqlite import Ledger
@@ -48,16 +48,12 @@ def recent(root: Path, limit: int = 20, damaged: list[str] | None = None) -> lis
                 "finds what is owed again)"
             ) from None
         entries = read_entries(rows, damaged)
-        found: dict[str, list[str]] = {}
-        for row in db.execute(
-            "SELECT wake_id, level, sink, state FROM outbox WHERE kind = 'escalation' "
-            "ORDER BY made_at, id"
-        ):
-            line = f"level {row['level']} via {row['sink']}: {said(row['state'])}"
-            found.setdefault(row["wake_id"], []).append(line)
+        found = escalated(
+            db.execute("SELECT * FROM outbox WHERE kind = 'escalation' ORDER BY made_at, id")
+        )
         runs = _runs_by_wake(db)
         for entry in entries:
-            entry.escalations = tuple(found.get(entry.id, ()))
+            entry.escalations = found.get(entry.id, ())
             entry.run = runs.get(entry.id)
         return entries
 
@@ -93,11 +89,6 @@ def _runs_by_wake(db: sqlite3.Connection) -> dict[str, str]:
     return found
 
 
-def said(state: str) -> str:
-    """A row's state as ``rouse log`` says it (``given_up``: given up)."""
-    return state.replace("_", " ")
-
-
 def log_lines(entries: list[Entry]) -> list[str]:
     """``rouse log``: one line per wake, then what went wrong if anything did."""
     lines: list[str] = []
@@ -127,20 +118,18 @@ def log_lines(entries: list[Entry]) -> list[str]:
     return lines
 
 
-def recent_tells(root: Path, limit: int = 20) -> list[sqlite3.Row]:
-    """The most recent messages to the owner (``rouse tell``), newest first.
+def messages(root: Path, kind: str, limit: int = 20) -> list[sqlite3.Row]:
+    """The most recent messages of ``kind`` (``rouse log``'s tells), newest first.
 
     Always the tree's own SQLite ledger's, whatever ledger keeps the wakes."""
-    from rouse.sweep.ledger.tells import TELL_COLUMNS, TELLS
-
     migrated(root)
     with ledger_reader(root) as db:
         if db is None:
             return []
         try:
             return db.execute(
-                f"SELECT {TELL_COLUMNS} {TELLS} ORDER BY made_at DESC, rowid DESC LIMIT ?",
-                (limit,),
+                "SELECT * FROM outbox WHERE kind = ? ORDER BY made_at DESC, rowid DESC LIMIT ?",
+                (kind, limit),
             ).fetchall()
         except sqlite3.Error:  # a ledger not migrated yet (its sweeper will)
             return []
@@ -152,7 +141,7 @@ def tell_lines(rows: list[sqlite3.Row]) -> list[str]:
         return []
     lines = ["messages to the owner (rouse tell, reminders' channels):"]
     for row in rows:
-        state = str(row["state"]).replace("_", " ")
+        state = said(str(row["state"]))
         channel = f"channel {row['channel']}" if row["channel"] else "no channel"
         via = f"  via {row['sink']}" if row["sink"] else ""
         lines.append(

@@ -16,8 +16,8 @@ import json
 from datetime import datetime
 
 from rouse.state.ledgerschema import WAKE_STATES
-from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries
-from rouse.sweep.ledger.outbox import NOTICE_SINK, SET_ASIDE, WORKERS, OutboxRows
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries, escalated
+from rouse.sweep.ledger.outbox import SET_ASIDE, WORKERS, OutboxRows
 from rouse.sweep.wake import Wake
 
 #: a wake's rows of the outbox
@@ -62,16 +62,9 @@ class WakeRows(OutboxRows):
             limit,
         ).fetchall()
         listed = entries(rows, self.damaged)
-        found: dict[str, list[str]] = {}
-        for row in self.run(
-            "SELECT wake_id, level, sink, state FROM outbox WHERE kind = 'escalation' "
-            "AND tree = ? ORDER BY made_at, id",
-            self.tree,
-        ):
-            line = f"level {row['level']} via {row['sink']}: {row['state']}"
-            found.setdefault(row["wake_id"], []).append(line)
+        found = escalated(self.messages("escalation"))
         for entry in listed:
-            entry.escalations = tuple(found.get(entry.id, ()))
+            entry.escalations = found.get(entry.id, ())
         return listed
 
     def counts(self) -> dict[str, int]:
@@ -161,21 +154,17 @@ class WakeRows(OutboxRows):
             receipt,
         )
 
-    def take_notice(self, wake_id: str, sink: str) -> bool:
-        """Take a queued notice for ``sink`` (the sweeper, a worker's ``--sink``, a fleet
-        sweeper carrying it); False: another took it first."""
-        return self.take(wake_id, NOTICE_SINK, sink)
-
-    def take_back(self, wake_id: str, sink: str, now: datetime) -> bool:
-        """Take a wake queued for the delivery workers to send it here, starting an attempt.
+    def take_back(self, wake_id: str, queue: str, sink: str, now: datetime) -> bool:
+        """Take a wake waiting in ``queue`` to send it through ``sink`` now, starting an attempt.
 
         A sweeper that sends itself does this with the wakes a ``--plan-only``
-        one queued, so none waits for workers that may never come. False (nothing
-        written): a worker holds a live claim on it, or it is not owed any more.
-        A lapsed claim that was in flight counts as a failed attempt, as a worker
-        counts it.
+        one queued (``queue`` :data:`WORKERS`), so none waits for workers that may
+        never come; a sweeper or a worker's ``--sink`` with a task's notice
+        (:data:`NOTICE_SINK`). False (nothing written): another took it first, a
+        worker holds a live claim on it, or it is not owed any more. A lapsed claim
+        that was in flight counts as a failed attempt, as a worker counts it.
         """
-        if not self.take(wake_id, WORKERS, sink):
+        if not self.take(wake_id, queue, sink):
             return False
         self.start_attempt(wake_id, sink, now)
         return True
@@ -194,10 +183,12 @@ class WakeRows(OutboxRows):
 
         Releases a held wake when quiet hours end, and hands a wake a sweeper
         used to send itself to the workers (``sweep --plan-only``); its attempts
-        and backoff carry on.
+        and backoff carry on. False, nothing written: not owed any more, or a
+        worker's live claim on it.
         """
         return self._set(
-            "state = 'pending', sink = ?, in_flight = 0 WHERE state IN ('pending', 'held')",
+            f"state = 'pending', sink = ?, in_flight = 0 WHERE state IN ('pending', 'held')"
+            f"{self.unclaimed}",
             wake_id,
             WORKERS,
         )
