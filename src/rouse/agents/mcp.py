@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rouse.agents.mcp_tools import ADD_TYPES, ENDINGS, Tools, wall_clock
-from rouse.core import clock
+from rouse.core import levels
 from rouse.core.errors import RouseError
 
 INSTRUCTIONS = """\
@@ -231,7 +231,7 @@ def build_server(tools: Tools) -> Any:
     enums: dict[str, dict[str, tuple[str, ...]]] = {
         "recall": {"kind": KINDS, "mode": ("words", "meaning", "both")},
         "add": {"kind": ADD_TYPES},
-        "close": {"ending": ENDINGS, "outcome": clock.OUTCOMES},
+        "close": {"ending": ENDINGS, "outcome": levels.OUTCOMES},
     }
 
     class RefusedError(ToolError):

@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rouse.core import clock, layout
+from rouse.core import clock, layout, nextdue
 from rouse.core.errors import UsageError
 from rouse.core.humantime import parse_when
 from rouse.core.timefmt import format_stamp
@@ -123,7 +123,7 @@ class ReadTools:
                 raise UsageError(f"bad until: {exc}") from None
         tree = walk(self.root)
         every = clock.decisions(tree, at or now)
-        found = due_order(clock.select_due(every) if at is None else clock.forecast(every, at))
+        found = due_order(clock.select_due(every) if at is None else nextdue.forecast(every, at))
         header = due_header(len(found), now, at)
         lines = [header] if header else []
         if not found:

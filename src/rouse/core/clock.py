@@ -4,9 +4,7 @@ Every function here is pure: it takes records (from ``rouse.core.tree``) and
 ``now`` and returns decisions. The pack, ``rouse due``, ``rouse explain`` and
 the sweeper all import this module; nothing else computes due. The levels it
 reads are :mod:`rouse.core.levels`, its fields :mod:`rouse.core.clockfields`; what
-comes due next is :mod:`rouse.core.nextdue` (the sweeper and the MCP tools still
-ask the clock for some of both: ``status_of``, ``is_nagging``, ``OUTCOMES``, and
-the three functions at the end, which load nextdue only when called).
+comes due next is :mod:`rouse.core.nextdue`.
 """
 
 from __future__ import annotations
@@ -16,10 +14,7 @@ from datetime import datetime, timedelta
 from rouse.core import dueplan, recurrence
 from rouse.core.clockfields import FieldProblem, FieldReader
 from rouse.core.dueplan import REMINDER, STALE, decide, wake_of
-from rouse.core.levels import LEVELS, STALE_LEVELS, is_open, silences_parent
-from rouse.core.levels import OUTCOMES as OUTCOMES
-from rouse.core.levels import is_nagging as is_nagging
-from rouse.core.levels import status_of as status_of
+from rouse.core.levels import LEVELS, STALE_LEVELS, is_nagging, is_open, silences_parent, status_of
 from rouse.core.timefmt import FLOOR, as_span, later
 from rouse.core.tree import Record, Tree
 from rouse.core.value import Value
@@ -288,24 +283,3 @@ def plan_of(decision: Decision) -> dueplan.DuePlan:
 def clock_plan(tree: Tree, record: Record, now: datetime) -> dict[str, Any]:
     """The columns of ``record``'s plan from ``now`` on (the fleet's mirror)."""
     return plan_of(evaluate(tree, record, now)).columns()
-
-
-# -- what comes due next, for the callers that ask the clock (rouse.core.nextdue) ---------
-
-
-def stamps_after_delivery(decision: Decision, now: datetime) -> dict[str, str | None]:
-    from rouse.core import nextdue
-
-    return nextdue.stamps_after_delivery(decision, now)
-
-
-def rearmed(record: Record, now: datetime) -> datetime | None:
-    from rouse.core import nextdue
-
-    return nextdue.rearmed(record, now)
-
-
-def forecast(every: list[Decision], until: datetime) -> list[Decision]:
-    from rouse.core import nextdue
-
-    return nextdue.forecast(every, until)

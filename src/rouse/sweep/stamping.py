@@ -13,7 +13,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import clock, clockfields
+from rouse.core import clockfields, levels
 from rouse.core.errors import ChangedUnderfoot
 from rouse.core.header import parse_header, set_fields
 from rouse.core.store import Store
@@ -61,7 +61,7 @@ def already_stamped(record: Record, made: Wake) -> bool:
         fired = parse_stamp(record.get("fired") or "")
     except ValueError:
         return False
-    return clock.status_of(record) == "fired" and fired >= made.made_at.replace(second=0)
+    return levels.status_of(record) == "fired" and fired >= made.made_at.replace(second=0)
 
 
 def _readable(value: str | None) -> bool:

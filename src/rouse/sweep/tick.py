@@ -29,7 +29,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from rouse.cache.walk import HeaderCache
-from rouse.core import clock, home
+from rouse.core import home, nextdue
 from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.statedir import require_safe
@@ -373,7 +373,7 @@ def _stamp(
     if record.type == "reminder" and not decision.is_due:
         return True  # the agent already acted on it: nothing left to write
     as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
-    updates = clock.stamps_after_delivery(as_sent, now)
+    updates = nextdue.stamps_after_delivery(as_sent, now)
     try:
         written = stamp_after_delivery(root, record, updates)
     except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick

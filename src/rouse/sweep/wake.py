@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from rouse.core.body import log_entries, split_log
-from rouse.core.clock import OUTCOMES, Decision, is_nagging, rearmed
+from rouse.core.clock import Decision
 from rouse.core.errors import HeaderError
 from rouse.core.header import split
+from rouse.core.levels import OUTCOMES, is_nagging
+from rouse.core.nextdue import rearmed
 from rouse.core.timefmt import format_stamp, human_age, parse_stamp
 from rouse.core.tree import Record
 from rouse.trust import fence
