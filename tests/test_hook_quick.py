@@ -46,7 +46,6 @@ PROMPT_MODULES = {
     "rouse.agents.hookio",
     "rouse.agents.prompt_hook",
     "rouse.core",
-    "rouse.core.errors",
     "rouse.core.home",
     "rouse.state",
     "rouse.state.bounded",

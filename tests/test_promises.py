@@ -301,7 +301,7 @@ raise SystemExit(code)
 QUIET_MODULES = {
     *("rouse", "rouse.cli", "rouse.cli.main", "rouse.cli.quick", "rouse.agents"),
     *("rouse.agents.hook", "rouse.agents.hookio"),
-    *("rouse.core", "rouse.core.errors", "rouse.core.home"),
+    *("rouse.core", "rouse.core.home"),
     *("rouse.state", "rouse.state.bounded", "rouse.state.files"),
     *("rouse.agents.promise_hook", "rouse.agents.promises"),
 }

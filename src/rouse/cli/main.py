@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 
 LONG_RUNNING = frozenset({"sweep", "mcp", "deliver"})
+#: Set once an agent's hook has run: its process ends without tearing down (see ``run``).
+_hooked = False
 
 
 class _Args:
@@ -76,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace | None
     if values is not None and values["hook"] is not None:
         # the hook reads what called it: a prompt or a turn's end imports no pack
+        global _hooked
+        _hooked = True
         args = _Args(verb="pack", handler=_pack_hook, **values)  # type: ignore[assignment]
     else:
         args = _quick(argv, "pack") or _quick(argv, "status") or _quick(argv, "due")
@@ -136,11 +140,14 @@ def run() -> None:
     ``rouse pack`` runs at every session start. When it has finished (its
     caches saved, its output written), the process ends without tearing down
     the tree it built: on a large tree that teardown alone costs several
-    percent of the run. Every other verb exits normally.
+    percent of the run. An agent's hook (``--hook``) ends so too, once its answer
+    is written: it runs at every prompt and turn's end, and the interpreter's own
+    teardown (~2 ms, as much as a third of an idle hook's work) is time the agent
+    waits for. Every other verb exits normally.
     """
     code = main()
     common = sys.modules.get("rouse.cli.common")  # not imported: nothing was left behind
-    if common is not None and common.LEFT_BEHIND:
+    if _hooked or (common is not None and common.LEFT_BEHIND):
         try:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 
-from rouse.core.errors import UsageError
-
 #: A tree's folder of machine state (rouse.state's files); defined here, in the light
 #: module the hooks load anyway, so core's layout and rouse.state share one name.
 STATE_DIR = ".rouse"
@@ -67,6 +65,8 @@ def find_tree(
     told which (rouse's verbs print it on stderr).
     """
     from pathlib import Path
+
+    from rouse.core.errors import UsageError  # (not on the idle hooks' path)
 
     env = os.environ if env is None else env
     cwd = Path.cwd() if cwd is None else cwd

@@ -2,7 +2,7 @@
 
 :func:`fit` trims the memory index first, then the due and woken lists (each
 keeps its first :data:`KEEP_FIRST` entries), and never a belief or the
-persona; :func:`render_text` lays out the sections in the order SPEC §4 gives
+persona; :class:`_Pieces` lays out the sections in the order SPEC §4 gives
 them. No line is ever cut.
 
 A session-start hook has a hard wall as well (:class:`HardWall`): past it
@@ -50,7 +50,8 @@ _wall: tuple[int, Callable[[str], int]] | None = None
 class HardWall:
     """While in force, :func:`fit` never returns text longer than ``limit``.
 
-    ``measure`` is how the agent counts (characters, UTF-16 units, bytes).
+    ``measure`` is how the agent counts (characters, UTF-16 units, bytes): a sum over
+    the characters, so a text's measure is the sum of its pieces'.
     The pack runs as a hook in a process of its own, so a module-level
     setting is enough, and it keeps the CLI's call to :func:`fit` as it is.
     """
@@ -101,64 +102,164 @@ def fit(data: dict[str, Any], max_chars: int) -> Pack:
     layers alone are over: the pack says so and is longer than asked — unless
     a :class:`HardWall` is in force and the text is over it too, in which
     case whole context files are left out from the end (each still named by
-    its path) until it fits.
+    its path) until it fits. Each cut is tried by adding up the measures of
+    pieces rendered once (:class:`_Pieces`); the text is joined at the end.
     """
     limit, measure = _wall if _wall is not None else (None, len)
+    pieces = _Pieces(data, measure)
     caps = {
         "index": len(data["index"]),
         "due": len(data["due"]),
         "woken": min(LIST_CAP, len(data["woken"])),
+        "context": len(pieces.context),
     }
     floors = {"index": 0, "due": KEEP_FIRST, "woken": KEEP_FIRST}
-    context_total = len(_context_entries(data))
-    shown_context = context_total
-
-    def render() -> str:
-        return render_text(data, caps["index"], caps["due"], caps["woken"], shown_context)
-
-    def shrink(target: int, floor: Mapping[str, int]) -> str:
-        text = render()
-        for name in ("index", "due", "woken"):
-            while measure(text) > target and caps[name] > floor[name]:
-                caps[name] -= 1
-                text = render()
-        return text
-
-    text = shrink(max_chars, floors)
-    if measure(text) > max_chars:
+    pieces.shrink(caps, max_chars, floors)
+    if pieces.size(caps) > max_chars:
         data["warnings"].append(
             f"the context layers alone exceed --max-chars {max_chars}: "
             "they are never cut, so the pack is longer than asked"
-            if context_total
+            if pieces.context
             else f"the pack is longer than --max-chars {max_chars}: the due and woken lists "
             f"keep their first {KEEP_FIRST} entries and warnings are never cut"
         )
-        text = render()
-        if limit is not None and measure(text) > limit:
+        if limit is not None and pieces.size(caps) > limit:
             data["warnings"].pop()  # the first line says what happened instead
-            text = render()
-            while measure(text) > limit and shown_context > 0:
-                shown_context -= 1
-                text = render()
-            if measure(text) > limit:  # warnings and probes alone: lists give way too
-                text = shrink(limit, dict.fromkeys(floors, 0))
+            while pieces.size(caps) > limit and caps["context"] > 0:
+                caps["context"] -= 1
+            if pieces.size(caps) > limit:  # warnings and probes alone: lists give way too
+                pieces.shrink(caps, limit, dict.fromkeys(floors, 0))
+    return _cut(data, caps, pieces.text(caps))
+
+
+def _cut(data: dict[str, Any], caps: Mapping[str, int], text: str) -> Pack:
+    """The pack cut to ``caps``: its data says what was left out, and why."""
     uncapped = {"index": len(data["index"]), "due": len(data["due"])}
     uncapped["woken"] = min(LIST_CAP, len(data["woken"]))  # the usual cap is not a trim
     trimmed = [name for name in ("index", "due", "woken") if caps[name] < uncapped[name]]
-    if shown_context < context_total:
+    context = _context_entries(data)
+    if caps["context"] < len(context):
         trimmed.append("context")
     data["not_listed"].update(
         index=data["index_total"] - caps["index"],
         due=data["due_total"] - caps["due"],
         woken=len(data["woken"]) - caps["woken"],
-        context=[entry["path"] for _, entry in _context_entries(data)[shown_context:]],
+        context=[entry["path"] for _, entry in context[caps["context"] :]],
         trimmed_for_size=trimmed,
     )
     shown = dict(data)
-    shown["index"] = data["index"][: caps["index"]]
-    shown["due"] = data["due"][: caps["due"]]
-    shown["woken"] = data["woken"][: caps["woken"]]
+    for name in ("index", "due", "woken"):
+        shown[name] = data[name][: caps[name]]
     return Pack(shown, text, trimmed)
+
+
+def _joined(lines: list[str]) -> str:
+    return "".join(f"{line}\n" for line in lines)
+
+
+class _Pieces:
+    """The pack's text in pieces of whole lines, each entry's rendered once, laid out in
+    the order SPEC §4 gives: :meth:`text` joins those a cut keeps (``caps``: how many
+    index, due and woken entries and context files), :meth:`size` measures that text."""
+
+    def __init__(self, data: Mapping[str, Any], measure: Callable[[str], int] = len) -> None:
+        self.data, self.measure = data, measure
+        self.context = _context_entries(data)
+        blocks = [_context_block(kind, entry) for kind, entry in self.context]
+        self.blocks = [(_joined(lines), lines[-1] == "") for lines in blocks]
+        self.left_out = [
+            f"{kind} [{entry['slug']}] — left out to fit the hook's limit: read {entry['path']}\n"
+            for kind, entry in self.context
+        ]
+        self.woken = [_joined(_woken_lines(item)) for item in data["woken"][:LIST_CAP]]
+        self.due = [_joined(_due_lines(item)) for item in data["due"]]
+        self.index = [(item["fresh"], _joined(_index_lines(item))) for item in data["index"]]
+        self.middle = _joined(_middle_lines(data))
+        self.sizes: dict[str, int] = {}
+
+    def pieces(self, caps: Mapping[str, int]) -> list[str]:
+        data, shown_context = self.data, caps["context"]
+        out = []
+        if shown_context < len(self.context):
+            out.append(
+                f"WARNING: {len(self.context) - shown_context} of {len(self.context)} context "
+                "files are NOT in this pack (it would pass the agent's limit on hook output): "
+                "read each file marked 'left out' below before you rely on your memory\n"
+            )
+        out.append(f"now: {data['now']}\n\n")
+        if data["probes"]:
+            out.append(
+                "probes (measured now; a reading outranks any memory file; <unknown> means "
+                "go check):\n"
+                + _joined([f"  {p['name']}: {p['reading']}" for p in data["probes"]])
+                + "\n"
+            )
+        woken, woken_cap = data["woken"], caps["woken"]
+        if woken:
+            out += [f"woken: {len(woken)} record(s) woke you, not answered yet\n"]
+            out += self.woken[:woken_cap]
+            if len(woken) > woken_cap:
+                out.append(f"  … and {len(woken) - woken_cap} more — ls .rouse/nudges\n")
+            out.append("\n")
+        due_total, due_cap = data["due_total"], caps["due"]
+        if data["due"]:
+            out += [f"due: {due_total} record(s) want you\n", *self.due[:due_cap]]
+            if due_total > due_cap:
+                out.append(f"  … and {due_total - due_cap} more — rouse due\n")
+            out.append("\n")
+        return [*out, *self._context(shown_context), self.middle, *self._tail(caps["index"])]
+
+    def _context(self, shown: int) -> list[str]:
+        if not self.context:
+            return []
+        out = ["standing truth (context layers: true until edited, not news):\n\n"]
+        out += [text for text, _ in self.blocks[:shown]] + self.left_out[shown:]
+        if shown < len(self.context) or not self.blocks[-1][1]:
+            out.append("\n")
+        return out
+
+    def _tail(self, index_cap: int) -> list[str]:
+        """The memory index cut to ``index_cap``, what is not listed, and the warnings."""
+        out = []
+        if index_cap:
+            out.append("memory index (bodies stay on disk; open a file to read it):\n")
+            for label, fresh in (("fresh", True), ("older", False)):
+                group = [text for is_fresh, text in self.index[:index_cap] if is_fresh is fresh]
+                out += [f"{label}:\n", *group] if group else []
+            out.append("\n")
+        hidden = self.data["index_total"] - index_cap
+        closed = self.data["not_listed"]["closed_records"]
+        parts = [f"{hidden} more notes/backlog items"] if hidden else []
+        parts += [f"{closed} closed records"] if closed else []
+        parts.append("every body")
+        out.append(f"not listed: {', '.join(parts)} — `rouse recall QUERY` or grep finds them\n")
+        if self.data["warnings"]:
+            out.append(_joined(["", "warnings:", *(f"  {w}" for w in self.data["warnings"])]))
+        return out
+
+    def text(self, caps: Mapping[str, int]) -> str:
+        # what the tree's files say (a checkpoint, a header) never reaches a terminal raw
+        return layout.shown("".join(self.pieces(caps)), lines=True)
+
+    def size(self, caps: Mapping[str, int]) -> int:
+        """``measure(self.text(caps))``: the sum of its pieces' measures (each taken once),
+        unless a piece has something to escape (then a backslash anywhere is doubled too)."""
+        pieces, total = self.pieces(caps), 0
+        for piece in pieces:
+            found = self.sizes.get(piece)
+            if found is None:
+                plain = layout.shown(piece, lines=True) is piece
+                found = self.sizes[piece] = self.measure(piece) if plain else -1
+            if found < 0:
+                return self.measure(self.text(caps))
+            total += found
+        return total
+
+    def shrink(self, caps: dict[str, int], target: int, floors: Mapping[str, int]) -> None:
+        """Cut the index, then due, then woken, an entry at a time, until within ``target``."""
+        for name in ("index", "due", "woken"):
+            while caps[name] > floors[name] and self.size(caps) > target:
+                caps[name] -= 1
 
 
 def _context_block(kind: str, entry: Mapping[str, Any]) -> list[str]:
@@ -182,68 +283,38 @@ def _message_lines(message: Mapping[str, Any] | None) -> list[str]:
     )
 
 
-def _left_out_line(kind: str, entry: Mapping[str, Any]) -> str:
-    return f"{kind} [{entry['slug']}] — left out to fit the hook's limit: read {entry['path']}"
+def _woken_lines(item: Mapping[str, Any]) -> list[str]:
+    return [f"  {item['wake']}", *_message_lines(item.get("message")), f"    at: {item['path']}"]
 
 
-def render_text(
-    data: Mapping[str, Any],
-    index_cap: int,
-    due_cap: int,
-    woken_cap: int,
-    context_cap: int | None = None,
-) -> str:
-    """The pack's text with the lists cut to their caps, and the first ``context_cap``
-    context files shown (the rest named by path under a first-line warning)."""
-    entries = _context_entries(data)
-    shown_context = len(entries) if context_cap is None else context_cap
-    out: list[str] = []
-    if shown_context < len(entries):
-        out.append(
-            f"WARNING: {len(entries) - shown_context} of {len(entries)} context files are NOT "
-            "in this pack (it would pass the agent's limit on hook output): read each file "
-            "marked 'left out' below before you rely on your memory"
-        )
-    out += [f"now: {data['now']}", ""]
-    if data["probes"]:
-        out.append(
-            "probes (measured now; a reading outranks any memory file; <unknown> means go check):"
-        )
-        out += [f"  {p['name']}: {p['reading']}" for p in data["probes"]]
-        out.append("")
-    woken = data["woken"]
-    if woken:
-        out.append(f"woken: {len(woken)} record(s) woke you, not answered yet")
-        for item in woken[:woken_cap]:
-            out.append(f"  {item['wake']}")
-            out += _message_lines(item.get("message"))
-            out.append(f"    at: {item['path']}")
-        if len(woken) > woken_cap:
-            out.append(f"  … and {len(woken) - woken_cap} more — ls .rouse/nudges")
-        out.append("")
-    due, due_total = data["due"], data["due_total"]
-    if due:
-        out.append(f"due: {due_total} record(s) want you")
-        for item in due[:due_cap]:
-            nudge = f", nudge {item['nudge']}" if item["nudge"] else ""
-            still = "due" if item["reason"] in ("due", "nag", "expire") else "last moved"
-            out.append(f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}")
-            out += _message_lines(item.get("message"))
-            out.append(f"    at: {item['path']}")
-            if item["line"] and fence.quoted(item["origin"]):
-                out += fence.block(item["line"], item["origin"], "its fields: ", "    ", "      ")
-            elif item["line"]:
-                out.append(f"    {item['line']}")
-        if due_total > due_cap:
-            out.append(f"  … and {due_total - due_cap} more — rouse due")
-        out.append("")
-    if entries:
-        out += ["standing truth (context layers: true until edited, not news):", ""]
-        for kind, entry in entries[:shown_context]:
-            out += _context_block(kind, entry)
-        out += [_left_out_line(kind, entry) for kind, entry in entries[shown_context:]]
-        if out[-1] != "":
-            out.append("")
+def _due_lines(item: Mapping[str, Any]) -> list[str]:
+    nudge = f", nudge {item['nudge']}" if item["nudge"] else ""
+    still = "due" if item["reason"] in ("due", "nag", "expire") else "last moved"
+    out = [f"  {item['record']} — {item['reason']}, {still} {item['still']}{nudge}"]
+    out += _message_lines(item.get("message"))
+    out.append(f"    at: {item['path']}")
+    if item["line"] and fence.quoted(item["origin"]):
+        out += fence.block(item["line"], item["origin"], "its fields: ", "    ", "      ")
+    elif item["line"]:
+        out.append(f"    {item['line']}")
+    return out
+
+
+def _index_lines(item: Mapping[str, Any]) -> list[str]:
+    words = fence.inline(item["keywords"], item["origin"])
+    keywords = f" — {words}" if words else ""
+    out = [f"  {item['path']} [{item['origin']}] ({item['age']}{keywords})"]
+    if item["probes"]:
+        out.append("    probes: " + ", ".join(f"{k}={v}" for k, v in item["probes"].items()))
+    if item.get("drifted"):
+        out.append(f"    drifted: {item['drifted']}")
+    return out
+
+
+def _middle_lines(data: Mapping[str, Any]) -> list[str]:
+    """What no cut touches, between the context and the index: the quarantined files,
+    the ladder, the running and held tasks, the plugins."""
+    out = []
     if data["quarantined"]:
         out.append(f"quarantined ({QUARANTINE_TEXT}):")
         out += [
@@ -273,35 +344,4 @@ def render_text(
             f"plugins: {len(data['plugins'])} on ({', '.join(data['plugins'])}) — "
             f"settings in {layout.PLUGINS}/"
         )
-    out.append("")
-    index = data["index"][:index_cap]
-    if index:
-        out.append("memory index (bodies stay on disk; open a file to read it):")
-        for label, fresh in (("fresh", True), ("older", False)):
-            group = [item for item in index if item["fresh"] is fresh]
-            if group:
-                out.append(f"{label}:")
-            for item in group:
-                words = fence.inline(item["keywords"], item["origin"])
-                keywords = f" — {words}" if words else ""
-                out.append(f"  {item['path']} [{item['origin']}] ({item['age']}{keywords})")
-                if item["probes"]:
-                    shown = ", ".join(f"{k}={v}" for k, v in item["probes"].items())
-                    out.append(f"    probes: {shown}")
-                if item.get("drifted"):
-                    out.append(f"    drifted: {item['drifted']}")
-        out.append("")
-    hidden = data["index_total"] - index_cap
-    closed = data["not_listed"]["closed_records"]
-    parts = []
-    if hidden:
-        parts.append(f"{hidden} more notes/backlog items")
-    if closed:
-        parts.append(f"{closed} closed records")
-    parts.append("every body")
-    out.append(f"not listed: {', '.join(parts)} — `rouse recall QUERY` or grep finds them")
-    if data["warnings"]:
-        out += ["", "warnings:"]
-        out += [f"  {w}" for w in data["warnings"]]
-    # what the tree's files say (a checkpoint, a header) never reaches a terminal raw
-    return layout.shown("\n".join(out) + "\n", lines=True)
+    return [*out, ""]
