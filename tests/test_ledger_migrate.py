@@ -221,21 +221,28 @@ def _pg_columns(dsn: str) -> set[tuple[str, ...]]:
     return {tuple(row) for row in found}
 
 
+def _old_fleet_ledger(dsn: str, tables: str, version: int, rows_of: int) -> None:
+    """A fleet database as an older rouse made it: ``tables`` at schema ``version``,
+    holding the rows a SQLite ledger at ``rows_of`` holds (:func:`_fill`)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as db:
+        for statement in tables.split(";"):
+            if statement.strip():
+                db.execute(statement)
+        db.execute("CREATE TABLE rouse_schema (version INTEGER NOT NULL)")
+        db.execute("INSERT INTO rouse_schema VALUES (%s)", (version,))
+        _fill(lambda sql, values: db.execute(sql.replace("?", "%s"), values), rows_of, "t" * 32)
+
+
 def test_a_fleet_database_made_before_the_column_spec_reads_alike(pg_server: PgServer) -> None:
     """A fleet database whose ledger tables were written by hand (before the column
     spec) has the columns a new one is made with, and its rows read as they did."""
-    import psycopg
 
     from rouse.fleet.pg_ledger import PgLedger
 
     old, fresh = pg_server.new_database(), pg_server.new_database()
-    with psycopg.connect(old, autocommit=True) as db:
-        for statement in PG_LEDGER_1.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        db.execute("CREATE TABLE rouse_schema (version INTEGER NOT NULL)")
-        db.execute("INSERT INTO rouse_schema VALUES (1)")
-        _fill(lambda sql, values: db.execute(sql.replace("?", "%s"), values), 6, "t" * 32)
+    _old_fleet_ledger(old, PG_LEDGER_1, 1, 6)
     PgLedger(fresh, "t" * 32).close()
     with PgLedger(old, "t" * 32) as book:
         _check_owed(book, 6, tells=False)
@@ -248,19 +255,11 @@ def test_a_fleet_database_of_the_last_rouse_with_a_table_per_kind_moves_to_the_o
     """A fleet database made by the last rouse that kept a table per kind of message
     (schema 5), holding rows of every kind in every state, keeps every message in the
     one outbox: ids, states and tries as they were, the old tables gone."""
-    import psycopg
 
     from rouse.fleet.pg_ledger import PgLedger
 
     old, fresh = pg_server.new_database(), pg_server.new_database()
-    with psycopg.connect(old, autocommit=True) as db:
-        for statement in PG_LEDGER_5.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        db.execute("CREATE TABLE rouse_schema (version INTEGER NOT NULL)")
-        db.execute("INSERT INTO rouse_schema VALUES (5)")
-        fill = lambda sql, values: db.execute(sql.replace("?", "%s"), values)  # noqa: E731
-        _fill(fill, 8, "t" * 32)
+    _old_fleet_ledger(old, PG_LEDGER_5, 5, 8)
     PgLedger(fresh, "t" * 32).close()
     for _ in range(2):  # (the second opening finds it migrated: nothing copied twice)
         with PgLedger(old, "t" * 32) as book:
@@ -319,18 +318,11 @@ def test_a_reader_of_a_fleet_database_not_migrated_yet_reads_no_wakes(
     """``status`` and ``log`` never migrate a fleet's database: one an older rouse made,
     before any sweeper of this rouse opened it, reads as one with no ledger yet (never
     an error about a missing table)."""
-    import psycopg
 
     from rouse.fleet.pg_ledger import PgLedger
 
     old = pg_server.new_database()
-    with psycopg.connect(old, autocommit=True) as db:
-        for statement in PG_LEDGER_5.split(";"):
-            if statement.strip():
-                db.execute(statement)
-        db.execute("CREATE TABLE rouse_schema (version INTEGER NOT NULL)")
-        db.execute("INSERT INTO rouse_schema VALUES (5)")
-        _fill(lambda sql, values: db.execute(sql.replace("?", "%s"), values), 8, "t" * 32)
+    _old_fleet_ledger(old, PG_LEDGER_5, 5, 8)
     with PgLedger(old, "t" * 32, schema="read") as book:
         assert book.recent() == [] and book.counts()["given_up"] == 0
     with PgLedger(old, "t" * 32) as book:  # (a sweeper's: migrated, every row kept)
