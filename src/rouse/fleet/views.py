@@ -156,6 +156,36 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         f"LEFT JOIN leaders l ON l.tree = ids.tree WHERE TRUE{where}",
         params,
     ).fetchall()
+    counts, queued = _outbox_counts(db, trees)
+    every_worker = listed(db)
+    found = []
+    for row in rows:
+        found.append(
+            TreeStatus(
+                tree=row["tree"],
+                root=row["t_root"] or row["m_root"] or "",
+                host=row["t_host"] or row["m_host"] or "",
+                last_tick=row["last_tick"],
+                last_tick_by=row["last_tick_by"],
+                leader=_leader(row),
+                wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
+                files=row["files"],
+                skipped=row["skipped"],
+                synced_at=row["synced_at"],
+                now=row["db_now"],
+                queued=queued.get(row["tree"], (0, None))[0],
+                oldest_queued=queued.get(row["tree"], (0, None))[1],
+                workers=tuple(w for w in every_worker if w.serves(row["tree"])),
+            )
+        )
+    found.sort(key=lambda s: (s.root, s.host, s.tree))
+    return found
+
+
+def _outbox_counts(
+    db: PgDatabase, trees: list[str] | None
+) -> tuple[dict[str, dict[str, int]], dict[str, tuple[int, str | None]]]:
+    """Each tree's wakes by state, and its messages waiting for workers (count, oldest)."""
     counts: dict[str, dict[str, int]] = {}
     where, params = only_trees(trees, "tree")
     for row in db.execute(
@@ -171,40 +201,22 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         params,
     ):
         queued[row["tree"]] = (int(row["n"]), row["oldest"])
-    every_worker = listed(db)
-    found = []
-    for row in rows:
-        leader = None
-        if row["holder"] is not None:
-            leader = {
-                "holder": row["holder"],
-                "host": row["l_host"],
-                "pid": row["pid"],
-                "token": row["token"],
-                "since": row["since"],
-                "expires": row["expires"],
-                "live": bool(row["live"]),
-            }
-        found.append(
-            TreeStatus(
-                tree=row["tree"],
-                root=row["t_root"] or row["m_root"] or "",
-                host=row["t_host"] or row["m_host"] or "",
-                last_tick=row["last_tick"],
-                last_tick_by=row["last_tick_by"],
-                leader=leader,
-                wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
-                files=row["files"],
-                skipped=row["skipped"],
-                synced_at=row["synced_at"],
-                now=row["db_now"],
-                queued=queued.get(row["tree"], (0, None))[0],
-                oldest_queued=queued.get(row["tree"], (0, None))[1],
-                workers=tuple(w for w in every_worker if w.serves(row["tree"])),
-            )
-        )
-    found.sort(key=lambda s: (s.root, s.host, s.tree))
-    return found
+    return counts, queued
+
+
+def _leader(row: Any) -> dict[str, Any] | None:
+    """The lease a status row joined in, as a dict; None when no one holds it."""
+    if row["holder"] is None:
+        return None
+    return {
+        "holder": row["holder"],
+        "host": row["l_host"],
+        "pid": row["pid"],
+        "token": row["token"],
+        "since": row["since"],
+        "expires": row["expires"],
+        "live": bool(row["live"]),
+    }
 
 
 def _stamp(text: str | None) -> datetime | None:
