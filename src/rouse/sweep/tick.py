@@ -110,6 +110,19 @@ class Sweeper(Leading):
         self.channels = parts.channels or Channels()
         #: in a fleet, the nudge files it writes are noted in the tree's own ledger
         self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
+        #: what the last tick's lease said (None: not asked yet), to say each change once
+        self._led: bool | None = None
+        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
+        # an idle tick reads no unchanged file; MACed with the stamp key when the
+        # origins reader has one
+        self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
+        # its own walks ask only its own watcher (sweep.watch), in process: never a socket
+        self.headers.ask_socket = False
+        self.nudges = NudgeArchive(root, self.headers.secret)
+        self._assemble_senders(root)
+
+    def _assemble_senders(self, root: Path) -> None:
+        """What sends for it: tells, escalations, digests, and the carrier of each wake."""
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
         self.teller = (
             None
@@ -123,15 +136,6 @@ class Sweeper(Leading):
                 fence=self._fence,
             )
         )
-        #: what the last tick's lease said (None: not asked yet), to say each change once
-        self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
-        # an idle tick reads no unchanged file; MACed with the stamp key when the
-        # origins reader has one
-        self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
-        # its own walks ask only its own watcher (sweep.watch), in process: never a socket
-        self.headers.ask_socket = False
-        self.nudges = NudgeArchive(root, self.headers.secret)
         self.escalator = (
             Escalator(
                 root,
