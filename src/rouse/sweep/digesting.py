@@ -21,7 +21,7 @@ from rouse.state import acts, nudges
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport
-from rouse.sweep.runner import Runner, RunWaits
+from rouse.sweep.runner import Runner, RunResult, RunWaits
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake
@@ -181,6 +181,38 @@ class DigestSender:
         self.notes.vouch(made, "delivered", now, written)
         return written
 
+    def _carry(
+        self,
+        digest_id: str,
+        batch: list[tuple[Wake, Decision | None]],
+        what: str,
+        now: datetime,
+        report: TickReport,
+    ) -> tuple[str, RunResult | None] | None:
+        """Send the digest through the sink or hand it to a run: its receipt and the run's
+        result; None when it did not go (its wakes then wait held, or failed)."""
+        made = digest.build(digest_id, [w for w, _ in batch], now)
+        try:
+            if self.runner is not None:
+                ran = self.runner.run(made, now, self.ledger)
+                return ran.describe(), ran
+            return self.sink.send(made, now), None
+        except RunWaits as exc:  # no run now: the wakes wait, held, not failed
+            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.defer(one.id, str(exc))
+                report.held.append(one.id)
+            self.voice.tell_once(f"{what} waits: {exc}")
+        except SinkError as exc:
+            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.failed(one.id, now, str(exc))
+                report.failed.append(one.id)
+            self.voice.say(
+                f"{moment(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS
+            )
+        return None
+
     def send(
         self, batch: list[tuple[Wake, Decision | None]], now: datetime, report: TickReport
     ) -> None:
@@ -193,29 +225,11 @@ class DigestSender:
         wake_ids = [made.id for made, _ in batch]
         digest_id = self.ledger.digest_of(wake_ids) or digest.new_id(now)
         self.ledger.start_digest(digest_id, wake_ids, self.sink.kind, now)
-        made = digest.build(digest_id, [w for w, _ in batch], now)
         what = f"digest {digest_id} of {len(batch)} wake(s)"
-        ran = None
-        try:
-            if self.runner is not None:
-                ran = self.runner.run(made, now, self.ledger)
-                receipt = ran.describe()
-            else:
-                receipt = self.sink.send(made, now)
-        except RunWaits as exc:  # no run now: the wakes wait, held, not failed
-            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
-            for one, _ in batch:
-                self.ledger.defer(one.id, str(exc))
-                report.held.append(one.id)
-            self.voice.tell_once(f"{what} waits: {exc}")
+        carried = self._carry(digest_id, batch, what, now, report)
+        if carried is None:
             return
-        except SinkError as exc:
-            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
-            for one, _ in batch:
-                self.ledger.failed(one.id, now, str(exc))
-                report.failed.append(one.id)
-            say(f"{moment(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
-            return
+        receipt, ran = carried
         sent = receipt
         answered = {one.id for one, _ in batch}
         if ran is not None:  # did the run answer the wakes it was given?
