@@ -65,10 +65,8 @@ class Receipts:
             try:
                 self.ledger.delivered(wake_id, now, receipt, stamped=False)
             except Exception as exc:
-                if not self.outage(exc):
-                    raise
-                for later_id, later_receipt in landed[done:]:
-                    self.waiting[later_id] = (now, later_receipt)
+                if self.outage(exc):
+                    self.keep(landed[done:], now)
                 raise
 
     def keep(self, landed: list[tuple[str, str]], now: datetime) -> None:
@@ -76,14 +74,11 @@ class Receipts:
         for wake_id, receipt in landed:
             self.waiting[wake_id] = (now, receipt)
 
-    def flush(self) -> int:
-        """Write the deliveries kept since the outage; how many. Raises if still unreachable."""
-        written = 0
+    def flush(self) -> None:
+        """Write the deliveries kept since the outage. Raises if still unreachable."""
         for wake_id, (when, receipt) in list(self.waiting.items()):
             self.ledger.delivered(wake_id, when, receipt, stamped=False)
             del self.waiting[wake_id]
-            written += 1
-        return written
 
 
 class NudgeNotes:

@@ -51,7 +51,7 @@ from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.trust.origins import OriginReader, effective_origin, origin_reader
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
@@ -343,8 +343,25 @@ class Sweeper(Leading):
     def _stamp_wake(
         self, made: wake.Wake, decision: Decision | None, now: datetime, report: TickReport
     ) -> bool:
-        """Stamp ``made``'s record after delivery (see :func:`_stamp`)."""
-        return _stamp(self.root, made, decision, now, report, self.say)
+        """Stamp ``made``'s record after delivery. False: try again next tick (the wake
+        stays owed a stamp)."""
+        if made.reason in wake.NOTICES or decision is None:
+            return True  # a task's news, a note's drift: nothing of a record's clock to write
+        record = decision.record
+        if already_stamped(record, made):
+            return True
+        if record.type == "reminder" and not decision.is_due:
+            return True  # the agent already acted on it: nothing left to write
+        as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
+        updates = nextdue.stamps_after_delivery(as_sent, now)
+        try:
+            written = stamp_after_delivery(self.root, record, updates)
+        except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
+            self.say(f"{moment(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
+            return False
+        if written:
+            report.stamped += 1
+        return True
 
     def _maybe_escalate(
         self, made: wake.Wake, now: datetime, report: TickReport, unanswered_run: bool
@@ -358,31 +375,3 @@ class Sweeper(Leading):
             self.escalator.after_delivery(made, now, report, unanswered_run=unanswered_run)
         if self.teller is not None and self.runner is None and self._tree is not None:
             self.teller.outreach(made, self._tree.records.get(made.path))
-
-
-def _stamp(
-    root: Path,
-    made: wake.Wake,
-    decision: Decision | None,
-    now: datetime,
-    report: TickReport,
-    say: Say,
-) -> bool:
-    """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
-    if made.reason in wake.NOTICES or decision is None:
-        return True  # a task's news, a note's drift: nothing of a record's clock to write
-    record = decision.record
-    if already_stamped(record, made):
-        return True
-    if record.type == "reminder" and not decision.is_due:
-        return True  # the agent already acted on it: nothing left to write
-    as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
-    updates = nextdue.stamps_after_delivery(as_sent, now)
-    try:
-        written = stamp_after_delivery(root, record, updates)
-    except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
-        say(f"{moment(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
-        return False
-    if written:
-        report.stamped += 1
-    return True
