@@ -52,7 +52,6 @@ from rouse.fleet.mirror_rows import (
     local_zone,
     mirrored_files,
     read_row,
-    search_shape,
     valid_utf8,
 )
 from rouse.fleet.pg import PgDatabase
@@ -266,9 +265,8 @@ class Mirror:
     def _upsert(self, rows: list[dict[str, Any]]) -> None:
         columns = (*CONTENT_COLUMNS, *DERIVED_COLUMNS)
         names = [name for name, _ in columns]
-        shape = ", ".join(
-            f"{name} {kind}" for name, kind in (("path", "text"), *columns, *search_shape())
-        )
+        typed = (("path", "text"), *columns, *((part, "text") for part, _ in SEARCH_PARTS))
+        shape = ", ".join(f"{name} {kind}" for name, kind in typed)
         search = " || ".join(
             f"setweight(to_tsvector('{TEXT_CONFIG}', r.{part}), '{weight}')"
             for part, weight in SEARCH_PARTS
