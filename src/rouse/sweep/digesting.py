@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -122,6 +123,18 @@ class NudgeNotes:
             self._local = None
 
 
+@dataclass(frozen=True)
+class AfterDelivery:
+    """What follows a wake that landed, for the carrier and the digests alike."""
+
+    stamp: Stamp
+    landed: Landed
+    #: deliveries the ledger could not record yet (its database was lost)
+    receipts: Receipts
+    #: in a fleet, the nudge files written here are noted in the tree's own ledger
+    notes: NudgeNotes
+
+
 class DigestSender:
     """One tick's batch of wakes, sent as one digest or one agent run."""
 
@@ -132,22 +145,15 @@ class DigestSender:
         runner: Runner | None,
         headers: HeaderCache,
         voice: Voice,
-        *,
-        stamp: Stamp,
-        landed: Landed,
-        receipts: Receipts,
-        notes: NudgeNotes,
+        after: AfterDelivery,
     ) -> None:
         self.ledger = ledger
-        self.receipts = receipts
         self.sink = sink
         self.runner = runner
         self.headers = headers
         self.voice = voice
-        self.stamp = stamp
-        self.landed = landed
-        #: a run's unanswered wakes are nudge files: noted for the pack
-        self.notes = notes
+        #: (a run's unanswered wakes are nudge files: noted for the pack)
+        self.after = after
         self.batch: list[tuple[Wake, Decision | None]] = []
 
     def add(self, made: Wake, decision: Decision | None) -> None:
@@ -173,7 +179,7 @@ class DigestSender:
         except OSError as exc:
             self.voice.tell_once(f"could not write the nudge file of an unanswered wake: {exc}")
             return f"{receipt}: ran, not answered"
-        self.notes.vouch(made, "delivered", now, written)
+        self.after.notes.vouch(made, "delivered", now, written)
         return written
 
     def _carry(
@@ -243,18 +249,18 @@ class DigestSender:
             if ran is not None:
                 self.ledger.run_answered(ran.id, len(answered))
         except Exception as exc:
-            if self.receipts.outage(exc):
-                self.receipts.keep(landed, now)  # it landed: never send it again
+            if self.after.receipts.outage(exc):
+                self.after.receipts.keep(landed, now)  # it landed: never send it again
             raise
-        self.receipts.record(landed, now)
+        self.after.receipts.record(landed, now)
         for one, decision in batch:
-            if self.stamp(one, decision, now, report):
+            if self.after.stamp(one, decision, now, report):
                 self.ledger.mark_stamped(one.id)
             report.delivered.append(one.id)
         say(f"{moment(now)} delivered {what} via {self.sink.kind}: {receipt}")
         for one, _ in batch:
             if ran is None or one.id not in answered:  # an answered record needs no human
-                self.landed(one, now, report, ran is not None)
+                self.after.landed(one, now, report, ran is not None)
         for one, _ in batch:
             say(f"{moment(now)}   in it: {named(one)}", EVERY_TICK)
 

@@ -41,7 +41,7 @@ from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
-from rouse.sweep.digesting import DigestSender, NudgeNotes, Receipts, never
+from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts, never
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
@@ -148,17 +148,8 @@ class Sweeper(Leading):
             if self.escalation is not None
             else None
         )
-        self.digests = DigestSender(
-            self.ledger,
-            self.sink,
-            self.runner,
-            self.headers,
-            self,
-            stamp=self._stamp_wake,
-            landed=self._maybe_escalate,
-            receipts=self.receipts,
-            notes=self.notes,
-        )
+        after = AfterDelivery(self._stamp_wake, self._maybe_escalate, self.receipts, self.notes)
+        self.digests = DigestSender(self.ledger, self.sink, self.runner, self.headers, self, after)
         self.carrier = Carrier(
             root,
             self.sink,
@@ -167,10 +158,7 @@ class Sweeper(Leading):
             origins=self.origins,
             quiet=self.quiet,
             digests=self.digests if self.digest else None,
-            stamp=self._stamp_wake,
-            landed=self._maybe_escalate,
-            receipts=self.receipts,
-            notes=self.notes,
+            after=after,
         )
         #: how long one send may take: the lease is renewed to outlive it
         escalation = self.escalation
