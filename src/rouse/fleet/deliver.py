@@ -56,7 +56,7 @@ from rouse.fleet.pg_schema import migrate
 from rouse.fleet.tree_exec import tree_sinks
 from rouse.fleet.workers import Presence, holder_name
 from rouse.sweep.loop import on_signals
-from rouse.sweep.quiet import QuietHours
+from rouse.sweep.quiet import QuietHours, QuietSpell
 from rouse.sweep.sinks import ExecSink, Sink, SinkError
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
 
@@ -110,8 +110,7 @@ class DeliveryWorker:
         self._unreleased: list[Claim] = []
         #: since when (:func:`clock`) the ledger has been out of reach, if it is
         self._lost_since: float | None = None
-        #: the end of the quiet hours last said (said once a window)
-        self._quiet_told: datetime | None = None
+        self._quiet = QuietSpell(quiet, self._quiet_told)
         self.where = redact(dsn)
         self._dsn = dsn
         self.outcomes = Outcomes(
@@ -243,36 +242,20 @@ class DeliveryWorker:
             if not worked:
                 if self.once:
                     return self._finish()
-                if self.stop.wait(self._idle()):
+                if self.stop.wait(self._quiet.idle(self.now(), self.every)):
                     return self._finish()
 
-    def _idle(self) -> float:
-        """Seconds to wait after a round with nothing to do: ``every``, or to quiet hours' end."""
-        if self._quiet_told is None:
-            return self.every
-        left = (self._quiet_told - self.now()).total_seconds()
-        return max(min(self.every, left), 0.05)
-
-    def _quiet_now(self, now: datetime) -> bool:
-        """Inside quiet hours (said once a window)?"""
-        if self.quiet is None or not self.quiet.holds(now):
-            self._quiet_told = None
-            return False
-        ends = self.quiet.ends_after(now)
-        if self._quiet_told != ends:
-            self._quiet_told = ends
-            self.voice.say(
-                f"{moment(now)} quiet hours {self.quiet}: claiming nothing until "
-                f"{ends:%Y-%m-%d %H:%M}"
-            )
-        return True
+    def _quiet_told(self, now: datetime, ends: datetime) -> None:
+        self.voice.say(
+            f"{moment(now)} quiet hours {self.quiet}: claiming nothing until {ends:%Y-%m-%d %H:%M}"
+        )
 
     def _round(self) -> bool:
         """Claim a batch and carry it out; False when nothing was owed (or could be sent)."""
         now = self.now()
         claims = self.claims  # (reached before the quiet check: a lost ledger is said at once)
         self._beat()
-        if self._quiet_now(now):
+        if self._quiet.holds(now):
             return False
         deadline = clock() + self.lease  # taken before the claim: a safe bound
         claimed = claims.claim(now, self.batch, self.lease, deadline)
@@ -294,7 +277,7 @@ class DeliveryWorker:
             sinks = self._sinks({claim.tree for claim in pending})
             while pending:
                 now = self.now()
-                if self.stop.is_set() or self._quiet_now(now):
+                if self.stop.is_set() or self._quiet.holds(now):
                     self._release(pending)
                     return True
                 claim = pending[0]

@@ -52,7 +52,6 @@ from rouse.fleet.mirror_rows import (
     local_zone,
     mirrored_files,
     read_row,
-    search_shape,
     valid_utf8,
 )
 from rouse.fleet.pg import PgDatabase
@@ -108,15 +107,7 @@ class Mirror:
         stats = self.stats = SyncStats()
         self._ensure_tables()
         state = self._state()
-        stats.full = state is None or int(state["format"]) != FORMAT or state["keyed"] != self.keyed
-        if stats.full:
-            known: dict[str, list[Any]] = {}
-        elif self._trusted(state):
-            assert self._known is not None
-            known = self._known
-        else:
-            known, stats.reloaded = self._load_known(), True
-
+        known = self._remembered(state)
         files = mirrored_files(tree)
         if not stats.full and not stats.reloaded and self._quiet(files, known):
             # No file changed since this mirror wrote the rows: the clock's plans
@@ -127,39 +118,7 @@ class Mirror:
             self._save_state(str(state["epoch"]), len(known), stats.skipped)
             stats.seconds = time.perf_counter() - started
             return 0
-        ids = display_ids(tree)
-        zone = local_zone()
-        clock_at = now
-        content: list[dict[str, Any]] = []
-        derived_only: list[dict[str, Any]] = []
-        next_known: dict[str, list[Any]] = {}
-        stats.skipped = len(tree.untrackable)
-        for rel, (file, kind) in files.items():
-            if not valid_utf8(rel):
-                stats.skipped += 1
-                continue
-            values = derived_values(tree, file, kind, ids, now)
-            mark = fingerprint(values, zone)
-            values["derived"] = mark
-            values["clock_at"] = clock_at
-            old = known.get(rel)
-            if old is None or old[0] != file.size or old[1] != file.mtime_ns or not old[2]:
-                row = read_row(self.root, file, self.origins)
-                if row is None:
-                    stats.skipped += 1
-                    if old is not None:
-                        next_known[rel] = old  # left as it was: the next walk tells
-                    continue
-                row.update(values, path=rel)
-                content.append(row)
-                next_known[rel] = [row["size"], row["mtime_ns"], row["settled"], mark]
-            elif old[3] != mark:
-                values["path"] = rel
-                derived_only.append(values)
-                next_known[rel] = [old[0], old[1], old[2], mark]
-            else:
-                stats.unchanged += 1
-                next_known[rel] = old
+        content, derived_only, next_known = self._compare(tree, files, known, now)
         gone = [rel for rel in known if rel not in next_known]
         stats.written, stats.clock, stats.deleted = len(content), len(derived_only), len(gone)
 
@@ -180,6 +139,63 @@ class Mirror:
         self._known, self._epoch = next_known, epoch
         stats.seconds = time.perf_counter() - started
         return stats.written + stats.clock
+
+    def _remembered(self, state: Any) -> dict[str, list[Any]]:
+        """What the rows hold, as this mirror remembers it or reads it back; nothing when
+        they must all be written again (a new tree, another format or key)."""
+        stats = self.stats
+        stats.full = state is None or int(state["format"]) != FORMAT or state["keyed"] != self.keyed
+        if stats.full:
+            return {}
+        if self._trusted(state):
+            assert self._known is not None
+            return self._known
+        stats.reloaded = True
+        return self._load_known()
+
+    def _compare(
+        self,
+        tree: Tree,
+        files: dict[str, tuple[File, str]],
+        known: dict[str, list[Any]],
+        now: datetime,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[Any]]]:
+        """The files against their rows: the rows to write whole (new or changed files),
+        those whose clock plan alone changed, and what the rows will then hold."""
+        stats = self.stats
+        ids = display_ids(tree)
+        zone = local_zone()
+        content: list[dict[str, Any]] = []
+        derived_only: list[dict[str, Any]] = []
+        next_known: dict[str, list[Any]] = {}
+        stats.skipped = len(tree.untrackable)
+        for rel, (file, kind) in files.items():
+            if not valid_utf8(rel):
+                stats.skipped += 1
+                continue
+            values = derived_values(tree, file, kind, ids, now)
+            mark = fingerprint(values, zone)
+            values["derived"] = mark
+            values["clock_at"] = now
+            old = known.get(rel)
+            if old is None or old[0] != file.size or old[1] != file.mtime_ns or not old[2]:
+                row = read_row(self.root, file, self.origins)
+                if row is None:
+                    stats.skipped += 1
+                    if old is not None:
+                        next_known[rel] = old  # left as it was: the next walk tells
+                    continue
+                row.update(values, path=rel)
+                content.append(row)
+                next_known[rel] = [row["size"], row["mtime_ns"], row["settled"], mark]
+            elif old[3] != mark:
+                values["path"] = rel
+                derived_only.append(values)
+                next_known[rel] = [old[0], old[1], old[2], mark]
+            else:
+                stats.unchanged += 1
+                next_known[rel] = old
+        return content, derived_only, next_known
 
     # -- the database's side ----------------------------------------------------
 
@@ -249,9 +265,8 @@ class Mirror:
     def _upsert(self, rows: list[dict[str, Any]]) -> None:
         columns = (*CONTENT_COLUMNS, *DERIVED_COLUMNS)
         names = [name for name, _ in columns]
-        shape = ", ".join(
-            f"{name} {kind}" for name, kind in (("path", "text"), *columns, *search_shape())
-        )
+        typed = (("path", "text"), *columns, *((part, "text") for part, _ in SEARCH_PARTS))
+        shape = ", ".join(f"{name} {kind}" for name, kind in typed)
         search = " || ".join(
             f"setweight(to_tsvector('{TEXT_CONFIG}', r.{part}), '{weight}')"
             for part, weight in SEARCH_PARTS

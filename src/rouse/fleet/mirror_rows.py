@@ -202,10 +202,6 @@ def read_row(root: Path, file: File, origins: OriginReader) -> dict[str, Any] | 
     }
 
 
-def search_shape() -> tuple[tuple[str, str], ...]:
-    return tuple((part, "text") for part, _ in SEARCH_PARTS)
-
-
 def dumps(rows: list[dict[str, Any]]) -> str:
     return json.dumps(
         [{key: json_value(value) for key, value in row.items()} for row in rows],

@@ -105,7 +105,7 @@ class TreeStatus:
     now: datetime  # the database's clock, which leases are measured by
     #: wakes queued for delivery workers (pending, ``sink = 'workers'``) and the oldest's stamp
     queued: int = 0
-    oldest_queued: str | None = None
+    oldest_queued: datetime | None = None
     #: the delivery workers that serve this tree (live or not)
     workers: tuple[WorkerRow, ...] = ()
 
@@ -129,7 +129,7 @@ class TreeStatus:
             "wakes": dict(self.wakes),
             "queued_for_workers": {
                 "count": self.queued,
-                "oldest": iso_stamp(_stamp(self.oldest_queued)),
+                "oldest": iso_stamp(self.oldest_queued),
             },
             "workers": [worker.to_json() for worker in self.workers],
             "mirror": None
@@ -156,6 +156,34 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         f"LEFT JOIN leaders l ON l.tree = ids.tree WHERE TRUE{where}",
         params,
     ).fetchall()
+    counts, queued = _outbox_counts(db, trees)
+    every_worker = listed(db)
+    found = [
+        TreeStatus(
+            tree=row["tree"],
+            root=row["t_root"] or row["m_root"] or "",
+            host=row["t_host"] or row["m_host"] or "",
+            last_tick=row["last_tick"],
+            last_tick_by=row["last_tick_by"],
+            leader=_leader(row),
+            wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
+            files=row["files"],
+            skipped=row["skipped"],
+            synced_at=row["synced_at"],
+            now=row["db_now"],
+            queued=queued.get(row["tree"], (0, None))[0],
+            oldest_queued=queued.get(row["tree"], (0, None))[1],
+            workers=tuple(w for w in every_worker if w.serves(row["tree"])),
+        )
+        for row in rows
+    ]
+    return sorted(found, key=lambda s: (s.root, s.host, s.tree))
+
+
+def _outbox_counts(
+    db: PgDatabase, trees: list[str] | None
+) -> tuple[dict[str, dict[str, int]], dict[str, tuple[int, datetime | None]]]:
+    """Each tree's wakes by state, and its messages waiting for workers (count, oldest)."""
     counts: dict[str, dict[str, int]] = {}
     where, params = only_trees(trees, "tree")
     for row in db.execute(
@@ -164,47 +192,29 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
         params,
     ):
         counts.setdefault(row["tree"], dict.fromkeys(WAKE_STATES, 0))[row["state"]] = int(row["n"])
-    queued: dict[str, tuple[int, str | None]] = {}
+    queued: dict[str, tuple[int, datetime | None]] = {}
     for row in db.execute(
         "SELECT tree, count(*) AS n, min(made_at) AS oldest FROM outbox "
         f"WHERE sink = 'workers' AND state = 'pending'{where} GROUP BY tree",
         params,
     ):
-        queued[row["tree"]] = (int(row["n"]), row["oldest"])
-    every_worker = listed(db)
-    found = []
-    for row in rows:
-        leader = None
-        if row["holder"] is not None:
-            leader = {
-                "holder": row["holder"],
-                "host": row["l_host"],
-                "pid": row["pid"],
-                "token": row["token"],
-                "since": row["since"],
-                "expires": row["expires"],
-                "live": bool(row["live"]),
-            }
-        found.append(
-            TreeStatus(
-                tree=row["tree"],
-                root=row["t_root"] or row["m_root"] or "",
-                host=row["t_host"] or row["m_host"] or "",
-                last_tick=row["last_tick"],
-                last_tick_by=row["last_tick_by"],
-                leader=leader,
-                wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
-                files=row["files"],
-                skipped=row["skipped"],
-                synced_at=row["synced_at"],
-                now=row["db_now"],
-                queued=queued.get(row["tree"], (0, None))[0],
-                oldest_queued=queued.get(row["tree"], (0, None))[1],
-                workers=tuple(w for w in every_worker if w.serves(row["tree"])),
-            )
-        )
-    found.sort(key=lambda s: (s.root, s.host, s.tree))
-    return found
+        queued[row["tree"]] = (int(row["n"]), _stamp(row["oldest"]))
+    return counts, queued
+
+
+def _leader(row: Any) -> dict[str, Any] | None:
+    """The lease a status row joined in, as a dict; None when no one holds it."""
+    if row["holder"] is None:
+        return None
+    return {
+        "holder": row["holder"],
+        "host": row["l_host"],
+        "pid": row["pid"],
+        "token": row["token"],
+        "since": row["since"],
+        "expires": row["expires"],
+        "live": bool(row["live"]),
+    }
 
 
 def _stamp(text: str | None) -> datetime | None:
@@ -250,8 +260,7 @@ def status_lines(found: list[TreeStatus]) -> list[str]:
             f"{wakes['delivered']} delivered, {wakes['given_up']} given up"
         )
         if item.queued:
-            oldest = _stamp(item.oldest_queued)
-            since = f" since {format_stamp(oldest)}" if oldest else ""
+            since = f" since {format_stamp(item.oldest_queued)}" if item.oldest_queued else ""
             live = item.live_workers
             serving = f"{live} live worker(s)" if live else "no live worker"
             parts.append(f"{item.queued} queued for workers{since}, {serving}")

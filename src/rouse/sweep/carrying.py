@@ -30,7 +30,7 @@ from pathlib import Path
 from rouse.core.clock import Decision
 from rouse.core.layout import STATE_DIR
 from rouse.state.nudges import DIR as NUDGES_DIR
-from rouse.sweep.digesting import DigestSender, Landed, NudgeNotes, Receipts, Stamp
+from rouse.sweep.digesting import AfterDelivery, DigestSender
 from rouse.sweep.ledger import NOTICE_SINK, WORKERS, Entry, Ledger, said
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
@@ -79,10 +79,7 @@ class Carrier:
         origins: Origins,
         quiet: QuietHours | None,
         digests: DigestSender | None,
-        stamp: Stamp,
-        landed: Landed,
-        receipts: Receipts,
-        notes: NudgeNotes,
+        after: AfterDelivery,
     ) -> None:
         self.root = root
         self.sink = sink
@@ -92,11 +89,7 @@ class Carrier:
         self.quiet = quiet
         #: where new and resent wakes go instead of the sink (``--digest``, ``--run``)
         self.digests = digests
-        self.stamp = stamp
-        self.landed = landed
-        self.receipts = receipts
-        #: in a fleet, the nudge files written here are noted in the tree's own ledger
-        self.vouch = notes.vouch
+        self.after = after
         #: ``--plan-only``: wakes are queued for the delivery workers, never sent here
         self.queue = sink.kind == WORKERS
 
@@ -188,8 +181,8 @@ class Carrier:
         when = entry.finished or now
         written = nudge_file(entry)
         if written is not None:  # noted again for the pack: idempotent
-            self.vouch(entry.wake, entry.state, when, written)
-        if step.decision is None or self.stamp(entry.wake, step.decision, when, report):
+            self.after.notes.vouch(entry.wake, entry.state, when, written)
+        if step.decision is None or self.after.stamp(entry.wake, step.decision, when, report):
             self.ledger.mark_stamped(entry.id)
 
     def _give_up(self, step: Step, entry: Entry, now: datetime, report: TickReport) -> None:
@@ -211,8 +204,8 @@ class Carrier:
                 (self.root / written).unlink()
             self._claimed(entry, "give up", now)
             return
-        self.vouch(entry.wake, "given_up", now, written)
-        if self.stamp(entry.wake, step.decision, now, report):
+        self.after.notes.vouch(entry.wake, "given_up", now, written)
+        if self.after.stamp(entry.wake, step.decision, now, report):
             self.ledger.mark_stamped(entry.id)
         report.given_up.append(entry.id)
         self.voice.say(
@@ -276,8 +269,8 @@ class Carrier:
         )
         written = write_nudge(self.root, aged(entry.wake, step.decision, now), now, trailer)
         # noted for the pack at once: a database lost from here on must not hide it
-        self.vouch(entry.wake, "given_up", entry.finished or now, written)
-        self.stamp(entry.wake, step.decision, entry.finished or now, report)
+        self.after.notes.vouch(entry.wake, "given_up", entry.finished or now, written)
+        self.after.stamp(entry.wake, step.decision, entry.finished or now, report)
         self.ledger.nudged(
             entry.id, entry.finished or now, f"{written} ({why})" if why else written
         )
@@ -312,7 +305,7 @@ class Carrier:
         # stamped as of the delivery, so every clone writes the same stamp; a record
         # whose stamp was lost after the delivery gets it back the same way
         stamped = report.stamped
-        if self.stamp(known.wake, decision, known.finished or now, report):
+        if self.after.stamp(known.wake, decision, known.finished or now, report):
             state = said(known.state)
             if report.stamped > stamped:
                 # its next step may have come already: the tick looks at it again
@@ -342,24 +335,24 @@ class Carrier:
             return
         if self.sink.kind == "file" or (made.reason in NOTICES and self.sink.kind == "run"):
             # the receipt is the nudge file: noted for the pack at once
-            self.vouch(made, "delivered", now, receipt)
+            self.after.notes.vouch(made, "delivered", now, receipt)
         # landed: say so first, so a crash from here on restamps instead of resending
         try:
-            self.receipts.record([(made.id, receipt)], now)
+            self.after.receipts.record([(made.id, receipt)], now)
         except Exception as exc:
-            if self.receipts.outage(exc):
+            if self.after.receipts.outage(exc):
                 self.voice.say(
                     f"{moment(now)} delivered {named(made)} via {self.sink.kind}: {receipt} "
                     "(the ledger is unreachable: recorded there once it is back)",
                     ERRORS,
                 )
             raise
-        if self.stamp(made, decision, now, report):
+        if self.after.stamp(made, decision, now, report):
             self.ledger.mark_stamped(made.id)
         report.delivered.append(made.id)
         self.voice.say(f"{moment(now)} delivered {named(made)} via {self.sink.kind}: {receipt}")
         if made.reason not in NOTICES:  # news of a task escalates nothing
-            self.landed(made, now, report, False)
+            self.after.landed(made, now, report, False)
 
 
 #: each step a plan makes of an owed wake, and what carries it out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from rouse.state import acts, nudges
 from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport
-from rouse.sweep.runner import Runner, RunWaits
+from rouse.sweep.runner import Runner, RunResult, RunWaits
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake
@@ -65,10 +66,8 @@ class Receipts:
             try:
                 self.ledger.delivered(wake_id, now, receipt, stamped=False)
             except Exception as exc:
-                if not self.outage(exc):
-                    raise
-                for later_id, later_receipt in landed[done:]:
-                    self.waiting[later_id] = (now, later_receipt)
+                if self.outage(exc):
+                    self.keep(landed[done:], now)
                 raise
 
     def keep(self, landed: list[tuple[str, str]], now: datetime) -> None:
@@ -76,14 +75,11 @@ class Receipts:
         for wake_id, receipt in landed:
             self.waiting[wake_id] = (now, receipt)
 
-    def flush(self) -> int:
-        """Write the deliveries kept since the outage; how many. Raises if still unreachable."""
-        written = 0
+    def flush(self) -> None:
+        """Write the deliveries kept since the outage. Raises if still unreachable."""
         for wake_id, (when, receipt) in list(self.waiting.items()):
             self.ledger.delivered(wake_id, when, receipt, stamped=False)
             del self.waiting[wake_id]
-            written += 1
-        return written
 
 
 class NudgeNotes:
@@ -127,6 +123,18 @@ class NudgeNotes:
             self._local = None
 
 
+@dataclass(frozen=True)
+class AfterDelivery:
+    """What follows a wake that landed, for the carrier and the digests alike."""
+
+    stamp: Stamp
+    landed: Landed
+    #: deliveries the ledger could not record yet (its database was lost)
+    receipts: Receipts
+    #: in a fleet, the nudge files written here are noted in the tree's own ledger
+    notes: NudgeNotes
+
+
 class DigestSender:
     """One tick's batch of wakes, sent as one digest or one agent run."""
 
@@ -137,22 +145,15 @@ class DigestSender:
         runner: Runner | None,
         headers: HeaderCache,
         voice: Voice,
-        *,
-        stamp: Stamp,
-        landed: Landed,
-        receipts: Receipts,
-        notes: NudgeNotes,
+        after: AfterDelivery,
     ) -> None:
         self.ledger = ledger
-        self.receipts = receipts
         self.sink = sink
         self.runner = runner
         self.headers = headers
         self.voice = voice
-        self.stamp = stamp
-        self.landed = landed
-        #: a run's unanswered wakes are nudge files: noted for the pack
-        self.notes = notes
+        #: (a run's unanswered wakes are nudge files: noted for the pack)
+        self.after = after
         self.batch: list[tuple[Wake, Decision | None]] = []
 
     def add(self, made: Wake, decision: Decision | None) -> None:
@@ -178,8 +179,40 @@ class DigestSender:
         except OSError as exc:
             self.voice.tell_once(f"could not write the nudge file of an unanswered wake: {exc}")
             return f"{receipt}: ran, not answered"
-        self.notes.vouch(made, "delivered", now, written)
+        self.after.notes.vouch(made, "delivered", now, written)
         return written
+
+    def _carry(
+        self,
+        digest_id: str,
+        batch: list[tuple[Wake, Decision | None]],
+        what: str,
+        now: datetime,
+        report: TickReport,
+    ) -> tuple[str, RunResult | None] | None:
+        """Send the digest through the sink or hand it to a run: its receipt and the run's
+        result; None when it did not go (its wakes then wait held, or failed)."""
+        made = digest.build(digest_id, [w for w, _ in batch], now)
+        try:
+            if self.runner is not None:
+                ran = self.runner.run(made, now, self.ledger)
+                return ran.describe(), ran
+            return self.sink.send(made, now), None
+        except RunWaits as exc:  # no run now: the wakes wait, held, not failed
+            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.defer(one.id, str(exc))
+                report.held.append(one.id)
+            self.voice.tell_once(f"{what} waits: {exc}")
+        except SinkError as exc:
+            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
+            for one, _ in batch:
+                self.ledger.failed(one.id, now, str(exc))
+                report.failed.append(one.id)
+            self.voice.say(
+                f"{moment(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS
+            )
+        return None
 
     def send(
         self, batch: list[tuple[Wake, Decision | None]], now: datetime, report: TickReport
@@ -193,29 +226,11 @@ class DigestSender:
         wake_ids = [made.id for made, _ in batch]
         digest_id = self.ledger.digest_of(wake_ids) or digest.new_id(now)
         self.ledger.start_digest(digest_id, wake_ids, self.sink.kind, now)
-        made = digest.build(digest_id, [w for w, _ in batch], now)
         what = f"digest {digest_id} of {len(batch)} wake(s)"
-        ran = None
-        try:
-            if self.runner is not None:
-                ran = self.runner.run(made, now, self.ledger)
-                receipt = ran.describe()
-            else:
-                receipt = self.sink.send(made, now)
-        except RunWaits as exc:  # no run now: the wakes wait, held, not failed
-            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
-            for one, _ in batch:
-                self.ledger.defer(one.id, str(exc))
-                report.held.append(one.id)
-            self.voice.tell_once(f"{what} waits: {exc}")
+        carried = self._carry(digest_id, batch, what, now, report)
+        if carried is None:
             return
-        except SinkError as exc:
-            self.ledger.finish(digest_id, now, receipt=None, error=str(exc))
-            for one, _ in batch:
-                self.ledger.failed(one.id, now, str(exc))
-                report.failed.append(one.id)
-            say(f"{moment(now)} not delivered {what} via {self.sink.kind}: {exc}", ERRORS)
-            return
+        receipt, ran = carried
         sent = receipt
         answered = {one.id for one, _ in batch}
         if ran is not None:  # did the run answer the wakes it was given?
@@ -234,18 +249,18 @@ class DigestSender:
             if ran is not None:
                 self.ledger.run_answered(ran.id, len(answered))
         except Exception as exc:
-            if self.receipts.outage(exc):
-                self.receipts.keep(landed, now)  # it landed: never send it again
+            if self.after.receipts.outage(exc):
+                self.after.receipts.keep(landed, now)  # it landed: never send it again
             raise
-        self.receipts.record(landed, now)
+        self.after.receipts.record(landed, now)
         for one, decision in batch:
-            if self.stamp(one, decision, now, report):
+            if self.after.stamp(one, decision, now, report):
                 self.ledger.mark_stamped(one.id)
             report.delivered.append(one.id)
         say(f"{moment(now)} delivered {what} via {self.sink.kind}: {receipt}")
         for one, _ in batch:
             if ran is None or one.id not in answered:  # an answered record needs no human
-                self.landed(one, now, report, ran is not None)
+                self.after.landed(one, now, report, ran is not None)
         for one, _ in batch:
             say(f"{moment(now)}   in it: {named(one)}", EVERY_TICK)
 

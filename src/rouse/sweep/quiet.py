@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, time, timedelta
 
@@ -40,3 +41,29 @@ class QuietHours:
 
     def __str__(self) -> str:
         return f"{self.start:%H:%M}-{self.end:%H:%M}"
+
+
+class QuietSpell:
+    """Quiet hours as a polling loop meets them: whether they hold now, ``told`` once a
+    window (``now``, the window's end), and how long an idle loop waits."""
+
+    def __init__(self, hours: QuietHours | None, told: Callable[[datetime, datetime], None]):
+        self.hours = hours
+        self.told = told
+        self.ends: datetime | None = None  # the end of the window last told (None: outside)
+
+    def holds(self, now: datetime) -> bool:
+        if self.hours is None or not self.hours.holds(now):
+            self.ends = None
+            return False
+        ends = self.hours.ends_after(now)
+        if self.ends != ends:
+            self.ends = ends
+            self.told(now, ends)
+        return True
+
+    def idle(self, now: datetime, every: float) -> float:
+        """Seconds to wait after a round with nothing to do: ``every``, or to the window's end."""
+        if self.ends is None:
+            return every
+        return max(min(every, (self.ends - now).total_seconds()), 0.05)

@@ -41,7 +41,7 @@ from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
-from rouse.sweep.digesting import DigestSender, NudgeNotes, Receipts, never
+from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts, never
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
@@ -51,7 +51,7 @@ from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, Say, moment
+from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.trust.origins import OriginReader, effective_origin, origin_reader
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
@@ -110,6 +110,19 @@ class Sweeper(Leading):
         self.channels = parts.channels or Channels()
         #: in a fleet, the nudge files it writes are noted in the tree's own ledger
         self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
+        #: what the last tick's lease said (None: not asked yet), to say each change once
+        self._led: bool | None = None
+        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
+        # an idle tick reads no unchanged file; MACed with the stamp key when the
+        # origins reader has one
+        self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
+        # its own walks ask only its own watcher (sweep.watch), in process: never a socket
+        self.headers.ask_socket = False
+        self.nudges = NudgeArchive(root, self.headers.secret)
+        self._assemble_senders(root)
+
+    def _assemble_senders(self, root: Path) -> None:
+        """What sends for it: tells, escalations, digests, and the carrier of each wake."""
         #: tells live in the tree's own SQLite ledger, even when the wakes are a fleet's
         self.teller = (
             None
@@ -123,15 +136,6 @@ class Sweeper(Leading):
                 fence=self._fence,
             )
         )
-        #: what the last tick's lease said (None: not asked yet), to say each change once
-        self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
-        # an idle tick reads no unchanged file; MACed with the stamp key when the
-        # origins reader has one
-        self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
-        # its own walks ask only its own watcher (sweep.watch), in process: never a socket
-        self.headers.ask_socket = False
-        self.nudges = NudgeArchive(root, self.headers.secret)
         self.escalator = (
             Escalator(
                 root,
@@ -144,17 +148,8 @@ class Sweeper(Leading):
             if self.escalation is not None
             else None
         )
-        self.digests = DigestSender(
-            self.ledger,
-            self.sink,
-            self.runner,
-            self.headers,
-            self,
-            stamp=self._stamp_wake,
-            landed=self._maybe_escalate,
-            receipts=self.receipts,
-            notes=self.notes,
-        )
+        after = AfterDelivery(self._stamp_wake, self._maybe_escalate, self.receipts, self.notes)
+        self.digests = DigestSender(self.ledger, self.sink, self.runner, self.headers, self, after)
         self.carrier = Carrier(
             root,
             self.sink,
@@ -163,10 +158,7 @@ class Sweeper(Leading):
             origins=self.origins,
             quiet=self.quiet,
             digests=self.digests if self.digest else None,
-            stamp=self._stamp_wake,
-            landed=self._maybe_escalate,
-            receipts=self.receipts,
-            notes=self.notes,
+            after=after,
         )
         #: how long one send may take: the lease is renewed to outlive it
         escalation = self.escalation
@@ -339,8 +331,25 @@ class Sweeper(Leading):
     def _stamp_wake(
         self, made: wake.Wake, decision: Decision | None, now: datetime, report: TickReport
     ) -> bool:
-        """Stamp ``made``'s record after delivery (see :func:`_stamp`)."""
-        return _stamp(self.root, made, decision, now, report, self.say)
+        """Stamp ``made``'s record after delivery. False: try again next tick (the wake
+        stays owed a stamp)."""
+        if made.reason in wake.NOTICES or decision is None:
+            return True  # a task's news, a note's drift: nothing of a record's clock to write
+        record = decision.record
+        if already_stamped(record, made):
+            return True
+        if record.type == "reminder" and not decision.is_due:
+            return True  # the agent already acted on it: nothing left to write
+        as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
+        updates = nextdue.stamps_after_delivery(as_sent, now)
+        try:
+            written = stamp_after_delivery(self.root, record, updates)
+        except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
+            self.say(f"{moment(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
+            return False
+        if written:
+            report.stamped += 1
+        return True
 
     def _maybe_escalate(
         self, made: wake.Wake, now: datetime, report: TickReport, unanswered_run: bool
@@ -354,31 +363,3 @@ class Sweeper(Leading):
             self.escalator.after_delivery(made, now, report, unanswered_run=unanswered_run)
         if self.teller is not None and self.runner is None and self._tree is not None:
             self.teller.outreach(made, self._tree.records.get(made.path))
-
-
-def _stamp(
-    root: Path,
-    made: wake.Wake,
-    decision: Decision | None,
-    now: datetime,
-    report: TickReport,
-    say: Say,
-) -> bool:
-    """Stamp after delivery. False: try again next tick (the wake stays owed a stamp)."""
-    if made.reason in wake.NOTICES or decision is None:
-        return True  # a task's news, a note's drift: nothing of a record's clock to write
-    record = decision.record
-    if already_stamped(record, made):
-        return True
-    if record.type == "reminder" and not decision.is_due:
-        return True  # the agent already acted on it: nothing left to write
-    as_sent = decision.replace(reason=made.reason, nudge=made.nudge)
-    updates = nextdue.stamps_after_delivery(as_sent, now)
-    try:
-        written = stamp_after_delivery(root, record, updates)
-    except (RouseError, OSError) as exc:  # busy, vanished or unreadable: next tick
-        say(f"{moment(now)} delivered but not yet stamped {record.rel}: {exc}", ERRORS)
-        return False
-    if written:
-        report.stamped += 1
-    return True
