@@ -11,9 +11,10 @@ as separate processes, interleaved in one run:
   - watched: `rouse pack`, cache in place, on a twin tree a long-running
     `rouse sweep` watches (Linux; issue 24, item 4), after a pack that built
     the cache at the watcher's token ("watched first")
-With ``--baseline REF`` the same verbs of REF's code (its ``src/`` exported and
-compiled, run by the same ``rouse`` script with ``PYTHONPATH`` on it) run in the same
-rounds on twins of the same trees, and each row shows both columns.
+Each side's ``src/`` is byte-compiled first and run by the same ``rouse`` script with
+``PYTHONPATH`` on it (bench/baseline.py): with ``--baseline REF`` the same verbs of
+REF's code (its ``src/`` exported) run in the same rounds on twins of the same trees
+beside this checkout's, and each row shows both columns.
 It prints medians (wall and CPU: on a loaded machine the CPU column says what
 each run itself cost) and checks the 0.4 targets (SPEC §12, issue 30) on the code
 as it is: warm ≤ 0.9× bare at ×1 and ≤ 0.5× at ×10, first ≤ 2.2× at ×1 and
@@ -25,6 +26,7 @@ test.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -36,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baseline import checkout, describe, env_for
+from baseline import HERE, checkout, compiled, describe, env_for
 from generate import generate
 
 BARE = """
@@ -133,7 +135,7 @@ class Side:
 
 def measure(bare: Path, sides: list[Side], runs: int, rouse: list[str]) -> dict[str, float]:
     """Medians of ``runs`` interleaved rounds: in each, every command once, in turn."""
-    commands = {"bare": ([sys.executable, "-c", BARE, str(bare)], env_for(None))}
+    commands = {"bare": ([sys.executable, "-c", BARE, str(bare)], dict(os.environ))}
     for side in sides:
         commands.update(side.commands(rouse))
     samples: dict[str, list[float]] = {name: [] for name in commands}
@@ -211,7 +213,7 @@ def main() -> int:
     print(f"rouse runs as: {' '.join(rouse)} --memory TREE VERB")
     watch = not args.no_watch and sys.platform.startswith("linux")
     with tempfile.TemporaryDirectory(prefix="rouse-bench-") as scratch:
-        envs = {NOW: env_for(None)}
+        envs = {NOW: env_for(compiled(HERE))}
         if args.baseline:
             print(f"before: {describe(args.baseline)}; now: this checkout")
             envs[BEFORE] = env_for(checkout(args.baseline, Path(scratch)))
