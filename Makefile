@@ -96,13 +96,12 @@ pytest: $(STAMP) $(CLIENTS_STAMP) $(CLIENTS_CURRENT_STAMP)
 
 test: lint typecheck pytest
 
-# compiled first, as a pip/pipx install is (with PYTHONDONTWRITEBYTECODE set,
-# every run would otherwise recompile rouse from source and time that too); the
-# pack's and the hooks' benches time BASELINE's code beside this checkout's in the same rounds
+# the pack's and the hooks' benches byte-compile both sides themselves, as a pip/pipx
+# install is (bench/baseline.py; the later benches run on that bytecode), and time
+# BASELINE's code beside this checkout's in the same rounds
 # (`make bench BASELINE=v0.3.0`; `BASELINE=` for this checkout alone)
 BASELINE ?= main
 bench: $(STAMP)
-	$(BIN)/python -m compileall -q src/rouse
 	$(BIN)/python bench/run.py $(if $(BASELINE),--baseline $(BASELINE))
 	$(BIN)/python bench/hooks_bench.py $(if $(BASELINE),--baseline $(BASELINE))
 	$(BIN)/python bench/sweep_bench.py

@@ -1,10 +1,12 @@
 """The code before a change, for a benchmark to time beside the code as it is.
 
 :func:`checkout` exports a git revision's ``src/`` into a scratch directory (``git
-archive``: no worktree registered, nothing in the repository touched) and compiles it
-to bytecode, as an install is; :func:`env_for` is the environment that runs this
-interpreter's ``rouse`` script on that source instead (``PYTHONPATH`` comes before the
-editable install's path).
+archive``: no worktree registered, nothing in the repository touched); :func:`compiled`
+byte-compiles a ``src/`` as an install is (under PYTHONDONTWRITEBYTECODE, or after an
+edit, each timed process would otherwise compile the modules again, and the bench would
+measure that); :func:`env_for` is the environment that runs this interpreter's
+``rouse`` script on a ``src/``. Both sides load alike: the checkout's own ``src/``
+(``HERE``) goes first on ``PYTHONPATH`` too, not last through the editable install.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import tarfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+#: this checkout's source: "the code as it is"
+HERE = REPO / "src"
 
 
 def checkout(ref: str, into: Path) -> Path:
@@ -35,17 +39,18 @@ def checkout(ref: str, into: Path) -> Path:
     with tarfile.open(archive) as tar:
         tar.extractall(target, filter="data")
     archive.unlink()
-    source = target / "src"
+    return compiled(target / "src")
+
+
+def compiled(source: Path) -> Path:
+    """``source`` (a ``src`` directory) with its ``rouse`` byte-compiled; returns it."""
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(source / "rouse")], check=True)
     return source
 
 
-def env_for(source: Path | None) -> dict[str, str]:
-    """The environment a timed run gets: as it is, or with ``source`` first on the path."""
-    env = dict(os.environ)
-    if source is not None:
-        env["PYTHONPATH"] = str(source)
-    return env
+def env_for(source: Path) -> dict[str, str]:
+    """The environment a timed run gets: ``source`` first on the path."""
+    return {**os.environ, "PYTHONPATH": str(source)}
 
 
 def describe(ref: str) -> str:

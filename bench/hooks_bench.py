@@ -22,7 +22,8 @@ stdin the JSON the agent writes, interleaved round by round:
 Each row gives the wall time (fork to exit) and the CPU time (user + system).
 Targets: each idle hook's wall time ≤ 1.5× `python -c pass`'s (medians of
 --runs rounds, at least 9), for this checkout. With `--baseline REF` REF's hooks
-(bench/baseline.py) run on a twin tree in the same rounds, their rows marked "before".
+(bench/baseline.py) run on a twin tree in the same rounds, their rows marked "before";
+both sides' ``src/`` byte-compiled and first on ``PYTHONPATH`` alike.
 Run: `.venv/bin/python bench/hooks_bench.py [--scale 1] [--runs 15] [--baseline REF]`.
 """
 
@@ -41,7 +42,7 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baseline import checkout, describe, env_for
+from baseline import HERE, checkout, compiled, describe, env_for
 from generate import generate
 
 NOW = datetime(2026, 3, 16, 12, 0)
@@ -152,7 +153,7 @@ def main() -> int:
     options = parser.parse_args()
     runs = max(options.runs, 9)
     with tempfile.TemporaryDirectory(prefix="rouse-hooks-") as scratch:
-        sides = {"": env_for(None)}
+        sides = {"": env_for(compiled(HERE))}
         if options.baseline:
             print(f"before: {describe(options.baseline)}; now: this checkout")
             sides = {"before ": env_for(checkout(options.baseline, Path(scratch))), **sides}

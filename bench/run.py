@@ -11,9 +11,12 @@ as separate processes, interleaved in one run:
   - watched: `rouse pack`, cache in place, on a twin tree a long-running
     `rouse sweep` watches (Linux; issue 24, item 4), after a pack that built
     the cache at the watcher's token ("watched first")
-With ``--baseline REF`` the same verbs of REF's code (its ``src/`` exported and
-compiled, run by the same ``rouse`` script with ``PYTHONPATH`` on it) run in the same
-rounds on twins of the same trees, and each row shows both columns.
+Each side's ``src/`` is byte-compiled first and run by the same ``rouse`` script with
+``PYTHONPATH`` on it (bench/baseline.py): with ``--baseline REF`` the same verbs of
+REF's code (its ``src/`` exported) run in the same rounds on twins of the same trees
+beside this checkout's, and each row shows both columns. Each side runs after a bare
+walk of its own twin (the "bare" median is of both), the sides taking turns at going
+first: neither finds its tree warmer in the page cache than the other.
 It prints medians (wall and CPU: on a loaded machine the CPU column says what
 each run itself cost) and checks the 0.4 targets (SPEC §12, issue 30) on the code
 as it is: warm ≤ 0.9× bare at ×1 and ≤ 0.5× at ×10, first ≤ 2.2× at ×1 and
@@ -25,6 +28,7 @@ test.
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -36,7 +40,7 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from baseline import checkout, describe, env_for
+from baseline import HERE, checkout, compiled, describe, env_for
 from generate import generate
 
 BARE = """
@@ -131,20 +135,26 @@ class Side:
             (self.watched / ".rouse" / "cache" / "walk.json").unlink(missing_ok=True)
 
 
-def measure(bare: Path, sides: list[Side], runs: int, rouse: list[str]) -> dict[str, float]:
-    """Medians of ``runs`` interleaved rounds: in each, every command once, in turn."""
-    commands = {"bare": ([sys.executable, "-c", BARE, str(bare)], env_for(None))}
-    for side in sides:
-        commands.update(side.commands(rouse))
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    cpu: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(runs):
+def measure(sides: list[Side], runs: int, rouse: list[str]) -> dict[str, float]:
+    """Medians of ``runs`` interleaved rounds: in each, every side's commands in turn, each
+    side's after a bare walk of its own tree (so that no side finds its tree warmer in the
+    page cache than the other), the sides taking turns at going first."""
+    commands = {side.name: side.commands(rouse) for side in sides}
+    samples: dict[str, list[float]] = {"bare": []}
+    cpu: dict[str, list[float]] = {"bare": []}
+    for named in commands.values():
+        samples.update({name: [] for name in named})
+        cpu.update({name: [] for name in named})
+    for round_ in range(runs):
         for side in sides:
             side.clear()
-        for name, command in commands.items():
-            wall, used = timed(command)
-            samples[name].append(wall)
-            cpu[name].append(used)
+        shift = round_ % len(sides)
+        for side in sides[shift:] + sides[:shift]:
+            bare = ([sys.executable, "-c", BARE, str(side.root)], dict(os.environ))
+            for name, command in {"bare": bare, **commands[side.name]}.items():
+                wall, used = timed(command)
+                samples[name].append(wall)
+                cpu[name].append(used)
     found = {name: statistics.median(values) for name, values in samples.items()}
     found.update({f"{name} cpu": statistics.median(values) for name, values in cpu.items()})
     return found
@@ -211,7 +221,7 @@ def main() -> int:
     print(f"rouse runs as: {' '.join(rouse)} --memory TREE VERB")
     watch = not args.no_watch and sys.platform.startswith("linux")
     with tempfile.TemporaryDirectory(prefix="rouse-bench-") as scratch:
-        envs = {NOW: env_for(None)}
+        envs = {NOW: env_for(compiled(HERE))}
         if args.baseline:
             print(f"before: {describe(args.baseline)}; now: this checkout")
             envs[BEFORE] = env_for(checkout(args.baseline, Path(scratch)))
@@ -233,7 +243,7 @@ def main() -> int:
                 for side in sides:
                     if side.watched is not None:
                         sweepers.append(watching(rouse, side.watched, side.env))
-                found = measure(sides[-1].root, sides, args.runs, rouse)
+                found = measure(sides, args.runs, rouse)
             finally:
                 for sweeper in sweepers:
                     sweeper.terminate()

@@ -307,3 +307,25 @@ def test_the_snapshot_keeps_decisions_never_text(make_tree) -> None:  # type: ig
     assert [row[:4] for row in rows] == [
         ["intention/idle", f"{INTENTIONS}/idle", "intention", "stale"]
     ]
+
+
+def test_a_kept_due_row_is_four_texts_then_three_whole_numbers() -> None:
+    from rouse.pack.findings import kept_rows
+
+    row = ["intention/ship", "entrypoint/ship", "intention", "stale", 1, 2, 3]
+    assert kept_rows([row, row]) == [row, row]
+    assert kept_rows([]) == []
+    wrong = [
+        row[:6],
+        [*row, 4],
+        "abcdefg",  # seven texts
+        {"a": 1},
+        7,
+        None,
+        *([*row[:at], value, *row[at + 1 :]] for at in range(7) for value in (None, 1.0, True)),
+        *([*row[:at], 5, *row[at + 1 :]] for at in range(4)),
+        *([*row[:at], "5", *row[at + 1 :]] for at in range(4, 7)),
+    ]
+    for bad in wrong:
+        assert kept_rows([row, bad]) is None, bad
+    assert kept_rows({"rows": [row]}) is None

@@ -41,18 +41,18 @@ def found(
     return parts[part], tree, surveyed
 
 
+#: the types of a due row's values, exactly: four texts, then three numbers
+ROW_TYPES = (str, str, str, str, int, int, int)
+
+
 def kept_rows(value: Any) -> list[Row] | None:
     """``value`` if it is due rows as :func:`rouse.pack.views.due_rows` makes them, else None."""
-    if type(value) is not list:
-        return None
-    try:
-        for shown, where, kind, reason, due_at, moved, nudge in value:
-            texts, numbers = (shown, where, kind, reason), (due_at, moved, nudge)
-            if any(type(t) is not str for t in texts) or any(type(n) is not int for n in numbers):
-                return None
-    except (TypeError, ValueError):  # (not a row of seven)
-        return None
-    return value
+    try:  # (runs over every due row at each `rouse due`: the types compared at C speed)
+        if type(value) is list and all(tuple(map(type, row)) == ROW_TYPES for row in value):
+            return value
+    except TypeError:  # (a row that is not a list)
+        pass
+    return None
 
 
 def keep(
