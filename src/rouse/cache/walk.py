@@ -82,7 +82,7 @@ class HeaderCache:
     null when the listing is not trusted (racy, or never listed).
     """
 
-    def __init__(self, root: Path, secret: bytes | None = None):
+    def __init__(self, root: Path, secret: bytes | None = None, *, ask_socket: bool = True):
         self.root = root
         self.path = root / layout.STATE_DIR / "cache" / FILE
         self.secret = secret  # with a stamp key: the cache is MACed
@@ -114,7 +114,7 @@ class HeaderCache:
         self.since: Since | None = None
         #: whether the socket in .rouse/ may be asked at all (the sweeper's own walks
         #: never do: a fake socket must not hide a due record from the one that wakes it)
-        self.ask_socket = True
+        self.ask_socket = ask_socket
         raw = read_cache(self.path, secret)
         if isinstance(raw, dict) and raw.get("version") == VERSION:
             dirs = raw.get("dirs")

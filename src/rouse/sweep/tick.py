@@ -115,9 +115,10 @@ class Sweeper(Leading):
         self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
-        self.headers = HeaderCache(root, getattr(self.origins, "cache_secret", None))
         # its own walks ask only its own watcher (sweep.watch), in process: never a socket
-        self.headers.ask_socket = False
+        self.headers = HeaderCache(
+            root, getattr(self.origins, "cache_secret", None), ask_socket=False
+        )
         self.nudges = NudgeArchive(root, self.headers.secret)
         self._assemble_senders(root)
 
