@@ -207,7 +207,16 @@ def _compact(head: bytes) -> Header | None:
     return header
 
 
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+#: how rouse opens a file of the tree to read it: never through a symlink, and never
+#: blocking on a FIFO swapped in since it was looked at
+READ_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
+def read_capped(path: str | Path, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``path``, opened as :data:`READ_FLAGS` says (OSError
+    when it cannot be)."""
+    with os.fdopen(os.open(path, READ_FLAGS), "rb") as handle:
+        return handle.read(limit)
 
 
 def read_header(
@@ -228,8 +237,7 @@ def read_header(
     if not stat.S_ISREG(info.st_mode):
         raise HeaderError("not a regular file (symlinks are never followed)", path=where)
     try:
-        # (never follows a link, never blocks on a FIFO swapped in since the stat)
-        fd = os.open(path, _READ_FLAGS)
+        fd = os.open(path, READ_FLAGS)
     except OSError as exc:
         raise HeaderError(f"cannot open: {exc.strerror}", path=where) from None
     try:

@@ -338,9 +338,8 @@ def _guarded_attempt(
     unleased; the lease is held only to verify, swap and check — a few system
     calls — so a busy editor is kept waiting for microseconds, not for a sync.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(target, flags)
+        fd = os.open(target, header.READ_FLAGS)
     except FileNotFoundError:
         raise UsageError(f"{rel} does not exist") from None
     leased = False

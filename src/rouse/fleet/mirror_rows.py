@@ -150,9 +150,8 @@ def derived_values(tree: Tree, file: File, kind: str, ids: Any, now: datetime) -
 
 def read_row(root: Path, file: File, origins: OriginReader) -> dict[str, Any] | None:
     """The row's content from the file itself, or None when it cannot be read now."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(os.path.join(root, file.rel), flags)
+        fd = os.open(os.path.join(root, file.rel), header.READ_FLAGS)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             if not stat.S_ISREG(info.st_mode):

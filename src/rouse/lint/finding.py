@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rouse.core.header import read_capped
 from rouse.core.tree import File, Problem, Tree
 
 Level = Literal["error", "warn"]
@@ -42,11 +42,8 @@ def error_finding(problem: Problem, fix: str = "") -> Finding:
 
 
 def read_bytes(tree: Tree, file: File) -> bytes | Finding:
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(Path(tree.root) / file.rel, flags)
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(MAX_CHECK_BYTES + 1)
+        return read_capped(Path(tree.root) / file.rel, MAX_CHECK_BYTES + 1)
     except OSError as exc:
         return Finding(
             "error", file.rel, f"cannot read: {exc.strerror} — check the file's permissions"

@@ -130,10 +130,6 @@ def document(rel: str, kind: str, size: int, mtime_ns: int, head: Header, raw: b
     return Doc(rel, kind, size, mtime_ns, keywords, body, log)
 
 
-def _open_flags() -> int:
-    return os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
 def _settled(mtime_ns: int) -> int:
     """The mtime a row keeps: -1 for a file written just now, which could change again
     unseen within its mtime tick, so that it is read again next time."""
@@ -145,9 +141,7 @@ def read_doc(root: Path, file: File, kind: str) -> Doc:
     be read is its walked header alone, read again next time."""
     mtime_ns = _settled(file.mtime_ns)
     try:
-        fd = os.open(root / file.rel, _open_flags())
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_BODY_BYTES)
+        data = header.read_capped(root / file.rel, MAX_BODY_BYTES)
         head, raw = header.split(data, file.rel)
     except (OSError, HeaderError):
         head, raw, mtime_ns = file.header, b"", -1
@@ -158,7 +152,7 @@ def read_current(root: Path, rel: str, kind: str) -> Current | None:
     """A hit's file as it is now, and its row; None when it cannot be read now (gone,
     not a regular file, no header)."""
     try:
-        fd = os.open(root / rel, _open_flags())
+        fd = os.open(root / rel, header.READ_FLAGS)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
             data = handle.read(MAX_FILE_BYTES) if stat.S_ISREG(info.st_mode) else b""

@@ -12,7 +12,6 @@ instance an example shown inside a ```` ```` ```` fence) are skipped whole.
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -238,11 +237,8 @@ def load_probes(tree: Tree) -> tuple[list[Probe], list[Problem]]:
     if tree.probes is None:
         return [], []
     rel = tree.probes.rel
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(Path(tree.root) / rel, flags)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(MAX_PROBES_BYTES + 1)
+        data = header.read_capped(Path(tree.root) / rel, MAX_PROBES_BYTES + 1)
     except OSError as exc:
         return [], [Problem(rel, f"cannot read: {exc.strerror} — check its permissions")]
     if len(data) > MAX_PROBES_BYTES:

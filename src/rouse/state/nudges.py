@@ -265,11 +265,8 @@ def message(root: Path, record: Record) -> tuple[list[str], int]:
     nothing for another record, or a file that cannot be read now."""
     if record.type != "reminder":
         return [], 0
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(root / record.rel, flags)
-        with os.fdopen(fd, "rb") as handle:
-            data = handle.read(body.MAX_MESSAGE_BYTES)
+        data = header.read_capped(root / record.rel, body.MAX_MESSAGE_BYTES)
         _, text = header.split(data, record.rel)
     except (OSError, HeaderError):
         return [], 0

@@ -285,11 +285,8 @@ class OriginReader:
         assert self.key is not None and self.key.secret is not None
         if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
             return EffectiveOrigin("unknown", "", "unreadable")
-        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            fd = os.open(path, flags)
-            with os.fdopen(fd, "rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
+            data = header.read_capped(path, MAX_FILE_BYTES + 1)
             written, state = verify(self.key.secret, rel, data)
         except (OSError, HeaderError):
             return EffectiveOrigin("unknown", "", "unreadable")
