@@ -124,11 +124,11 @@ class Carrier:
             # carrier or this tick; one of ours that failed is retried (pending)
             if entry.state != "held":
                 self.ledger.start_attempt(entry.id, self.sink.kind, now)
-            elif not self.ledger.take_back(entry.id, NOTICE_SINK, self.sink.kind, now):
+            elif not self.ledger.take_to_send(entry.id, NOTICE_SINK, self.sink.kind, now):
                 return
             self.send(entry.wake, step.decision, now, report)
         elif entry.sink == WORKERS and not self.queue:  # queued by a --plan-only sweeper
-            if self.ledger.take_back(entry.id, WORKERS, self.sink.kind, now):
+            if self.ledger.take_to_send(entry.id, WORKERS, self.sink.kind, now):
                 self._go(entry.wake, step.decision, now, report)
             else:
                 self._claimed(entry, "send", now)

@@ -7,7 +7,7 @@ which the sweeper's next tick delivers through its sink like any wake it owes
 ``--sink`` (:func:`deliver`). A task that lost its third attempt says so the
 same way (reason ``lost``). A notice is not a record coming due: it is never
 withdrawn because its record is not due, and delivering it stamps nothing.
-Whoever sends it takes it first (``Ledger.take_back``): one taker only.
+Whoever sends it takes it first (``Ledger.take_to_send``): one taker only.
 
 The tree's own SQLite ledger is the notices' outbox, always: ``rouse
 checkpoint`` (run by an agent inside its run) and the worker need no DSN and no
@@ -91,7 +91,7 @@ def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
     """Send the notices queued in ``book`` through ``sink`` at once (``rouse work --sink``)."""
     for entry in book.open_entries():
         held = entry.wake.reason in NOTICES and entry.state == "held"
-        if held and book.take_back(entry.id, NOTICE_SINK, sink.kind, now):  # one taker only
+        if held and book.take_to_send(entry.id, NOTICE_SINK, sink.kind, now):  # one taker only
             try:
                 book.delivered(entry.id, now, sink.send(entry.wake, now))
             except SinkError as exc:

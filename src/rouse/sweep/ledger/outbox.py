@@ -96,6 +96,22 @@ class OutboxRows(Rows):
             queue,
         )
 
+    def take_to_send(self, message_id: str, queue: str, sink: str, now: datetime) -> bool:
+        """Take a message waiting in ``queue`` to send it through ``sink`` now, starting an
+        attempt.
+
+        A sweeper that sends itself does this with the wakes a ``--plan-only``
+        one queued (``queue`` :data:`WORKERS`), so none waits for workers that may
+        never come; a sweeper or a worker's ``--sink`` with a task's notice
+        (:data:`NOTICE_SINK`). False (nothing written): another took it first, a
+        worker holds a live claim on it, or it is not owed any more. A lapsed claim
+        that was in flight counts as a failed attempt, as a worker counts it.
+        """
+        if not self.take(message_id, queue, sink):
+            return False
+        self.start_attempt(message_id, sink, now)
+        return True
+
     def start_attempt(self, message_id: str, sink: str | None, now: datetime) -> None:
         """An attempt starts now through ``sink`` (None: the one it has). One the last
         attempt left in flight (a crash, a claim that lapsed mid-send) counts as failed."""

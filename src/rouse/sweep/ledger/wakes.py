@@ -154,21 +154,6 @@ class WakeRows(OutboxRows):
             receipt,
         )
 
-    def take_back(self, wake_id: str, queue: str, sink: str, now: datetime) -> bool:
-        """Take a wake waiting in ``queue`` to send it through ``sink`` now, starting an attempt.
-
-        A sweeper that sends itself does this with the wakes a ``--plan-only``
-        one queued (``queue`` :data:`WORKERS`), so none waits for workers that may
-        never come; a sweeper or a worker's ``--sink`` with a task's notice
-        (:data:`NOTICE_SINK`). False (nothing written): another took it first, a
-        worker holds a live claim on it, or it is not owed any more. A lapsed claim
-        that was in flight counts as a failed attempt, as a worker counts it.
-        """
-        if not self.take(wake_id, queue, sink):
-            return False
-        self.start_attempt(wake_id, sink, now)
-        return True
-
     def nudged(self, wake_id: str, finished: datetime, receipt: str) -> None:
         """A given-up wake's nudge file is written (``receipt``) and its record stamped."""
         self._set(
