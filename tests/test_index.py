@@ -25,15 +25,11 @@ from rouse.trust import stamp as stamping
 from rouse.trust import stampkey
 from rouse.trust.fence import LABELS, SHORT
 
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
+
 NOT_SIGNED = SHORT["unknown"]
 
 FILLER = "Nothing of note happened in this paragraph, which only pads the body. " * 3
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Origins read as written: no stamp key from the machine running the tests."""
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 def note(keywords: str = "", body: str = "", **fields: str) -> str:

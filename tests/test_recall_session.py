@@ -23,13 +23,10 @@ from rouse.pack.recall import recall
 from rouse.pack.session import Session
 from rouse.sweep.watch import TreeWatcher
 
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
+
 ALPHA = f"{NOTES}/alpha.md"
 BETA = f"{NOTES}/beta.md"
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 @pytest.fixture

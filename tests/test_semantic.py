@@ -21,18 +21,16 @@ from rouse.pack import semantic
 from rouse.pack.index import FILE, Index
 from rouse.pack.recall import recall, render
 
-pytestmark = pytest.mark.skipif(
-    not semantic.available(),
-    reason="needs the semantic extra (pip install '.[semantic]'; make test installs it)",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        not semantic.available(),
+        reason="needs the semantic extra (pip install '.[semantic]'; make test installs it)",
+    ),
+    pytest.mark.usefixtures("no_stamp_key"),
+]
 
 RESTORE = f"{NOTES}/restore.md"
 STOPWORDY = f"{NOTES}/meeting.md"
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 @pytest.fixture

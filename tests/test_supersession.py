@@ -18,10 +18,7 @@ from rouse.lint.check import check
 from rouse.pack.build import build_pack
 from rouse.pack.recall import recall, render
 
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
 
 
 def note(body: str, **fields: str) -> str:

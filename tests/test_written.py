@@ -17,12 +17,9 @@ from rouse.pack.recall import recall, render
 from rouse.records import lifecycle
 from rouse.trust.fence import LABELS
 
+pytestmark = pytest.mark.usefixtures("no_stamp_key")
+
 MARKUP = ("#", "**", "`", "<!--", "-->", "](", "rouse:log", "|", "> ")
-
-
-@pytest.fixture(autouse=True)
-def no_stamp_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ROUSE_STAMP_KEY", str(tmp_path / "no-such-key"))
 
 
 def intention(body: str) -> str:
