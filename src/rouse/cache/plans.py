@@ -76,20 +76,19 @@ def make_plan(tree: Tree, record: Record, now: datetime, at: int | None = None) 
         return 0  # a nag stuck at fired: due since "now", whenever now is
     if at is None:
         at = timefmt.micros(now)
-    plan = plan_of(decision)
     return [
         at,
-        plan.kind,
-        micros(plan.wake),
-        int(plan.nagging),
-        micros(plan.review),
-        micros(plan.stale),
-        micros(plan.expires),
-        int(plan.fires_out),
-        micros(plan.snooze),
-        plan.nudge,
-        micros(plan.moved),
-        _MOVED_FROM[plan.moved_from],
+        plan_of(decision).kind,
+        micros(decision.wake),
+        int(decision.nagging),
+        micros(decision.review_at),
+        micros(decision.stale_at),
+        micros(decision.expires),
+        int(decision.fires_out),
+        micros(decision.snooze),
+        decision.nudge,
+        micros(decision.moved_at),
+        _MOVED_FROM[decision.moved_from],
     ]
 
 

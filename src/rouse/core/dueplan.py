@@ -102,71 +102,40 @@ def wake_of(review: Any, stale: Any, silenced: bool, snooze: Any) -> Any:
 
 
 class DuePlan:
-    """A record's plan, as :func:`rouse.core.clock.plan_of` takes it from the clock's decision."""
+    """A record's plan, as :func:`rouse.core.clock.plan_of` takes it from the clock's
+    decision: the plan's instants are the decision's own (``wake``, ``review_at``,
+    ``stale_at``, ``expires``, ``fires_out``, ``nagging``, ``snooze``)."""
 
-    __slots__ = (
-        "kind",
-        "wake",
-        "review",
-        "stale",
-        "expires",
-        "fires_out",
-        "nagging",
-        "snooze",
-        "silenced",
-        "nudge",
-        "moved",
-        "moved_from",
-        "status",
-        "open",
-    )
+    __slots__ = ("decision", "kind", "status", "open")
 
     def __init__(self, decision: Decision, kind: int, status: str, is_open: bool) -> None:
-        self.kind = kind
-        self.wake = decision.wake
-        self.review = decision.review_at
-        self.stale = decision.stale_at
-        self.expires = decision.expires
-        self.fires_out = decision.fires_out
-        self.nagging = decision.nagging
-        self.snooze = decision.snooze
-        self.silenced = bool(decision.silenced_by)
-        self.nudge = decision.nudge
-        self.moved = decision.moved_at
-        self.moved_from = decision.moved_from
-        self.status = status
-        self.open = is_open
+        self.decision, self.kind, self.status, self.open = decision, kind, status, is_open
 
     def at(self, when: datetime) -> tuple[str, Any] | None:
         """:func:`verdict` of this plan at ``when``."""
+        d = self.decision
         return decide(
-            self.kind,
-            when,
-            self.wake,
-            self.review,
-            self.stale,
-            self.expires,
-            self.fires_out,
-            self.nagging,
+            self.kind, when, d.wake, d.review_at, d.stale_at, d.expires, d.fires_out, d.nagging
         )
 
     def columns(self) -> dict[str, Any]:
         """The plan as the fleet's mirror keeps it (naive local instants; the rows hold
         them aware). ``wake_why``: the verdict at the wake."""
-        found = None if self.wake is None else self.at(self.wake)
+        d = self.decision
+        found = None if d.wake is None else self.at(d.wake)
         return {
             "status": self.status,
             "open": self.open,
-            "wake_at": self.wake,
+            "wake_at": d.wake,
             "wake_why": None if found is None else found[0],
-            "review_at": self.review if self.kind == STALE else None,
-            "stale_at": self.stale if self.kind == STALE else None,
-            "silenced": self.silenced,
-            "expires_at": self.expires,
-            "nagging": self.nagging,
-            "fires_out": self.fires_out,
-            "nudge": self.nudge,
-            "moved_at": self.moved,
+            "review_at": d.review_at if self.kind == STALE else None,
+            "stale_at": d.stale_at if self.kind == STALE else None,
+            "silenced": bool(d.silenced_by),
+            "expires_at": d.expires,
+            "nagging": d.nagging,
+            "fires_out": d.fires_out,
+            "nudge": d.nudge,
+            "moved_at": d.moved_at,
         }
 
 

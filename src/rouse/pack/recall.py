@@ -24,8 +24,8 @@ from rouse.core.header import Header
 from rouse.core.layout import CONTEXT_TYPES
 from rouse.core.timefmt import human_age, parse_stamp
 from rouse.core.tree import Tree
-from rouse.pack import currency, semantic
-from rouse.pack.hits import Hit
+from rouse.pack import semantic
+from rouse.pack.hits import Hit, arrange
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, one_line, query_words
@@ -118,7 +118,7 @@ def recall(
         tree, lambda f: not fence.held_back(reader(f), reader.keyed)
     )
     reader.flush()
-    return currency.arrange(hits, successors)
+    return arrange(hits, successors)
 
 
 def _search_mode(mode: str | None, notes: list[str] | None) -> tuple[str, semantic.Model | None]:
