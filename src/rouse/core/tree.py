@@ -91,10 +91,6 @@ class Tree:
         return matches[0]
 
 
-def _plain_reader(path: str, rel: str, info: os.stat_result) -> Header:
-    return read_header(path, rel, info)
-
-
 _by_name = operator.attrgetter("name")
 RECORD_FILES = frozenset(f"{kind}.md" for kind in layout.RECORD_TYPES)
 _NOTES_PREFIX = f"{layout.NOTES}/"
@@ -129,7 +125,7 @@ class _Walker:
             self.tree.symlinks.extend(layout.shown(prefix + name) for name in links)
         files: list[tuple[str, os.stat_result]] = []
         record_files: list[tuple[str, os.stat_result]] = []
-        # (_plain inlined: once per directory)
+        # every name printable ASCII and every directory's short? (at C speed)
         joined = "".join(dirs) + "".join(names)
         if not (joined.isascii() and joined.isprintable()) or (
             dirs and max(map(len, dirs)) > layout.MAX_NAME
@@ -291,14 +287,6 @@ def scan_dir(path: str, rel: str) -> Listing:
     return dirs, files, links
 
 
-def _plain(dirs: list[str], names: list[str]) -> bool:
-    """Is every name printable ASCII, and every directory's short (checked at C speed)?"""
-    joined = "".join(dirs) + "".join(names)
-    if not (joined.isascii() and joined.isprintable()):
-        return False
-    return max(map(len, dirs), default=0) <= layout.MAX_NAME
-
-
 def walk(
     root: Path,
     read: HeaderReader | None = None,
@@ -306,7 +294,7 @@ def walk(
     stat_names: StatNames | None = None,
 ) -> Tree:
     """Walk ``root`` once and build the Tree (header-only reads)."""
-    walker = _Walker(root, read or _plain_reader, list_dir or scan_dir, stat_names)
+    walker = _Walker(root, read or read_header, list_dir or scan_dir, stat_names)
     walker.walk(str(root), "", None)
     tree = walker.tree
     for directory in (layout.BELIEFS, layout.MOTIVATIONS):
