@@ -73,14 +73,9 @@ def tasks_of(tree: Tree) -> tuple[list[dict[str, Any]], int]:
         state = status_of(record)
         pending += state == "pending" and not layout.is_example(record.dir)
         if state == "running":
-            running.append(
-                {
-                    "record": record.id,
-                    "path": record.dir,
-                    "started": (record.get("started") or "").strip() or None,
-                    "attempts": (record.get("attempts") or "").strip() or None,
-                    "worker": (record.get("worker") or "").strip() or None,
-                }
-            )
+            item: dict[str, Any] = {"record": record.id, "path": record.dir}
+            for key in ("started", "attempts", "worker"):
+                item[key] = (record.get(key) or "").strip() or None
+            running.append(item)
     running.sort(key=lambda item: str(item["path"]))
     return running, pending

@@ -32,6 +32,7 @@ from datetime import datetime
 
 from rouse.cache.walkfile import zone
 from rouse.core import layout
+from rouse.core.timefmt import micros
 from rouse.state.files import Damaged, conform
 from rouse.state.shapes import SNAPSHOT
 from rouse.state.signed import read_signed, write_signed
@@ -99,14 +100,6 @@ def shape_of(dirs: dict[str, list[Any]], listed: dict[str, Any]) -> Shape | None
             for known in files.values():
                 values += known[:4]
     return "\n".join(dir_paths), "\n".join(file_paths), kept, _digest(values)
-
-
-def _micros(value: datetime) -> int:
-    from rouse.cache.plans import micros
-
-    found = micros(value)
-    assert found is not None
-    return found
 
 
 def _key(keyed: bool) -> str:
@@ -177,7 +170,7 @@ def load(root: Path, secret: bytes | None, keyed: bool, now: datetime, part: str
     state, lines = found
     if state["key"] != _key(keyed) or part not in state["parts"]:
         return None
-    at = _micros(now)
+    at = micros(now)
     until = state["until"]
     if at < state["made"] or (until is not None and at >= until):
         return None
@@ -276,8 +269,8 @@ def save(
     dir_text, file_text, listed, digest = shape
     state: dict[str, Any] = {
         "key": _key(keyed),
-        "made": _micros(made),
-        "until": None if until is None else _micros(until),
+        "made": micros(made),
+        "until": None if until is None else micros(until),
         "token": token,
         "listed": listed,
         "digest": digest,

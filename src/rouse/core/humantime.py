@@ -48,15 +48,9 @@ HUMAN_FORMS = (
     "eod or end of day 17:00), dec 24 or 24 dec (the next one, 09:00), 2026-12-24 10am"
 )
 
-WEEKDAYS = {
-    **{name: i for i, name in enumerate(("mon", "tue", "wed", "thu", "fri", "sat", "sun"))},
-    **{
-        name: i
-        for i, name in enumerate(
-            ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-        )
-    },
-}
+#: Weekdays and months by name, whole or by their first three letters (``mon``, ``dec``).
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = {name: i for i, day in enumerate(_DAYS) for name in (day, day[:3])}
 #: The time a day named without one stands for.
 DAY_START = (9, 0)
 #: The time a day stands for as the end of a span (a forecast's ``--until``).
@@ -69,17 +63,11 @@ PARTS_OF_DAY = {
     "tonight": (20, 0),
     "eod": (17, 0),
 }
-MONTHS = {
-    name: i + 1
-    for names in (
-        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"),
-        (
-            *("january", "february", "march", "april", "may", "june", "july"),
-            *("august", "september", "october", "november", "december"),
-        ),
-    )
-    for i, name in enumerate(names)
-}
+_MONTHS = (
+    *("january", "february", "march", "april", "may", "june", "july"),
+    *("august", "september", "october", "november", "december"),
+)
+MONTHS = {name: i for i, month in enumerate(_MONTHS, 1) for name in (month, month[:3])}
 _DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _END_OF_DAY_RE = re.compile(r"\bend\s+of\s+(the\s+)?day\b")
 

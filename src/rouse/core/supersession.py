@@ -47,11 +47,6 @@ def names(file: File) -> list[str]:
     return [name.strip() for name in value.split(",") if name.strip()]
 
 
-def written_on(file: File) -> datetime:
-    """When a file's content last changed: its ``updated:`` when it reads, else its mtime."""
-    return written(file.get("updated"), file.mtime)
-
-
 def written(updated: str | None, mtime: datetime) -> datetime:
     """An ``updated:`` value as a time when it reads as one, else ``mtime``."""
     text = (updated or "").strip()
@@ -136,7 +131,7 @@ def superseded(tree: Tree, counts: Callable[[File], bool] | None = None) -> dict
     for new, old in edges:
         if new.rel in cyclic or (counts is not None and not counts(new)):
             continue
-        on = written_on(new)
+        on = written(new.get("updated"), new.mtime)  # (when its content last changed)
         held = found.get(old.rel)
         if held is None or (on, new.rel) > (held.on, held.rel):
             found[old.rel] = Successor(new.rel, _slug(new), on)

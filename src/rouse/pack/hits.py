@@ -59,7 +59,7 @@ class Hit:
             "keywords": fence.inline(self.keywords, self.origin),
             "snippet": self.snippet if self.held else fence.shown(self.snippet, self.origin),
             "probes": {fence.inline(k, self.origin): v for k, v in self.probes.items()},
-            "updated": _updated(self.updated, self.origin),
+            "updated": updated_said(self.updated, self.origin, True),
             "matched": self.matched,
             "only_log": self.only_log,
             "superseded_by": self.superseded_by,
@@ -70,15 +70,16 @@ class Hit:
         }
 
 
-def _updated(text: str | None, origin: str) -> str | None:
-    """A note's ``updated:`` in ISO when it reads as a stamp; else as written (quoted by
-    the fence rule of its origin)."""
+def updated_said(text: str | None, origin: str, iso: bool) -> str | None:
+    """A note's ``updated:`` as a hit says it: when it reads as a stamp, as written (in ISO
+    8601 with ``iso``), else quoted by the fence rule of its origin."""
     if text is None:
         return None
     try:
-        return iso_stamp(parse_stamp(text))
+        stamp = parse_stamp(text)
     except ValueError:
         return fence.inline(text, origin)
+    return iso_stamp(stamp) if iso else text
 
 
 _EPOCH = datetime(1970, 1, 1)

@@ -22,10 +22,10 @@ from rouse.core import supersession
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.header import Header
 from rouse.core.layout import CONTEXT_TYPES
-from rouse.core.timefmt import human_age, parse_stamp
+from rouse.core.timefmt import human_age
 from rouse.core.tree import Tree
 from rouse.pack import semantic
-from rouse.pack.hits import Hit, arrange
+from rouse.pack.hits import Hit, arrange, updated_said
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, one_line, query_words
@@ -39,16 +39,6 @@ MODES = ("words", "meaning", "both")
 #: Searches run at most this often for one recall: a hit whose row was stale or
 #: forged is indexed again and the search run again.
 ROUNDS = 3
-
-
-def _updated_text(text: str, origin: str) -> str:
-    """A note's ``updated:`` as the text shows it: as written when it reads as a time,
-    else quoted by the fence rule of its origin."""
-    try:
-        parse_stamp(text)
-    except ValueError:
-        return fence.inline(text, origin)
-    return text
 
 
 #: What recall shows of a quarantined context file instead of its words.
@@ -268,7 +258,7 @@ def render(hits: list[Hit]) -> list[str]:
         elif hit.newer:
             lines.append(f"  a newer note on the same keywords exists: {hit.newer}")
         if hit.updated:
-            lines.append(f"  updated: {_updated_text(hit.updated, hit.origin)}")
+            lines.append(f"  updated: {updated_said(hit.updated, hit.origin, False)}")
         if hit.probes:
             shown = (f"{fence.inline(k, hit.origin)}={v}" for k, v in hit.probes.items())
             lines.append("  probes: " + ", ".join(shown))
