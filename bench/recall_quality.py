@@ -43,8 +43,8 @@ from generate import generate
 from rouse.core.tree import walk
 from rouse.pack import semantic
 from rouse.pack.index import Index
+from rouse.pack.indexdoc import TOKENIZER
 from rouse.pack.recall import recall
-from rouse.pack.schema import TOKENIZER
 from rouse.pack.search import STOPWORDS, query_words
 
 NOW = datetime(2026, 3, 14, 12, 0)

@@ -17,7 +17,8 @@ from rouse.cache.walk import HeaderCache
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import human_age
 from rouse.core.tree import walk
-from rouse.pack import index, indexdoc, schema, search
+from rouse.pack import index, indexdoc, search
+from rouse.pack import indexdoc as schema
 from rouse.pack.hits import Hit
 from rouse.pack.index import Index
 from rouse.pack.recall import recall, render

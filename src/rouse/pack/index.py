@@ -13,7 +13,7 @@ is handed in (the semantic extra), its vector, made and dropped with the row.
 What a hit shows is checked against the file as it is now (:meth:`Index.current`):
 a row that does not say what the file says is indexed again from the file.
 
-The schema lives in :mod:`rouse.pack.schema`, the queries in
+The schema and the rows live in :mod:`rouse.pack.indexdoc`, the queries in
 :mod:`rouse.pack.search`, and ``rouse recall`` itself in :mod:`rouse.pack.recall`.
 """
 
@@ -28,9 +28,8 @@ from typing import Any
 from rouse.cache.walk import cached_walk
 from rouse.core import layout, statedir
 from rouse.core.tree import File, Tree
-from rouse.pack import search
+from rouse.pack import indexdoc, search
 from rouse.pack.indexdoc import Current, Doc, Stats, chunks, indexed_files, read_current, read_doc
-from rouse.pack.schema import create, discard, fts5_available, is_empty, usable
 from rouse.pack.search import Match, VectorRow
 
 # the model (rouse.pack.semantic) is only ever handed in: this module never loads it
@@ -65,7 +64,7 @@ class Index:
         self.model = model
         # Without FTS5 in this SQLite build, a plain table and a LIKE scan stand in
         # (same ranking order: words matched, then keywords > path > body > log).
-        self.fts = fts5_available() if fts is None else fts
+        self.fts = indexdoc.fts5_available() if fts is None else fts
         self.engine = "fts5" if self.fts else "like"
         self.stats = Stats()
         self.conn = self._memory() if in_memory else self._connect()
@@ -96,7 +95,7 @@ class Index:
     def _memory(self) -> sqlite3.Connection:
         self.stats = Stats(rebuilt=True, in_memory=True)
         conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-        create(conn, self.engine)
+        indexdoc.create(conn, self.engine)
         return conn
 
     def _open_file(self) -> sqlite3.Connection:
@@ -105,17 +104,17 @@ class Index:
                 self.path, timeout=5, isolation_level=None, check_same_thread=False
             )
             try:
-                if is_empty(conn):
-                    create(conn, self.engine)
+                if indexdoc.is_empty(conn):
+                    indexdoc.create(conn, self.engine)
                     self.stats.rebuilt = True
                     return conn
-                if usable(conn, self.engine):
+                if indexdoc.usable(conn, self.engine):
                     return conn
             except sqlite3.DatabaseError:
                 pass  # corrupt: not a database, or damaged tables
             conn.close()
             if attempt == 0:
-                discard(self.path)
+                indexdoc.discard(self.path)
         raise sqlite3.DatabaseError(f"cannot build an index at {self.path}")
 
     # -- keeping it fresh -----------------------------------------------------
