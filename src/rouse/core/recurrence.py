@@ -35,6 +35,12 @@ EVERY_FORMS = (
     "(daily 07:00, weekdays 09:00, weekends 10:00, mon,thu 18:30, monthly 1 09:00)"
 )
 MOST_MONTHS = 120
+#: The weekdays (0-6, Monday first) each named calendar rule falls on.
+_NAMED_DAYS = {
+    "daily": frozenset(range(7)),
+    "weekdays": frozenset(range(5)),
+    "weekends": frozenset((5, 6)),
+}
 #: 1900-01-01 was a Monday: whole weeks are counted from it.
 _EPOCH = datetime(1900, 1, 1)
 
@@ -92,10 +98,7 @@ def _parse(text: str) -> Every:
         if count > MOST_MONTHS:
             raise OutOfRange("a repeat", f"must be at most {MOST_MONTHS}mo", text)
         return Every(text, months=count)
-    if (
-        words[0] in ("daily", "weekdays", "weekends", "monthly")
-        or words[0].split(",")[0] in WEEKDAYS
-    ):
+    if words[0] in _NAMED_DAYS or words[0] == "monthly" or words[0].split(",")[0] in WEEKDAYS:
         return _calendar(text, words)
     try:
         days, elapsed = parse_span(lowered)
@@ -117,12 +120,8 @@ def _calendar(text: str, words: list[str]) -> Every:
         if not rest or not rest[0].isdigit() or not 1 <= int(rest[0]) <= 31:
             raise ValueError(f"{text!r}: 'monthly' wants a day of the month, 1 to 31")
         monthday, rest = int(rest[0]), rest[1:]
-    elif head == "daily":
-        days = frozenset(range(7))
-    elif head == "weekdays":
-        days = frozenset(range(5))
-    elif head == "weekends":
-        days = frozenset((5, 6))
+    elif head in _NAMED_DAYS:
+        days = _NAMED_DAYS[head]
     else:
         names = [n for n in head.split(",") if n]
         picked = []

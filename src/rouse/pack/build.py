@@ -20,6 +20,7 @@ from rouse.core.tree import display_ids
 from rouse.pack import sections
 from rouse.pack.findings import keep
 from rouse.pack.render import LIST_CAP, Pack, fit
+from rouse.pack.views import stamper
 from rouse.pack.warnings import live_warnings, standing_warnings, walk_warnings
 from rouse.probes import definitions as probes
 from rouse.probes import readings
@@ -200,15 +201,7 @@ def build_pack(
 def _at_now(found: dict[str, Any], now: datetime) -> dict[str, list[dict[str, Any]]]:
     """The found items whose instants are said at ``now``: the woken, the due, the
     motivations and the index, each instant as a stamp and its age in words."""
-    stamps: dict[int, str | None] = {}  # (instants shared by items: each said once)
-
-    def stamp(value: int | None) -> str | None:
-        if value is None:
-            return None
-        if value not in stamps:
-            stamps[value] = iso_stamp(instant(value))
-        return stamps[value]
-
+    stamp = stamper()
     woken = [
         {**item, "at": stamp(item["at"]), "wake": _wake_line(item, _instant(item["at"]), now)}
         for item in found["woken"]

@@ -19,7 +19,7 @@ from rouse.cache.plans import Survey, instant, micros
 from rouse.core import clock, layout, levels
 from rouse.core.clock import Decision
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
-from rouse.core.tree import Record, Tree, display_ids
+from rouse.core.tree import Context, File, Note, Record, Tree, display_ids
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -112,14 +112,7 @@ def due_item(decision: Decision, record_id: str) -> dict[str, Any]:
 
 def row_items(rows: list[Row]) -> list[dict[str, Any]]:
     """``rouse due --json``'s items of rows."""
-    stamps: dict[int | None, str | None] = {}  # (rows share their instants: say each once)
-
-    def stamp(value: int | None) -> str | None:
-        said = stamps.get(value, "")
-        if said == "":
-            said = stamps[value] = iso_stamp(instant(value))
-        return said
-
+    stamp = stamper()
     return [
         {
             "record": shown,
@@ -133,6 +126,19 @@ def row_items(rows: list[Row]) -> list[dict[str, Any]]:
         }
         for shown, where, kind, reason, due_at, moved, nudge in rows
     ]
+
+
+def stamper() -> Callable[[int | None], str | None]:
+    """:func:`iso_stamp` of an instant in microseconds, each said once (rows and items
+    share their instants)."""
+    said: dict[int | None, str | None] = {}
+
+    def stamp(value: int | None) -> str | None:
+        if value not in said:
+            said[value] = iso_stamp(instant(value))
+        return said[value]
+
+    return stamp
 
 
 def when_due(decision: Decision, now: datetime) -> str:
@@ -192,12 +198,17 @@ def due_header(count: int, now: datetime, until: datetime | None) -> str | None:
 _CONTEXT_ORDER = {"persona": 0, "belief": 1, "motivation": 2}
 
 
-def _ladder(tree: Tree) -> tuple[list[Record], list[Record]]:
-    """The root records outside the inventory and inside it, each in natural order."""
+def _ladder(
+    tree: Tree,
+) -> tuple[list[Context], list[Record], list[Record], list[Note], list[File]]:
+    """What ``rouse tree`` shows, each part in its order: the context layers, the root
+    records outside the inventory and inside it, the notes and the plugins."""
+    context = sorted(tree.context, key=lambda c: (_CONTEXT_ORDER[c.kind], natural_key(c.slug)))
     roots = sorted(tree.roots(), key=lambda r: natural_key(r.dir))
     work = [r for r in roots if not layout.is_inside(r.dir, layout.INVENTORY)]
     stock = [r for r in roots if layout.is_inside(r.dir, layout.INVENTORY)]
-    return work, stock
+    notes = sorted(tree.notes, key=lambda n: natural_key(n.rel))
+    return context, work, stock, notes, sorted(tree.plugins, key=lambda p: natural_key(p.rel))
 
 
 def _children(tree: Tree, record: Record) -> list[Record]:
@@ -214,7 +225,7 @@ def snoozed_at(tree: Tree, record: Record, now: datetime) -> datetime | None:
 def tree_lines(tree: Tree, now: datetime) -> list[str]:
     """The ladder: context layers, then records by nesting, then inventory (natural order)."""
     lines: list[str] = []
-    context = sorted(tree.context, key=lambda c: (_CONTEXT_ORDER[c.kind], natural_key(c.slug)))
+    context, work, stock, notes, plugins = _ladder(tree)
     if context:
         lines.append("context:")
         lines += [f"  {c.kind} {c.slug}" for c in context]
@@ -227,7 +238,6 @@ def tree_lines(tree: Tree, now: datetime) -> list[str]:
         for child in _children(tree, record):
             nest(child, depth + 1, out)
 
-    work, stock = _ladder(tree)
     if work:
         lines.append("records:")
         for record in work:
@@ -235,10 +245,9 @@ def tree_lines(tree: Tree, now: datetime) -> list[str]:
     inventory: list[str] = []
     for record in stock:
         nest(record, 1, inventory)
-    inventory += [f"  note {n.slug}" for n in sorted(tree.notes, key=lambda n: natural_key(n.rel))]
+    inventory += [f"  note {n.slug}" for n in notes]
     if tree.probes is not None:
         inventory.append(f"  probes {tree.probes.rel}")
-    plugins = sorted(tree.plugins, key=lambda p: natural_key(p.rel))
     inventory += [f"  plugin {Path(p.rel).stem}" for p in plugins]
     if inventory:
         lines.append("inventory:")
@@ -267,22 +276,15 @@ def tree_json(tree: Tree, now: datetime) -> dict[str, Any]:
             "children": [node(child) for child in _children(tree, record)],
         }
 
-    context = sorted(tree.context, key=lambda c: (_CONTEXT_ORDER[c.kind], natural_key(c.slug)))
-    work, stock = _ladder(tree)
+    context, work, stock, notes, plugins = _ladder(tree)
     return {
         "context": [{"kind": c.kind, "slug": c.slug, "path": c.rel} for c in context],
         "records": [node(r) for r in work],
         "inventory": {
             "records": [node(r) for r in stock],
-            "notes": [
-                {"slug": n.slug, "path": n.rel}
-                for n in sorted(tree.notes, key=lambda n: natural_key(n.rel))
-            ],
+            "notes": [{"slug": n.slug, "path": n.rel} for n in notes],
             "probes": tree.probes.rel if tree.probes is not None else None,
-            "plugins": [
-                {"name": Path(p.rel).stem, "path": p.rel}
-                for p in sorted(tree.plugins, key=lambda p: natural_key(p.rel))
-            ],
+            "plugins": [{"name": Path(p.rel).stem, "path": p.rel} for p in plugins],
         },
         "skipped": [
             {"path": p.path, "line": p.line, "message": p.message} for p in tree.untrackable
