@@ -1,25 +1,12 @@
-"""Ask a running sweeper what changed in the tree since a token (the pack's side).
+"""Ask a running sweeper what changed in the tree since a token (the pack's side; the
+sweeper answers in :mod:`rouse.sweep.watch`): git's fsmonitor pattern.
 
-A long-running ``rouse sweep`` on Linux watches every directory the walk
-visits (inotify, :mod:`rouse.sweep.watch`) and answers over a unix socket,
-``.rouse/fsmon.sock``: "since token T, these paths changed" — or "I cannot
-say" (``None``: walk everything). The walk cache records the token it was
-built at; a warm walk then re-stats only what changed (git's fsmonitor
-pattern, :mod:`rouse.cache.walk`).
-
-Nothing here is taken on faith. The socket is used only when ``.rouse`` is a
-real directory (opened without following a link) and the socket in it is a
-real socket owned by us; on Linux the server must be our own user
-(``SO_PEERCRED``); the reply must echo a fresh random nonce of ours under a
-MAC keyed as the walk cache is (the stamp key's secret, when there is one),
-and name the tree and the socket it answers for (:func:`binding`: the
-``.rouse`` directory's device and inode, the socket's inode and owner), so a
-watcher of another tree, its socket relayed into ours, is not believed even
-under the same key; and the whole exchange must end within :data:`DEADLINE`. Anything else —
-no socket, a link, a stranger's socket, a server that hangs or answers
-garbage — returns None, and the caller walks as it would without a sweeper.
-Only this module's :func:`ask` imports a socket module (``_socket``), and
-only when the socket file exists.
+An answer is believed only on the terms docs/sweeper.md ("Keeping the tree's state
+hot") lists — a real ``.rouse`` and a socket of ours, a server of our uid, our fresh
+nonce under a MAC keyed as the walk cache is, bound to this tree and socket
+(:func:`binding`), within :data:`DEADLINE`; anything else is None: walk everything.
+Only :func:`ask` imports a socket module (``_socket``), and only when the socket file
+exists.
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
-"""Clock plans kept in the walk cache: what is due now, without re-deriving it.
+"""Clock plans kept in the walk cache: what is due now, without re-deriving it
+(docs/pack.md "Speed"). A plan is only ever made from the clock's decision, and
+:func:`survey` asks the clock itself for every record without a usable one;
+tests/test_plans.py holds plans to a fresh evaluation.
 
-A record's plan (:func:`rouse.core.clock.plan_of`) holds the instants at
-which it comes due, and stays right at every later instant while neither the
-record nor its subtree changes. The walk cache (:mod:`rouse.cache.walk`)
-keeps one per record file, beside the header it came from, and drops it when
-the file, or any record below it, changes. :func:`survey` then answers "what
-is due at ``now``" by comparing ``now`` with stored instants, and asks the
-clock itself (:func:`rouse.core.clock.evaluate`) for every record without a
-usable plan. The clock stays the one authority: a plan is only ever made
-from its decision, and tests/test_plans.py checks that plans decide
-exactly as a fresh evaluation at random instants, after edits, moves and
-deletes.
-
-A stored plan is a JSON list of whole microseconds since the naive epoch (the
-clock's instants are naive local times; this keeps their order exactly)::
+A stored plan is a JSON list of whole microseconds (:func:`rouse.core.timefmt.micros`)::
 
     [since, kind, wake, why, review, stale, expires, fires_out, snooze, nudge,
      moved, moved_from]
 
-``kind`` is 0 (never due), 1 (the stale rule) or 2 (a reminder), ``why`` 1
-for a nagging reminder; ``0`` in place of the list marks a record the clock
-must always evaluate afresh (a field it cannot read, a repeating reminder, a
-nag stuck at fired, a stamp later than now below it). What a plan says at an
-instant is :func:`rouse.core.dueplan.verdict`'s, the clock's own rule.
+``kind`` is :data:`rouse.core.dueplan.NEVER`, ``STALE`` or ``REMINDER``, ``why`` 1 for
+a nagging reminder; ``0`` in place of the list marks a record the clock must always
+evaluate afresh. What a plan says at an instant is :func:`rouse.core.dueplan.verdict`'s.
 """
 
 from __future__ import annotations

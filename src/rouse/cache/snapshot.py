@@ -1,27 +1,12 @@
-"""What the read verbs last found, kept against the tree's state: a warm
-``rouse pack``, ``rouse due`` or ``rouse status`` at the cost of one ``lstat``
-per directory and per file (issue 24).
+"""What the read verbs last found, kept against the tree's state: a warm ``rouse pack``,
+``rouse due`` or ``rouse status`` at the cost of one ``lstat`` per directory and per
+file (issue 24; docs/pack.md "Speed", docs/hardening.md).
 
-A verb that walked the tree in full (through the walk cache) saves what it
-found in ``.rouse/cache/snapshot.json``, one *part* per verb, beside:
-
-- every directory of the walk and every file it read, by path, and a digest
-  of their identities as the walk cache trusts them (a directory's mtime; a
-  file's size, mtime, ctime and inode), taken from the state the walk cache
-  has just saved;
-- the window in which the parts hold: from the instant they were made until
-  the first instant at which any record's clock verdict changes
-  (:func:`rouse.cache.plans.holds_until`; open-ended when none ever does).
-
-A later verb takes its part only when the file reads back whole (its first
-line, and its MAC with a stamp key), was made by this format, under this time
-zone and this key state, ``now`` lies inside the window, and a fresh
-``lstat`` of every path gives the same digest. Anything else — a path gone,
-an identity changed, a file added to a directory (its mtime moved), a part
-missing — and the verb walks in full, as it would without this file, and saves
-a new one. A snapshot is only saved when the walk vouched for every entry:
-nothing inside the walk cache's racy window, nothing untrackable, every
-record on a plan. Like the walk cache it is derived and disposable.
+One *part* per verb in ``.rouse/cache/snapshot.json``, beside the paths the walk read
+and a digest of their identities as the walk cache trusts them, valid from when it
+was made until a plan turns (:func:`rouse.cache.plans.holds_until`). :func:`load`
+takes a part only while every rule holds; anything else is a full walk. Derived and
+disposable, like the walk cache.
 """
 
 from __future__ import annotations

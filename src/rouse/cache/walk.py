@@ -1,22 +1,11 @@
-"""The walk cache in ``.rouse/``: headers validated by size and mtime, and
-directory listings validated by the directory's mtime.
+"""The walk cache in ``.rouse/``: headers kept while a file's identity (size, mtime,
+ctime, inode) is what it was, listings while the directory's mtime is; anything
+within a couple of seconds of the read is not trusted (docs/pack.md "Speed").
 
-Derived and disposable: deleting it only costs speed, a corrupt one is
-ignored, and a tree that cannot be written still works (the cache is just
-not saved). Anything whose mtime is within a couple of seconds of the read
-is not trusted, so a change landing in the same clock tick is never missed.
-A directory's mtime changes whenever an entry is added, removed or renamed
-in it, so an unchanged directory costs one stat instead of a listing; every
-file is still stat'ed, so an edited file is always re-read.
-
-Nothing in the file is taken on faith (it sits in the tree, where an agent
-can write): a cached header is used only while the file's identity — size,
-mtime, ctime and inode — is what it was; names from a cached listing must be
-single path components, or the directory is listed afresh; a value of the
-wrong type is a miss; and anything else that fails means one walk without
-the cache, which is then rewritten. With a stamp key (``secret``) the file is
-also MACed, so an edit by anyone without the key reads as no cache at all.
-Without a key, editing the cache can do no more than editing the records.
+Derived and disposable, and nothing in it is taken on faith (docs/hardening.md): a
+cached name must be a single path component, a value of the wrong type is a miss, a
+cache the walk trips over means one walk without it, and with a stamp key
+(``secret``) the file is MACed.
 """
 
 from __future__ import annotations

@@ -1,24 +1,11 @@
 """Times as people type them: ``monday``, ``mon 9am``, ``tomorrow 09:00``, ``in 2h``.
 
-A small grammar of our own (a handful of words, no library: it sits on the
-CLI's path, and every word it takes is listed in :data:`HUMAN_FORMS`):
-
-- a day: ``today``, ``tomorrow``, a weekday (``monday`` or ``mon``: the next
-  one strictly after today, unless a time later today is given), or
-  ``next week`` (the Monday of next week); then, optionally, ``at`` and a
-  time. A day without a time means 09:00; ``today`` needs a time.
-- a date: ``dec 24`` or ``24 dec`` (the next one; month names short or
-  long), or ``2026-12-24`` followed by a time.
-- a time: ``17:30``, ``9am``, ``noon``, or a part of a day (``morning`` 09:00,
-  ``afternoon`` 14:00, ``evening`` 18:00, ``tonight`` 20:00, ``eod`` or ``end
-  of day`` 17:00). A time alone is the next such time after now (``tonight``
-  once 20:00 has passed is refused).
-- ``in`` and an interval (``in 2h``, ``in 1h30m``, ``in 3 days``).
-
-Anything else is refused, and words people read two ways (``next monday``, a
-bare ``9``) are refused as ambiguous: a wrong guess at a time is worse than a
-question. A CLI time (a stamp, ``+INTERVAL`` or one of these) is read by :func:`parse_when`.
-It owns the words; it does no arithmetic beyond whole days on a naive local date.
+A small grammar of our own (no library: it sits on the CLI's path), the one
+docs/clock.md ("Typing a time") lays out; every word it takes is in
+:data:`HUMAN_FORMS`. Anything else is refused, and words people read two ways
+(``next monday``, a bare ``9``) are refused as ambiguous: a wrong guess at a time is
+worse than a question. A CLI time in any form is read by :func:`parse_when`. It owns
+the words; it does no arithmetic beyond whole days on a naive local date.
 """
 
 from __future__ import annotations

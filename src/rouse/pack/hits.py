@@ -1,18 +1,8 @@
 """Recall's hits: a :class:`Hit` (one recalled file, as ``rouse recall`` and the MCP
-server show it) and :func:`arrange`, the order that says which are current.
-
-Two rules, both from headers alone (no body is read to decide):
-
-- a file another one supersedes (:mod:`rouse.core.supersession`) ranks right
-  after its successor when that is among the hits, else after every current
-  hit, and says "superseded by X on DATE";
-- among notes whose keywords overlap strongly (:func:`rouse.core.supersession.overlap`)
-  and that no ``supersedes:`` relates, the more recently written one (its
-  ``updated:``, else its mtime) takes the best place the group holds, and each
-  older one names the newest.
-
-Not owned: the search that ranks the hits (:mod:`rouse.pack.search`), what
-``supersedes:`` names (:mod:`rouse.core.supersession`).
+server show it) and :func:`arrange`, the order that puts what is current first
+(docs/recall.md, "What is current goes first"), from headers alone: what
+``supersedes:`` names is :mod:`rouse.core.supersession`'s, the ranking
+:mod:`rouse.pack.search`'s.
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
-"""The recall index: SQLite FTS5 over notes, backlog, records and context files.
+"""The recall index, ``.rouse/index.sqlite3``: SQLite FTS5 over notes, backlog, records
+and context files, brought up to date at query time (docs/recall.md "The index").
 
-Derived and disposable (SPEC §10): ``.rouse/index.sqlite3`` is brought up to
-date at query time, re-reading only files whose size or mtime changed (the
-tree walk goes through the header cache, bodies are read only for changed
-files) and dropping rows for files that are gone. It is rebuilt when missing,
-corrupt, or of another schema; when ``.rouse/`` cannot be written the index
-lives in memory for the one query, so recall always works.
-
-Each row holds what the file says in words (:mod:`rouse.pack.written`: no
-markup, the log apart, rouse's own log prefixes left out) and, when a model
-is handed in (the semantic extra), its vector, made and dropped with the row.
-What a hit shows is checked against the file as it is now (:meth:`Index.current`):
-a row that does not say what the file says is indexed again from the file.
-
-The schema and the rows live in :mod:`rouse.pack.indexdoc`, the queries in
-:mod:`rouse.pack.search`, and ``rouse recall`` itself in :mod:`rouse.pack.recall`.
+Derived and disposable (SPEC §10): rebuilt when missing, corrupt or of another
+schema, in memory when ``.rouse/`` cannot be written. What a hit shows is checked
+against the file as it is now (:meth:`Index.current`). The schema and the rows are
+:mod:`rouse.pack.indexdoc`'s, the queries :mod:`rouse.pack.search`'s, ``rouse recall``
+:mod:`rouse.pack.recall`'s.
 """
 
 from __future__ import annotations

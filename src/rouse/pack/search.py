@@ -1,18 +1,9 @@
-"""Searching the recall index: a user's words in, ranked matches out.
+"""Searching the recall index: a user's words in, ranked matches out (the ranking is
+docs/recall.md's "By words", "By meaning" and "Both").
 
-A user's query never reaches FTS5 syntax raw: it is cut into words and each
-word is quoted, so quotes, ``-``, ``:``, ``*``, ``NEAR(`` or ``AND`` are plain
-text. Documents match any word; those matching more of the words rank first,
-then by bm25 (keywords > path > body > log). Without FTS5, a LIKE scan ranks
-the same way.
-
-Stopwords (``the``, ``how``, ``we`` …) count only in a query made of nothing
-else: a file that matched a query's stopwords alone is no match at all.
-
-By meaning (the semantic extra), files rank by the cosine of their vector
-with the query's, above :data:`MEANING_FLOOR`. Both ways together are fused
-by reciprocal rank: each file scores ``1 / (RRF_K + rank)`` in each list it
-is in, and the sums rank.
+A user's query never reaches FTS5 syntax raw: it is cut into words and each word is
+quoted, so quotes, ``-``, ``:``, ``*``, ``NEAR(`` or ``AND`` are plain text. Without
+FTS5, a LIKE scan ranks the same way.
 """
 
 from __future__ import annotations
@@ -183,7 +174,8 @@ COVERAGE_POWER = 2.0
 
 
 def fuse(words: list[Match], meaning: list[Match], limit: int, total: int = 1) -> list[Match]:
-    """Both lists as one, by reciprocal rank fusion (see the module's docstring)."""
+    """Both lists as one, by reciprocal rank fusion: each file scores ``1 / (RRF_K + rank)``
+    in each list it is in (its words' share weighing a match by words), and the sums rank."""
     fused: dict[int, Match] = {}
     score: dict[int, float] = {}
     by_words_rank: dict[int, int] = {}

@@ -1,21 +1,11 @@
-"""Meaning, for recall: a small static embedding model that ships inside a wheel.
+"""Meaning, for recall: the small static embedding model the optional ``semantic`` extra
+installs (wordllama's ``l2_supercat``; docs/recall.md "The semantic extra").
 
-The optional ``semantic`` extra installs ``wordllama`` (MIT),
-whose wheel carries a 256-dimension token embedding table (``l2_supercat``,
-32,000 tokens, 16 MB) and its tokenizer. A text's vector is the mean of its
-tokens' rows, normalised; two texts are as close as their cosine.
-
-Nothing is ever downloaded and no key is asked for: the two files are read
-from the installed package's directory by ``safetensors`` and ``tokenizers``
-(wordllama's own dependencies). The ``wordllama`` module itself is never
-imported: its loader looks for the tokenizer where the wheel does not put
-it and would then fetch one from a model hub, and importing it configures
-the process's logging.
-
-This is the only rouse module that loads ``numpy``, ``tokenizers`` or
-``safetensors`` (an import-linter contract), and it loads them only when a
-model is loaded: importing it costs nothing, so ``available()`` can be asked
-anywhere. Recall and the MCP server use it; the pack and the hooks never do.
+Nothing is downloaded: its two files are read from the installed package by
+``safetensors`` and ``tokenizers``; ``wordllama`` itself is never imported (its loader
+would fetch a tokenizer from a model hub, and it configures logging). The only rouse
+module that loads ``numpy``, ``tokenizers`` or ``safetensors`` (an import-linter
+contract), and only when a model is loaded: ``available()`` can be asked anywhere.
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
-"""What a file says in words: the text recall indexes, searches and quotes.
-
-Only what was written is searched (issue 23). A body is split at the log
-marker (:mod:`rouse.core.body`): above it, the authored part; below it, the
-agent's notes that rouse's verbs appended. Neither keeps markup: headings
-lose their ``#``, emphasis and code marks go, a link keeps its text and its
-address, HTML comments (the log marker among them) go whole. A log line
-loses what rouse itself wrote around the agent's words: the ``- <stamp>:``
-it starts with and the verb's own prefix (``snoozed until <stamp>``,
-``dropped (was open)``, ``told the owner (tell …)``, ``moved`` …), so
-``rouse recall log``, ``dropped`` or ``2026`` never match on rouse's own
-bookkeeping.
-
-Not owned here: reading files (:mod:`rouse.pack.index`), splitting the body
-(:mod:`rouse.core.body`).
+"""What a file says in words: the text recall indexes, searches and quotes (issue 23;
+docs/recall.md). A body is split at the log marker (:mod:`rouse.core.body`); neither
+part keeps markup, and a log line loses what rouse itself wrote around the agent's
+words (its stamp, the verb's prefix), so ``rouse recall log``, ``dropped`` or ``2026``
+never match rouse's own bookkeeping. Reading files is :mod:`rouse.pack.index`'s.
 """
 
 from __future__ import annotations
