@@ -1,16 +1,9 @@
-"""The clock's plan for a record: the instants at which its verdict can turn, and the
-one rule that reads a verdict from them.
-
-:func:`rouse.core.clock.evaluate` decides at ``now`` and leaves in its decision
-what stays true while neither the record nor its subtree changes: when it next
-comes due (``wake``), when its review and staleness fall, when a reminder
-expires, whether its nags have run out. :func:`verdict` is the one rule that
-turns those instants into "due at ``t``, why, and since when" — the clock
-itself decides through it, so a copy of the plan decides at any later instant
-exactly as the clock would, without the file. :func:`rouse.core.clock.plan_of` takes the
-:class:`DuePlan` out of a decision; the walk cache (:mod:`rouse.cache.plans`)
-stores it as a list of microseconds and the fleet's mirror as columns
-(:meth:`DuePlan.columns`), both read back through :func:`verdict`.
+"""The clock's plan for a record: the instants in the clock's decision at which its
+verdict can turn (:class:`DuePlan`, taken out by :func:`rouse.core.clock.plan_of`), and
+:func:`verdict`, the one rule that reads a verdict from them. The clock itself decides
+through it, so a copy of the plan — the walk cache's microseconds
+(:mod:`rouse.cache.plans`), the fleet's columns (:meth:`DuePlan.columns`) — decides at
+any later instant exactly as the clock would, without the file.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Fitting and rendering the pack: the text an agent reads, within ``--max-chars``.
-
-:func:`fit` trims the memory index first, then the due and woken lists (each
-keeps its first :data:`KEEP_FIRST` entries), and never a belief or the
-persona; :class:`_Pieces` lays out the sections in the order SPEC §4 gives
-them. No line is ever cut.
-
-A session-start hook has a hard wall as well (:class:`HardWall`): past it
-the agent swaps the whole output for a short preview. Inside one, when the
-context layers alone are over the wall, :func:`fit` keeps whole context files
-in order while they fit, names the rest by path, and opens the text with a
-warning that says so.
+"""Fitting and rendering the pack: the text an agent reads, within ``--max-chars``
+(:func:`fit`: what it cuts first, and what never), its sections laid out in the order
+SPEC §4 gives them (:class:`_Pieces`). No line is ever cut. A session-start hook's
+hard wall is :class:`HardWall`.
 """
 
 from __future__ import annotations

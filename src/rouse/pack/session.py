@@ -14,20 +14,12 @@ from rouse.pack.index import Index
 
 
 class Session:
-    """What a long-lived process (the MCP server) keeps between recalls of one tree, so
-    that a warm recall neither walks the tree nor compares the index with it when
-    nothing changed.
-
-    It keeps the last walk, and the open index. The next recall takes that walk
-    only when :func:`rouse.cache.snapshot.still` says the tree is as it was (a
-    watching sweeper says nothing changed since the walk's token, else one
-    ``lstat`` per directory and file gives the same identities); anything else — a
-    file the walk could not vouch for, another stamp key — and it walks, as a
-    single recall does. The index is brought up to date again when the tree was
-    walked again, when its file was replaced or another process wrote to it, or
-    when the model changed (it is opened again). One recall at a time uses it (the
-    MCP server runs each tool call in a worker thread of its own).
-    """
+    """What a long-lived process (the MCP server) keeps between recalls of one tree: the
+    last walk, taken again only while :func:`rouse.cache.snapshot.still` says the tree
+    is as that walk found it, and the open index, brought up to date again when the
+    tree was walked again, its file was replaced or written by another process, or the
+    model changed (docs/recall.md, "Kept warm in the MCP server"). One recall at a time
+    uses it (the MCP server runs each tool call in a worker thread of its own)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
