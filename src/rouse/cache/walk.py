@@ -329,9 +329,6 @@ def _sound(entry: list[Any], rel: str) -> bool:
 
 
 def cached_walk(root: Path, secret: bytes | None = None, plan_at: datetime | None = None) -> Tree:
-    """``tree.walk`` through the cache, saving it afterwards (best-effort).
-
-    ``secret``: the stamp key's secret, when there is one (the cache is MACed).
-    ``plan_at``: make a clock plan, valid from then on, for every record without one.
-    """
+    """``tree.walk`` through the cache, saving it afterwards: :meth:`HeaderCache.walk`
+    (``secret``: the stamp key's, which MACs the cache)."""
     return HeaderCache(root, secret).walk(plan_at)

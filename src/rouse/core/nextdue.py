@@ -1,5 +1,5 @@
 """What comes due next, from the clock's decisions: what a delivered wake writes (a nag's
-next step, a series' next occurrence), a series re-armed or begun, and a forecast."""
+next step, a series' next occurrence), a series re-armed, and a forecast."""
 
 from __future__ import annotations
 
@@ -85,11 +85,6 @@ def rearmed(record: Record, now: datetime) -> datetime | None:
         return None
     due = fields.stamp("due") or now
     return next_occurrence(fields, every, due, now)
-
-
-def first_due(every: recurrence.Every, now: datetime) -> datetime | None:
-    """A new series' first due: its first occurrence after ``now`` (an interval: now + it)."""
-    return recurrence.next_after(every, now, now)
 
 
 #: The most rows one repeating reminder gives a forecast (``due --until``).

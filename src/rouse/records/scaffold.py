@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.core import layout, nextdue
+from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.home import is_tree
 from rouse.core.identity import ensure_tree_id
 from rouse.core.levels import LEVELS
-from rouse.core.recurrence import parse_every
+from rouse.core.recurrence import next_after, parse_every
 from rouse.core.store import LEFTOVER_IGNORE
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, walk
@@ -323,7 +323,7 @@ def first_due_of(every: str, now: datetime) -> str:
         rule = parse_every(every)
     except ValueError as exc:
         raise UsageError(f"bad every: {exc}") from None
-    first = nextdue.first_due(rule, now)
+    first = next_after(rule, now, now)  # (an interval: now + it)
     if first is None:
         raise UsageError(f"every {every!r} has no occurrence after now")
     return format_stamp(first)
