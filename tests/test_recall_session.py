@@ -19,8 +19,7 @@ from conftest import NOTES, NOW, OLD, MakeTree, set_mtime
 from rouse.agents.mcp_tools import Tools
 from rouse.pack import semantic
 from rouse.pack.index import FILE
-from rouse.pack.recall import recall
-from rouse.pack.session import Session
+from rouse.pack.recall import Session, recall
 from rouse.sweep.watch import TreeWatcher
 
 pytestmark = pytest.mark.usefixtures("no_stamp_key")

@@ -27,7 +27,7 @@ from rouse.records import inputs, lifecycle, notes, scaffold
 from rouse.trust import origins
 
 if TYPE_CHECKING:
-    from rouse.pack.session import Session
+    from rouse.pack.recall import Session
 
 ADD_TYPES = ("goal", "action", "task", "reminder", "backlog")
 ENDINGS = ("done", "dropped", "abandoned", "failed", "cancelled")
@@ -68,7 +68,7 @@ class ReadTools:
         self.now = now
         self.env: Mapping[str, str] = env or {}
         self.key_path = key_path
-        #: what recall keeps between queries (rouse.pack.session.Session), from the first
+        #: what recall keeps between queries (rouse.pack.recall.Session), from the first
         self.recalling: Session | None = None
 
     def _reader(self) -> origins.OriginReader:
@@ -94,10 +94,10 @@ class ReadTools:
     def recall(
         self, query: str, limit: int = 10, kind: str | None = None, mode: str | None = None
     ) -> str:
-        from rouse.pack import recall, session
+        from rouse.pack import recall
 
         if self.recalling is None:
-            self.recalling = session.Session()
+            self.recalling = recall.Session()
         hits = recall.recall(
             self.root,
             query,

@@ -39,7 +39,7 @@ class Index:
     at the next refresh, and :meth:`search` can rank by meaning.
 
     Its connection may be used from any thread, one at a time (the MCP server's
-    recall session holds a lock: :class:`rouse.pack.session.Session`).
+    recall session holds a lock: :class:`rouse.pack.recall.Session`).
     """
 
     def __init__(
