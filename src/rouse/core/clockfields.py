@@ -20,7 +20,7 @@ from rouse.core.timefmt import (
     parse_stamp,
     shown,
 )
-from rouse.core.value import Value
+from rouse.core.treefiles import Problem
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,13 +59,13 @@ SKEW = timedelta(minutes=1)
 HAPPENED = frozenset({"last-moved", "opened", "reviewed"})
 
 
-class FieldProblem(Value):
+class FieldProblem(Problem):
     """A clock field that cannot be read; the clock fell back and says so.
 
     ``level``: how ``check`` reports it ("error"; "warn" for a stamp later than now)."""
 
-    __slots__ = ("path", "key", "value", "message", "line", "level")
-    _fields = __slots__
+    __slots__ = ("key", "value", "level")
+    _fields = ("path", "key", "value", "message", "line", "level")
 
     def __init__(
         self,
@@ -76,16 +76,10 @@ class FieldProblem(Value):
         line: int | None = None,
         level: str = "error",
     ):
-        self.path = path
+        Problem.__init__(self, path, message, line)
         self.key = key
         self.value = value
-        self.message = message
-        self.line = line
         self.level = level
-
-    def render(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{where}: {self.message}"
 
 
 def parse_count(text: str) -> int:
