@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -249,8 +248,8 @@ class Census:
     closed), how many records are closed, the running tasks, the open backlog items."""
 
     def __init__(self, tree: Tree):
-        open_kinds: list[str] = []
-        fired = closed = 0
+        self.ladder = ladder = dict.fromkeys((*LADDER, "fired"), 0)
+        closed = 0
         self.running: list[Record] = []
         self.backlog: list[Record] = []
         is_open, status_of = levels.is_open, levels.status_of
@@ -260,19 +259,15 @@ class Census:
             if memo is None:
                 memo = is_open(record)
             if memo:
-                open_kinds.append(kind)
+                if kind in ladder:  # (no record is of the kind "fired")
+                    ladder[kind] += 1
                 if kind == "task":
                     if status_of(record) == "running":  # (running is open)
                         self.running.append(record)
                 elif kind == "backlog":
                     self.backlog.append(record)
             elif kind == "reminder" and status_of(record) == "fired":
-                fired += 1
+                ladder["fired"] += 1
             else:
                 closed += 1
-        self.ladder = dict.fromkeys((*LADDER, "fired"), 0)
-        for kind, count in Counter(open_kinds).items():
-            if kind in LADDER:
-                self.ladder[kind] = count
-        self.ladder["fired"] = fired
         self.closed = closed
