@@ -10,9 +10,7 @@ against the file as it is now (:meth:`Index.current`). The schema and the rows a
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +124,7 @@ class Index:
         files = indexed_files(tree)
         gone, replaced, changed = self._diff(files)
         if gone or changed:
-            with self._writing():
+            with indexdoc.writing(self.conn):
                 gone, replaced, changed = self._diff(files)  # again, holding the write lock
                 fresh = [read_doc(self.root, file, kind) for file, kind in changed.values()]
                 for doc_id in gone + replaced:
@@ -137,18 +135,6 @@ class Index:
         self.stats.unchanged = len(files) - len(changed)
         if self.model is not None:
             self._fill_vectors()
-
-    @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
 
     def _delete(self, doc_id: int) -> None:
         self.conn.execute("DELETE FROM docs WHERE rowid = ?", (doc_id,))
@@ -197,7 +183,7 @@ class Index:
         missing = "SELECT count(*) FROM files WHERE id NOT IN (SELECT id FROM vectors)"
         if self._model_current() and not self.conn.execute(missing).fetchone()[0]:
             return
-        with self._writing():
+        with indexdoc.writing(self.conn):
             if not self._model_current():
                 self.conn.execute("DELETE FROM vectors")
                 self.conn.execute(
@@ -260,7 +246,7 @@ class Index:
     def _rewrite(self, doc_id: int, doc: Doc | None) -> None:
         """Replace one row (drop it, for ``None``); a locked index is left as it is."""
         try:
-            with self._writing():
+            with indexdoc.writing(self.conn):
                 self._delete(doc_id)
                 if doc is not None:
                     self._insert([doc])

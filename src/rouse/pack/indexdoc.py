@@ -16,6 +16,7 @@ import os
 import sqlite3
 import stat
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -228,8 +229,7 @@ def create(conn: sqlite3.Connection, engine: str) -> None:
         docs = f"CREATE VIRTUAL TABLE IF NOT EXISTS docs USING {fts5}"
     else:
         docs = f"{create} docs (rowid INTEGER PRIMARY KEY, {COLUMNS})"
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with writing(conn):
         conn.execute(f"{create} meta (key TEXT PRIMARY KEY, value TEXT)")
         conn.execute(
             f"{create} files (id INTEGER PRIMARY KEY, rel TEXT NOT NULL UNIQUE, "
@@ -244,8 +244,16 @@ def create(conn: sqlite3.Connection, engine: str) -> None:
         )
         conn.execute("INSERT OR REPLACE INTO meta VALUES ('engine', ?)", (engine,))
         conn.execute(f"PRAGMA user_version = {SCHEMA}")
-        conn.execute("COMMIT")
-    except sqlite3.Error:
+
+
+@contextlib.contextmanager
+def writing(conn: sqlite3.Connection) -> Iterator[None]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT`` (or ``ROLLBACK`` on an error)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    conn.execute("COMMIT")
