@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
 import random
 import re
@@ -212,30 +213,26 @@ F_SETLEASE = getattr(fcntl, "F_SETLEASE", 1024)
 F_GETLEASE = getattr(fcntl, "F_GETLEASE", 1025)
 RENAME_EXCHANGE = 2
 AT_FDCWD = -100
-_exchange_fn: list[Callable[[bytes, bytes], int] | None] = []
 
 
+@functools.cache
 def _renameat2() -> Callable[[bytes, bytes], int] | None:
     """libc's renameat2(…, RENAME_EXCHANGE) as a function of two paths, or None."""
-    if not _exchange_fn:
-        found: Callable[[bytes, bytes], int] | None = None
-        try:
-            import ctypes
+    try:
+        import ctypes
 
-            libc = ctypes.CDLL(None, use_errno=True)
-            raw = getattr(libc, "renameat2", None)
-            if raw is not None:
+        raw = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    except (ImportError, OSError, AttributeError):
+        return None
+    if raw is None:
+        return None
 
-                def exchange(a: bytes, b: bytes) -> int:
-                    if raw(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0:
-                        return 0
-                    return ctypes.get_errno() or 1
+    def exchange(a: bytes, b: bytes) -> int:
+        if raw(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) == 0:
+            return 0
+        return ctypes.get_errno() or 1
 
-                found = exchange
-        except (ImportError, OSError, AttributeError):
-            found = None
-        _exchange_fn.append(found)
-    return _exchange_fn[0]
+    return exchange
 
 
 def _exchange(a: Path, b: Path) -> bool:
