@@ -293,9 +293,3 @@ def keepable(
         return None
     shape = shape_of(walked.dirs, walked.racy_listings)
     return None if shape is None else (shape, until)
-
-
-def token_of(walked: Any) -> str | None:
-    """The watching sweeper's token a walk (a ``HeaderCache``) was made at, if any."""
-    token = walked.token_next
-    return token if type(token) is str else None

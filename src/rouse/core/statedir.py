@@ -135,13 +135,9 @@ def quick_problems(root: Path) -> list[str]:
     top = _problem_at(root / layout.STATE_DIR, layout.STATE_DIR, directory=True)
     if top is not None:
         return [top]
-    found = []
-    for where in ("cache", "nudges"):
-        shown = f"{layout.STATE_DIR}/{where}"
-        problem = _problem_at(root / shown, shown, directory=True)
-        if problem is not None:
-            found.append(problem)
-    return found
+    busy = [f"{layout.STATE_DIR}/{where}" for where in ("cache", "nudges")]
+    found = [_problem_at(root / shown, shown, directory=True) for shown in busy]
+    return [problem for problem in found if problem is not None]
 
 
 def require_safe(root: Path) -> None:

@@ -57,7 +57,7 @@ def kept_rows(value: Any) -> list[Row] | None:
 
 def keep(
     root: Path,
-    walked: Any,
+    walked: HeaderCache,
     tree: Tree,
     surveyed: Survey,
     now: datetime,
@@ -76,4 +76,4 @@ def keep(
     if "status" not in every:
         every["status"] = tree_counts(tree, surveyed.count)
     shape, until = fits
-    snapshot.save(root, secret, keyed, shape, now, until, snapshot.token_of(walked), every)
+    snapshot.save(root, secret, keyed, shape, now, until, walked.token_next, every)

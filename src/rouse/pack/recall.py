@@ -322,8 +322,7 @@ class Session:
             return None
         if self.shape is None:
             self.shape = snapshot.shape_of(walked.dirs, walked.racy_listings)
-        token = snapshot.token_of(walked)
-        if self.shape is None or not snapshot.still(root, self.shape, token, secret):
+        if self.shape is None or not snapshot.still(root, self.shape, walked.token_next, secret):
             return None
         return tree
 
