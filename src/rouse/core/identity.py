@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from rouse.core.errors import UsageError
+from rouse.core.header import read_capped
 
 IDENTITY_FILE = ".rouse-tree"
 _LINE = re.compile(r"^tree: ([0-9a-f]{32})$")
@@ -22,12 +23,8 @@ _LINE = re.compile(r"^tree: ([0-9a-f]{32})$")
 
 def tree_id(root: Path) -> str | None:
     """The tree's id, or None when it has none yet (or the file is not one line we wrote)."""
-    path = root / IDENTITY_FILE
-    try:
-        if path.is_symlink() or not path.is_file():
-            return None
-        with path.open("rb") as handle:
-            data = handle.read(256)
+    try:  # (never through a link; a directory or a FIFO holds no id)
+        data = read_capped(root / IDENTITY_FILE, 256)
     except OSError:
         return None
     for line in data.decode("utf-8", "replace").splitlines():
