@@ -20,7 +20,6 @@ from pathlib import Path
 from rouse.cache import fsmon
 from rouse.cache.plans import keep_plans, unvouched
 from rouse.cache.walkfile import (
-    COMPACT_LINES,
     VERSION,
     dump_header,
     load_header,
@@ -30,7 +29,7 @@ from rouse.cache.walkfile import (
     zone,
 )
 from rouse.core import layout
-from rouse.core.header import Header, read_header
+from rouse.core.header import COMPACT_LINES, Header, read_header
 from rouse.core.tree import Listing, Tree, scan_dir, walk
 from rouse.state.files import RACY_NS, make_parent
 

@@ -8,8 +8,7 @@ import os
 import time
 
 from rouse.core import layout
-from rouse.core.header import COMPACT_LINES as COMPACT_LINES  # (the cache reads it from here)
-from rouse.core.header import Header, HeaderLine
+from rouse.core.header import COMPACT_LINES, Header, HeaderLine
 from rouse.state.files import Damaged
 from rouse.state.shapes import WALK_CACHE
 from rouse.state.signed import read_signed, write_signed
