@@ -31,30 +31,10 @@ class Decision(Value):
     """What the clock says about one record at one instant."""
 
     __slots__ = (
-        "record",
-        "now",
-        "reason",
-        "due_at",
-        "moved_at",
-        "moved_from",
-        "nudge",
-        "stale_after",
-        "stale_at",
-        "review_at",
-        "swept",
-        "own_clock",
-        "silenced_by",
-        "snoozed_until",
-        "problems",
-        "notes",
-        "every",
-        "missed",
-        "provisional",
-        "snooze",
-        "wake",
-        "expires",
-        "fires_out",
-        "nagging",
+        *("record", "now", "reason", "due_at", "moved_at", "moved_from", "nudge"),
+        *("stale_after", "stale_at", "review_at", "swept", "own_clock", "silenced_by"),
+        *("snoozed_until", "problems", "notes", "every", "missed", "provisional"),
+        *("snooze", "wake", "expires", "fires_out", "nagging"),
     )
     _fields = __slots__
 

@@ -61,18 +61,10 @@ _END_OF_DAY_RE = re.compile(r"\bend\s+of\s+(the\s+)?day\b")
 _CLOCK_RE = re.compile(r"^(\d{1,2}):(\d{2})$")
 _MERIDIEM_RE = re.compile(r"^(\d{1,2})(?::(\d{2}))?(am|pm)$")
 _UNIT_WORDS = {
-    "minute": "m",
-    "minutes": "m",
-    "min": "m",
-    "mins": "m",
-    "hour": "h",
-    "hours": "h",
-    "hr": "h",
-    "hrs": "h",
-    "day": "d",
-    "days": "d",
-    "week": "w",
-    "weeks": "w",
+    **dict.fromkeys(("minute", "minutes", "min", "mins"), "m"),
+    **dict.fromkeys(("hour", "hours", "hr", "hrs"), "h"),
+    **dict.fromkeys(("day", "days"), "d"),
+    **dict.fromkeys(("week", "weeks"), "w"),
 }
 
 

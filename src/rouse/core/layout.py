@@ -29,26 +29,12 @@ CONTEXT_TYPES = ("persona", "belief", "motivation")
 
 #: Fields only rouse writes; verbs taking fields from a user or model refuse them.
 MACHINE_FIELDS = frozenset(
-    [
-        "swept",
-        "nudges",
-        "reviewed",
-        "fires",
-        "set",
-        "fired",
-        "ended",
-        "origin",
-        "origin-turn",
-        "origin-sig",
-        "promoted",
-        "was",
-        # the task worker's (rouse work)
-        "started",
-        "worker",
-        "attempts",
-        # rouse forget's tombstone stamp
-        "forgotten",
-    ]
+    {
+        *("swept", "nudges", "reviewed", "fires", "set", "fired", "ended"),
+        *("origin", "origin-turn", "origin-sig", "promoted", "was"),
+        *("started", "worker", "attempts"),  # the task worker's (rouse work)
+        "forgotten",  # rouse forget's tombstone stamp
+    }
 )
 
 #: Every header key rouse reads on some kind of file (docs/header.md names each
