@@ -37,14 +37,8 @@ class Header(Value):
     """What a header says. ``fields`` holds the first occurrence of each key."""
 
     __slots__ = (
-        "_entries",
-        "bad_lines",
-        "continued",
-        "duplicates",
-        "end_line",
-        "fenced",
-        "fields",
-        "lines",
+        *("_entries", "bad_lines", "continued", "duplicates", "end_line", "fenced"),
+        *("fields", "lines"),
     )
     _fields = ("fenced", "fields", "entries", "duplicates", "continued", "bad_lines", "end_line")
 
