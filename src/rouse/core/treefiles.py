@@ -95,7 +95,8 @@ class Note(File):
 class Problem(Value):
     """A file rouse could not use, or a shape it does not expect."""
 
-    __slots__ = _fields = ("path", "message", "line")
+    __slots__ = ("path", "message", "line")
+    _fields: tuple[str, ...] = __slots__
 
     def __init__(self, path: str, message: str, line: int | None = None):
         self.path = path
