@@ -39,29 +39,19 @@ class Tally:
     unwritten: list[Result] = field(default_factory=list)
 
 
+@dataclass
 class Outcomes:
     """A worker's results: written (or held), said, counted in :attr:`tally`."""
 
-    def __init__(
-        self,
-        claims: Callable[[], Claims],
-        voice: Voice,
-        *,
-        sink: str,
-        holder: str,
-        where: str,
-        lease: float,
-        json_lines: bool,
-    ) -> None:
-        #: the claim SQL on the ledger (reached on first use)
-        self.claims = claims
-        self.voice = voice
-        self.sink = sink
-        self.holder = holder
-        self.where = where
-        self.lease = lease
-        self.json_lines = json_lines
-        self.tally = Tally()
+    #: the claim SQL on the ledger (reached on first use)
+    claims: Callable[[], Claims]
+    voice: Voice
+    sink: str
+    holder: str
+    where: str
+    lease: float
+    json_lines: bool
+    tally: Tally = field(default_factory=Tally)
 
     def write(self, result: Result) -> None:
         """Write one result to the ledger (held for later if it cannot be), and say it."""

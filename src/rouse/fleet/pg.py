@@ -20,10 +20,13 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import fields
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
+from rouse.core.timefmt import iso_stamp
 
 if TYPE_CHECKING:
     import psycopg
@@ -229,6 +232,28 @@ class PgDatabase:
 
     def close(self) -> None:
         self._drop()
+
+
+def local_time(value: datetime | None) -> datetime | None:
+    """An aware instant (a TIMESTAMPTZ) as the naive local time the rest of rouse uses."""
+    return None if value is None else value.astimezone().replace(tzinfo=None)
+
+
+def only_trees(trees: list[str] | None, column: str) -> tuple[str, tuple[Any, ...]]:
+    """The ``WHERE`` clause's part (and its parameters) that keeps ``column`` to ``trees``."""
+    if trees is None:
+        return "", ()
+    return f" AND {column} = ANY(?)", (trees,)
+
+
+def as_json(item: Any, **renamed: str) -> dict[str, Any]:
+    """A view's dataclass as JSON carries it: its fields in order (a field ``renamed``
+    under its new key), times as ISO 8601 with the offset."""
+    found = {}
+    for name in (f.name for f in fields(item)):
+        value = getattr(item, name)
+        found[renamed.get(name, name)] = iso_stamp(value) if isinstance(value, datetime) else value
+    return found
 
 
 def _first_line(exc: BaseException) -> str:

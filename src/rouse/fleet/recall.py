@@ -15,8 +15,8 @@ from rouse.core.errors import UsageError
 from rouse.core.layout import CONTEXT_TYPES
 from rouse.core.timefmt import human_age, iso_stamp
 from rouse.fleet.mirror import TEXT_CONFIG
-from rouse.fleet.pg import PgDatabase
-from rouse.fleet.views import only_trees, short
+from rouse.fleet.pg import PgDatabase, only_trees
+from rouse.fleet.views import short
 from rouse.pack import written
 from rouse.pack.indexdoc import KINDS
 from rouse.pack.recall import HELD
