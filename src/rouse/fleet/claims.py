@@ -190,11 +190,8 @@ class Claims:
     # -- results --------------------------------------------------------------
 
     def delivered(self, claim: Claim, now: datetime, receipt: str) -> str | None:
-        """It landed: delivered, for the sweeper to stamp. None, or why the row was not changed.
-
-        Written whoever holds the claim now (the wake did land); a row no longer
-        pending (withdrawn by its sweeper meanwhile) is left as it is.
-        """
+        """It landed: delivered, for the sweeper to stamp (a row withdrawn meanwhile is left
+        as it is). None, or why the row was not changed."""
         held = Held(self, claim.tree)
         landed = held.delivered(claim.id, now, f"{receipt} (worker {self.holder})", stamped=False)
         return None if landed else self.why_untouched(claim)

@@ -22,10 +22,7 @@ Quiet hours (``--quiet HH:MM-HH:MM``): inside the window the worker claims
 nothing, and gives back what it holds before sending it; rows stay as they are
 (the sweeper's held ones too) until the window ends.
 
-Presence (:mod:`rouse.fleet.workers`): the worker keeps a row in ``workers``
-as it polls, claims and sends, and marks it stopped when it exits cleanly, so
-``rouse fleet status``, ``status --check`` and the pack can tell when no live
-worker is left to deliver a tree's queue.
+The worker keeps a row saying it is alive (:mod:`rouse.fleet.workers`).
 
 SIGTERM/SIGINT: the wake in flight is finished and written, unsent claims are
 given back, and the worker exits 0. A lost database — or one not there when

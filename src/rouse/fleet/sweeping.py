@@ -12,8 +12,6 @@ retried with backoff) instead of the start failing. ``rouse status``/``rouse log
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -90,11 +88,7 @@ def join(
     except BaseException:
         db.close()
         raise
-    member = Member(
-        root, db, tree, Lease(db, tree, lease), Mirror(root, db, tree, origins), ledger.prepare
-    )
-    member.outbox = lambda: carry(root, ledger, datetime.now().replace(microsecond=0))
-    return Joined(ledger, member, made)
+    return Joined(ledger, Member(root, ledger, lease, origins), made)
 
 
 def _ensure_id(root: Path) -> tuple[str, bool]:
@@ -130,26 +124,14 @@ def leader(ledger: PgLedger) -> dict[str, Any] | None:
 class Member:
     """One sweeper's place in the fleet (a :class:`rouse.sweep.leading.Fleet`)."""
 
-    def __init__(
-        self,
-        root: Path,
-        db: PgDatabase,
-        tree: str,
-        held: Lease,
-        mirror: Mirror | None,
-        prepare: Callable[[], object] | None = None,
-    ) -> None:
+    def __init__(self, root: Path, ledger: PgLedger, lease: float, origins: OriginReader) -> None:
         self.root = root
-        self.db = db
-        self.tree = tree
-        self.held = held
-        self.mirror = mirror
-        self.lease = held.seconds
-        self.host = socket.gethostname()
-        #: meets the schema (migrates once) before the lease's table is used
-        self.prepare = prepare
-        #: carries this clone's task notices into the fleet's ledger (rouse.work.notices.carry)
-        self.outbox: Callable[[], object] | None = None
+        self.ledger = ledger
+        self.db = ledger.database
+        self.tree = ledger.tree
+        self.held = Lease(self.db, self.tree, lease)
+        self.mirror = Mirror(root, self.db, self.tree, origins)
+        self.lease = lease
 
     @property
     def leading(self) -> bool:
@@ -163,10 +145,8 @@ class Member:
         """Every sweeper first carries the task notices its clone's SQLite ledger holds
         into the fleet's ledger (:func:`rouse.work.notices.carry`), for the leader to
         deliver this tick; then it asks for the lease."""
-        if self.prepare is not None:
-            self.prepare()  # the first statement of a sweeper started with the database down
-        if self.outbox is not None:
-            self.outbox()
+        self.ledger.prepare()  # the first statement of a sweeper started with the database down
+        carry(self.root, self.ledger, datetime.now().replace(microsecond=0))
         return self.held.lead()
 
     def renew(self, cover: float) -> bool:
@@ -191,11 +171,13 @@ class Member:
         ``status --check`` (:func:`rouse.fleet.workers.queue_state`); the leader mirrors
         its files too (:class:`~rouse.fleet.mirror.Mirror`)."""
         if leading and self.held.leading:  # (not if the lease was lost mid-tick)
-            self.db.execute(_UPSERT_TREE, (self.tree, str(self.root), self.host, self.held.holder))
+            self.db.execute(
+                _UPSERT_TREE, (self.tree, str(self.root), self.held.host, self.held.holder)
+            )
         else:
             self.db.execute(_TICKED, (self.tree, self.held.holder))
         write_fleet_queue(self.root, now, **queue_state(self.db, self.tree))
-        if leading and self.mirror is not None:
+        if leading:
             self.mirror.sync(tree, now)
 
     def release(self) -> None:

@@ -14,12 +14,10 @@ apart; a send lasts at most its sink's timeout, which the claim's lease
 outlasts). A worker killed with SIGKILL reads live until that much time has
 passed, then gone.
 
-Who reads the rows: ``rouse fleet status`` (every worker, and which trees
-have one), ``rouse status --check --ledger DSN`` and each fleet sweeper's tick
-(:func:`queue_state`: wakes queued for workers, and whether a live worker
-serves the tree), which writes what it saw into the tree's
-``.rouse/fleet.json`` for the pack (:mod:`rouse.state.sweeper`). Rows not
-seen for :data:`FORGET_AFTER` are deleted when a worker starts.
+The rows are read by ``rouse fleet status`` (:func:`listed`), and by ``rouse
+status --check --ledger DSN`` and each fleet sweeper's tick (:func:`queue_state`),
+so that they, and the pack, can tell when no live worker is left to deliver a
+tree's queue. Rows not seen for :data:`FORGET_AFTER` are deleted when a worker starts.
 """
 
 from __future__ import annotations
@@ -167,12 +165,10 @@ def listed(db: PgDatabase) -> list[WorkerRow]:
 
 def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     """For one tree: the wakes queued for workers (``queued``, the ``oldest`` made — a
-    local time), the ``live`` workers serving it and when one was last ``seen``.
-
-    Shaped as :func:`rouse.state.sweeper.fleet_queue` reads it back, for
-    :func:`rouse.state.sweeper.stalled_queue` to judge. A database without a
-    ledger yet has no queue; one without the workers' table has no workers.
-    """
+    local time), the ``live`` workers serving it and when one was last ``seen``; shaped
+    as :func:`rouse.state.sweeper.fleet_queue` reads it back from ``.rouse/fleet.json``.
+    A database without a ledger yet has no queue; one without the workers' table has
+    no workers."""
     found: dict[str, Any] = {"queued": 0, "oldest": None, "live": 0, "seen": None}
     if db.execute("SELECT to_regclass('outbox') AS t").fetchone()["t"] is None:
         return found
