@@ -98,6 +98,8 @@ class DeliveryWorker:
         self.voice = Voice(log or _stderr, verbosity)
         self.quiet = quiet
         self.stop = threading.Event()
+        #: how long a claim must still last for its send to start: the send and some slack
+        self._need = timeout + min(LEASE_SLACK, max(lease - timeout, 0.0) / 2)
         self._given_now = now
         self._started = clock()
         self._trees = trees
@@ -264,11 +266,14 @@ class DeliveryWorker:
                     continue
                 self._beat()
                 rest = pending[1:]
-                need = self.timeout + self._slack()
-                renew = rest if rest and min(c.deadline for c in rest) < clock() + need else []
+                renew = (
+                    rest if rest and min(c.deadline for c in rest) < clock() + self._need else []
+                )
                 started, kept = self.claims.start(claim, now, self.lease, renew)
                 if renew:
-                    self._dropped(len(renew) - len(kept), now)
+                    if len(kept) < len(renew):
+                        lost = len(renew) - len(kept)
+                        self.voice.say(f"{moment(now)} {lost} claims ran out before they were sent")
                     rest = kept
                 pending = [claim, *rest]
                 if not started:
@@ -278,7 +283,7 @@ class DeliveryWorker:
                         why += " (its claim ran out before it was sent)"
                     self.voice.say(f"{moment(now)} not sending {named(claim.wake)}: {why}")
                     continue
-                if clock() + need > claim.deadline:  # the start took most of the lease
+                if clock() + self._need > claim.deadline:  # the start took most of the lease
                     self.voice.say(
                         f"{moment(now)} the ledger at {self.where} answers too slowly to send "
                         f"within a claim of {self.lease:g}s: giving back {len(pending)} wakes",
@@ -298,14 +303,6 @@ class DeliveryWorker:
             self._unreleased += pending
             raise
         return True
-
-    def _dropped(self, lost: int, now: datetime) -> None:
-        if lost:
-            self.voice.say(f"{moment(now)} {lost} claims ran out before they were sent")
-
-    def _slack(self) -> float:
-        """How much a claim must outlast a send, at least, for it to be started."""
-        return min(LEASE_SLACK, max(self.lease - self.timeout, 0.0) / 2)
 
     def _sinks(self, trees: set[str]) -> Mapping[str, Sink]:
         if not isinstance(self.sink, ExecSink):

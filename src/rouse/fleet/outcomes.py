@@ -90,7 +90,7 @@ class Outcomes:
         self.voice.say(f"{moment(at)} {line}", level)
         if self.json_lines:
             state = {"given_up": "given up"}.get(result.outcome, result.outcome)
-            self._json(
+            said = json.dumps(
                 {
                     "id": claim.id,
                     "tree": claim.tree,
@@ -102,8 +102,11 @@ class Outcomes:
                     "next_attempt": moment(next_try) if next_try else None,
                     "worker": self.holder,
                     "written": untouched is None,
-                }
+                },
+                ensure_ascii=False,
             )
+            sys.stdout.write(said + "\n")
+            sys.stdout.flush()
 
     def catch_up(self) -> None:
         """Write the results held while the database was away, oldest first."""
@@ -144,7 +147,3 @@ class Outcomes:
             eventful = tally.delivered or code
             self.voice.say(line, ERRORS if code else EVENTS if eventful else EVERY_TICK)
         return code
-
-    def _json(self, data: dict[str, object]) -> None:
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-        sys.stdout.flush()

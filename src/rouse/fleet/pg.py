@@ -42,10 +42,6 @@ class LedgerUnreachable(UsageError):
     """The database cannot be reached now (exit 2 from a verb): try again later."""
 
 
-def is_dsn(text: str | None) -> bool:
-    return bool(text) and str(text).startswith(_SCHEMES)
-
-
 def chosen_dsn(given: str | None) -> str | None:
     """The ledger DSN: ``--ledger`` if given, else ``ROUSE_LEDGER``; None for the SQLite ledger.
 
@@ -55,7 +51,7 @@ def chosen_dsn(given: str | None) -> str | None:
     dsn = given if given is not None else os.environ.get(LEDGER_ENV) or None
     if dsn is None:
         return None
-    if not is_dsn(dsn):
+    if not dsn.startswith(_SCHEMES):
         source = "--ledger" if given is not None else LEDGER_ENV
         raise UsageError(
             f"{source} must be a postgresql:// URL (e.g. postgresql://rouse@db.example/rouse), "
