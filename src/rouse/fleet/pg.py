@@ -1,4 +1,4 @@
-"""PostgreSQL for the fleet: the DSN, the connection, and the ledger's SQL dialect.
+"""PostgreSQL for the fleet: the DSN, the connection, the SQL dialect, and what views share.
 
 :class:`PgDatabase` is shaped like :class:`rouse.sweep.ledger.db.Database`: the
 ledger's portable SQL (``?`` placeholders) runs on it unchanged. The connection
