@@ -25,7 +25,7 @@ import pytest
 from conftest import NOW, MakeTree
 from rouse.cli.main import main
 from rouse.core.errors import UsageError
-from rouse.runs.capture import MAX_OUTPUT
+from rouse.runs.child import MAX_OUTPUT
 from rouse.sweep import sinks
 from rouse.sweep.sinks import ExecSink, FileSink, SinkError, StdoutSink, WebhookSink
 from rouse.sweep.wake import Wake

@@ -25,14 +25,12 @@ failure or a give-up only while the claim is still this worker's.
 
 from __future__ import annotations
 
-import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from rouse.core.errors import UsageError
-from rouse.fleet.pg import PgDatabase
+from rouse.fleet.lease import clock
+from rouse.fleet.pg import PgDatabase, only_trees
 from rouse.fleet.pg_ledger import FREE
 from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, gives_up, next_try
 from rouse.sweep.ledger.entry import UNREADABLE, DamagedRow, as_text, as_time, read_wake
@@ -44,8 +42,7 @@ WITH owed AS (
     SELECT id, in_flight, last_attempt, claimed_by FROM outbox
     WHERE sink = 'workers' AND state = 'pending'
       AND {free}
-      AND (next_attempt IS NULL OR next_attempt <= ? OR first_failure <= ?)
-      {trees}
+      AND (next_attempt IS NULL OR next_attempt <= ? OR first_failure <= ?){trees}
     ORDER BY made_at, id
     LIMIT ?
     FOR UPDATE SKIP LOCKED
@@ -76,39 +73,6 @@ UPDATE outbox SET
 WHERE id = ANY(?) AND claimed_by = ? AND state = 'pending'
 RETURNING id, attempts
 """
-
-
-def _choose_clock() -> Callable[[], float]:
-    """Seconds on a clock that keeps counting while the machine is suspended.
-
-    ``time.monotonic()`` stops in suspend on Linux and macOS, so a claim judged
-    by it would look live after a night with the lid shut. Linux has
-    ``CLOCK_BOOTTIME``; macOS's ``CLOCK_MONOTONIC`` counts sleep; elsewhere
-    ``time.monotonic()``. (Each send is checked on the database anyway: see
-    :meth:`Claims.start`.)
-    """
-    if sys.platform.startswith("linux"):
-        which = getattr(time, "CLOCK_BOOTTIME", None)
-    elif sys.platform == "darwin":
-        which = getattr(time, "CLOCK_MONOTONIC", None)
-    else:
-        which = None
-    if which is None:
-        return time.monotonic
-    try:
-        time.clock_gettime(which)
-    except OSError:  # (an old kernel)
-        return time.monotonic
-    clock_id: int = which
-
-    def read() -> float:
-        return time.clock_gettime(clock_id)
-
-    return read
-
-
-#: The clock claims' deadlines are kept on (seconds; counts time suspended where it can).
-clock = _choose_clock()
 
 
 @dataclass
@@ -150,13 +114,10 @@ class Claims:
         Nothing is counted yet: :meth:`start` counts each attempt, right before its send.
         ``deadline`` is :func:`clock` before the claim plus ``lease``, a safe bound.
         """
-        parameters: list[object] = [as_text(now), as_text(now - GIVE_UP_AFTER)]
-        trees = ""
-        if self.trees is not None:
-            trees = "AND tree = ANY(?)"
-            parameters.append(self.trees)
-        parameters += [limit, self.holder, lease, as_text(now)]
-        rows = self.db.execute(_CLAIM.format(trees=trees, free=FREE), parameters).fetchall()
+        trees, chosen = only_trees(self.trees, "tree")
+        parameters = (as_text(now), as_text(now - GIVE_UP_AFTER), *chosen, limit, self.holder)
+        sql = _CLAIM.format(trees=trees, free=FREE)
+        rows = self.db.execute(sql, (*parameters, lease, as_text(now))).fetchall()
         claims = []
         self.damaged = []
         for row in rows:  # a damaged row is set aside: it never stops a round for any tree
@@ -229,11 +190,8 @@ class Claims:
     # -- results --------------------------------------------------------------
 
     def delivered(self, claim: Claim, now: datetime, receipt: str) -> str | None:
-        """It landed: delivered, for the sweeper to stamp. None, or why the row was not changed.
-
-        Written whoever holds the claim now (the wake did land); a row no longer
-        pending (withdrawn by its sweeper meanwhile) is left as it is.
-        """
+        """It landed: delivered, for the sweeper to stamp (a row withdrawn meanwhile is left
+        as it is). None, or why the row was not changed."""
         held = Held(self, claim.tree)
         landed = held.delivered(claim.id, now, f"{receipt} (worker {self.holder})", stamped=False)
         return None if landed else self.why_untouched(claim)
@@ -276,15 +234,11 @@ class Claims:
 
     def owed_elsewhere(self) -> int:
         """Owed wakes another worker holds a live claim on now (what ``--once`` leaves them)."""
-        parameters: list[object] = [self.holder]
-        trees = ""
-        if self.trees is not None:
-            trees = " AND tree = ANY(?)"
-            parameters.append(self.trees)
+        trees, chosen = only_trees(self.trees, "tree")
         row = self.db.execute(
             "SELECT COUNT(*) AS n FROM outbox WHERE sink = 'workers' AND state = 'pending' "
             "AND claim_until >= now() AND claimed_by <> ?" + trees,
-            parameters,
+            (self.holder, *chosen),
         ).fetchone()
         return int(row["n"])
 

@@ -8,26 +8,21 @@ delivered (the sweeper then stamps the record), failed (retried with the
 ledger's backoff), or given up after 24 h of failures (the sweeper then writes
 it as a nudge file).
 
-A claim is a lease on the database's clock. Each wake is claimed for
-``lease`` seconds (at least the sink's timeout and
-:data:`~rouse.fleet.claims.LEASE_MARGIN`), and
-right before its send it is started on the database: its claim renewed, and
-only if it is still this worker's — a claim that ran out while the worker was
-away (a laptop suspended, a paused process) is left to whoever took it. The
-rest of a batch is renewed with that start whenever what is left of its claims
-could not cover the send. A worker that dies (SIGKILL, a lost machine) leaves
-claims that expire, and another worker sends the same wake id. Delivery is at
-least once: a worker killed after its sink answered but before the ledger
-heard of it has that wake sent again.
+Each wake is claimed for ``lease`` seconds (at least the sink's timeout and
+:data:`~rouse.fleet.claims.LEASE_MARGIN`) and started on the database right
+before its send (see :mod:`rouse.fleet.claims`); the rest of a batch is renewed
+with that start whenever what is left of its claims could not cover the send.
+Delivery is at least once: a worker killed after its sink answered but before
+the ledger heard of it has that wake sent again, under the same id.
+
+An exec sink runs in the tree's root as its sweeper recorded it (``trees.root``;
+unset when none did), with ``ROUSE_TREE`` the tree's id: a worker has no tree.
 
 Quiet hours (``--quiet HH:MM-HH:MM``): inside the window the worker claims
 nothing, and gives back what it holds before sending it; rows stay as they are
 (the sweeper's held ones too) until the window ends.
 
-Presence (:mod:`rouse.fleet.workers`): the worker keeps a row in ``workers``
-as it polls, claims and sends, and marks it stopped when it exits cleanly, so
-``rouse fleet status``, ``status --check`` and the pack can tell when no live
-worker is left to deliver a tree's queue.
+The worker keeps a row saying it is alive (:mod:`rouse.fleet.workers`).
 
 SIGTERM/SIGINT: the wake in flight is finished and written, unsent claims are
 given back, and the worker exits 0. A lost database — or one not there when
@@ -40,25 +35,26 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
+from pathlib import Path
 
 from rouse.core.errors import UsageError
 from rouse.core.layout import shown
-from rouse.fleet.claims import LEASE_SLACK, Claim, Claims, check_lease, clock
+from rouse.fleet.claims import LEASE_SLACK, Claim, Claims, check_lease
+from rouse.fleet.lease import clock, holder_name
 from rouse.fleet.outcomes import Outcomes, Result
-from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
+from rouse.fleet.pg import LedgerUnreachable, PgDatabase
 from rouse.fleet.pg_schema import migrate
-from rouse.fleet.tree_exec import tree_sinks
-from rouse.fleet.workers import Presence, holder_name
+from rouse.fleet.workers import Presence
 from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours, QuietSpell
 from rouse.sweep.sinks import ExecSink, Sink, SinkError
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
+from rouse.sweep.wake import Wake
 
 #: Seconds between looks for owed wakes when there were none (``--every``).
 DEFAULT_EVERY = 5.0
@@ -98,11 +94,12 @@ class DeliveryWorker:
         self.batch = batch
         self.every = every
         self.once = once
-        self.json_lines = json_lines
-        self.holder = holder or holder_name()
+        self.holder = holder or holder_name(3)
         self.voice = Voice(log or _stderr, verbosity)
         self.quiet = quiet
         self.stop = threading.Event()
+        #: how long a claim must still last for its send to start: the send and some slack
+        self._need = timeout + min(LEASE_SLACK, max(lease - timeout, 0.0) / 2)
         self._given_now = now
         self._started = clock()
         self._trees = trees
@@ -111,21 +108,13 @@ class DeliveryWorker:
         #: since when (:func:`clock`) the ledger has been out of reach, if it is
         self._lost_since: float | None = None
         self._quiet = QuietSpell(quiet, self._quiet_told)
-        self.where = redact(dsn)
-        self._dsn = dsn
-        self.outcomes = Outcomes(
-            lambda: self.claims,
-            self.voice,
-            sink=sink.kind,
-            holder=self.holder,
-            where=self.where,
-            lease=lease,
-            json_lines=json_lines,
-        )
-        self.tally = self.outcomes.tally
         # connected (and the schema brought up) on the first round, so a worker started
         # while the database is away waits for it as for one lost later
-        self.db: PgDatabase | None = None
+        self.db = PgDatabase(dsn, application="rouse deliver")
+        self.where = self.db.where
+        self.outcomes = Outcomes(
+            lambda: self.claims, self.voice, sink.kind, self.holder, self.where, lease, json_lines
+        )
         self._claims: Claims | None = None
         self._presence: Presence | None = None
 
@@ -133,18 +122,9 @@ class DeliveryWorker:
     def claims(self) -> Claims:
         """The claim SQL on the ledger, once reached (LedgerUnreachable until then)."""
         if self._claims is None:
-            if self.db is None:
-                self.db = PgDatabase(self._dsn, application="rouse deliver")
             migrate(self.db, self.where)
             self._presence = Presence(
-                self.db,
-                self.holder,
-                host=socket.gethostname(),
-                pid=os.getpid(),
-                trees=self._trees,
-                sink=self.sink.describe(),
-                every=self.every,
-                lease=self.lease,
+                self.db, self.holder, self._trees, self.sink.describe(), self.every, self.lease
             )
             self._claims = Claims(self.db, self.holder, self._trees)
         return self._claims
@@ -188,8 +168,7 @@ class DeliveryWorker:
         finally:
             restore()
             self._stopped()
-            if self.db is not None:
-                self.db.close()
+            self.db.close()
 
     def _stopped(self) -> None:
         """Mark this worker's row stopped (best-effort: a row left behind goes stale)."""
@@ -287,11 +266,14 @@ class DeliveryWorker:
                     continue
                 self._beat()
                 rest = pending[1:]
-                need = self.timeout + self._slack()
-                renew = rest if rest and min(c.deadline for c in rest) < clock() + need else []
+                renew = (
+                    rest if rest and min(c.deadline for c in rest) < clock() + self._need else []
+                )
                 started, kept = self.claims.start(claim, now, self.lease, renew)
                 if renew:
-                    self._dropped(len(renew) - len(kept), now)
+                    if len(kept) < len(renew):
+                        lost = len(renew) - len(kept)
+                        self.voice.say(f"{moment(now)} {lost} claims ran out before they were sent")
                     rest = kept
                 pending = [claim, *rest]
                 if not started:
@@ -301,7 +283,7 @@ class DeliveryWorker:
                         why += " (its claim ran out before it was sent)"
                     self.voice.say(f"{moment(now)} not sending {named(claim.wake)}: {why}")
                     continue
-                if clock() + need > claim.deadline:  # the start took most of the lease
+                if clock() + self._need > claim.deadline:  # the start took most of the lease
                     self.voice.say(
                         f"{moment(now)} the ledger at {self.where} answers too slowly to send "
                         f"within a claim of {self.lease:g}s: giving back {len(pending)} wakes",
@@ -322,18 +304,11 @@ class DeliveryWorker:
             raise
         return True
 
-    def _dropped(self, lost: int, now: datetime) -> None:
-        if lost:
-            self.voice.say(f"{moment(now)} {lost} claims ran out before they were sent")
-
-    def _slack(self) -> float:
-        """How much a claim must outlast a send, at least, for it to be started."""
-        return min(LEASE_SLACK, max(self.lease - self.timeout, 0.0) / 2)
-
     def _sinks(self, trees: set[str]) -> Mapping[str, Sink]:
         if not isinstance(self.sink, ExecSink):
             return {}
-        return tree_sinks(self.sink, trees, self.claims.roots(trees))
+        roots = self.claims.roots(trees)
+        return {tree: TreeExec(self.sink, tree, roots.get(tree)) for tree in trees}
 
     # -- what is left ---------------------------------------------------------
 
@@ -346,14 +321,14 @@ class DeliveryWorker:
 
     def _release(self, claims: list[Claim]) -> None:
         released = self.claims.release(claims)
-        self.tally.released += released
+        self.outcomes.tally.released += released
         if released:
             self.voice.say(f"gave back {released} claimed wakes not sent", EVERY_TICK)
 
     # -- the database going away -----------------------------------------------
 
     def _lost(self, exc: LedgerUnreachable) -> None:
-        held = len(self.tally.unwritten)
+        held = len(self.outcomes.tally.unwritten)
         results = "result" if held == 1 else "results"
         holding = f"; holding {held} {results} to write when it is back" if held else ""
         self.voice.say(
@@ -386,3 +361,20 @@ class DeliveryWorker:
 
 def _stderr(line: str) -> None:
     print(f"rouse deliver: {shown(line, lines=True)}", file=sys.stderr, flush=True)
+
+
+class TreeExec(ExecSink):
+    """The exec sink for one tree's wakes: ``ROUSE_MEMORY`` the tree's recorded root
+    (unset when none is), ``ROUSE_TREE`` its id."""
+
+    def __init__(self, base: ExecSink, tree: str, root: str | None):
+        super().__init__(base.argv, base.timeout, Path(root or "."), base.base_env)
+        self.tree = tree
+        self.known_root = root
+
+    def environment(self, wake: Wake) -> dict[str, str]:
+        env = super().environment(wake)
+        if self.known_root is None:
+            env.pop("ROUSE_MEMORY", None)
+        env["ROUSE_TREE"] = self.tree
+        return env

@@ -12,10 +12,10 @@ from typing import Any
 
 from rouse.core.dueplan import due_at_time
 from rouse.core.header import Header
-from rouse.core.timefmt import format_stamp, iso_stamp
+from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
-from rouse.fleet.pg import PgDatabase
-from rouse.fleet.views import local_time, only_trees, short
+from rouse.fleet.pg import PgDatabase, as_json, local_time, only_trees
+from rouse.fleet.views import short
 from rouse.pack.views import natural_key, when_due
 
 
@@ -39,22 +39,7 @@ class DueItem:
     verified: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "tree": self.tree,
-            "root": self.root,
-            "host": self.host,
-            "record": self.record_id,
-            "type": self.type,
-            "slug": self.slug,
-            "path": self.path,
-            "file": self.file,
-            "reason": self.reason,
-            "due_at": iso_stamp(self.due_at),
-            "moved_at": iso_stamp(self.moved_at),
-            "nudge": self.nudge,
-            "origin": self.origin,
-            "verified": self.verified,
-        }
+        return as_json(self, record_id="record")
 
 
 def due(

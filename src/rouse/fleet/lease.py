@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -61,13 +62,37 @@ UPDATE leaders SET expires = now() WHERE tree = ? AND holder = ? AND token = ?
 """
 
 
-def _awake_clock() -> Callable[[], float]:
-    """Seconds that keep counting while the machine sleeps (Linux's CLOCK_BOOTTIME), so a
-    laptop woken past its lease renews before it acts; else the monotonic clock."""
-    boottime = getattr(time, "CLOCK_BOOTTIME", None)
-    if boottime is None:
+def _choose_clock() -> Callable[[], float]:
+    """Seconds on a clock that keeps counting while the machine is suspended.
+
+    ``time.monotonic()`` stops in suspend on Linux and macOS, so a claim judged
+    by it would look live after a night with the lid shut. Linux has
+    ``CLOCK_BOOTTIME``; macOS's ``CLOCK_MONOTONIC`` counts sleep; elsewhere
+    ``time.monotonic()``. (Each send is checked on the database anyway: see
+    :meth:`Claims.start`.)
+    """
+    if sys.platform.startswith("linux"):
+        which = getattr(time, "CLOCK_BOOTTIME", None)
+    elif sys.platform == "darwin":
+        which = getattr(time, "CLOCK_MONOTONIC", None)
+    else:
+        which = None
+    if which is None:
         return time.monotonic
-    return lambda: time.clock_gettime(boottime)
+    try:
+        time.clock_gettime(which)
+    except OSError:  # (an old kernel)
+        return time.monotonic
+    clock_id: int = which
+
+    def read() -> float:
+        return time.clock_gettime(clock_id)
+
+    return read
+
+
+#: The clock leases and claims' deadlines are kept on (seconds; counts time suspended where it can).
+clock = _choose_clock()
 
 
 def check_lease(seconds: float) -> float:
@@ -83,10 +108,10 @@ def check_lease(seconds: float) -> float:
     return seconds
 
 
-def holder_name() -> str:
-    """This process's name in the lease: ``host:pid:random`` (the random part tells
-    apart two processes that had the same pid on the same host)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+def holder_name(random: int = 4) -> str:
+    """This process's name in a lease or a claim: ``host:pid:random`` (the random part
+    tells apart two processes that had the same pid on the same host)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(random)}"
 
 
 class Lease:
@@ -96,14 +121,13 @@ class Lease:
     """
 
     def __init__(self, db: PgDatabase, tree: str, seconds: float = DEFAULT_LEASE):
-        self._clock = _awake_clock()
         self.db = db
         self.tree = tree
         self.seconds = seconds
         self.holder = holder_name()
         self.host = socket.gethostname()
         self.token: int | None = None
-        #: when (``_clock``) the lease was last renewed or taken
+        #: when (:func:`clock`) the lease was last renewed or taken
         self.renewed = 0.0
 
     @property
@@ -130,14 +154,14 @@ class Lease:
         if row is None:
             self.token = None  # another took over after our lease ran out
             return False
-        self.renewed = self._clock()
+        self.renewed = clock()
         return True
 
     def keep(self) -> bool:
         """Renew when a third of the lease has passed since the last renewal."""
         if self.token is None:
             return False
-        if self._clock() - self.renewed < self.seconds / 3:
+        if clock() - self.renewed < self.seconds / 3:
             return True
         return self.renew()
 
@@ -149,7 +173,7 @@ class Lease:
             self.token = None
             return False
         self.token = int(row["token"])
-        self.renewed = self._clock()
+        self.renewed = clock()
         return True
 
     def release(self) -> None:

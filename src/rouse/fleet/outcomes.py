@@ -39,29 +39,19 @@ class Tally:
     unwritten: list[Result] = field(default_factory=list)
 
 
+@dataclass
 class Outcomes:
     """A worker's results: written (or held), said, counted in :attr:`tally`."""
 
-    def __init__(
-        self,
-        claims: Callable[[], Claims],
-        voice: Voice,
-        *,
-        sink: str,
-        holder: str,
-        where: str,
-        lease: float,
-        json_lines: bool,
-    ) -> None:
-        #: the claim SQL on the ledger (reached on first use)
-        self.claims = claims
-        self.voice = voice
-        self.sink = sink
-        self.holder = holder
-        self.where = where
-        self.lease = lease
-        self.json_lines = json_lines
-        self.tally = Tally()
+    #: the claim SQL on the ledger (reached on first use)
+    claims: Callable[[], Claims]
+    voice: Voice
+    sink: str
+    holder: str
+    where: str
+    lease: float
+    json_lines: bool
+    tally: Tally = field(default_factory=Tally)
 
     def write(self, result: Result) -> None:
         """Write one result to the ledger (held for later if it cannot be), and say it."""
@@ -100,7 +90,7 @@ class Outcomes:
         self.voice.say(f"{moment(at)} {line}", level)
         if self.json_lines:
             state = {"given_up": "given up"}.get(result.outcome, result.outcome)
-            self._json(
+            said = json.dumps(
                 {
                     "id": claim.id,
                     "tree": claim.tree,
@@ -112,8 +102,11 @@ class Outcomes:
                     "next_attempt": moment(next_try) if next_try else None,
                     "worker": self.holder,
                     "written": untouched is None,
-                }
+                },
+                ensure_ascii=False,
             )
+            sys.stdout.write(said + "\n")
+            sys.stdout.flush()
 
     def catch_up(self) -> None:
         """Write the results held while the database was away, oldest first."""
@@ -154,7 +147,3 @@ class Outcomes:
             eventful = tally.delivered or code
             self.voice.say(line, ERRORS if code else EVENTS if eventful else EVERY_TICK)
         return code
-
-    def _json(self, data: dict[str, object]) -> None:
-        sys.stdout.write(json.dumps(data, ensure_ascii=False) + "\n")
-        sys.stdout.flush()

@@ -1,4 +1,4 @@
-"""PostgreSQL for the fleet: the DSN, the connection, and the ledger's SQL dialect.
+"""PostgreSQL for the fleet: the DSN, the connection, the SQL dialect, and what views share.
 
 :class:`PgDatabase` is shaped like :class:`rouse.sweep.ledger.db.Database`: the
 ledger's portable SQL (``?`` placeholders) runs on it unchanged. The connection
@@ -20,10 +20,13 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import fields
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
+from rouse.core.timefmt import iso_stamp
 
 if TYPE_CHECKING:
     import psycopg
@@ -39,10 +42,6 @@ class LedgerUnreachable(UsageError):
     """The database cannot be reached now (exit 2 from a verb): try again later."""
 
 
-def is_dsn(text: str | None) -> bool:
-    return bool(text) and str(text).startswith(_SCHEMES)
-
-
 def chosen_dsn(given: str | None) -> str | None:
     """The ledger DSN: ``--ledger`` if given, else ``ROUSE_LEDGER``; None for the SQLite ledger.
 
@@ -52,7 +51,7 @@ def chosen_dsn(given: str | None) -> str | None:
     dsn = given if given is not None else os.environ.get(LEDGER_ENV) or None
     if dsn is None:
         return None
-    if not is_dsn(dsn):
+    if not dsn.startswith(_SCHEMES):
         source = "--ledger" if given is not None else LEDGER_ENV
         raise UsageError(
             f"{source} must be a postgresql:// URL (e.g. postgresql://rouse@db.example/rouse), "
@@ -229,6 +228,28 @@ class PgDatabase:
 
     def close(self) -> None:
         self._drop()
+
+
+def local_time(value: datetime | None) -> datetime | None:
+    """An aware instant (a TIMESTAMPTZ) as the naive local time the rest of rouse uses."""
+    return None if value is None else value.astimezone().replace(tzinfo=None)
+
+
+def only_trees(trees: list[str] | None, column: str) -> tuple[str, tuple[Any, ...]]:
+    """The ``WHERE`` clause's part (and its parameters) that keeps ``column`` to ``trees``."""
+    if trees is None:
+        return "", ()
+    return f" AND {column} = ANY(?)", (trees,)
+
+
+def as_json(item: Any, **renamed: str) -> dict[str, Any]:
+    """A view's dataclass as JSON carries it: its fields in order (a field ``renamed``
+    under its new key), times as ISO 8601 with the offset."""
+    found = {}
+    for name in (f.name for f in fields(item)):
+        value = getattr(item, name)
+        found[renamed.get(name, name)] = iso_stamp(value) if isinstance(value, datetime) else value
+    return found
 
 
 def _first_line(exc: BaseException) -> str:

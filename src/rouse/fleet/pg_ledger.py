@@ -5,11 +5,9 @@
 give-up, the same SQL, scoped to one tree (its ``.rouse-tree`` id) among the
 many the database keeps.
 
-A delivery worker (``rouse deliver``) claims a queued wake for a while (the one
-rule of who may take a message, :data:`FREE`)
-(``claimed_by``, ``claim_until``, on the database's clock); while that claim
-is live the sweeper does not withdraw, hold, give up, take the wake back, queue
-it or record a failed attempt on it: it leaves it to the worker and looks again
+While a delivery worker's claim on a queued wake is live (:data:`FREE`, on the
+database's clock), the sweeper does not withdraw, hold, give up, take back, queue
+or record a failed attempt on it: it leaves it to the worker and looks again
 next tick.
 
 How it meets the schema (``schema``): ``"now"`` migrates as it opens;
@@ -29,9 +27,6 @@ from rouse.fleet.pg_schema import OUTBOX_SCHEMA, migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.db import Cursor
 
-#: The migration that made the ledger's tables as this rouse reads them (the ``outbox``):
-#: a reader of a database an older rouse made and no sweeper migrated yet reads no wakes.
-LEDGER_SCHEMA = OUTBOX_SCHEMA
 #: Who may take a message (the one rule of every take: a sweeper's, a worker's claim):
 #: no delivery worker holds a live claim on it.
 FREE = "(claim_until IS NULL OR claim_until < now())"
@@ -86,7 +81,8 @@ class PgLedger(Ledger):
         if self.ready:
             return True
         if self.schema == "read":
-            self.ready = refuse_newer(self.database, self.where) >= LEDGER_SCHEMA
+            # a database an older rouse made and no sweeper migrated yet: no wakes
+            self.ready = refuse_newer(self.database, self.where) >= OUTBOX_SCHEMA
         else:
             migrate(self.database, self.where)
             self.ready = True

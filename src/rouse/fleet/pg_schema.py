@@ -5,15 +5,10 @@ newer than this rouse knows is refused with a clear error, never touched.
 Migrations run under a transaction-scoped advisory lock, so two machines
 starting at once apply each step once.
 
-The ledger's tables are made from the same column spec as the SQLite
-ledger's (:mod:`rouse.state.ledgerschema`; each row names its tree, so many
-trees share one database; a column the spec gains later is added by a step
-made from the spec, ``COLUMNS``; the one ``outbox`` of step 6 took the rows of the
-table per kind of message a ledger kept before), and the columns a fleet adds: a
-delivery worker's claim on a wake (``claimed_by``, ``claim_until``), the per-tree leader lease
-(``leaders``), the trees seen (``trees``), the one-way mirror of each tree's
-files (``mirror_files``) and the delivery workers' presence (``workers``,
-:mod:`rouse.fleet.workers`).
+The ledger's tables are made from the SQLite ledger's column spec
+(:mod:`rouse.state.ledgerschema`; each row names its tree, so many trees share
+one database), with what a fleet adds: a worker's claim on a wake, the leader
+lease, the trees seen, the mirror of each tree's files and the workers' presence.
 """
 
 from __future__ import annotations

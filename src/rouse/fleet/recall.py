@@ -15,8 +15,8 @@ from rouse.core.errors import UsageError
 from rouse.core.layout import CONTEXT_TYPES
 from rouse.core.timefmt import human_age, iso_stamp
 from rouse.fleet.mirror import TEXT_CONFIG
-from rouse.fleet.pg import PgDatabase
-from rouse.fleet.views import only_trees, short
+from rouse.fleet.pg import PgDatabase, only_trees
+from rouse.fleet.views import short
 from rouse.pack import written
 from rouse.pack.indexdoc import KINDS
 from rouse.pack.recall import HELD
@@ -49,10 +49,6 @@ class FleetHit:
     rank: float = 0.0
 
     @property
-    def origin_verified(self) -> bool:
-        return self.verified in VERIFIED
-
-    @property
     def held(self) -> bool:
         """Context whose words are quoted data is held back whole here (which key judged
         it is another machine's to say)."""
@@ -75,7 +71,7 @@ class FleetHit:
             "kind": self.kind,
             "origin": self.origin,
             "verified": self.verified,
-            "origin_verified": self.origin_verified,
+            "origin_verified": self.verified in VERIFIED,
             "age": iso_stamp(self.mtime),
             "keywords": self.shown()[0],
             "snippet": self.shown()[1] if self.held else fence.shown(self.snippet, self.origin),

@@ -1,37 +1,17 @@
 """A sweeper in a fleet: the glue that builds one from a DSN.
 
 ``rouse sweep --ledger DSN`` runs the same :class:`~rouse.sweep.tick.Sweeper`
-as ever, on :func:`join`'s parts: the tree's ledger on PostgreSQL
-(:class:`~rouse.fleet.pg_ledger.PgLedger`, scoped to the tree's ``.rouse-tree``
-id, which is made here if the tree has none) and a :class:`Member` — the
-:class:`~rouse.sweep.leading.Fleet` the sweeper asks whether it leads
-(:mod:`rouse.fleet.lease`), and tells when it ticked: the tree's row in
-``trees`` (its last tick, from every sweeper; its root and host — where the
-workers' exec sinks find the tree — from the leader only) and, from the leader
-only, the one-way mirror of its files (:class:`~rouse.fleet.mirror.Mirror`).
-Every sweeper of the tree also notes, in its clone's ``.rouse/fleet.json``, the
-wakes queued for delivery workers and whether a live worker serves the tree
-(:func:`rouse.fleet.workers.queue_state`), which the pack and ``status
---check`` read without reaching the database. Before it asks for the lease,
-every sweeper carries the task notices its clone's SQLite ledger holds into the
-fleet's ledger (:func:`rouse.work.notices.carry`), for the leader to deliver.
-
-A sweeper joins without reaching the database: if it is down, the first tick
-meets the outage (said once, retried with backoff) instead of the start failing.
-
-:func:`fleet_parts` is the sweeper's parts in the fleet: what
-:func:`rouse.sweep.build.parts` builds from the options, with the ledger and
-the lease of :func:`join`.
-
-``rouse status``/``rouse log --ledger DSN`` read the same ledger
-(:func:`open_ledger`), never making a tree id and never migrating (a database
-with no ledger yet has no wakes).
+as ever, on :func:`fleet_parts`: the tree's ledger on PostgreSQL, scoped to the
+tree's ``.rouse-tree`` id (made here if the tree has none), and a :class:`Member`,
+the :class:`~rouse.sweep.leading.Fleet` the sweeper asks whether it leads
+(:mod:`rouse.fleet.lease`) and tells when it ticked. A sweeper joins without
+reaching the database: if it is down, the first tick meets the outage (said once,
+retried with backoff) instead of the start failing. ``rouse status``/``rouse log
+--ledger DSN`` read the same ledger (:func:`open_ledger`).
 """
 
 from __future__ import annotations
 
-import socket
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -44,7 +24,7 @@ from rouse.core.tree import Tree
 from rouse.fleet import lease as leases
 from rouse.fleet.lease import DEFAULT_LEASE, Lease, check_lease
 from rouse.fleet.mirror import Mirror
-from rouse.fleet.pg import LedgerUnreachable, PgDatabase
+from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
 from rouse.fleet.pg_ledger import PgLedger
 from rouse.fleet.workers import queue_state
 from rouse.state.sweeper import write_fleet_queue
@@ -108,11 +88,7 @@ def join(
     except BaseException:
         db.close()
         raise
-    member = Member(
-        root, db, tree, Lease(db, tree, lease), Mirror(root, db, tree, origins), ledger.prepare
-    )
-    member.outbox = lambda: carry(root, ledger, datetime.now().replace(microsecond=0))
-    return Joined(ledger, member, made)
+    return Joined(ledger, Member(root, ledger, lease, origins), made)
 
 
 def _ensure_id(root: Path) -> tuple[str, bool]:
@@ -126,21 +102,16 @@ def _ensure_id(root: Path) -> tuple[str, bool]:
 
 
 def open_ledger(dsn: str, root: Path, *, application: str = "rouse") -> PgLedger:
-    """The tree's ledger in the fleet, to read (``status``, ``log``); a tree without an id
-    has no rows there, and is told how to get one."""
+    """The tree's ledger in the fleet, to read (``status``, ``log``): never making a tree
+    id and never migrating (a database with no ledger yet has no wakes); a tree without an
+    id has no rows there, and is told how to get one."""
     tree = tree_id(root)
     if tree is None:
         raise UsageError(
-            f"{root} has no {IDENTITY_FILE} yet, so the ledger at {_where(dsn)} has no wakes "
+            f"{root} has no {IDENTITY_FILE} yet, so the ledger at {redact(dsn)} has no wakes "
             "of it: `rouse sweep --ledger DSN` makes one (commit it, so clones share it)"
         )
     return PgLedger(dsn, tree, db=PgDatabase(dsn, application=application), schema="read")
-
-
-def _where(dsn: str) -> str:
-    from rouse.fleet.pg import redact
-
-    return redact(dsn)
 
 
 def leader(ledger: PgLedger) -> dict[str, Any] | None:
@@ -153,26 +124,14 @@ def leader(ledger: PgLedger) -> dict[str, Any] | None:
 class Member:
     """One sweeper's place in the fleet (a :class:`rouse.sweep.leading.Fleet`)."""
 
-    def __init__(
-        self,
-        root: Path,
-        db: PgDatabase,
-        tree: str,
-        held: Lease,
-        mirror: Mirror | None,
-        prepare: Callable[[], object] | None = None,
-    ) -> None:
+    def __init__(self, root: Path, ledger: PgLedger, lease: float, origins: OriginReader) -> None:
         self.root = root
-        self.db = db
-        self.tree = tree
-        self.held = held
-        self.mirror = mirror
-        self.lease = held.seconds
-        self.host = socket.gethostname()
-        #: meets the schema (migrates once) before the lease's table is used
-        self.prepare = prepare
-        #: carries this clone's task notices into the fleet's ledger (rouse.work.notices.carry)
-        self.outbox: Callable[[], object] | None = None
+        self.ledger = ledger
+        self.db = ledger.database
+        self.tree = ledger.tree
+        self.held = Lease(self.db, self.tree, lease)
+        self.mirror = Mirror(root, self.db, self.tree, origins)
+        self.lease = lease
 
     @property
     def leading(self) -> bool:
@@ -183,10 +142,11 @@ class Member:
         return self.db.reached
 
     def lead(self) -> bool:
-        if self.prepare is not None:
-            self.prepare()  # the first statement of a sweeper started with the database down
-        if self.outbox is not None:
-            self.outbox()  # every clone's, before the leader plans: delivered this tick
+        """Every sweeper first carries the task notices its clone's SQLite ledger holds
+        into the fleet's ledger (:func:`rouse.work.notices.carry`), for the leader to
+        deliver this tick; then it asks for the lease."""
+        self.ledger.prepare()  # the first statement of a sweeper started with the database down
+        carry(self.root, self.ledger, datetime.now().replace(microsecond=0))
         return self.held.lead()
 
     def renew(self, cover: float) -> bool:
@@ -206,14 +166,18 @@ class Member:
 
     def ticked(self, tree: Tree, now: datetime, *, leading: bool) -> None:
         """The tree's row: the last tick and by whom; the leader's root and host (a
-        standby's clone is not where the workers should find the tree); the queue for
-        workers, noted for the pack; the leader mirrors too."""
+        standby's clone is not where the workers' exec sinks should find the tree); the
+        queue for workers, noted in the clone's ``.rouse/fleet.json`` for the pack and
+        ``status --check`` (:func:`rouse.fleet.workers.queue_state`); the leader mirrors
+        its files too (:class:`~rouse.fleet.mirror.Mirror`)."""
         if leading and self.held.leading:  # (not if the lease was lost mid-tick)
-            self.db.execute(_UPSERT_TREE, (self.tree, str(self.root), self.host, self.held.holder))
+            self.db.execute(
+                _UPSERT_TREE, (self.tree, str(self.root), self.held.host, self.held.holder)
+            )
         else:
             self.db.execute(_TICKED, (self.tree, self.held.holder))
         write_fleet_queue(self.root, now, **queue_state(self.db, self.tree))
-        if leading and self.mirror is not None:
+        if leading:
             self.mirror.sync(tree, now)
 
     def release(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
-from rouse.fleet.pg import PgDatabase
+from rouse.fleet.pg import PgDatabase, local_time, only_trees
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
 from rouse.pack.views import clock_time
@@ -39,11 +39,6 @@ def open_fleet(dsn: str) -> PgDatabase:
 
 def short(tree: str) -> str:
     return tree[:SHORT_ID]
-
-
-def local_time(value: datetime | None) -> datetime | None:
-    """An aware instant as the naive local time the rest of rouse uses."""
-    return None if value is None else value.astimezone().replace(tzinfo=None)
 
 
 # -- which trees ------------------------------------------------------------------
@@ -76,13 +71,6 @@ def pick_trees(db: PgDatabase, given: list[str] | None) -> list[str] | None:
         if matches[0] not in chosen:
             chosen.append(matches[0])
     return chosen
-
-
-def only_trees(trees: list[str] | None, column: str) -> tuple[str, tuple[Any, ...]]:
-    """The ``WHERE`` clause's part (and its parameters) that keeps ``column`` to ``trees``."""
-    if trees is None:
-        return "", ()
-    return f" AND {column} = ANY(?)", (trees,)
 
 
 # -- status -----------------------------------------------------------------------

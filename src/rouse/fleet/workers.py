@@ -14,26 +14,22 @@ apart; a send lasts at most its sink's timeout, which the claim's lease
 outlasts). A worker killed with SIGKILL reads live until that much time has
 passed, then gone.
 
-Who reads the rows: ``rouse fleet status`` (every worker, and which trees
-have one), ``rouse status --check --ledger DSN`` and each fleet sweeper's tick
-(:func:`queue_state`: wakes queued for workers, and whether a live worker
-serves the tree), which writes what it saw into the tree's
-``.rouse/fleet.json`` for the pack (:mod:`rouse.state.sweeper`). Rows not
-seen for :data:`FORGET_AFTER` are deleted when a worker starts.
+The rows are read by ``rouse fleet status`` (:func:`listed`), and by ``rouse
+status --check --ledger DSN`` and each fleet sweeper's tick (:func:`queue_state`),
+so that they, and the pack, can tell when no live worker is left to deliver a
+tree's queue. Rows not seen for :data:`FORGET_AFTER` are deleted when a worker starts.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 import socket
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from rouse.core.timefmt import iso_stamp
-from rouse.fleet.claims import clock
-from rouse.fleet.pg import PgDatabase
+from rouse.fleet.lease import clock
+from rouse.fleet.pg import PgDatabase, as_json, local_time
 from rouse.sweep.ledger.entry import as_time
 
 #: A worker is live for at least this long after its last beat (seconds).
@@ -68,34 +64,23 @@ def live_for(every: float, lease: float) -> float:
     return max(LIVE_POLLS * every, LEAST_LIVE_FOR, lease + LEASE_ALLOWANCE)
 
 
+@dataclass
 class Presence:
     """One worker's row: beats while it works, stopped when it exits."""
 
-    def __init__(
-        self,
-        db: PgDatabase,
-        holder: str,
-        *,
-        host: str,
-        pid: int,
-        trees: list[str] | None,
-        sink: str,
-        every: float,
-        lease: float,
-    ):
-        self.db = db
-        self.holder = holder
-        self.host = host
-        self.pid = pid
-        self.trees = trees
-        self.sink = sink
-        self.every = every
-        self.live_for = live_for(every, lease)
-        #: :func:`clock` at the last beat written (None: none yet)
-        self._beaten: float | None = None
-        #: wakes claimed since the last beat written, and when the latest claim was
-        self._claimed = 0
-        self._claimed_at: datetime | None = None
+    db: PgDatabase
+    holder: str
+    trees: list[str] | None
+    sink: str
+    every: float
+    lease: float
+    host: str = field(default_factory=socket.gethostname)
+    pid: int = field(default_factory=os.getpid)
+    #: :func:`clock` at the last beat written (None: none yet)
+    _beaten: float | None = None
+    #: wakes claimed since the last beat written, and when the latest claim was
+    _claimed: int = 0
+    _claimed_at: datetime | None = None
 
     def beat(self, claimed: int = 0) -> None:
         """Say this worker is alive, and that it claimed ``claimed`` more wakes (counted
@@ -124,7 +109,7 @@ class Presence:
                 self.trees,
                 self.sink,
                 self.every,
-                self.live_for,
+                live_for(self.every, self.lease),
                 self._claimed_at,
                 self._claimed,
                 stopped,
@@ -160,20 +145,7 @@ class WorkerRow:
         return self.trees is None or tree in self.trees
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "holder": self.holder,
-            "host": self.host,
-            "pid": self.pid,
-            "trees": self.trees,
-            "sink": self.sink,
-            "started": iso_stamp(self.started),
-            "last_seen": iso_stamp(self.last_seen),
-            "last_claim": iso_stamp(self.last_claim),
-            "claimed": self.claimed,
-            "stopped": iso_stamp(self.stopped),
-            "live": self.live,
-            "live_for": self.live_for,
-        }
+        return as_json(self)
 
 
 def _has_table(db: PgDatabase) -> bool:
@@ -188,37 +160,15 @@ def listed(db: PgDatabase) -> list[WorkerRow]:
     rows = db.execute(
         f"SELECT w.*, {_LIVE} AS live FROM workers w ORDER BY live DESC, w.last_seen DESC, w.holder"
     ).fetchall()
-    return [
-        WorkerRow(
-            holder=row["holder"],
-            host=row["host"],
-            pid=int(row["pid"]),
-            trees=list(row["trees"]) if row["trees"] is not None else None,
-            sink=row["sink"],
-            started=row["started"],
-            last_seen=row["last_seen"],
-            last_claim=row["last_claim"],
-            claimed=int(row["claimed"]),
-            stopped=row["stopped"],
-            live=bool(row["live"]),
-            live_for=float(row["live_for"]),
-        )
-        for row in rows
-    ]
-
-
-def _local(value: datetime | None) -> datetime | None:
-    return None if value is None else value.astimezone().replace(tzinfo=None)
+    return [WorkerRow(**{f.name: row[f.name] for f in fields(WorkerRow)}) for row in rows]
 
 
 def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     """For one tree: the wakes queued for workers (``queued``, the ``oldest`` made — a
-    local time), the ``live`` workers serving it and when one was last ``seen``.
-
-    Shaped as :func:`rouse.state.sweeper.fleet_queue` reads it back, for
-    :func:`rouse.state.sweeper.stalled_queue` to judge. A database without a
-    ledger yet has no queue; one without the workers' table has no workers.
-    """
+    local time), the ``live`` workers serving it and when one was last ``seen``; shaped
+    as :func:`rouse.state.sweeper.fleet_queue` reads it back from ``.rouse/fleet.json``.
+    A database without a ledger yet has no queue; one without the workers' table has
+    no workers."""
     found: dict[str, Any] = {"queued": 0, "oldest": None, "live": 0, "seen": None}
     if db.execute("SELECT to_regclass('outbox') AS t").fetchone()["t"] is None:
         return found
@@ -238,10 +188,5 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
         (tree,),
     ).fetchone()
     found["live"] = int(row["live"])
-    found["seen"] = _local(row["seen"])
+    found["seen"] = local_time(row["seen"])
     return found
-
-
-def holder_name() -> str:
-    """This worker's name in the ledger: ``host:pid:random`` (as a sweeper's lease holder)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"

@@ -3,8 +3,8 @@
 Light on purpose: the run supervisor (:mod:`rouse.runs.supervisor`) starts
 once per run, so this imports nothing past ``os``, ``select``, ``signal``,
 ``time`` and :mod:`rouse.core.procs` (no ``subprocess``: the child is forked
-and exec'd here). The exec sink's :mod:`rouse.runs.capture` drains a
-``subprocess`` child with the same loop.
+and exec'd here). The exec sink drains its ``subprocess`` child with the same loop
+(:func:`run_until_exit`) and kills its group whole (:func:`kill_group`).
 
 The output is a pipe read without blocking, of which the last MAX_OUTPUT
 bytes are kept; the command counts as finished when it exits (a helper still
@@ -21,6 +21,7 @@ from rouse.core import procs
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import subprocess
     from collections.abc import Callable, Mapping, Sequence
     from typing import Any
 
@@ -92,6 +93,22 @@ def drain_until_exit(
         ready = waiting.poll(min(left, POLL) * 1000)
         if ready and not _read(fd, output):
             open_pipe = False
+
+
+def run_until_exit(proc: subprocess.Popen[bytes], output: Output, deadline: float) -> int | None:
+    """Drain ``proc``'s output until it exits; its exit code, or None at the deadline."""
+    assert proc.stdout is not None
+    return drain_until_exit(proc.stdout.fileno(), proc.poll, output, deadline)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL to ``proc``'s whole process group, then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:  # (not contextlib.suppress: the supervisor does without it)
+        proc.wait()
+        return
+    proc.wait()
 
 
 def _read(fd: int, output: Output) -> bool:

@@ -52,10 +52,7 @@ MAX_RESULT = 2000
 
 def command(kind: str, extra: list[str]) -> list[str]:
     """The argv of a run: the preset with the user's ``extra`` arguments, or ``extra``."""
-    if kind == "exec":
-        return list(extra)
-    head, tail, _docs = PRESETS[kind]
-    return [*head, *extra, *tail]
+    return task_command(kind, extra, {})[0]
 
 
 #: What a task's ``model`` or ``reasoning`` may be to become a flag: one plain word of a

@@ -281,14 +281,10 @@ def write_atomic(path: str, data: bytes) -> None:
             os.close(fd)
         os.replace(temp, path)
     except OSError:
-        _unlink(temp)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        return  # (not contextlib.suppress: the supervisor does without contextlib)
+        try:
+            os.unlink(temp)
+        except OSError:
+            return  # (not contextlib.suppress: the supervisor does without contextlib)
 
 
 #: set by SIGTERM: stop the run (the starter hands it back)

@@ -1,13 +1,13 @@
 """Best-effort JSON state in ``.rouse/``: caches that may be lost at no cost.
 
-Every state file is read through one bounded reader (:func:`read`, or
-:func:`decode` for bytes a caller has already split, like the walk cache's
-MACed body): at most ``max_bytes`` (default 1 MiB) are read, nesting deeper
-than ``max_depth`` (default 16) is refused before the decoder sees it,
+Every state file is read through one bounded reader (:func:`read_bounded`, then
+:func:`decode`; a file's :class:`rouse.state.shapes.StateFile` does both): at
+most ``max_bytes`` (default 1 MiB) are read, nesting deeper than ``max_depth``
+(default 16) is refused before the decoder sees it,
 ``NaN``, ``Infinity`` and numbers beyond ±1e15 are refused, and the decoded
 value must fit the file's *shape* (see :func:`conform`). Anything refused is
 a miss — the caller re-derives, rewrites or reports it; it is never trusted
-and never fatal — and :func:`problem` says why, for ``rouse check``.
+and never fatal — and :class:`Damaged` says why, for ``rouse check``.
 
 Writes go to a temp file in the same directory and are renamed over, so a
 reader never sees half a file; a tree that cannot be written is not an
@@ -31,7 +31,6 @@ import stat
 import time
 
 from rouse.core.home import STATE_DIR as STATE_DIR  # (core's name for the folder)
-from rouse.state.bounded import ANY as ANY
 from rouse.state.bounded import MAX_DEPTH as MAX_DEPTH
 from rouse.state.bounded import Damaged as Damaged
 from rouse.state.bounded import Num as Num
@@ -111,31 +110,6 @@ def load_bytes(path: StrPath, max_bytes: int = MAX_BYTES) -> bytes | None:
         return read_bounded(path, max_bytes)
     except Damaged:
         return None
-
-
-def read(
-    path: StrPath, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
-) -> Any:
-    """The decoded file, or None: missing, unreadable, behind a link, or refused by the
-    bounds or the shape (damaged state is a miss, never fatal)."""
-    try:
-        data = read_bounded(path, max_bytes)
-        return None if data is None else decode(data, shape, max_depth=max_depth)
-    except Damaged:
-        return None
-
-
-def problem(
-    path: StrPath, shape: Any = ANY, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH
-) -> str | None:
-    """Why :func:`read` refuses this file (None: fine, or simply missing)."""
-    try:
-        data = read_bounded(path, max_bytes)
-        if data is not None:
-            decode(data, shape, max_depth=max_depth)
-    except Damaged as exc:
-        return str(exc)
-    return None
 
 
 def save_json(path: StrPath, data: Any) -> bool:

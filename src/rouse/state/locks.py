@@ -64,11 +64,7 @@ def sweeper_lock(root: Path) -> Iterator[None]:
 
 def holder(root: Path) -> dict[str, Any] | None:
     """Who took the sweeper lock last, and whether that process is still alive."""
-    data = LOCK_SHAPE.read(root / SWEEP_LOCK)
-    if not isinstance(data, dict):
-        return None
-    data["running"] = pid_alive(data["pid"])
-    return data
+    return _alive(LOCK_SHAPE.read(root / SWEEP_LOCK), "running")
 
 
 def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | None] | None:
@@ -119,8 +115,13 @@ def claim_live(root: Path, record_dir: str) -> bool:
 
 def work_state(root: Path) -> dict[str, Any] | None:
     """The task worker's last round (``.rouse/work.json``), and whether its pid lives."""
-    data = WORK.read(root / layout.STATE_DIR / WORK_STATE)
+    return _alive(WORK.read(root / layout.STATE_DIR / WORK_STATE), "alive")
+
+
+def _alive(data: Any, key: str) -> dict[str, Any] | None:
+    """A state file naming a pid (None unless it read as one), with ``key``: whether the
+    pid lives."""
     if not isinstance(data, dict):
         return None
-    data["alive"] = isinstance(data.get("pid"), int) and pid_alive(data["pid"])
+    data[key] = isinstance(data.get("pid"), int) and pid_alive(data["pid"])
     return data

@@ -82,10 +82,9 @@ def write_state(
 def last_tick(root: Path) -> tuple[datetime | None, float | None]:
     """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown),
     never more than :data:`LONGEST_INTERVAL` whatever the file claims."""
-    try:
-        data = SWEEP.read(root / STATE_FILE)
-        when = datetime.strptime(data["last_tick"], TIME_FORMAT)
-    except (ValueError, KeyError, TypeError):  # missing, damaged or foreign: unknown
+    data = SWEEP.read(root / STATE_FILE) or {}
+    when = _stamp_or_none(data.get("last_tick"))
+    if when is None:  # missing, damaged or foreign: unknown
         return None, None
     interval = data.get("interval")
     if not isinstance(interval, int | float):
@@ -370,11 +369,8 @@ def tell_counts(root: Path, since: datetime | None = None) -> dict[str, int]:
 def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
     """The run budget (``sweep --max-runs``) when it is spent at ``now``: ``budget``
     (e.g. ``6/day``), ``until`` (when the next run may start) and ``runs``; else None."""
-    data = BUDGET.read(root / layout.STATE_DIR / BUDGET_FILE)
-    try:
-        until = datetime.strptime(data["until"], TIME_FORMAT)
-    except (ValueError, KeyError, TypeError):
-        return None
-    if until <= now:
+    data = BUDGET.read(root / layout.STATE_DIR / BUDGET_FILE) or {}
+    until = _stamp_or_none(data.get("until"))
+    if until is None or until <= now:
         return None
     return {"budget": str(data.get("budget")), "until": until, "runs": data.get("runs")}

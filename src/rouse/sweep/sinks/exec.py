@@ -1,7 +1,7 @@
 """The exec sink: a command (no shell) fed the wake on stdin, exit 0 = delivered.
 
 How a command runs under one deadline (its output drained, its last bytes
-kept, its process group killed whole) is :mod:`rouse.runs.capture`'s, shared
+kept, its process group killed whole) is :mod:`rouse.runs.child`'s, shared
 with agent runs.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from rouse.runs.capture import Output, kill_group, run_until_exit
+from rouse.runs.child import Output, kill_group, run_until_exit
 from rouse.sweep.sinks.base import SinkError, check_timeout, child_environment
 from rouse.sweep.wake import Wake
 
