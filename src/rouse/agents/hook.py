@@ -37,10 +37,13 @@ import sys
 from rouse.agents.hookio import (
     HOOK_LIMIT,
     HOOK_MAX_CHARS,
+    HOOK_WALL,
     MEASURES,
     cap,
     gives_way,
     hook_memory,
+    hook_output,
+    prompt_output,
     read_session,
 )
 from rouse.core.home import explicit_tree, surely_local
@@ -90,9 +93,7 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
         return promise_hook.stop(kind, args.memory, session, _serving)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)
-    from rouse.agents import session_pack
-
-    return session_pack.start(kind, args, session, run)
+    return session_start(kind, args, session, run)
 
 
 def _detail(exc: Exception) -> str:
@@ -127,12 +128,10 @@ def prompt_hook(
         if root is None:
             return 0
         if prompt.unstarted(root, sid):
-            from rouse.agents import session_pack
-
-            return session_pack.late_start(kind, args, session, run, root)
+            return _late_start(kind, args, session, run, root)
         if prompt.nothing_new(root, sid):
             return 0
-        found = prompt.new_wakes(root, sid)
+        found = prompt.take_new(root, sid)[0]
         if not found:
             return 0
         now = _now(getattr(args, "now", None))
@@ -143,7 +142,7 @@ def prompt_hook(
     except Exception as exc:  # a prompt hook must never fail the prompt
         sys.stderr.write(f"rouse: no wakes at this prompt: {_detail(exc)}\n")
         return 0
-    sys.stdout.write(prompt.prompt_output(kind, text))
+    sys.stdout.write(prompt_output(kind, text))
     return 0
 
 
@@ -180,6 +179,94 @@ def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str
         return 0
     sys.stderr.write(text)
     return 2
+
+
+# -- the pack a hook gives: at session start, or at a session's first prompt ------
+
+
+def session_start(
+    kind: str, args: Namespace, session: Mapping[str, Any], run: Callable[[Namespace], int]
+) -> int:
+    """SessionStart: the pack, and the session's seen-set of the wakes it shows (written,
+    so a wake its pack shows is not handed to a later prompt again)."""
+    try:
+        memory = getattr(args, "memory", None)
+        if gives_way(kind, memory, session, os.environ):
+            return 0
+        shown = _nudges_now(memory, session)  # before the pack is built: it shows these
+    except Exception as exc:  # a session-start hook must never fail the session
+        sys.stdout.write(hook_output(kind, _no_pack(exc)))
+        return 0
+    text = _capture(kind, args, run)
+    if shown is not None and not text.startswith(NO_PACK):
+        from rouse.agents.prompt_hook import mark_seen
+
+        mark_seen(shown[0], session.get("session_id"), *shown[1:])
+    sys.stdout.write(hook_output(kind, text))
+    return 0
+
+
+NO_PACK = "rouse: no memory pack this session: "
+
+
+def _capture(kind: str, args: Namespace, run: Callable[[Namespace], int]) -> str:
+    """The pack as the hook gives it, or one line saying why there is none."""
+    import contextlib
+    import io
+
+    from rouse.pack.render import HardWall
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), HardWall(HOOK_WALL, MEASURES.get(kind, len)):
+            run(args)
+    except Exception as exc:  # a hook must never fail the session
+        return _no_pack(exc)
+    return out.getvalue()
+
+
+def _no_pack(exc: Exception) -> str:
+    from rouse.core.errors import RouseError
+
+    if isinstance(exc, RouseError):
+        return f"{NO_PACK}{exc.render()}\n"
+    return (
+        f"{NO_PACK}internal error {type(exc).__name__}: {exc} "
+        "(run `rouse pack` by hand to see it)\n"
+    )
+
+
+def _late_start(
+    kind: str,
+    args: Namespace,
+    session: Mapping[str, Any],
+    run: Callable[[Namespace], int],
+    root: str | Path,
+) -> int:
+    """A prompt in a session no SessionStart hook gave a pack (Gemini CLI runs none over
+    ACP): the pack now, once (its seen-set is written first; where none can be kept,
+    nothing, rather than a pack at every prompt)."""
+    from rouse.agents import prompt_hook as prompt
+
+    if not prompt.mark_seen(root, session.get("session_id"), *prompt.listing(root)):
+        return 0
+    text = _capture(kind, args, run)
+    sys.stdout.write(prompt_output(kind, text))
+    return 0
+
+
+def _nudges_now(
+    memory: str | None, session: Mapping[str, Any]
+) -> tuple[Path, list[str], list[int] | None] | None:
+    """The tree, the nudge files in it now and the folder's stamp, when this session
+    can keep a seen-set."""
+    if not session.get("session_id"):
+        return None
+    from rouse.agents.prompt_hook import listing
+    from rouse.core.home import find_tree
+
+    root = find_tree(memory, os.environ)
+    return (root, *listing(root))
 
 
 def _now(given: str | None) -> datetime:

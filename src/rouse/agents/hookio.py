@@ -3,7 +3,7 @@ JSON on stdin, the output each agent reads, the tree a hook's ``--memory`` names
 whether a hook for the global tree gives way to the project's own.
 
 Below :mod:`rouse.agents.hook` (which dispatches on the event) and the pieces it
-loads (:mod:`~rouse.agents.session_pack`, :mod:`~rouse.agents.settings_hooks`), so
+loads (:mod:`~rouse.agents.settings_hooks`, :mod:`~rouse.agents.giveway`), so
 none of them imports the dispatcher. Light: on every hook's start-up path.
 """
 
@@ -76,6 +76,14 @@ def context_json(kind: str, text: str, event: str = "SessionStart") -> str | Non
     else:
         return None
     return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
+def prompt_output(kind: str, text: str) -> str:
+    """What a prompt hook prints: plain text for Claude Code, JSON for Codex and Gemini CLI
+    (whose event is BeforeAgent); nothing when nothing is new."""
+    if not text or kind not in ("codex", "gemini"):
+        return text
+    return context_json(kind, text, "BeforeAgent" if kind == "gemini" else "UserPromptSubmit") or ""
 
 
 def hook_output(kind: str, text: str) -> str:

@@ -78,11 +78,6 @@ def seen_file(root: str | Path, session_id: object) -> str | None:
     return os.path.join(root, STATE_DIR, DIR, f"{name}.json")
 
 
-def nudge_names(root: str | Path) -> list[str]:
-    """The names of the nudge files now in ``.rouse/nudges/`` (none behind a link)."""
-    return listing(root)[0]
-
-
 def listing(root: str | Path) -> tuple[list[str], list[int] | None]:
     """The nudge files' names, and the folder's stamp when it has settled (taken first)."""
     info = _nudge_dir_stat(os.fspath(root))
@@ -237,18 +232,13 @@ def _restamp(path: str, raw: bytes, seen: list[str], stamp: list[int]) -> None:
         save_bytes(path, _seen_bytes(seen, stamp))
 
 
-def new_wakes(root: str | Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
-    """The wakes this session has not been shown, and mark them shown.
+def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
+    """The wakes this session has not been shown, each with its record's short id, marked
+    shown; and whether a nudge file just written is not vouched for yet.
 
     Fast when nothing is new: a listing and the seen-set, no ledger, no walk.
     A session without a seen-set (its SessionStart hook did not run) is shown
-    every wake still standing, once. Each comes with its record's short id.
-    """
-    return take_new(root, session_id)[0]
-
-
-def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
-    """:func:`new_wakes`, and whether a nudge file just written is not vouched for yet.
+    every wake still standing, once.
 
     The file sink links the nudge file into place a moment before the ledger
     records the delivery; a file that new that the ledger does not know yet
@@ -362,16 +352,3 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = Fa
         "no need to answer them before the user's request."
     )
     return layout.shown("\n".join(lines) + "\n", lines=True)
-
-
-def prompt_output(kind: str, text: str) -> str:
-    """Plain text for Claude Code, JSON for Codex and Gemini CLI (nothing when nothing is new)."""
-    if not text:
-        return ""
-    if kind in ("codex", "gemini"):  # Gemini CLI's event is BeforeAgent
-        import json
-
-        event = "BeforeAgent" if kind == "gemini" else "UserPromptSubmit"
-        payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-        return json.dumps(payload, ensure_ascii=False) + "\n"
-    return text

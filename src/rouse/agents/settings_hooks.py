@@ -1,10 +1,11 @@
 """Where rouse's hooks go: agents' settings files (SPEC §11).
 
 Merging the hooks (their commands are :mod:`rouse.agents.hook_commands`') into
-Claude Code's and Codex's settings JSON (Gemini CLI's too, through
-:mod:`rouse.agents.gemini`): exactly one rouse SessionStart and UserPromptSubmit
-hook (and for Claude Code one Stop and one SessionEnd hook), in one settings
-scope per tree, everything else in the file kept in order.
+Claude Code's, Codex's and Gemini CLI's settings JSON (event → groups → ``{"type":
+"command", "command": …}``): exactly one rouse hook at each event it lays, in one
+settings scope per tree, everything else in the file kept in order; and Cursor's
+flat ``.cursor/hooks.json`` (``{"version": 1, "hooks": {"sessionStart": [{"command":
+…}]}}``), whose ``sessionStart`` hook may return ``additional_context``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 from rouse.agents.giveway import SETTINGS_DEPTH
 from rouse.agents.hook_commands import (
+    AFTER_AGENT,
+    BEFORE_AGENT,
     EVENTS,
     MATCHERS,
     PROMISES,
@@ -44,6 +47,19 @@ CLAUDE_LOCAL = ".claude/settings.local.json"
 CLAUDE_SHARED = ".claude/settings.json"
 CODEX_HOOKS = ".codex/hooks.json"
 GEMINI_SETTINGS = ".gemini/settings.json"
+CURSOR_HOOKS = ".cursor/hooks.json"
+CURSOR_EVENT = "sessionStart"
+CURSOR_LABEL = "Cursor sessionStart hook"
+#: Each agent's name, the event its prompt hook runs at, where its promise check goes and
+#: what its SessionStart and prompt entries carry besides. Gemini CLI: BeforeAgent is its
+#: UserPromptSubmit; its AfterAgent hook may deny the answer, which it sends to the agent
+#: as a new prompt; its lifecycle matchers are exact strings, so its SessionStart hook has
+#: none (:data:`MATCHERS`) and runs for every source.
+AGENTS: dict[str, tuple[str, str, str, Mapping[str, Any] | None]] = {
+    "claude": ("Claude Code", PROMPT, STOP, None),
+    "codex": ("Codex", PROMPT, STOP, {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
+    "gemini": ("Gemini CLI", BEFORE_AGENT, AFTER_AGENT, None),
+}
 
 
 @dataclass(frozen=True)
@@ -220,25 +236,49 @@ def wire_hook_files(target: Path, others: Sequence[Path], hooks: HookSet, label:
     return done
 
 
-def wire_claude_hooks(
-    w: Wiring, shared: bool, result: Wired, executable: str | None, promises: bool = True
+def wire_hooks(
+    w: Wiring,
+    kind: str,
+    result: Wired,
+    executable: str | None,
+    promises: bool = True,
+    shared: bool = False,
 ) -> None:
-    paths = claude_paths(w)
-    target = (
-        paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
-    )
-    others = [p for p in paths if p != target]
-    shared = shared and w.project is not None  # the team's file: no path of this machine
-    promise = hook_command(w, "claude", executable, PROMISES, shared) if promises else None
+    """``kind``'s hooks (claude, codex, gemini) in its settings file of this tree's scope.
+
+    Claude Code's go in the project's local settings (kept out of git) or, ``shared``, in
+    the team's settings.json, and out of the other; a project's ``.codex/`` and
+    ``.gemini/`` are its own layer, committed with it. A file meant to be committed
+    carries no path of this machine. ``promises=False`` leaves the promise check out.
+    """
+    name, prompt_event, promise_event, extra = AGENTS[kind]
+    target = w.base / (CODEX_HOOKS if kind == "codex" else GEMINI_SETTINGS)
+    others: list[Path] = []
+    if kind == "claude":
+        paths = claude_paths(w)
+        target = paths[0] if w.project is None else w.project / CLAUDE_LOCAL
+        target = w.project / CLAUDE_SHARED if shared and w.project is not None else target
+        others = [p for p in paths if p != target]
+    shared = w.project is not None and (shared or kind != "claude")
+
+    def command(event: str = SESSION_START) -> str:
+        return hook_command(w, kind, executable, event, shared)
+
     hooks = HookSet(
-        hook_command(w, "claude", executable, shared=shared),
-        MATCHERS["claude"],
-        prompt_command=hook_command(w, "claude", executable, PROMPT, shared),
-        stop_command=hook_command(w, "claude", executable, STOP, shared),
-        promise_command=promise,
+        command(),
+        MATCHERS.get(kind),
+        prompt_command=command(PROMPT),
+        stop_command=command(STOP) if kind == "claude" else None,
+        extra=extra,
+        prompt_event=prompt_event,
+        promise_command=command(PROMISES) if promises else None,
+        promise_event=promise_event,
     )
-    label = "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd"
-    result.done += wire_hook_files(target, others, hooks, label)
+    events = [SESSION_START, prompt_event]
+    events += [STOP, SESSION_END] if kind == "claude" else [promise_event] if promises else []
+    result.done += wire_hook_files(target, others, hooks, f"{name} {', '.join(events)}")
+    if kind == "codex":
+        result.printed += codex_notes(w)
     if w.project is not None and target.name == Path(CLAUDE_LOCAL).name:
         excluded = exclude_locally(w.project, CLAUDE_LOCAL)
         result.done += [excluded] if excluded else []
@@ -260,23 +300,6 @@ def codex_notes(w: Wiring) -> list[str]:
     return lines
 
 
-def wire_codex_hooks(
-    w: Wiring, result: Wired, executable: str | None, promises: bool = True
-) -> None:
-    shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
-    check = hook_command(w, "codex", executable, PROMISES, shared) if promises else None
-    hooks = HookSet(
-        hook_command(w, "codex", executable, shared=shared),
-        MATCHERS["codex"],
-        prompt_command=hook_command(w, "codex", executable, PROMPT, shared),
-        extra={"additionalContextLimit": CODEX_CONTEXT_LIMIT},
-        promise_command=check,
-    )
-    label = "Codex SessionStart, UserPromptSubmit" + (", Stop" if promises else "")
-    result.done += wire_hook_files(codex_path(w), (), hooks, label)
-    result.printed += codex_notes(w)
-
-
 def hooked_agent(w: Wiring, filename: str) -> str | None:
     """The agent whose hook delivers the pack to readers of ``filename``, if any."""
     if filename == "CLAUDE.md" and any(has_our_hook(p) for p in claude_paths(w)):
@@ -286,3 +309,41 @@ def hooked_agent(w: Wiring, filename: str) -> str | None:
     if filename == "GEMINI.md" and has_our_hook(gemini_path(w)):
         return "Gemini CLI"
     return None
+
+
+def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
+    """``data`` with exactly one rouse ``sessionStart`` hook, where the first one was."""
+    entries = event_hooks(data, where, CURSOR_EVENT)
+    kept = [e for e in entries if not is_ours(e)]
+    first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
+    position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
+    kept.insert(position, {"command": command})
+    data.setdefault("version", 1)
+    data.setdefault("hooks", {})[CURSOR_EVENT] = kept
+    return data
+
+
+def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    """Cursor's hook, beside its rule (which the editor's agent reads where hooks do not
+    run); the project's file is committed, so it calls ``rouse`` by name."""
+    path = w.base / CURSOR_HOOKS
+    command = hook_command(w, "cursor", executable, shared=w.project is not None)
+    data = merge_cursor_hook(load_json(path), command, str(path))
+    result.done.append(update_file(path, dump(data), CURSOR_LABEL))
+
+
+def unwire_cursor_hooks(w: Wiring, result: Wired) -> None:
+    path = w.base / CURSOR_HOOKS
+    if not path.exists():
+        return
+    data = load_json(path)
+    entries = event_hooks(data, str(path), CURSOR_EVENT)
+    if not any(is_ours(e) for e in entries):
+        return
+    kept = [e for e in entries if not is_ours(e)]
+    if kept:
+        data["hooks"][CURSOR_EVENT] = kept
+    else:
+        data["hooks"].pop(CURSOR_EVENT, None)
+    update_file(path, dump(data), CURSOR_LABEL)
+    result.done.append(f"removed the rouse hook from {path}")

@@ -84,11 +84,6 @@ def end_session(root: str | Path, session_id: object) -> None:
             os.unlink(path)
 
 
-def _registered(path: str) -> Any:
-    """The waiter's registration (``stateshapes.WAITER``), or None."""
-    return WAITER.read(path)
-
-
 def wait_for_wake(
     root: str | Path, session: Mapping[str, Any], max_wait: float, watch: bool = True
 ) -> list[tuple[str, nudges.Nudge]]:
@@ -121,7 +116,7 @@ def wait_for_wake(
             return []
         finally:
             signal.signal(signal.SIGTERM, previous)
-            if _registered(me) == mark:
+            if WAITER.read(me) == mark:
                 with suppress(OSError):
                     os.unlink(me)
     finally:
@@ -157,7 +152,7 @@ def _wait(
     gone = agent.register(poller)
     try:
         while True:
-            if _registered(me) != mark or agent.gone():
+            if WAITER.read(me) != mark or agent.gone():
                 return []  # superseded, or the session has ended
             if had_log and log is not None and not os.path.exists(log):
                 return []

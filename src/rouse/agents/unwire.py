@@ -14,7 +14,6 @@ import contextlib
 from pathlib import Path
 
 from rouse.agents import settings_hooks
-from rouse.agents.cursor import unwire_cursor_hooks
 from rouse.agents.hook_commands import EVENTS
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
 from rouse.agents.opencode import unwire_opencode
@@ -67,7 +66,7 @@ def remove_rule(w: Wiring, result: Wired) -> None:
 def unwire(w: Wiring) -> Wired:
     result = Wired()
     remove_hooks(w, result)
-    unwire_cursor_hooks(w, result)
+    settings_hooks.unwire_cursor_hooks(w, result)
     unwire_opencode(w, result)
     remove_blocks(w, result)
     remove_rule(w, result)

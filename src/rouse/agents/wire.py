@@ -21,8 +21,6 @@ import shlex
 from pathlib import Path
 from typing import TypedDict, Unpack
 
-from rouse.agents.cursor import wire_cursor_hooks
-from rouse.agents.gemini import wire_gemini_hooks
 from rouse.agents.hook_commands import (
     CANNOT_RUN,
     CANNOT_RUN_SHARED,
@@ -35,7 +33,7 @@ from rouse.agents.hook_commands import (
 )
 from rouse.agents.instructions import BEGIN, END, check_blocks, wire_blocks, wire_cursor
 from rouse.agents.opencode import wire_opencode
-from rouse.agents.settings_hooks import CODEX_CONTEXT_LIMIT, wire_claude_hooks, wire_codex_hooks
+from rouse.agents.settings_hooks import CODEX_CONTEXT_LIMIT, wire_cursor_hooks, wire_hooks
 from rouse.agents.skills import wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
@@ -179,12 +177,12 @@ def wire(
     if asked & set(HOOKED):
         pinned = stable_executable() if executable is None else executable
         if "claude_hooks" in asked:
-            wire_claude_hooks(w, "shared" in asked, result, pinned, promises)
+            wire_hooks(w, "claude", result, pinned, promises, shared="shared" in asked)
             result.printed += key_guard(stamp_key_path(), home)
         if "codex_hooks" in asked:
-            wire_codex_hooks(w, result, pinned, promises)
+            wire_hooks(w, "codex", result, pinned, promises)
         if "gemini" in asked:
-            wire_gemini_hooks(w, result, pinned, promises)
+            wire_hooks(w, "gemini", result, pinned, promises)
         if "opencode" in asked:
             wire_opencode(w, result, pinned)
     wire_blocks(w, result)
