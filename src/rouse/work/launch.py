@@ -22,10 +22,10 @@ from rouse.core.statedir import state_path
 from rouse.core.tree import Record, Tree
 from rouse.runs import presets
 from rouse.runs.handle import resolve
+from rouse.state import locks
 from rouse.trust.origins import OriginReader
 from rouse.trust.speaker import ROUSE_MARKER
 from rouse.work import prompt
-from rouse.work.queue import lock_rel
 
 
 @dataclass
@@ -84,7 +84,7 @@ def launch(setup: RunSetup, tree: Tree, record: Record, attempt: int, now: datet
         "prompt": text,
         "timeout": setup.timeout.total_seconds(),
         "grace": setup.grace,
-        "locks": [str(state_path(root, lock_rel(record)))],
+        "locks": [str(state_path(root, locks.task_lock(record.dir)))],
         "watch": str(root / record.rel),
         "log": str(directory / "run.log"),
         "log_head": (
