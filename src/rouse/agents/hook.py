@@ -1,32 +1,20 @@
-"""``rouse pack --hook claude|codex``: the pack as an agent's SessionStart hook.
+"""``rouse pack --hook KIND``: every hook an agent runs, dispatched on the event its input names.
 
-The same command is the UserPromptSubmit hook: called for that event (the
-hook's input says which), it prints only the wakes the session has not seen
-(:mod:`rouse.agents.prompt_hook`), never the pack. For Claude Code it is the
-Stop hook too, which waits for the next wake of an idle session, and the
-SessionEnd hook that ends that wait (:mod:`rouse.agents.stop_hook`).
+SessionStart: the pack, fitted inside a hard wall measured the way that agent counts
+(Claude Code: characters, as UTF-16 units; Codex: bytes of ``additionalContext``; see
+:class:`rouse.pack.render.HardWall`), since past its limit an agent swaps the whole output
+for a short preview. UserPromptSubmit (Gemini CLI's BeforeAgent): only the wakes the
+session has not seen (:mod:`rouse.agents.prompt_hook`). Claude Code's Stop: the wait for
+an idle session's next wake, which SessionEnd ends (:mod:`rouse.agents.stop_hook`); with
+``--promises``, the promise check (:mod:`rouse.agents.promise_hook`).
 
-This is what an agent runs at every session start, at every prompt and at
-every turn's end, so it stays light: with nothing new, a prompt or a turn's
-end costs little more than starting Python (issue 24; ``bench/hooks_bench.py``).
-Until it knows that something is new it imports only
-:mod:`~rouse.agents.hookio` (what the hooks share), :mod:`~rouse.agents.prompt_hook`,
-:mod:`~rouse.agents.stop_hook` and the light core and state modules they read with
-(``str`` paths, no pathlib, json or typing); the pack, the project's settings
-(:mod:`rouse.agents.giveway`) and the ledger come in only when needed.
-
-Three promises, each kept here:
-
-- **It fits.** Past its limit an agent swaps the whole output for a short
-  preview, so the pack is fitted inside a hard wall measured the way that
-  agent counts (Claude Code: characters, as UTF-16 units; Codex: bytes of
-  ``additionalContext``); see :class:`rouse.pack.render.HardWall`.
-- **It never fails the session.** Whatever goes wrong becomes one line of
-  context saying so, and the exit code is 0.
-- **One pack per session.** A hook for the global tree (``~/.rouse``) gives
-  way when the session's project has a rouse hook of its own for the same
-  agent, so the inner tree wins. (Two copies of one command in several
-  settings scopes are run once by the agents themselves.)
+It never fails the session: whatever goes wrong is one line saying so, and exit 0. One
+pack per session: a global tree's hook gives way when the session's project has a rouse
+hook of its own for the same agent (two copies of one command in several settings scopes
+the agents run once themselves). It stays light (issue 24; ``bench/hooks_bench.py``):
+until something is new it imports only :mod:`~rouse.agents.hookio`, ``prompt_hook``,
+``stop_hook`` and the light core and state modules (``str`` paths, no pathlib, json or
+typing); the pack, the project's settings and the ledger come in only when needed.
 """
 
 from __future__ import annotations

@@ -1,26 +1,14 @@
-"""The UserPromptSubmit hook: wakes that arrived while a session was open, at its next prompt.
+"""The UserPromptSubmit hook: wakes delivered while a session was open, at its next prompt.
 
-The SessionStart hook gives a session its pack, woken records included. A
-wake the sweeper delivers later (a nudge file in ``.rouse/nudges/``) would
-wait for the next session; this hook hands it to the open one at its next
-prompt instead. ``rouse pack --hook KIND`` is the command of both hooks: it
-reads which event called it from the hook's input (``hook_event_name``).
-
-Each session keeps a small seen-set in ``.rouse/sessions/<session id>.json``:
-the nudge file names it has been shown (the SessionStart hook writes the ones
-that existed when its pack was built). A prompt costs a directory listing and
-one small JSON read when nothing is new, and prints nothing. When something
-is new, only the nudge files the ledger vouches for, whose record the agent
-has not acted on since, are shown — each once per session.
-
-A prompt with nothing new does not even list the folder: the seen-set keeps
-the folder's stat (``"nudges": [mtime_ns, ctime_ns, inode, device]``) from a
-listing every one of whose names it holds, taken before that listing and only
-once the folder had settled (unchanged for the walk cache's racy window, 2 s,
-so a file added in the same clock tick cannot hide). While the folder's stat
-is the same, nothing can be new (:func:`nothing_new`); when it has changed and
-a listing still finds nothing new, the stamp is brought up to date. That path,
-and the Stop hook's waiter, import nothing heavy (``str`` paths, state read through
+Each session keeps a seen-set in ``.rouse/sessions/<session id>.json``: the nudge file
+names it has been shown (the SessionStart hook writes those its pack showed). Of the new
+ones, only those the ledger vouches for, whose record the agent has not acted on since,
+are shown, each once per session. A prompt with nothing new prints nothing and does not
+even list the folder: the seen-set keeps the folder's stat (``"nudges": [mtime_ns,
+ctime_ns, inode, device]``) from a listing every one of whose names it holds, taken
+before that listing and only once the folder had settled (unchanged for the walk cache's
+racy window, 2 s, so a file added in the same clock tick cannot hide). That path, and
+the Stop hook's waiter, import nothing heavy (``str`` paths, state read through
 :mod:`rouse.state.shapes`): tests/test_hook_quick.py pins what they load.
 """
 

@@ -12,11 +12,10 @@ replaces it whole, and ``rouse wire --remove`` takes it out.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
-from rouse.agents.wiring import Wired, Wiring, read_text, update_file
+from rouse.agents.wiring import Wired, Wiring, remove_own, update_file
 from rouse.core import layout
 from rouse.trust import fence
 
@@ -111,13 +110,4 @@ def wire_skills(w: Wiring, result: Wired) -> None:
 def remove_skills(w: Wiring, result: Wired) -> None:
     """Delete the skill files rouse wrote (its mark in them), and their folder when empty."""
     for agent, path in skill_paths(w).items():
-        try:
-            ours = path.is_file() and MARK in read_text(path)
-        except (OSError, UnicodeDecodeError):
-            ours = False
-        if not ours:
-            continue
-        path.unlink()
-        result.done.append(f"removed {path} ({agent} skill)")
-        with contextlib.suppress(OSError):  # something else of the user's there: it stays
-            path.parent.rmdir()
+        remove_own(path, lambda text: MARK in text, f"{agent} skill", result)

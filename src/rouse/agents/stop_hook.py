@@ -1,25 +1,14 @@
 """The Stop hook: an idle Claude Code session woken by the next wake it has not seen.
 
-Claude Code runs this hook in the background (``asyncRewake``) each time a
-turn ends, and wakes the model when it exits 2, with its stderr as the
-message. :func:`wait_for_wake` is that wait: it returns the wakes to give
-(the prompt hook's :func:`~rouse.agents.prompt_hook.take_new`, so a wake is
-shown at most once per session, whichever hook shows it), or nothing when
-the wait ends without one.
-
-What it owns: the session's waiter registration (``.rouse/sessions/<id>.waiter``,
-one per session; a newer waiter overwrites it and the older one leaves
-quietly), the wait itself (inotify on Linux, else a slow poll; no CPU spent
-while nothing happens), and noticing the end of the session: the SessionEnd
-hook removes the registration (:func:`end_session`), and the waiter watches
-the agent's process, and for a stream-json session its input, by itself.
-What it does not own: what a wake is, or whether it still stands
-(``prompt_hook``, ``state.nudges``), and printing (``hook``).
-
-Claude Code starts it at every turn's end, so up to its wait it imports
-nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths, state read
-through :mod:`rouse.state.shapes`); the ledger and the walk are loaded only when
-something is new (:func:`~rouse.agents.prompt_hook.nothing_new`).
+Claude Code runs it in the background (``asyncRewake``) at each turn's end and wakes the
+model when it exits 2, with its stderr as the message. It owns the session's waiter
+registration (``.rouse/sessions/<id>.waiter``: a newer waiter overwrites it and the older
+one leaves quietly), the wait (inotify on Linux, else a slow poll: no CPU spent while
+nothing happens) and noticing the session's end (SessionEnd removes the registration;
+the waiter watches the agent's process, and a stream-json session's input). What a wake
+is, and whether it stands, is ``prompt_hook``'s (:func:`~rouse.agents.prompt_hook.take_new`:
+a wake is shown once per session, whichever hook shows it); printing is ``hook``'s. Up to
+its wait it imports nothing heavy (no pathlib, json, contextlib, enum).
 """
 
 from __future__ import annotations

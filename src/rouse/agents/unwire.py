@@ -18,7 +18,7 @@ from rouse.agents.hook_commands import EVENTS
 from rouse.agents.instructions import CURSOR_RULE, remove_blocks
 from rouse.agents.opencode import unwire_opencode
 from rouse.agents.skills import remove_skills
-from rouse.agents.wiring import Wired, Wiring, read_text, update_file
+from rouse.agents.wiring import Wired, Wiring, remove_own, update_file
 
 #: The first lines of the Cursor rule rouse writes (how it knows the file is its own).
 CURSOR_RULE_HEAD = "---\ndescription: rouse memory"
@@ -50,26 +50,15 @@ def remove_hooks(w: Wiring, result: Wired) -> None:
         result.done.append(f"removed {path} (it held only the rouse hooks)")
 
 
-def remove_rule(w: Wiring, result: Wired) -> None:
-    if w.project is None:
-        return
-    path = w.project / CURSOR_RULE
-    try:
-        ours = path.is_file() and read_text(path).startswith(CURSOR_RULE_HEAD)
-    except (OSError, UnicodeDecodeError):
-        ours = False
-    if ours:
-        path.unlink()
-        result.done.append(f"removed {path} (Cursor rule)")
-
-
 def unwire(w: Wiring) -> Wired:
     result = Wired()
     remove_hooks(w, result)
     settings_hooks.unwire_cursor_hooks(w, result)
     unwire_opencode(w, result)
     remove_blocks(w, result)
-    remove_rule(w, result)
+    if w.project is not None:
+        rule = w.project / CURSOR_RULE
+        remove_own(rule, lambda t: t.startswith(CURSOR_RULE_HEAD), "Cursor rule", result, False)
     remove_skills(w, result)
     if not result.done:
         result.done.append(f"nothing of rouse's is wired for {w.tree}")
