@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,29 +59,6 @@ AGENTS: dict[str, tuple[str, str, str, Mapping[str, Any] | None]] = {
     "codex": ("Codex", PROMPT, STOP, {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
     "gemini": ("Gemini CLI", BEFORE_AGENT, AFTER_AGENT, None),
 }
-
-
-@dataclass(frozen=True)
-class HookSet:
-    """The hooks rouse lays in one agent's settings file: each command, at its event.
-
-    ``command`` at SessionStart (for the sources ``matcher`` names; None: every one),
-    ``prompt_command`` at ``prompt_event``; with both ``stop_command`` and a prompt
-    command (Claude Code), one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait); ``promise_command`` beside
-    that Stop hook (it answers before the turn ends) or at its own ``promise_event``
-    (Codex's Stop, Gemini CLI's AfterAgent). ``extra`` goes into the SessionStart and
-    prompt entries (Codex's ``additionalContextLimit``).
-    """
-
-    command: str
-    matcher: str | None
-    prompt_command: str | None = None
-    stop_command: str | None = None
-    extra: Mapping[str, Any] | None = None
-    prompt_event: str = PROMPT
-    promise_command: str | None = None
-    promise_event: str = STOP
 
 
 def claude_paths(w: Wiring) -> list[Path]:
@@ -161,31 +137,14 @@ def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
     return kept, position
 
 
-def merge_session_hook(data: dict[str, Any], hooks: HookSet, where: str) -> dict[str, Any]:
-    """``data`` with exactly the rouse hooks ``hooks`` names (ours), one at each of its
-    events, all else kept in order; a promise check laid before and not asked for now is
-    taken out."""
-    more = dict(hooks.extra or {})
-    head = {} if hooks.matcher is None else {"matcher": hooks.matcher}  # None: every source
-    wanted: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
-        (SESSION_START, head, [{"command": hooks.command, **more}])
-    ]
-    if hooks.prompt_command is not None:
-        wanted.append((hooks.prompt_event, {}, [{"command": hooks.prompt_command, **more}]))
-    promise: list[dict[str, Any]] = []
-    if hooks.promise_command is not None:  # (Gemini CLI's timeouts are in ms: its default kept)
-        timeout = {"timeout": PROMISES_TIMEOUT} if hooks.promise_event == STOP else {}
-        promise.append({"command": hooks.promise_command, **timeout})
-    if hooks.stop_command is not None and hooks.prompt_command is not None:  # Claude Code
-        stops = [{"command": hooks.stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}]
-        wanted += [
-            (STOP, {}, stops + promise),
-            (SESSION_END, {}, [{"command": hooks.prompt_command}]),
-        ]
-    elif promise:
-        wanted.append((hooks.promise_event, {}, promise))
-    else:  # none, or --no-promises: a check laid before is taken out
-        remove_session_hook(data, where, (hooks.promise_event,))
+#: The hooks one agent's settings file is to hold: at each event, what its group carries
+#: besides its hooks (SessionStart's ``matcher``), and each hook's entry.
+Wanted = list[tuple[str, dict[str, Any], list[dict[str, Any]]]]
+
+
+def merge_session_hook(data: dict[str, Any], wanted: Wanted, where: str) -> dict[str, Any]:
+    """``data`` with exactly the rouse hooks ``wanted`` names (ours), one group at each of
+    its events where the first one of ours was, all else kept in order."""
     for event, head, entries in wanted:
         kept, position = _without_ours(event_hooks(data, where, event))
         ours = {**head, "hooks": [{"type": "command", **entry} for entry in entries]}
@@ -216,14 +175,18 @@ def dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def wire_hook_files(target: Path, others: Sequence[Path], hooks: HookSet, label: str) -> list[str]:
-    """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
+def wire_hook_files(
+    target: Path, others: Sequence[Path], wanted: Wanted, dropped: Sequence[str], label: str
+) -> list[str]:
+    """Our hooks in ``target`` (none left at the ``dropped`` events), and in none of
+    ``others`` (the same tree's other scopes).
 
     Every file is read and checked before any is written, so a broken one
     stops the run with nothing changed.
     """
     loaded = {path: load_json(path) for path in (target, *others)}
-    merged = merge_session_hook(loaded[target], hooks, str(target))
+    remove_session_hook(loaded[target], str(target), dropped)
+    merged = merge_session_hook(loaded[target], wanted, str(target))
     texts = {target: dump(merged)}
     for path in others:
         if path.exists() and has_our_hook(path, EVENTS):
@@ -261,22 +224,24 @@ def wire_hooks(
         others = [p for p in paths if p != target]
     shared = w.project is not None and (shared or kind != "claude")
 
-    def command(event: str = SESSION_START) -> str:
-        return hook_command(w, kind, executable, event, shared)
+    def entry(event: str = SESSION_START, **more: Any) -> dict[str, Any]:
+        return {"command": hook_command(w, kind, executable, event, shared), **more}
 
-    hooks = HookSet(
-        command(),
-        MATCHERS.get(kind),
-        prompt_command=command(PROMPT),
-        stop_command=command(STOP) if kind == "claude" else None,
-        extra=extra,
-        prompt_event=prompt_event,
-        promise_command=command(PROMISES) if promises else None,
-        promise_event=promise_event,
-    )
-    events = [SESSION_START, prompt_event]
-    events += [STOP, SESSION_END] if kind == "claude" else [promise_event] if promises else []
-    result.done += wire_hook_files(target, others, hooks, f"{name} {', '.join(events)}")
+    matcher = {"matcher": MATCHERS[kind]} if kind in MATCHERS else {}  # none: every source
+    wanted: Wanted = [
+        (SESSION_START, matcher, [entry(**(extra or {}))]),
+        (prompt_event, {}, [entry(PROMPT, **(extra or {}))]),
+    ]
+    timeout = {"timeout": PROMISES_TIMEOUT} if promise_event == STOP else {}  # Gemini: ms
+    promise = [entry(PROMISES, **timeout)] if promises else []
+    if kind == "claude":  # the wait, in the background, waking the model; SessionEnd ends it
+        stop = entry(STOP, asyncRewake=True, timeout=STOP_TIMEOUT)
+        wanted += [(STOP, {}, [stop, *promise]), (SESSION_END, {}, [entry(PROMPT)])]
+    elif promise:
+        wanted.append((promise_event, {}, promise))
+    dropped = () if promise or kind == "claude" else (promise_event,)  # a check laid before
+    label = f"{name} {', '.join(event for event, _, _ in wanted)}"
+    result.done += wire_hook_files(target, others, wanted, dropped, label)
     if kind == "codex":
         result.printed += codex_notes(w)
     if w.project is not None and target.name == Path(CLAUDE_LOCAL).name:
