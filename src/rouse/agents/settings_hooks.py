@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.giveway import SETTINGS_DEPTH
 from rouse.agents.hook_commands import (
     AFTER_AGENT,
     BEFORE_AGENT,
@@ -29,6 +28,7 @@ from rouse.agents.hook_commands import (
     hook_command,
     is_ours,
 )
+from rouse.agents.hookio import SETTINGS_DEPTH
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.state.files import decode
