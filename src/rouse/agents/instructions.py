@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rouse.agents.opencode import has_plugin
 from rouse.agents.settings_hooks import hooked_agent
-from rouse.agents.wiring import Wired, Wiring, read_text, update_file
+from rouse.agents.wiring import Wired, Wiring, read_text, remove_own, update_file
 from rouse.core import layout
 from rouse.core.errors import RouseError
 from rouse.records.scaffold import AGENT_LINE
@@ -25,6 +25,8 @@ _BEGIN_RE = re.compile(r"^<!-- rouse:begin\b.*-->\s*$", re.MULTILINE)
 _END_RE = re.compile(r"^<!-- rouse:end -->\s*$", re.MULTILINE)
 INSTRUCTION_FILES = ("CLAUDE.md", "AGENTS.md", "GEMINI.md")
 CURSOR_RULE = ".cursor/rules/rouse.mdc"
+#: The first lines of the Cursor rule rouse writes (how it knows the file is its own).
+CURSOR_RULE_HEAD = "---\ndescription: rouse memory"
 #: The agents that read AGENTS.md and may get the pack by themselves: how it reaches each.
 AGENTS_MD_READERS = {
     "Codex": "In Codex the memory pack arrives at session start by itself (a SessionStart hook)",
@@ -205,3 +207,9 @@ def wire_cursor(w: Wiring, result: Wired) -> None:
         return
     path = w.project / CURSOR_RULE
     result.done.append(update_file(path, cursor_rule(w), "Cursor rule, always applied"))
+
+
+def remove_rule(w: Wiring, result: Wired) -> None:
+    if w.project is not None:
+        rule = w.project / CURSOR_RULE
+        remove_own(rule, lambda t: t.startswith(CURSOR_RULE_HEAD), "Cursor rule", result, False)

@@ -10,6 +10,7 @@ flat ``.cursor/hooks.json`` (``{"version": 1, "hooks": {"sessionStart": [{"comma
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -312,3 +313,24 @@ def unwire_cursor_hooks(w: Wiring, result: Wired) -> None:
         data["hooks"].pop(CURSOR_EVENT, None)
     update_file(path, dump(data), CURSOR_LABEL)
     result.done.append(f"removed the rouse hook from {path}")
+
+
+def remove_hooks(w: Wiring, result: Wired) -> None:
+    """Our hooks out of every settings file this tree's may sit in (other hooks and
+    settings kept); a file left with nothing else, ``{}``, is removed, and its folder
+    when that is empty. Every file is read and checked first: a broken one stops the
+    run with nothing changed."""
+    paths = [*claude_paths(w), codex_path(w), gemini_path(w)]
+    loaded = {p: load_json(p) for p in paths if p.exists()}
+    for path, data in loaded.items():
+        if not has_our_hook(path, EVENTS):
+            continue
+        left = remove_session_hook(data, str(path))
+        if left:
+            update_file(path, dump(left), "rouse hooks")
+            result.done.append(f"removed the rouse hooks from {path}")
+            continue
+        path.unlink()  # it held our hooks and nothing else: rouse's own file, not left as {}
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # (only when nothing else is in .codex/, .gemini/…)
+        result.done.append(f"removed {path} (it held only the rouse hooks)")
