@@ -3,7 +3,7 @@
 :meth:`TaskQueue.scan` walks the tree's headers once: the ``pending`` tasks,
 oldest first, to claim; a pending one with a ``cancel:`` stamp is ended
 ``cancelled`` without running; one that trust does not allow is held
-(:func:`rouse.work.prompt.held_for_trust`). A task found ``running`` with its
+(:func:`rouse.work.launch.held_for_trust`). A task found ``running`` with its
 claim free lost its worker (:meth:`TaskQueue.recover`): it goes back to
 pending, and its third lost attempt ends it ``failed`` with a ``lost`` notice.
 Every ending goes through :func:`rouse.records.lifecycle.close`, as ``rouse
@@ -31,7 +31,8 @@ from rouse.sweep.ledger import Ledger
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.runner import Budget
 from rouse.trust.origins import OriginReader
-from rouse.work import notices, prompt
+from rouse.work import notices
+from rouse.work.launch import held_for_trust
 
 #: The attempt whose run is lost ends the task failed: no fourth run.
 MAX_LOST = 3
@@ -100,7 +101,7 @@ class TaskQueue:
                 if (record.get("cancel") or "").strip():
                     self.end(record, now, "cancelled", "cancelled before it ran")
                     continue
-                why = prompt.held_for_trust(record, self.reader, self.allow_untrusted)
+                why = held_for_trust(record, self.reader, self.allow_untrusted)
                 if why is not None:
                     held.append(why)
                     continue
