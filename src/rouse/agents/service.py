@@ -110,21 +110,17 @@ def take_ledger(flags: Sequence[str]) -> tuple[list[str], str | None]:
     rest: list[str] = []
     dsn: str | None = None
     words = list(flags)
-    index = 0
-    while index < len(words):
-        word = words[index]
+    while words:
+        word = words.pop(0)
         if word == "--":
-            rest += words[index:]
+            rest += [word, *words]
             break
-        if word == "--ledger" and index + 1 < len(words):
-            dsn = words[index + 1]
-            index += 2
-            continue
-        if word.startswith("--ledger="):
+        if word == "--ledger" and words:
+            dsn = words.pop(0)
+        elif word.startswith("--ledger="):
             dsn = word.partition("=")[2]
         else:
             rest.append(word)
-        index += 1
     return rest, dsn
 
 

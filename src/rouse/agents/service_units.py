@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rouse import __version__
 from rouse.agents.hook_commands import stable_executable
@@ -96,12 +97,10 @@ def installed_argv(kind: str, text: str) -> list[str] | None:
     """The command a unit file (systemd) or plist (launchd) rouse wrote runs, read back;
     None when it cannot be read (a file edited past recognition, another kind)."""
     if kind == "launchd":
-        try:
-            found = plistlib.loads(text.encode("utf-8")).get("ProgramArguments")
-        except (plistlib.InvalidFileException, ValueError, AttributeError):
-            return None
-        ok = isinstance(found, list) and all(isinstance(w, str) for w in found)
-        return list(found) if ok else None
+        found = _plist(text).get("ProgramArguments")
+        if isinstance(found, list) and all(isinstance(w, str) for w in found):
+            return list(found)
+        return None
     if kind != "systemd":
         return None
     line = next((ln for ln in text.splitlines() if ln.startswith("ExecStart=")), None)
@@ -110,6 +109,15 @@ def installed_argv(kind: str, text: str) -> list[str] | None:
     except ValueError:
         return None
     return [w.replace("$$", "$").replace("%%", "%") for w in words] if words else None
+
+
+def _plist(text: str) -> dict[str, Any]:
+    """A plist's top-level dict ({} when it is not one)."""
+    try:
+        data = plistlib.loads(text.encode("utf-8"))
+    except (plistlib.InvalidFileException, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def installed_flags(service: Service, text: str, root: Path, verb: str) -> list[str] | None:
@@ -129,10 +137,7 @@ def installed_ledger(kind: str, text: str) -> str | None:
     0600 file) or plist (launchd: its environment) was given; None without one. For
     ``status``, to plan what an install with it would write; never printed."""
     if kind == "launchd":
-        try:
-            env = plistlib.loads(text.encode("utf-8")).get("EnvironmentVariables")
-        except (plistlib.InvalidFileException, ValueError, AttributeError):
-            return None
+        env = _plist(text).get("EnvironmentVariables")
         value = env.get("ROUSE_LEDGER") if isinstance(env, dict) else None
         return value if isinstance(value, str) else None
     line = next((ln for ln in text.splitlines() if ln.startswith("EnvironmentFile=")), None)

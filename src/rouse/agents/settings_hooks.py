@@ -30,12 +30,11 @@ from rouse.agents.hook_commands import (
     is_ours,
 )
 from rouse.agents.hookio import SETTINGS_DEPTH
+from rouse.agents.stop_hook import HOOK_TIMEOUT
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.state.files import decode
 
-#: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
-STOP_TIMEOUT = 24 * 3600
 #: The promise check's timeout (seconds), in Claude Code's and Codex's Stop entry.
 PROMISES_TIMEOUT = 30
 #: Codex previews a hook's ``additionalContext`` past a per-hook limit in tokens (2,500 by
@@ -236,7 +235,7 @@ def wire_hooks(
     timeout = {"timeout": PROMISES_TIMEOUT} if promise_event == STOP else {}  # Gemini: ms
     promise = [entry(PROMISES, **timeout)] if promises else []
     if kind == "claude":  # the wait, in the background, waking the model; SessionEnd ends it
-        stop = entry(STOP, asyncRewake=True, timeout=STOP_TIMEOUT)
+        stop = entry(STOP, asyncRewake=True, timeout=HOOK_TIMEOUT)
         wanted += [(STOP, {}, [stop, *promise]), (SESSION_END, {}, [entry(PROMPT)])]
     elif promise:
         wanted.append((promise_event, {}, promise))

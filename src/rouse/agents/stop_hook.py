@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 
 #: How long an idle session is waited on by default: a working day left open.
 WAIT_DEFAULT = 12 * 3600
-#: The Stop hook's ``timeout`` in the settings rouse writes; a wait stays below it.
+#: The Stop hook's ``timeout`` in the settings rouse writes (Claude Code kills it then);
+#: a wait stays below it.
 HOOK_TIMEOUT = 24 * 3600
 WAIT_MOST = HOOK_TIMEOUT - 600
 CHECK_EVERY = 60.0  # with inotify: a look at the session's processes and transcript anyway
