@@ -39,8 +39,10 @@ from rouse.agents.instructions import (
     check_blocks,
     remove_blocks,
     remove_rule,
+    remove_skills,
     wire_blocks,
     wire_cursor,
+    wire_skills,
 )
 from rouse.agents.opencode import unwire_opencode, wire_opencode
 from rouse.agents.settings_hooks import (
@@ -50,7 +52,6 @@ from rouse.agents.settings_hooks import (
     wire_cursor_hooks,
     wire_hooks,
 )
-from rouse.agents.skills import remove_skills, wire_skills
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
