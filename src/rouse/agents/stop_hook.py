@@ -100,8 +100,7 @@ def wait_for_wake(
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
-            transcript = session.get("transcript_path")
-            return _wait(root, session_id, me, mark, agent, max_wait, watch, transcript)
+            return _wait(root, session, mark, agent, max_wait, watch)
         except _Left:
             return []
         finally:
@@ -123,18 +122,21 @@ def _leave(signum: int, frame: object) -> None:
 
 def _wait(
     root: str | Path,
-    session_id: object,
-    me: str,
+    session: Mapping[str, Any],
     mark: dict[str, int],
     agent: Agent,
     max_wait: float,
     watch: bool,
-    transcript: object,
 ) -> list[tuple[str, nudges.Nudge]]:
-    """The wait itself. The watch begins only when there is a wait to sleep through
-    (a waiter that leaves at its first look never pays for ctypes and inotify), and
-    every look follows the watch's start: nothing written before it is missed."""
+    """The wait itself, while this waiter's registration says ``mark``. The watch begins
+    only when there is a wait to sleep through (a waiter that leaves at its first look
+    never pays for ctypes and inotify), and every look follows the watch's start:
+    nothing written before it is missed."""
     deadline = time.monotonic() + max_wait
+    session_id = session.get("session_id")
+    me = _waiter(root, session_id)
+    assert me is not None  # (registered: its caller found it)
+    transcript = session.get("transcript_path")
     log = transcript if isinstance(transcript, str) and transcript else None
     had_log = log is not None and os.path.isfile(log)
     poller = select.poll()
