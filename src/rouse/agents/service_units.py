@@ -79,16 +79,11 @@ def env_value(value: str) -> str:
     return f'"{escaped}"'
 
 
-def sweep_command(
-    root: Path, flags: Sequence[str], executable: str | None = None, verb: str = "sweep"
-) -> list[str]:
-    """The sweeper's argv (or, ``verb`` work, the task worker's): this rouse (absolute),
-    ``--memory`` of the tree, the verb, then the flags.
-
-    ``executable`` None finds this rouse when it is a stable install; else (or
-    "") it is this Python with ``-m rouse``, also an absolute path.
-    """
-    pinned = stable_executable() if executable is None else executable
+def sweep_command(root: Path, flags: Sequence[str], verb: str = "sweep") -> list[str]:
+    """The sweeper's argv (or, ``verb`` work, the task worker's): this rouse (absolute:
+    the stable install, else this Python with ``-m rouse``), ``--memory`` of the tree,
+    the verb, then the flags."""
+    pinned = stable_executable()
     head = [pinned] if pinned else [os.path.abspath(sys.executable), "-m", "rouse"]
     return [*head, "--memory", str(root), verb, *flags]
 
@@ -288,9 +283,7 @@ def launchd_agent(unit: Unit, command: list[str], uid: int) -> Service:
 # -- cron ---------------------------------------------------------------------
 
 
-def cron_entry(
-    unit: Unit, flags: Sequence[str], *, every: float | None, once: bool, executable: str | None
-) -> Service:
+def cron_entry(unit: Unit, flags: Sequence[str], *, every: float | None, once: bool) -> Service:
     root, ident, verb, path = unit.root, unit.ident, unit.verb, unit.path
     seconds = CRON_DEFAULT_EVERY if every is None else every
     if seconds not in CRON_EVERY:
@@ -302,7 +295,7 @@ def cron_entry(
     extra = [] if once else ["--once"]
     if verb == "sweep":  # (the worker's --once has no interval: cron's line is it)
         extra += [] if every is not None else ["--every", f"{seconds:g}"]
-    command = sweep_command(root, [*extra, *flags], executable, verb)
+    command = sweep_command(root, [*extra, *flags], verb)
     minutes = int(seconds) // 60
     when = "0 * * * *" if minutes == 60 else "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
     line = " ".join(cron_word(word) for word in command)
