@@ -33,6 +33,10 @@ STDIN_DEADLINE = 2.0
 #: how deep the hook's input may nest (the agents' inputs are a few levels deep)
 STDIN_DEPTH = 32
 STDIN_MOST = 1 << 20
+#: The event each agent runs its prompt hook at (Gemini CLI: BeforeAgent, before the model
+#: plans), and its turn's-end hook, the promise check (Gemini CLI: AfterAgent).
+PROMPT_EVENTS = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+TURN_END_EVENTS = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
 #: how deep a settings file may nest before it is read as unreadable (never a crash)
 SETTINGS_DEPTH = 64
 #: A settings entry that runs ``rouse pack … --hook KIND``, however rouse is named
@@ -90,7 +94,7 @@ def prompt_output(kind: str, text: str) -> str:
     (whose event is BeforeAgent); nothing when nothing is new."""
     if not text or kind not in ("codex", "gemini"):
         return text
-    return context_json(kind, text, "BeforeAgent" if kind == "gemini" else "UserPromptSubmit") or ""
+    return context_json(kind, text, PROMPT_EVENTS[kind]) or ""
 
 
 def hook_output(kind: str, text: str) -> str:

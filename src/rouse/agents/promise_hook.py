@@ -19,6 +19,7 @@ import os
 import stat
 
 from rouse.agents import promises
+from rouse.agents.hookio import TURN_END_EVENTS
 from rouse.state.files import Damaged, decode, read_bounded, save_bytes
 
 TYPE_CHECKING = False
@@ -42,8 +43,6 @@ HEAD = "rouse: a promise in this turn has no record yet"
 WHO = {"user": "the user's words", "agent": "your answer", "tool": "a tool's output"}
 CONTEXT_OPEN, CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
 TEXT_PARTS = ("text", "input_text", "output_text")  # Codex's parts: input_ and output_text
-#: The clients whose turn's end this check answers, and the event each calls it at.
-EVENTS = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
 
 
 def wanted(session: Mapping[str, Any], env: Mapping[str, str]) -> bool:
@@ -241,7 +240,9 @@ def stop(
     stderr (Claude Code shows it in its debug output) and the turn ends as it would.
     """
     try:
-        if session.get("hook_event_name") != EVENTS.get(kind) or not wanted(session, os.environ):
+        if session.get("hook_event_name") != TURN_END_EVENTS.get(kind) or not wanted(
+            session, os.environ
+        ):
             return 0
         turn = read_turn(session.get("transcript_path"), session.get("prompt_id"))
         found = promise_of(session, turn)

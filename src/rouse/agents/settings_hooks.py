@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from rouse.agents.hook_commands import (
-    AFTER_AGENT,
-    BEFORE_AGENT,
     EVENTS,
     MATCHERS,
     PROMISES,
@@ -29,7 +27,7 @@ from rouse.agents.hook_commands import (
     hook_command,
     is_ours,
 )
-from rouse.agents.hookio import SETTINGS_DEPTH
+from rouse.agents.hookio import PROMPT_EVENTS, SETTINGS_DEPTH, TURN_END_EVENTS
 from rouse.agents.stop_hook import HOOK_TIMEOUT
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
@@ -49,15 +47,15 @@ GEMINI_SETTINGS = ".gemini/settings.json"
 CURSOR_HOOKS = ".cursor/hooks.json"
 CURSOR_EVENT = "sessionStart"
 CURSOR_LABEL = "Cursor sessionStart hook"
-#: Each agent's name, the event its prompt hook runs at, where its promise check goes and
-#: what its SessionStart and prompt entries carry besides. Gemini CLI: BeforeAgent is its
-#: UserPromptSubmit; its AfterAgent hook may deny the answer, which it sends to the agent
-#: as a new prompt; its lifecycle matchers are exact strings, so its SessionStart hook has
-#: none (:data:`MATCHERS`) and runs for every source.
-AGENTS: dict[str, tuple[str, str, str, Mapping[str, Any] | None]] = {
-    "claude": ("Claude Code", PROMPT, STOP, None),
-    "codex": ("Codex", PROMPT, STOP, {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
-    "gemini": ("Gemini CLI", BEFORE_AGENT, AFTER_AGENT, None),
+#: Each agent's name, and what its SessionStart and prompt entries carry besides. Its prompt
+#: hook's and promise check's events are :data:`~rouse.agents.hookio.PROMPT_EVENTS`' and
+#: ``TURN_END_EVENTS``'; Gemini CLI's AfterAgent hook may deny the answer, which it sends to
+#: the agent as a new prompt; its lifecycle matchers are exact strings, so its SessionStart
+#: hook has none (:data:`MATCHERS`) and runs for every source.
+AGENTS: dict[str, tuple[str, Mapping[str, Any] | None]] = {
+    "claude": ("Claude Code", None),
+    "codex": ("Codex", {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
+    "gemini": ("Gemini CLI", None),
 }
 
 
@@ -214,7 +212,8 @@ def wire_hooks(
     ``.gemini/`` are its own layer, committed with it. A file meant to be committed
     carries no path of this machine. ``promises=False`` leaves the promise check out.
     """
-    name, prompt_event, promise_event, extra = AGENTS[kind]
+    name, extra = AGENTS[kind]
+    prompt_event, promise_event = PROMPT_EVENTS[kind], TURN_END_EVENTS[kind]
     target = w.base / (CODEX_HOOKS if kind == "codex" else GEMINI_SETTINGS)
     others: list[Path] = []
     if kind == "claude":
