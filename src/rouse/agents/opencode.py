@@ -166,13 +166,6 @@ def plugin_text(w: Wiring, executable: str | None) -> str:
     return pattern.sub(lambda found: values[found.group(0)], _PLUGIN)
 
 
-def is_ours(path: Path) -> bool:
-    try:
-        return path.is_file() and read_text(path).startswith(HEAD)
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
 def wire_opencode(w: Wiring, result: Wired, executable: str | None) -> None:
     path = opencode_path(w)
     done = update_file(path, plugin_text(w, executable), LABEL)
@@ -190,4 +183,8 @@ def unwire_opencode(w: Wiring, result: Wired) -> None:
 
 
 def has_plugin(w: Wiring) -> bool:
-    return is_ours(opencode_path(w))
+    path = opencode_path(w)
+    try:
+        return path.is_file() and read_text(path).startswith(HEAD)
+    except (OSError, UnicodeDecodeError):
+        return False

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from rouse.agents import promises
 from rouse.agents.hookio import TURN_END_EVENTS
@@ -253,12 +254,8 @@ def stop(
             return 0
         text = reason(found)
     except Exception as exc:  # a Stop hook must never fail the session
-        import sys
-
         sys.stderr.write(f"rouse: no promise check at this turn's end: {exc!r}\n")
         return 0
-    import sys
-
     sys.stdout.write(output(kind, text))
     return 0
 

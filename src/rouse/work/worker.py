@@ -186,9 +186,6 @@ class TaskWorker:
         self.deliver_notices()  # what the last runs said, before the worker goes
         self.write_state()
 
-    def _count(self, state: str) -> int:
-        return sum(slot.state == state for slot in self.slots.values())
-
     def _room(self) -> int:
         """How many more tasks may be claimed now: ``jobs`` runs, and as many claims
         ahead of them (supervisors started and holding their task, so a job that
@@ -241,7 +238,7 @@ class TaskWorker:
             for slot in ready:
                 self._let_go(slot)
             return
-        free = self.options.jobs - self._count("live")
+        free = self.options.jobs - sum(slot.live for slot in self.slots.values())
         for slot in list(self.slots.values()):
             if free <= 0 or slot.state == "asked":
                 return
