@@ -113,6 +113,13 @@ class TaskQueue:
         self.tree = tree
         return sorted(pending, key=lambda r: (_opened(r), r.dir))
 
+    def fields_now(self, record: Record) -> dict[str, str] | None:
+        """The task's header fields as its file says now (None: unreadable)."""
+        try:
+            return header.read_header(self.root / record.rel, record.rel).fields
+        except (OSError, RouseError):
+            return None
+
     def recover(self, record: Record, now: datetime) -> bool:
         """A running task whose lock is free lost its worker: back to pending (True), or
         failed at its third lost attempt."""
@@ -123,14 +130,11 @@ class TaskQueue:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return False  # its run is live
-            try:
-                head = header.read_header(self.root / record.rel, record.rel)
-            except (OSError, RouseError):
+            fields = self.fields_now(record)
+            if fields is None or (fields.get("status") or "").strip().lower() != "running":
                 return False
-            if (head.fields.get("status") or "").strip().lower() != "running":
-                return False
-            attempts = as_count(head.fields.get("attempts"))
-            who = (head.fields.get("worker") or "?").strip()
+            attempts = as_count(fields.get("attempts"))
+            who = (fields.get("worker") or "?").strip()
             if attempts >= MAX_LOST:
                 self._give_up(record, now, attempts)
                 return False
@@ -167,12 +171,11 @@ class TaskQueue:
 
     def end_if_cancelled(self, record: Record, now: datetime) -> None:
         """End a pending task ``cancelled`` if it carries a ``cancel:`` stamp."""
-        try:
-            head = header.read_header(self.root / record.rel, record.rel)
-        except (OSError, RouseError):
+        fields = self.fields_now(record)
+        if fields is None:
             return
-        status = (head.fields.get("status") or "pending").strip().lower()
-        if status == "pending" and (head.fields.get("cancel") or "").strip():
+        status = (fields.get("status") or "pending").strip().lower()
+        if status == "pending" and (fields.get("cancel") or "").strip():
             self.end(record, now, "cancelled", "cancelled before it ran")
 
     def end(

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import header
 from rouse.core.errors import RouseError
 from rouse.core.statedir import state_path
 from rouse.core.store import prepare_leases
@@ -209,13 +208,12 @@ class TaskWorker:
         """Start ``record``'s supervisor (it takes the task's lock); the claim goes on
         when it answers (:meth:`promote`)."""
         now = self.now()
-        try:
-            head = header.read_header(self.root / record.rel, record.rel)
-        except (OSError, RouseError):
+        fields = self.tasks.fields_now(record)
+        if fields is None:
             return
         tree = self.tasks.tree
         assert tree is not None
-        made = launch(self.setup, tree, record, as_count(head.fields.get("attempts")) + 1, now)
+        made = launch(self.setup, tree, record, as_count(fields.get("attempts")) + 1, now)
         try:
             held = start(made.spec)
         except SupervisorError as exc:
