@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rouse.agents import skills
+from rouse.agents import instructions as skills
 from rouse.agents.wiring import Wiring
 from rouse.trust import fence
 

@@ -33,7 +33,7 @@ class Agent:
     def __init__(self, pids: list[int], args: list[str], stdin: int | None) -> None:
         self.parent = os.getppid()
         self.pids = pids
-        self.one_shot = _one_shot(args)
+        self.one_shot = _prints(args) and not _streams(args)
         self.fds: list[int] = []
         self.stdin = stdin
 
@@ -117,10 +117,6 @@ def _prints(args: list[str]) -> bool:
 def _streams(args: list[str]) -> bool:
     pairs = zip(args, [*args[1:], ""], strict=True)
     return "--input-format=stream-json" in args or ("--input-format", "stream-json") in pairs
-
-
-def _one_shot(args: list[str]) -> bool:
-    return _prints(args) and not _streams(args)
 
 
 def _input_pipe(pid: int) -> int | None:

@@ -1,32 +1,20 @@
-"""``rouse pack --hook claude|codex``: the pack as an agent's SessionStart hook.
+"""``rouse pack --hook KIND``: every hook an agent runs, dispatched on the event its input names.
 
-The same command is the UserPromptSubmit hook: called for that event (the
-hook's input says which), it prints only the wakes the session has not seen
-(:mod:`rouse.agents.prompt_hook`), never the pack. For Claude Code it is the
-Stop hook too, which waits for the next wake of an idle session, and the
-SessionEnd hook that ends that wait (:mod:`rouse.agents.stop_hook`).
+SessionStart: the pack, fitted inside a hard wall measured the way that agent counts
+(Claude Code: characters, as UTF-16 units; Codex: bytes of ``additionalContext``; see
+:class:`rouse.pack.render.HardWall`), since past its limit an agent swaps the whole output
+for a short preview. UserPromptSubmit (Gemini CLI's BeforeAgent): only the wakes the
+session has not seen (:mod:`rouse.agents.prompt_hook`). Claude Code's Stop: the wait for
+an idle session's next wake, which SessionEnd ends (:mod:`rouse.agents.stop_hook`); with
+``--promises``, the promise check (:mod:`rouse.agents.promise_hook`).
 
-This is what an agent runs at every session start, at every prompt and at
-every turn's end, so it stays light: with nothing new, a prompt or a turn's
-end costs little more than starting Python (issue 24; ``bench/hooks_bench.py``).
-Until it knows that something is new it imports only
-:mod:`~rouse.agents.hookio` (what the hooks share), :mod:`~rouse.agents.prompt_hook`,
-:mod:`~rouse.agents.stop_hook` and the light core and state modules they read with
-(``str`` paths, no pathlib, json or typing); the pack, the project's settings
-(:mod:`rouse.agents.giveway`) and the ledger come in only when needed.
-
-Three promises, each kept here:
-
-- **It fits.** Past its limit an agent swaps the whole output for a short
-  preview, so the pack is fitted inside a hard wall measured the way that
-  agent counts (Claude Code: characters, as UTF-16 units; Codex: bytes of
-  ``additionalContext``); see :class:`rouse.pack.render.HardWall`.
-- **It never fails the session.** Whatever goes wrong becomes one line of
-  context saying so, and the exit code is 0.
-- **One pack per session.** A hook for the global tree (``~/.rouse``) gives
-  way when the session's project has a rouse hook of its own for the same
-  agent, so the inner tree wins. (Two copies of one command in several
-  settings scopes are run once by the agents themselves.)
+It never fails the session: whatever goes wrong is one line saying so, and exit 0. One
+pack per session: a global tree's hook gives way when the session's project has a rouse
+hook of its own for the same agent (two copies of one command in several settings scopes
+the agents run once themselves). It stays light (issue 24; ``bench/hooks_bench.py``):
+until something is new it imports only :mod:`~rouse.agents.hookio`, ``prompt_hook``,
+``stop_hook`` and the light core and state modules (``str`` paths, no pathlib, json or
+typing); the pack, the project's settings and the ledger come in only when needed.
 """
 
 from __future__ import annotations
@@ -37,10 +25,13 @@ import sys
 from rouse.agents.hookio import (
     HOOK_LIMIT,
     HOOK_MAX_CHARS,
+    HOOK_WALL,
     MEASURES,
     cap,
     gives_way,
     hook_memory,
+    hook_output,
+    prompt_output,
     read_session,
 )
 from rouse.core.home import explicit_tree, surely_local
@@ -90,9 +81,7 @@ def pack_hook(args: Namespace, run: Callable[[Namespace], int]) -> int:
         return promise_hook.stop(kind, args.memory, session, _serving)
     if event in ("Stop", "SessionEnd"):
         return idle_hook(kind, args, session, event)
-    from rouse.agents import session_pack
-
-    return session_pack.start(kind, args, session, run)
+    return session_start(kind, args, session, run)
 
 
 def _detail(exc: Exception) -> str:
@@ -127,12 +116,10 @@ def prompt_hook(
         if root is None:
             return 0
         if prompt.unstarted(root, sid):
-            from rouse.agents import session_pack
-
-            return session_pack.late_start(kind, args, session, run, root)
+            return _late_start(kind, args, session, run, root)
         if prompt.nothing_new(root, sid):
             return 0
-        found = prompt.new_wakes(root, sid)
+        found = prompt.take_new(root, sid)[0]
         if not found:
             return 0
         now = _now(getattr(args, "now", None))
@@ -143,7 +130,7 @@ def prompt_hook(
     except Exception as exc:  # a prompt hook must never fail the prompt
         sys.stderr.write(f"rouse: no wakes at this prompt: {_detail(exc)}\n")
         return 0
-    sys.stdout.write(prompt.prompt_output(kind, text))
+    sys.stdout.write(prompt_output(kind, text))
     return 0
 
 
@@ -180,6 +167,94 @@ def idle_hook(kind: str, args: Namespace, session: Mapping[str, Any], event: str
         return 0
     sys.stderr.write(text)
     return 2
+
+
+# -- the pack a hook gives: at session start, or at a session's first prompt ------
+
+
+def session_start(
+    kind: str, args: Namespace, session: Mapping[str, Any], run: Callable[[Namespace], int]
+) -> int:
+    """SessionStart: the pack, and the session's seen-set of the wakes it shows (written,
+    so a wake its pack shows is not handed to a later prompt again)."""
+    try:
+        memory = getattr(args, "memory", None)
+        if gives_way(kind, memory, session, os.environ):
+            return 0
+        shown = _nudges_now(memory, session)  # before the pack is built: it shows these
+    except Exception as exc:  # a session-start hook must never fail the session
+        sys.stdout.write(hook_output(kind, _no_pack(exc)))
+        return 0
+    text = _capture(kind, args, run)
+    if shown is not None and not text.startswith(NO_PACK):
+        from rouse.agents.prompt_hook import mark_seen
+
+        mark_seen(shown[0], session.get("session_id"), *shown[1:])
+    sys.stdout.write(hook_output(kind, text))
+    return 0
+
+
+NO_PACK = "rouse: no memory pack this session: "
+
+
+def _capture(kind: str, args: Namespace, run: Callable[[Namespace], int]) -> str:
+    """The pack as the hook gives it, or one line saying why there is none."""
+    import contextlib
+    import io
+
+    from rouse.pack.render import HardWall
+
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), HardWall(HOOK_WALL, MEASURES.get(kind, len)):
+            run(args)
+    except Exception as exc:  # a hook must never fail the session
+        return _no_pack(exc)
+    return out.getvalue()
+
+
+def _no_pack(exc: Exception) -> str:
+    from rouse.core.errors import RouseError
+
+    if isinstance(exc, RouseError):
+        return f"{NO_PACK}{exc.render()}\n"
+    return (
+        f"{NO_PACK}internal error {type(exc).__name__}: {exc} "
+        "(run `rouse pack` by hand to see it)\n"
+    )
+
+
+def _late_start(
+    kind: str,
+    args: Namespace,
+    session: Mapping[str, Any],
+    run: Callable[[Namespace], int],
+    root: str | Path,
+) -> int:
+    """A prompt in a session no SessionStart hook gave a pack (Gemini CLI runs none over
+    ACP): the pack now, once (its seen-set is written first; where none can be kept,
+    nothing, rather than a pack at every prompt)."""
+    from rouse.agents import prompt_hook as prompt
+
+    if not prompt.mark_seen(root, session.get("session_id"), *prompt.listing(root)):
+        return 0
+    text = _capture(kind, args, run)
+    sys.stdout.write(prompt_output(kind, text))
+    return 0
+
+
+def _nudges_now(
+    memory: str | None, session: Mapping[str, Any]
+) -> tuple[Path, list[str], list[int] | None] | None:
+    """The tree, the nudge files in it now and the folder's stamp, when this session
+    can keep a seen-set."""
+    if not session.get("session_id"):
+        return None
+    from rouse.agents.prompt_hook import listing
+    from rouse.core.home import find_tree
+
+    root = find_tree(memory, os.environ)
+    return (root, *listing(root))
 
 
 def _now(given: str | None) -> datetime:

@@ -1,9 +1,10 @@
 """What every hook shares: the limits an agent puts on a hook's output, the session's
 JSON on stdin, the output each agent reads, the tree a hook's ``--memory`` names, and
-whether a hook for the global tree gives way to the project's own.
+whether a hook for the global tree gives way to the project's own (:func:`gives_way`:
+one pack per session, the inner tree wins).
 
 Below :mod:`rouse.agents.hook` (which dispatches on the event) and the pieces it
-loads (:mod:`~rouse.agents.session_pack`, :mod:`~rouse.agents.settings_hooks`), so
+loads (:mod:`~rouse.agents.settings_hooks`), so
 none of them imports the dispatcher. Light: on every hook's start-up path.
 """
 
@@ -20,6 +21,7 @@ from rouse.state.files import Damaged, decode, suppress
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
+    from pathlib import Path
     from typing import Any, BinaryIO, TextIO
 
 HOOK_LIMIT = 10_000  # Claude Code's cap on hook output (Codex's is the hook's own: 10,000 tokens)
@@ -31,6 +33,15 @@ STDIN_DEADLINE = 2.0
 #: how deep the hook's input may nest (the agents' inputs are a few levels deep)
 STDIN_DEPTH = 32
 STDIN_MOST = 1 << 20
+#: The event each agent runs its prompt hook at (Gemini CLI: BeforeAgent, before the model
+#: plans), and its turn's-end hook, the promise check (Gemini CLI: AfterAgent).
+PROMPT_EVENTS = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gemini": "BeforeAgent"}
+TURN_END_EVENTS = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
+#: how deep a settings file may nest before it is read as unreadable (never a crash)
+SETTINGS_DEPTH = 64
+#: A settings entry that runs ``rouse pack … --hook KIND``, however rouse is named
+#: (``rouse``, a path ending in it, or the ``"$R"`` of a pinned command).
+HOOK_COMMAND = r"(?:^|[\s;&|(/])(?:rouse|\"\$R\")['\"]?\s+pack\b[^\n]*--hook[ =]{kind}\b"
 
 
 def utf16_units(text: str) -> int:
@@ -76,6 +87,14 @@ def context_json(kind: str, text: str, event: str = "SessionStart") -> str | Non
     else:
         return None
     return json.dumps(payload, ensure_ascii=False) + "\n"
+
+
+def prompt_output(kind: str, text: str) -> str:
+    """What a prompt hook prints: plain text for Claude Code, JSON for Codex and Gemini CLI
+    (whose event is BeforeAgent); nothing when nothing is new."""
+    if not text or kind not in ("codex", "gemini"):
+        return text
+    return context_json(kind, text, PROMPT_EVENTS[kind]) or ""
 
 
 def hook_output(kind: str, text: str) -> str:
@@ -166,11 +185,110 @@ def gives_way(
     kind: str, memory: str | None, session: Mapping[str, Any], env: Mapping[str, str]
 ) -> bool:
     """Whether this hook should print nothing: it serves the global tree and the
-    session's project has its own rouse hook for the same agent (the inner tree wins);
-    see :mod:`rouse.agents.giveway`, not imported for a tree that is surely not global."""
+    session's project has its own rouse hook for the same agent (the inner tree wins).
+    Reading the project's settings takes json, re and pathlib: a tree that is surely
+    not the global one (:func:`rouse.core.home.surely_local`) never pays for them."""
     root = explicit_tree(memory, env)
     if root is not None and surely_local(root):
         return False
-    from rouse.agents import giveway
+    import re
 
-    return giveway.gives_way(kind, memory, session, env)
+    from rouse.core.errors import RouseError
+    from rouse.core.home import find_tree, global_tree
+
+    try:
+        tree = find_tree(memory, env).resolve()
+    except RouseError:
+        return False
+    outer = global_tree().resolve()
+    if tree != outer:
+        return False
+    ours = re.compile(HOOK_COMMAND.format(kind=re.escape(kind)))
+    for path in project_hook_files(kind, session, env):
+        inner = [c for c in _commands(path) if ours.search(c) and str(outer) not in c]
+        if inner and (kind != "codex" or _codex_runs(path, env)):
+            return True
+    return False
+
+
+def _commands(path: Path) -> list[str]:
+    """The SessionStart hook commands in one settings or hooks file (none if unreadable)."""
+    try:
+        data = decode(path.read_bytes(), max_depth=SETTINGS_DEPTH)
+        table = data["hooks"]
+        groups = table.get("SessionStart") or table.get("sessionStart")  # Cursor: camelCase
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    found: list[str] = []
+    for group in groups if isinstance(groups, list) else []:
+        hooks = group.get("hooks") if isinstance(group, dict) else None
+        if hooks is None:
+            hooks = [group]  # Cursor's entries are flat: {"command": ...}
+        for entry in hooks if isinstance(hooks, list) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("command"), str):
+                found.append(entry["command"])
+    return found
+
+
+def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, str]) -> list[Path]:
+    """The project-level files whose hooks this agent runs for this session."""
+    from pathlib import Path
+
+    if kind == "claude":
+        where = env.get("CLAUDE_PROJECT_DIR") or session.get("cwd")
+        if not isinstance(where, str) or not where:
+            return []
+        base = Path(where) / ".claude"
+        return [base / "settings.local.json", base / "settings.json"]
+    if kind == "gemini":
+        where = env.get("GEMINI_PROJECT_DIR") or session.get("cwd")
+        return [Path(where) / ".gemini" / "settings.json"] if isinstance(where, str) else []
+    if kind == "cursor":
+        roots = session.get("workspace_roots")
+        roots = roots if isinstance(roots, list) else []
+        return [Path(r) / ".cursor" / "hooks.json" for r in roots if isinstance(r, str) and r]
+    cwd = session.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        return []
+    # Codex reads .codex/ from the working directory up to the project root
+    # (the first directory holding .git); ~/.codex is the user's own layer
+    home = Path.home().resolve()
+    found: list[Path] = []
+    for folder in [Path(cwd), *Path(cwd).parents]:
+        if folder.resolve() == home:
+            break
+        found.append(folder / ".codex" / "hooks.json")
+        if (folder / ".git").exists():
+            return found
+    return found[:1]
+
+
+def _codex_runs(path: Path, env: Mapping[str, str]) -> bool:
+    """Whether Codex will run the hooks of a project's ``.codex/hooks.json``.
+
+    It loads them only in a trusted project, and runs a hook only once the
+    user has trusted it (``/hooks``); both are recorded in its config.
+    """
+    import tomllib
+    from pathlib import Path
+
+    config = Path(env.get("CODEX_HOME") or Path.home() / ".codex") / "config.toml"
+    try:
+        data = tomllib.loads(config.read_text("utf-8"))
+    except (OSError, ValueError):
+        return False
+    projects = data.get("projects") or {}
+    root = path.parent.parent.resolve()
+    trusted = any(
+        isinstance(entry, dict)
+        and entry.get("trust_level") == "trusted"
+        and (root == Path(name).resolve() or Path(name).resolve() in root.parents)
+        for name, entry in projects.items()
+    )
+    states = (data.get("hooks") or {}).get("state") or {}
+    prefix = f"{path}:session_start:"
+    hook_trusted = any(
+        key.startswith(prefix) and isinstance(value, dict) and value.get("trusted_hash")
+        for key, value in states.items()
+    )
+    return trusted and hook_trusted

@@ -4,8 +4,7 @@
 (``scaffold.new``, ``lifecycle.*``, ``clock.due``, the pack, recall, probes),
 with the same validation: bad slugs, field keys and values checked by the
 CLI's own functions (``inputs.check_key``, ``check_value``, ``check_body``),
-illegal endings raise, and nothing is written. :class:`ReadTools` holds the
-tools that only read. No ``mcp`` SDK here: this module loads and tests
+illegal endings raise, and nothing is written. No ``mcp`` SDK here: this module loads and tests
 without the extra. No tool offers ``stamp``: origins are written from
 outside the agent.
 """
@@ -54,8 +53,8 @@ def _text(value: str | None, what: str) -> str | None:
     return None if value is None else inputs.check_body(value, what)
 
 
-class ReadTools:
-    """The tools that only read (pack, recall, due, probe), and the state every tool shares."""
+class Tools:
+    """The MCP tools as plain methods returning text (testable without ``mcp``)."""
 
     def __init__(
         self,
@@ -150,11 +149,6 @@ class ReadTools:
         return "\n".join(
             f"{p.name}: {demand.run_demand(self.root, p, self.key_path)}" for p in chosen
         )
-
-
-class Tools(ReadTools):
-    """The MCP tools as plain methods returning text (testable without ``mcp``): the reads of
-    :class:`ReadTools`, and the writes."""
 
     # -- write --------------------------------------------------------------
 

@@ -1,42 +1,27 @@
 """opencode: a plugin that puts the pack in the system prompt and hands new wakes at a prompt.
 
-opencode loads every ``*.js`` / ``*.ts`` file in a project's
-``.opencode/plugins/`` (and the user's ``~/.config/opencode/plugins/``) at
-start, with no entry in ``opencode.json``. A plugin is a function returning
-hooks; rouse's uses two of them:
-
-- ``experimental.chat.system.transform`` (input ``{sessionID, model}``,
-  output ``{system: string[]}``), which opencode runs before every model
-  request: the plugin runs ``rouse pack --hook opencode`` once per session,
-  at its first request, and pushes the same pack every time after, so the
-  session keeps one pack (and the provider's prompt cache holds).
-- ``chat.message`` (input ``{sessionID, messageID, …}``, output ``{message,
-  parts}``), which runs when a prompt is submitted: the same command, told
-  the event is ``UserPromptSubmit``, prints the wakes this session has not
-  been shown, and the plugin adds them to the prompt as one synthetic text
-  part (the model reads it; the transcript keeps it; the screen does not
-  show it).
-
-The plugin imports nothing of opencode's (only ``node:`` modules, which
-opencode's runtime provides), so it works before and without the
-``@opencode-ai/plugin`` package opencode installs into ``.opencode/``. The
-project's file is committed with it: it calls ``rouse`` by name and names
-the tree from the project (``--memory memory``), which the hook resolves
-from the session's directory up (:func:`rouse.agents.hookio.hook_memory`). The
-user's file, for the global tree, pins the rouse that wired it (with
-``rouse`` on PATH as the fallback) and gives way in a project that has its
-own rouse plugin: one pack per session.
+opencode loads every ``*.js`` in a project's ``.opencode/plugins/`` (and the user's
+``~/.config/opencode/plugins/``) at start, with no entry in ``opencode.json``. rouse's
+runs ``rouse pack --hook opencode`` once per session, at its first model request, and
+pushes that pack at every request after (``experimental.chat.system.transform``: the
+session keeps one pack, and the provider's prompt cache holds); at each prompt
+(``chat.message``) the same command, told the event is ``UserPromptSubmit``, gives the
+wakes the session has not seen, added as one synthetic text part (the model reads it, the
+screen does not show it). It imports only ``node:`` modules, so it works without the
+``@opencode-ai/plugin`` package. The project's file is committed: it calls ``rouse`` by
+name and names the tree from the project (:func:`rouse.agents.hookio.hook_memory`). The
+user's, for the global tree, pins the rouse that wired it (``rouse`` on PATH as the
+fallback) and gives way in a project with its own rouse plugin: one pack per session.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 from pathlib import Path
 
 from rouse.agents.hook_commands import CANNOT_RUN, CANNOT_RUN_SHARED
-from rouse.agents.wiring import Wired, Wiring, read_text, update_file
+from rouse.agents.wiring import Wired, Wiring, read_text, remove_own, update_file
 
 OPENCODE_PLUGIN = ".opencode/plugins/rouse.js"
 GLOBAL_PLUGIN = ".config/opencode/plugins/rouse.js"  # under $HOME (opencode: $XDG_CONFIG_HOME)
@@ -181,13 +166,6 @@ def plugin_text(w: Wiring, executable: str | None) -> str:
     return pattern.sub(lambda found: values[found.group(0)], _PLUGIN)
 
 
-def is_ours(path: Path) -> bool:
-    try:
-        return path.is_file() and read_text(path).startswith(HEAD)
-    except (OSError, UnicodeDecodeError):
-        return False
-
-
 def wire_opencode(w: Wiring, result: Wired, executable: str | None) -> None:
     path = opencode_path(w)
     done = update_file(path, plugin_text(w, executable), LABEL)
@@ -201,14 +179,12 @@ def wire_opencode(w: Wiring, result: Wired, executable: str | None) -> None:
 
 
 def unwire_opencode(w: Wiring, result: Wired) -> None:
-    path = opencode_path(w)
-    if not is_ours(path):
-        return
-    path.unlink()
-    result.done.append(f"removed {path} ({LABEL})")
-    with contextlib.suppress(OSError):  # other plugins of the user's there: it stays
-        path.parent.rmdir()
+    remove_own(opencode_path(w), lambda t: t.startswith(HEAD), LABEL, result)
 
 
 def has_plugin(w: Wiring) -> bool:
-    return is_ours(opencode_path(w))
+    path = opencode_path(w)
+    try:
+        return path.is_file() and read_text(path).startswith(HEAD)
+    except (OSError, UnicodeDecodeError):
+        return False

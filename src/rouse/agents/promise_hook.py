@@ -1,33 +1,26 @@
-"""The Stop hook's promise check: a promise made in a turn becomes a record, or the agent
-is asked once why not (issue 33).
+"""The promise check at a turn's end (issue 33): a promise becomes a record, or the agent
+is asked once why not.
 
-When a turn ends (``rouse pack --hook KIND --promises``: Claude Code's and Codex's
-Stop hook, Gemini CLI's AfterAgent hook), it reads the turn's words: the user's
-prompt and the tool result that came last from the transcript, the final answer
-from the hook's input (``last_assistant_message``; Gemini's ``prompt_response``); when
-the input names the prompt (Claude Code's ``prompt_id``) it is that prompt's turn, waited
-for while the client has not yet written it.
-If they hold a promise (:mod:`rouse.agents.promises`) and no rouse verb wrote or
-moved a record since the prompt (a record file changed since then, or
-``.rouse/acts.json`` says a verb acted), it continues the turn once with
-:func:`reason`: what was said (a tool's words fenced as quoted data) and the
-verbs that would keep it.
-
-What it owns: when to ask (never when the input says a Stop hook already
-continued the turn, never twice for one prompt, never in an unattended run
-(``ROUSE_RUN_ID``: ``rouse work`` and ``sweep --run`` children), never with
-``ROUSE_PROMISES=off``) and what is asked. It reads no record's body.
-
-Light like the other idle hooks: with nothing to say it imports only
-the light state reader (:mod:`rouse.state.files`) and the matcher's cheap first look.
+At Claude Code's and Codex's Stop and Gemini CLI's AfterAgent (``--promises``) it reads
+the turn's words: the user's prompt and the last tool result from the transcript, the
+final answer from the hook's input (``last_assistant_message``; Gemini's
+``prompt_response``). If they hold a promise (:mod:`rouse.agents.promises`) and no rouse
+verb wrote or moved a record since the prompt (a record file changed, or
+``.rouse/acts.json`` says a verb acted), it continues the turn once with :func:`reason`.
+Never when the input says a Stop hook already continued the turn, never twice for one
+prompt, never in an unattended run (``ROUSE_RUN_ID``: ``rouse work`` and ``sweep --run``
+children), never with ``ROUSE_PROMISES=off``. It reads no record's body; with nothing to
+say it imports only the light state reader and the matcher's cheap first look.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+import sys
 
 from rouse.agents import promises
+from rouse.agents.hookio import TURN_END_EVENTS
 from rouse.state.files import Damaged, decode, read_bounded, save_bytes
 
 TYPE_CHECKING = False
@@ -51,8 +44,6 @@ HEAD = "rouse: a promise in this turn has no record yet"
 WHO = {"user": "the user's words", "agent": "your answer", "tool": "a tool's output"}
 CONTEXT_OPEN, CONTEXT_CLOSE = "<hook_context>", "</hook_context>"
 TEXT_PARTS = ("text", "input_text", "output_text")  # Codex's parts: input_ and output_text
-#: The clients whose turn's end this check answers, and the event each calls it at.
-EVENTS = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
 
 
 def wanted(session: Mapping[str, Any], env: Mapping[str, str]) -> bool:
@@ -250,7 +241,9 @@ def stop(
     stderr (Claude Code shows it in its debug output) and the turn ends as it would.
     """
     try:
-        if session.get("hook_event_name") != EVENTS.get(kind) or not wanted(session, os.environ):
+        if session.get("hook_event_name") != TURN_END_EVENTS.get(kind) or not wanted(
+            session, os.environ
+        ):
             return 0
         turn = read_turn(session.get("transcript_path"), session.get("prompt_id"))
         found = promise_of(session, turn)
@@ -261,12 +254,8 @@ def stop(
             return 0
         text = reason(found)
     except Exception as exc:  # a Stop hook must never fail the session
-        import sys
-
         sys.stderr.write(f"rouse: no promise check at this turn's end: {exc!r}\n")
         return 0
-    import sys
-
     sys.stdout.write(output(kind, text))
     return 0
 

@@ -1,26 +1,14 @@
-"""The UserPromptSubmit hook: wakes that arrived while a session was open, at its next prompt.
+"""The UserPromptSubmit hook: wakes delivered while a session was open, at its next prompt.
 
-The SessionStart hook gives a session its pack, woken records included. A
-wake the sweeper delivers later (a nudge file in ``.rouse/nudges/``) would
-wait for the next session; this hook hands it to the open one at its next
-prompt instead. ``rouse pack --hook KIND`` is the command of both hooks: it
-reads which event called it from the hook's input (``hook_event_name``).
-
-Each session keeps a small seen-set in ``.rouse/sessions/<session id>.json``:
-the nudge file names it has been shown (the SessionStart hook writes the ones
-that existed when its pack was built). A prompt costs a directory listing and
-one small JSON read when nothing is new, and prints nothing. When something
-is new, only the nudge files the ledger vouches for, whose record the agent
-has not acted on since, are shown — each once per session.
-
-A prompt with nothing new does not even list the folder: the seen-set keeps
-the folder's stat (``"nudges": [mtime_ns, ctime_ns, inode, device]``) from a
-listing every one of whose names it holds, taken before that listing and only
-once the folder had settled (unchanged for the walk cache's racy window, 2 s,
-so a file added in the same clock tick cannot hide). While the folder's stat
-is the same, nothing can be new (:func:`nothing_new`); when it has changed and
-a listing still finds nothing new, the stamp is brought up to date. That path,
-and the Stop hook's waiter, import nothing heavy (``str`` paths, state read through
+Each session keeps a seen-set in ``.rouse/sessions/<session id>.json``: the nudge file
+names it has been shown (the SessionStart hook writes those its pack showed). Of the new
+ones, only those the ledger vouches for, whose record the agent has not acted on since,
+are shown, each once per session. A prompt with nothing new prints nothing and does not
+even list the folder: the seen-set keeps the folder's stat (``"nudges": [mtime_ns,
+ctime_ns, inode, device]``) from a listing every one of whose names it holds, taken
+before that listing and only once the folder had settled (unchanged for the walk cache's
+racy window, 2 s, so a file added in the same clock tick cannot hide). That path, and
+the Stop hook's waiter, import nothing heavy (``str`` paths, state read through
 :mod:`rouse.state.shapes`): tests/test_hook_quick.py pins what they load.
 """
 
@@ -76,11 +64,6 @@ def seen_file(root: str | Path, session_id: object) -> str | None:
 
         name = "h-" + hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
     return os.path.join(root, STATE_DIR, DIR, f"{name}.json")
-
-
-def nudge_names(root: str | Path) -> list[str]:
-    """The names of the nudge files now in ``.rouse/nudges/`` (none behind a link)."""
-    return listing(root)[0]
 
 
 def listing(root: str | Path) -> tuple[list[str], list[int] | None]:
@@ -237,18 +220,13 @@ def _restamp(path: str, raw: bytes, seen: list[str], stamp: list[int]) -> None:
         save_bytes(path, _seen_bytes(seen, stamp))
 
 
-def new_wakes(root: str | Path, session_id: object) -> list[tuple[str, nudges.Nudge]]:
-    """The wakes this session has not been shown, and mark them shown.
+def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
+    """The wakes this session has not been shown, each with its record's short id, marked
+    shown; and whether a nudge file just written is not vouched for yet.
 
     Fast when nothing is new: a listing and the seen-set, no ledger, no walk.
     A session without a seen-set (its SessionStart hook did not run) is shown
-    every wake still standing, once. Each comes with its record's short id.
-    """
-    return take_new(root, session_id)[0]
-
-
-def take_new(root: str | Path, session_id: object) -> tuple[list[tuple[str, nudges.Nudge]], bool]:
-    """:func:`new_wakes`, and whether a nudge file just written is not vouched for yet.
+    every wake still standing, once.
 
     The file sink links the nudge file into place a moment before the ledger
     records the delivery; a file that new that the ledger does not know yet
@@ -362,16 +340,3 @@ def render(found: list[tuple[str, nudges.Nudge]], now: datetime, idle: bool = Fa
         "no need to answer them before the user's request."
     )
     return layout.shown("\n".join(lines) + "\n", lines=True)
-
-
-def prompt_output(kind: str, text: str) -> str:
-    """Plain text for Claude Code, JSON for Codex and Gemini CLI (nothing when nothing is new)."""
-    if not text:
-        return ""
-    if kind in ("codex", "gemini"):  # Gemini CLI's event is BeforeAgent
-        import json
-
-        event = "BeforeAgent" if kind == "gemini" else "UserPromptSubmit"
-        payload = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
-        return json.dumps(payload, ensure_ascii=False) + "\n"
-    return text

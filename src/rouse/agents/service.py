@@ -110,21 +110,17 @@ def take_ledger(flags: Sequence[str]) -> tuple[list[str], str | None]:
     rest: list[str] = []
     dsn: str | None = None
     words = list(flags)
-    index = 0
-    while index < len(words):
-        word = words[index]
+    while words:
+        word = words.pop(0)
         if word == "--":
-            rest += words[index:]
+            rest += [word, *words]
             break
-        if word == "--ledger" and index + 1 < len(words):
-            dsn = words[index + 1]
-            index += 2
-            continue
-        if word.startswith("--ledger="):
+        if word == "--ledger" and words:
+            dsn = words.pop(0)
+        elif word.startswith("--ledger="):
             dsn = word.partition("=")[2]
         else:
             rest.append(word)
-        index += 1
     return rest, dsn
 
 
@@ -136,9 +132,6 @@ def plan(
     home: Path,
     every: float | None = None,
     once: bool = False,
-    executable: str | None = None,
-    path_env: str | None = None,
-    uid: int | None = None,
     verb: str = "sweep",
     ledger: str | None = None,
 ) -> Service:
@@ -146,8 +139,8 @@ def plan(
     worker's, ``rouse work FLAGS``, beside the sweeper's); nothing is written here.
 
     ``every``/``once`` are what the flags say (the caller parsed them with
-    the sweep verb's own parser); ``path_env`` is the PATH the service gets
-    (the installer's, so exec sinks find what they found at install time).
+    the sweep verb's own parser). The service gets the installer's PATH (so exec
+    sinks find what they found at install time).
     ``ledger``: ``ROUSE_LEDGER`` of the installer; like ``--ledger DSN`` among the
     flags, it reaches the service through a file only its owner can read (systemd's
     ``EnvironmentFile=``, a 0600 launchd plist), never its command line or output.
@@ -156,7 +149,6 @@ def plan(
         raise UsageError(f"no service kind {kind!r}: use one of {', '.join(KINDS)}")
     root = Path(os.path.abspath(root))
     ident = service_id(root, home)
-    path_env = os.environ.get("PATH", os.defpath) if path_env is None else path_env
     flags, given = take_ledger(flags)
     dsn = given or ledger or None
     for word in (str(root), *flags):
@@ -173,18 +165,18 @@ def plan(
             "or launchd, or set ROUSE_LEDGER at the top of your crontab yourself (crontab -e) "
             "and install without it"
         )
-    unit = Unit(root, ident, verb, home, service_path(path_env, flags))
+    unit = Unit(root, ident, verb, home, service_path(os.environ.get("PATH", os.defpath), flags))
     if kind == "cron":
-        return cron_entry(unit, flags, every=every, once=once, executable=executable)
+        return cron_entry(unit, flags, every=every, once=once)
     if once:
         raise UsageError(
             f"a {kind} service runs the {ROLES[verb]}'s loop, which --once would end at once: "
             "drop --once (a crontab line, --kind cron, is the --once way)"
         )
-    command = sweep_command(root, flags, executable, verb)
+    command = sweep_command(root, flags, verb)
     if kind == "systemd":
         return systemd_unit(unit, command, dsn)
-    made = launchd_agent(unit, command, os.getuid() if uid is None else uid)
+    made = launchd_agent(unit, command, os.getuid())
     if dsn:  # the plist itself becomes the secret: 0600, the DSN in its environment
         [(plist, _)] = made.files.items()
         data = plistlib.loads(made.files.pop(plist).encode("utf-8"))

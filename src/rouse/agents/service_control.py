@@ -55,21 +55,13 @@ def install(service: Service, *, dry_run: bool, start: bool) -> list[str]:
         if dry_run:
             lines += [f"would write {path}:", "", text.rstrip("\n"), ""]
             continue
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, path)
-        except OSError as exc:
-            raise UsageError(
-                f"cannot write {path} ({exc.strerror}): check its permissions"
-            ) from None
+        _write(path, text)
         lines.append(f"wrote {path}")
     for path, text in service.secrets.items():
         if dry_run:
             lines += [f"would write {path} (mode 0600, it holds the ledger's DSN: {REDACTED})", ""]
             continue
-        _write_private(path, text)
+        _write(path, text, private=True)
         lines.append(f"wrote {path} (mode 0600: the ledger's DSN)")
     if os.environ.get("ROUSE_WEBHOOK_SECRET"):
         where = (
@@ -93,17 +85,20 @@ def install(service: Service, *, dry_run: bool, start: bool) -> list[str]:
     return [*lines, f"started {service.name} ({service.kind}): `rouse service status` to check"]
 
 
-def _write_private(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` readable by its owner only (0600 from the first byte)."""
+def _write(path: Path, text: str, private: bool = False) -> None:
+    """Write ``text`` to ``path`` atomically; ``private``: readable by its owner only
+    (0600 from the first byte)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        fd = os.open(tmp, flags, 0o600 if private else 0o666)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-        os.chmod(tmp, 0o600)
+        if private:
+            os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except OSError as exc:
         raise UsageError(f"cannot write {path} ({exc.strerror}): check its permissions") from None

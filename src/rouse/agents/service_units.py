@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rouse import __version__
 from rouse.agents.hook_commands import stable_executable
@@ -78,16 +79,11 @@ def env_value(value: str) -> str:
     return f'"{escaped}"'
 
 
-def sweep_command(
-    root: Path, flags: Sequence[str], executable: str | None = None, verb: str = "sweep"
-) -> list[str]:
-    """The sweeper's argv (or, ``verb`` work, the task worker's): this rouse (absolute),
-    ``--memory`` of the tree, the verb, then the flags.
-
-    ``executable`` None finds this rouse when it is a stable install; else (or
-    "") it is this Python with ``-m rouse``, also an absolute path.
-    """
-    pinned = stable_executable() if executable is None else executable
+def sweep_command(root: Path, flags: Sequence[str], verb: str = "sweep") -> list[str]:
+    """The sweeper's argv (or, ``verb`` work, the task worker's): this rouse (absolute:
+    the stable install, else this Python with ``-m rouse``), ``--memory`` of the tree,
+    the verb, then the flags."""
+    pinned = stable_executable()
     head = [pinned] if pinned else [os.path.abspath(sys.executable), "-m", "rouse"]
     return [*head, "--memory", str(root), verb, *flags]
 
@@ -96,12 +92,10 @@ def installed_argv(kind: str, text: str) -> list[str] | None:
     """The command a unit file (systemd) or plist (launchd) rouse wrote runs, read back;
     None when it cannot be read (a file edited past recognition, another kind)."""
     if kind == "launchd":
-        try:
-            found = plistlib.loads(text.encode("utf-8")).get("ProgramArguments")
-        except (plistlib.InvalidFileException, ValueError, AttributeError):
-            return None
-        ok = isinstance(found, list) and all(isinstance(w, str) for w in found)
-        return list(found) if ok else None
+        found = _plist(text).get("ProgramArguments")
+        if isinstance(found, list) and all(isinstance(w, str) for w in found):
+            return list(found)
+        return None
     if kind != "systemd":
         return None
     line = next((ln for ln in text.splitlines() if ln.startswith("ExecStart=")), None)
@@ -110,6 +104,15 @@ def installed_argv(kind: str, text: str) -> list[str] | None:
     except ValueError:
         return None
     return [w.replace("$$", "$").replace("%%", "%") for w in words] if words else None
+
+
+def _plist(text: str) -> dict[str, Any]:
+    """A plist's top-level dict ({} when it is not one)."""
+    try:
+        data = plistlib.loads(text.encode("utf-8"))
+    except (plistlib.InvalidFileException, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def installed_flags(service: Service, text: str, root: Path, verb: str) -> list[str] | None:
@@ -129,10 +132,7 @@ def installed_ledger(kind: str, text: str) -> str | None:
     0600 file) or plist (launchd: its environment) was given; None without one. For
     ``status``, to plan what an install with it would write; never printed."""
     if kind == "launchd":
-        try:
-            env = plistlib.loads(text.encode("utf-8")).get("EnvironmentVariables")
-        except (plistlib.InvalidFileException, ValueError, AttributeError):
-            return None
+        env = _plist(text).get("EnvironmentVariables")
         value = env.get("ROUSE_LEDGER") if isinstance(env, dict) else None
         return value if isinstance(value, str) else None
     line = next((ln for ln in text.splitlines() if ln.startswith("EnvironmentFile=")), None)
@@ -283,9 +283,7 @@ def launchd_agent(unit: Unit, command: list[str], uid: int) -> Service:
 # -- cron ---------------------------------------------------------------------
 
 
-def cron_entry(
-    unit: Unit, flags: Sequence[str], *, every: float | None, once: bool, executable: str | None
-) -> Service:
+def cron_entry(unit: Unit, flags: Sequence[str], *, every: float | None, once: bool) -> Service:
     root, ident, verb, path = unit.root, unit.ident, unit.verb, unit.path
     seconds = CRON_DEFAULT_EVERY if every is None else every
     if seconds not in CRON_EVERY:
@@ -297,7 +295,7 @@ def cron_entry(
     extra = [] if once else ["--once"]
     if verb == "sweep":  # (the worker's --once has no interval: cron's line is it)
         extra += [] if every is not None else ["--every", f"{seconds:g}"]
-    command = sweep_command(root, [*extra, *flags], executable, verb)
+    command = sweep_command(root, [*extra, *flags], verb)
     minutes = int(seconds) // 60
     when = "0 * * * *" if minutes == 60 else "* * * * *" if minutes == 1 else f"*/{minutes} * * * *"
     line = " ".join(cron_word(word) for word in command)

@@ -1,21 +1,21 @@
 """Where rouse's hooks go: agents' settings files (SPEC §11).
 
 Merging the hooks (their commands are :mod:`rouse.agents.hook_commands`') into
-Claude Code's and Codex's settings JSON (Gemini CLI's too, through
-:mod:`rouse.agents.gemini`): exactly one rouse SessionStart and UserPromptSubmit
-hook (and for Claude Code one Stop and one SessionEnd hook), in one settings
-scope per tree, everything else in the file kept in order.
+Claude Code's, Codex's and Gemini CLI's settings JSON (event → groups → ``{"type":
+"command", "command": …}``): exactly one rouse hook at each event it lays, in one
+settings scope per tree, everything else in the file kept in order; and Cursor's
+flat ``.cursor/hooks.json`` (``{"version": 1, "hooks": {"sessionStart": [{"command":
+…}]}}``), whose ``sessionStart`` hook may return ``additional_context``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rouse.agents.giveway import SETTINGS_DEPTH
 from rouse.agents.hook_commands import (
     EVENTS,
     MATCHERS,
@@ -27,12 +27,12 @@ from rouse.agents.hook_commands import (
     hook_command,
     is_ours,
 )
+from rouse.agents.hookio import PROMPT_EVENTS, SETTINGS_DEPTH, TURN_END_EVENTS
+from rouse.agents.stop_hook import HOOK_TIMEOUT
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
 from rouse.state.files import decode
 
-#: The Stop hook's timeout (seconds): Claude Code kills it then; rouse's own wait is shorter.
-STOP_TIMEOUT = 24 * 3600
 #: The promise check's timeout (seconds), in Claude Code's and Codex's Stop entry.
 PROMISES_TIMEOUT = 30
 #: Codex previews a hook's ``additionalContext`` past a per-hook limit in tokens (2,500 by
@@ -44,29 +44,19 @@ CLAUDE_LOCAL = ".claude/settings.local.json"
 CLAUDE_SHARED = ".claude/settings.json"
 CODEX_HOOKS = ".codex/hooks.json"
 GEMINI_SETTINGS = ".gemini/settings.json"
-
-
-@dataclass(frozen=True)
-class HookSet:
-    """The hooks rouse lays in one agent's settings file: each command, at its event.
-
-    ``command`` at SessionStart (for the sources ``matcher`` names; None: every one),
-    ``prompt_command`` at ``prompt_event``; with both ``stop_command`` and a prompt
-    command (Claude Code), one Stop hook (in the background, waking the model) and one
-    SessionEnd hook (the prompt command: it ends the wait); ``promise_command`` beside
-    that Stop hook (it answers before the turn ends) or at its own ``promise_event``
-    (Codex's Stop, Gemini CLI's AfterAgent). ``extra`` goes into the SessionStart and
-    prompt entries (Codex's ``additionalContextLimit``).
-    """
-
-    command: str
-    matcher: str | None
-    prompt_command: str | None = None
-    stop_command: str | None = None
-    extra: Mapping[str, Any] | None = None
-    prompt_event: str = PROMPT
-    promise_command: str | None = None
-    promise_event: str = STOP
+CURSOR_HOOKS = ".cursor/hooks.json"
+CURSOR_EVENT = "sessionStart"
+CURSOR_LABEL = "Cursor sessionStart hook"
+#: Each agent's name, and what its SessionStart and prompt entries carry besides. Its prompt
+#: hook's and promise check's events are :data:`~rouse.agents.hookio.PROMPT_EVENTS`' and
+#: ``TURN_END_EVENTS``'; Gemini CLI's AfterAgent hook may deny the answer, which it sends to
+#: the agent as a new prompt; its lifecycle matchers are exact strings, so its SessionStart
+#: hook has none (:data:`MATCHERS`) and runs for every source.
+AGENTS: dict[str, tuple[str, Mapping[str, Any] | None]] = {
+    "claude": ("Claude Code", None),
+    "codex": ("Codex", {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
+    "gemini": ("Gemini CLI", None),
+}
 
 
 def claude_paths(w: Wiring) -> list[Path]:
@@ -145,31 +135,14 @@ def _without_ours(groups: list[Any]) -> tuple[list[Any], int | None]:
     return kept, position
 
 
-def merge_session_hook(data: dict[str, Any], hooks: HookSet, where: str) -> dict[str, Any]:
-    """``data`` with exactly the rouse hooks ``hooks`` names (ours), one at each of its
-    events, all else kept in order; a promise check laid before and not asked for now is
-    taken out."""
-    more = dict(hooks.extra or {})
-    head = {} if hooks.matcher is None else {"matcher": hooks.matcher}  # None: every source
-    wanted: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = [
-        (SESSION_START, head, [{"command": hooks.command, **more}])
-    ]
-    if hooks.prompt_command is not None:
-        wanted.append((hooks.prompt_event, {}, [{"command": hooks.prompt_command, **more}]))
-    promise: list[dict[str, Any]] = []
-    if hooks.promise_command is not None:  # (Gemini CLI's timeouts are in ms: its default kept)
-        timeout = {"timeout": PROMISES_TIMEOUT} if hooks.promise_event == STOP else {}
-        promise.append({"command": hooks.promise_command, **timeout})
-    if hooks.stop_command is not None and hooks.prompt_command is not None:  # Claude Code
-        stops = [{"command": hooks.stop_command, "asyncRewake": True, "timeout": STOP_TIMEOUT}]
-        wanted += [
-            (STOP, {}, stops + promise),
-            (SESSION_END, {}, [{"command": hooks.prompt_command}]),
-        ]
-    elif promise:
-        wanted.append((hooks.promise_event, {}, promise))
-    else:  # none, or --no-promises: a check laid before is taken out
-        remove_session_hook(data, where, (hooks.promise_event,))
+#: The hooks one agent's settings file is to hold: at each event, what its group carries
+#: besides its hooks (SessionStart's ``matcher``), and each hook's entry.
+Wanted = list[tuple[str, dict[str, Any], list[dict[str, Any]]]]
+
+
+def merge_session_hook(data: dict[str, Any], wanted: Wanted, where: str) -> dict[str, Any]:
+    """``data`` with exactly the rouse hooks ``wanted`` names (ours), one group at each of
+    its events where the first one of ours was, all else kept in order."""
     for event, head, entries in wanted:
         kept, position = _without_ours(event_hooks(data, where, event))
         ours = {**head, "hooks": [{"type": "command", **entry} for entry in entries]}
@@ -200,14 +173,18 @@ def dump(data: dict[str, Any]) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def wire_hook_files(target: Path, others: Sequence[Path], hooks: HookSet, label: str) -> list[str]:
-    """Our hooks in ``target``, and in none of ``others`` (the same tree's other scopes).
+def wire_hook_files(
+    target: Path, others: Sequence[Path], wanted: Wanted, dropped: Sequence[str], label: str
+) -> list[str]:
+    """Our hooks in ``target`` (none left at the ``dropped`` events), and in none of
+    ``others`` (the same tree's other scopes).
 
     Every file is read and checked before any is written, so a broken one
     stops the run with nothing changed.
     """
     loaded = {path: load_json(path) for path in (target, *others)}
-    merged = merge_session_hook(loaded[target], hooks, str(target))
+    remove_session_hook(loaded[target], str(target), dropped)
+    merged = merge_session_hook(loaded[target], wanted, str(target))
     texts = {target: dump(merged)}
     for path in others:
         if path.exists() and has_our_hook(path, EVENTS):
@@ -220,25 +197,52 @@ def wire_hook_files(target: Path, others: Sequence[Path], hooks: HookSet, label:
     return done
 
 
-def wire_claude_hooks(
-    w: Wiring, shared: bool, result: Wired, executable: str | None, promises: bool = True
+def wire_hooks(
+    w: Wiring,
+    kind: str,
+    result: Wired,
+    executable: str | None,
+    promises: bool = True,
+    shared: bool = False,
 ) -> None:
-    paths = claude_paths(w)
-    target = (
-        paths[0] if w.project is None else w.project / (CLAUDE_SHARED if shared else CLAUDE_LOCAL)
-    )
-    others = [p for p in paths if p != target]
-    shared = shared and w.project is not None  # the team's file: no path of this machine
-    promise = hook_command(w, "claude", executable, PROMISES, shared) if promises else None
-    hooks = HookSet(
-        hook_command(w, "claude", executable, shared=shared),
-        MATCHERS["claude"],
-        prompt_command=hook_command(w, "claude", executable, PROMPT, shared),
-        stop_command=hook_command(w, "claude", executable, STOP, shared),
-        promise_command=promise,
-    )
-    label = "Claude Code SessionStart, UserPromptSubmit, Stop, SessionEnd"
-    result.done += wire_hook_files(target, others, hooks, label)
+    """``kind``'s hooks (claude, codex, gemini) in its settings file of this tree's scope.
+
+    Claude Code's go in the project's local settings (kept out of git) or, ``shared``, in
+    the team's settings.json, and out of the other; a project's ``.codex/`` and
+    ``.gemini/`` are its own layer, committed with it. A file meant to be committed
+    carries no path of this machine. ``promises=False`` leaves the promise check out.
+    """
+    name, extra = AGENTS[kind]
+    prompt_event, promise_event = PROMPT_EVENTS[kind], TURN_END_EVENTS[kind]
+    target = w.base / (CODEX_HOOKS if kind == "codex" else GEMINI_SETTINGS)
+    others: list[Path] = []
+    if kind == "claude":
+        paths = claude_paths(w)
+        target = paths[0] if w.project is None else w.project / CLAUDE_LOCAL
+        target = w.project / CLAUDE_SHARED if shared and w.project is not None else target
+        others = [p for p in paths if p != target]
+    shared = w.project is not None and (shared or kind != "claude")
+
+    def entry(event: str = SESSION_START, **more: Any) -> dict[str, Any]:
+        return {"command": hook_command(w, kind, executable, event, shared), **more}
+
+    matcher = {"matcher": MATCHERS[kind]} if kind in MATCHERS else {}  # none: every source
+    wanted: Wanted = [
+        (SESSION_START, matcher, [entry(**(extra or {}))]),
+        (prompt_event, {}, [entry(PROMPT, **(extra or {}))]),
+    ]
+    timeout = {"timeout": PROMISES_TIMEOUT} if promise_event == STOP else {}  # Gemini: ms
+    promise = [entry(PROMISES, **timeout)] if promises else []
+    if kind == "claude":  # the wait, in the background, waking the model; SessionEnd ends it
+        stop = entry(STOP, asyncRewake=True, timeout=HOOK_TIMEOUT)
+        wanted += [(STOP, {}, [stop, *promise]), (SESSION_END, {}, [entry(PROMPT)])]
+    elif promise:
+        wanted.append((promise_event, {}, promise))
+    dropped = () if promise or kind == "claude" else (promise_event,)  # a check laid before
+    label = f"{name} {', '.join(event for event, _, _ in wanted)}"
+    result.done += wire_hook_files(target, others, wanted, dropped, label)
+    if kind == "codex":
+        result.printed += codex_notes(w)
     if w.project is not None and target.name == Path(CLAUDE_LOCAL).name:
         excluded = exclude_locally(w.project, CLAUDE_LOCAL)
         result.done += [excluded] if excluded else []
@@ -260,23 +264,6 @@ def codex_notes(w: Wiring) -> list[str]:
     return lines
 
 
-def wire_codex_hooks(
-    w: Wiring, result: Wired, executable: str | None, promises: bool = True
-) -> None:
-    shared = w.project is not None  # <repo>/.codex/ is the project's layer, committed with it
-    check = hook_command(w, "codex", executable, PROMISES, shared) if promises else None
-    hooks = HookSet(
-        hook_command(w, "codex", executable, shared=shared),
-        MATCHERS["codex"],
-        prompt_command=hook_command(w, "codex", executable, PROMPT, shared),
-        extra={"additionalContextLimit": CODEX_CONTEXT_LIMIT},
-        promise_command=check,
-    )
-    label = "Codex SessionStart, UserPromptSubmit" + (", Stop" if promises else "")
-    result.done += wire_hook_files(codex_path(w), (), hooks, label)
-    result.printed += codex_notes(w)
-
-
 def hooked_agent(w: Wiring, filename: str) -> str | None:
     """The agent whose hook delivers the pack to readers of ``filename``, if any."""
     if filename == "CLAUDE.md" and any(has_our_hook(p) for p in claude_paths(w)):
@@ -286,3 +273,62 @@ def hooked_agent(w: Wiring, filename: str) -> str | None:
     if filename == "GEMINI.md" and has_our_hook(gemini_path(w)):
         return "Gemini CLI"
     return None
+
+
+def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
+    """``data`` with exactly one rouse ``sessionStart`` hook, where the first one was."""
+    entries = event_hooks(data, where, CURSOR_EVENT)
+    kept = [e for e in entries if not is_ours(e)]
+    first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
+    position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
+    kept.insert(position, {"command": command})
+    data.setdefault("version", 1)
+    data.setdefault("hooks", {})[CURSOR_EVENT] = kept
+    return data
+
+
+def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    """Cursor's hook, beside its rule (which the editor's agent reads where hooks do not
+    run); the project's file is committed, so it calls ``rouse`` by name."""
+    path = w.base / CURSOR_HOOKS
+    command = hook_command(w, "cursor", executable, shared=w.project is not None)
+    data = merge_cursor_hook(load_json(path), command, str(path))
+    result.done.append(update_file(path, dump(data), CURSOR_LABEL))
+
+
+def unwire_cursor_hooks(w: Wiring, result: Wired) -> None:
+    path = w.base / CURSOR_HOOKS
+    if not path.exists():
+        return
+    data = load_json(path)
+    entries = event_hooks(data, str(path), CURSOR_EVENT)
+    if not any(is_ours(e) for e in entries):
+        return
+    kept = [e for e in entries if not is_ours(e)]
+    if kept:
+        data["hooks"][CURSOR_EVENT] = kept
+    else:
+        data["hooks"].pop(CURSOR_EVENT, None)
+    update_file(path, dump(data), CURSOR_LABEL)
+    result.done.append(f"removed the rouse hook from {path}")
+
+
+def remove_hooks(w: Wiring, result: Wired) -> None:
+    """Our hooks out of every settings file this tree's may sit in (other hooks and
+    settings kept); a file left with nothing else, ``{}``, is removed, and its folder
+    when that is empty. Every file is read and checked first: a broken one stops the
+    run with nothing changed."""
+    paths = [*claude_paths(w), codex_path(w), gemini_path(w)]
+    loaded = {p: load_json(p) for p in paths if p.exists()}
+    for path, data in loaded.items():
+        if not has_our_hook(path, EVENTS):
+            continue
+        left = remove_session_hook(data, str(path))
+        if left:
+            update_file(path, dump(left), "rouse hooks")
+            result.done.append(f"removed the rouse hooks from {path}")
+            continue
+        path.unlink()  # it held our hooks and nothing else: rouse's own file, not left as {}
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # (only when nothing else is in .codex/, .gemini/…)
+        result.done.append(f"removed {path} (it held only the rouse hooks)")

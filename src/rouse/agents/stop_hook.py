@@ -1,25 +1,14 @@
 """The Stop hook: an idle Claude Code session woken by the next wake it has not seen.
 
-Claude Code runs this hook in the background (``asyncRewake``) each time a
-turn ends, and wakes the model when it exits 2, with its stderr as the
-message. :func:`wait_for_wake` is that wait: it returns the wakes to give
-(the prompt hook's :func:`~rouse.agents.prompt_hook.take_new`, so a wake is
-shown at most once per session, whichever hook shows it), or nothing when
-the wait ends without one.
-
-What it owns: the session's waiter registration (``.rouse/sessions/<id>.waiter``,
-one per session; a newer waiter overwrites it and the older one leaves
-quietly), the wait itself (inotify on Linux, else a slow poll; no CPU spent
-while nothing happens), and noticing the end of the session: the SessionEnd
-hook removes the registration (:func:`end_session`), and the waiter watches
-the agent's process, and for a stream-json session its input, by itself.
-What it does not own: what a wake is, or whether it still stands
-(``prompt_hook``, ``state.nudges``), and printing (``hook``).
-
-Claude Code starts it at every turn's end, so up to its wait it imports
-nothing heavy (no pathlib, json, contextlib, enum: ``str`` paths, state read
-through :mod:`rouse.state.shapes`); the ledger and the walk are loaded only when
-something is new (:func:`~rouse.agents.prompt_hook.nothing_new`).
+Claude Code runs it in the background (``asyncRewake``) at each turn's end and wakes the
+model when it exits 2, with its stderr as the message. It owns the session's waiter
+registration (``.rouse/sessions/<id>.waiter``: a newer waiter overwrites it and the older
+one leaves quietly), the wait (inotify on Linux, else a slow poll: no CPU spent while
+nothing happens) and noticing the session's end (SessionEnd removes the registration;
+the waiter watches the agent's process, and a stream-json session's input). What a wake
+is, and whether it stands, is ``prompt_hook``'s (:func:`~rouse.agents.prompt_hook.take_new`:
+a wake is shown once per session, whichever hook shows it); printing is ``hook``'s. Up to
+its wait it imports nothing heavy (no pathlib, json, contextlib, enum).
 """
 
 from __future__ import annotations
@@ -50,7 +39,8 @@ if TYPE_CHECKING:
 
 #: How long an idle session is waited on by default: a working day left open.
 WAIT_DEFAULT = 12 * 3600
-#: The Stop hook's ``timeout`` in the settings rouse writes; a wait stays below it.
+#: The Stop hook's ``timeout`` in the settings rouse writes (Claude Code kills it then);
+#: a wait stays below it.
 HOOK_TIMEOUT = 24 * 3600
 WAIT_MOST = HOOK_TIMEOUT - 600
 CHECK_EVERY = 60.0  # with inotify: a look at the session's processes and transcript anyway
@@ -84,11 +74,6 @@ def end_session(root: str | Path, session_id: object) -> None:
             os.unlink(path)
 
 
-def _registered(path: str) -> Any:
-    """The waiter's registration (``stateshapes.WAITER``), or None."""
-    return WAITER.read(path)
-
-
 def wait_for_wake(
     root: str | Path, session: Mapping[str, Any], max_wait: float, watch: bool = True
 ) -> list[tuple[str, nudges.Nudge]]:
@@ -115,13 +100,12 @@ def wait_for_wake(
             return []  # a link, a read-only tree: no registration, so no wait
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
-            transcript = session.get("transcript_path")
-            return _wait(root, session_id, me, mark, agent, max_wait, watch, transcript)
+            return _wait(root, session, mark, agent, max_wait, watch)
         except _Left:
             return []
         finally:
             signal.signal(signal.SIGTERM, previous)
-            if _registered(me) == mark:
+            if WAITER.read(me) == mark:
                 with suppress(OSError):
                     os.unlink(me)
     finally:
@@ -138,18 +122,21 @@ def _leave(signum: int, frame: object) -> None:
 
 def _wait(
     root: str | Path,
-    session_id: object,
-    me: str,
+    session: Mapping[str, Any],
     mark: dict[str, int],
     agent: Agent,
     max_wait: float,
     watch: bool,
-    transcript: object,
 ) -> list[tuple[str, nudges.Nudge]]:
-    """The wait itself. The watch begins only when there is a wait to sleep through
-    (a waiter that leaves at its first look never pays for ctypes and inotify), and
-    every look follows the watch's start: nothing written before it is missed."""
+    """The wait itself, while this waiter's registration says ``mark``. The watch begins
+    only when there is a wait to sleep through (a waiter that leaves at its first look
+    never pays for ctypes and inotify), and every look follows the watch's start:
+    nothing written before it is missed."""
     deadline = time.monotonic() + max_wait
+    session_id = session.get("session_id")
+    me = _waiter(root, session_id)
+    assert me is not None  # (registered: its caller found it)
+    transcript = session.get("transcript_path")
     log = transcript if isinstance(transcript, str) and transcript else None
     had_log = log is not None and os.path.isfile(log)
     poller = select.poll()
@@ -157,7 +144,7 @@ def _wait(
     gone = agent.register(poller)
     try:
         while True:
-            if _registered(me) != mark or agent.gone():
+            if WAITER.read(me) != mark or agent.gone():
                 return []  # superseded, or the session has ended
             if had_log and log is not None and not os.path.exists(log):
                 return []

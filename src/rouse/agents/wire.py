@@ -1,4 +1,6 @@
-"""`rouse wire` (SPEC §11): hooks, instruction blocks, rules, how to register MCP.
+"""`rouse wire` (SPEC §11): hooks, instruction blocks, rules, how to register MCP; and
+``--remove``, every piece taken back out (idempotent too: a second run finds nothing and
+says so).
 
 Every writer here is idempotent: run it twice and the second run changes
 nothing. Files rouse does not own (``CLAUDE.md``, ``AGENTS.md``, settings
@@ -21,8 +23,6 @@ import shlex
 from pathlib import Path
 from typing import TypedDict, Unpack
 
-from rouse.agents.cursor import wire_cursor_hooks
-from rouse.agents.gemini import wire_gemini_hooks
 from rouse.agents.hook_commands import (
     CANNOT_RUN,
     CANNOT_RUN_SHARED,
@@ -33,10 +33,25 @@ from rouse.agents.hook_commands import (
     hook_command,
     stable_executable,
 )
-from rouse.agents.instructions import BEGIN, END, check_blocks, wire_blocks, wire_cursor
-from rouse.agents.opencode import wire_opencode
-from rouse.agents.settings_hooks import CODEX_CONTEXT_LIMIT, wire_claude_hooks, wire_codex_hooks
-from rouse.agents.skills import wire_skills
+from rouse.agents.instructions import (
+    BEGIN,
+    END,
+    check_blocks,
+    remove_blocks,
+    remove_rule,
+    remove_skills,
+    wire_blocks,
+    wire_cursor,
+    wire_skills,
+)
+from rouse.agents.opencode import unwire_opencode, wire_opencode
+from rouse.agents.settings_hooks import (
+    CODEX_CONTEXT_LIMIT,
+    remove_hooks,
+    unwire_cursor_hooks,
+    wire_cursor_hooks,
+    wire_hooks,
+)
 from rouse.agents.wiring import Wired, Wiring, wiring_for
 from rouse.core.errors import UsageError
 from rouse.core.extras import install_hint
@@ -159,7 +174,7 @@ def wire(
     ``pieces`` are what to lay (:class:`Pieces`). ``executable`` is the rouse the hooks
     pin: None finds this one when it is a stable install (:func:`stable_executable`); ""
     pins none (``rouse`` on PATH).
-    ``remove`` takes every piece back out instead (:mod:`rouse.agents.unwire`).
+    ``remove`` takes every piece back out instead (:func:`unwire`).
     ``promises=False`` leaves the promise check out (``--no-promises``): Claude Code's
     second Stop hook, Codex's Stop hook, Gemini CLI's AfterAgent hook.
     """
@@ -171,20 +186,18 @@ def wire(
     if remove:
         if asked:
             raise UsageError("--remove takes every piece out: give it alone")
-        from rouse.agents.unwire import unwire
-
         return unwire(w)
     result = Wired()
     pinned: str | None = None
     if asked & set(HOOKED):
         pinned = stable_executable() if executable is None else executable
         if "claude_hooks" in asked:
-            wire_claude_hooks(w, "shared" in asked, result, pinned, promises)
+            wire_hooks(w, "claude", result, pinned, promises, shared="shared" in asked)
             result.printed += key_guard(stamp_key_path(), home)
         if "codex_hooks" in asked:
-            wire_codex_hooks(w, result, pinned, promises)
+            wire_hooks(w, "codex", result, pinned, promises)
         if "gemini" in asked:
-            wire_gemini_hooks(w, result, pinned, promises)
+            wire_hooks(w, "gemini", result, pinned, promises)
         if "opencode" in asked:
             wire_opencode(w, result, pinned)
     wire_blocks(w, result)
@@ -194,4 +207,19 @@ def wire(
         wire_cursor_hooks(w, result, pinned)
     if "mcp" in asked:
         result.printed += ["", *mcp_instructions(w)] if result.printed else mcp_instructions(w)
+    return result
+
+
+def unwire(w: Wiring) -> Wired:
+    """Every piece ``rouse wire`` laid, taken back out: our hooks, block, rule, plugin and
+    skills (the rest of each file the user's is kept)."""
+    result = Wired()
+    remove_hooks(w, result)
+    unwire_cursor_hooks(w, result)
+    unwire_opencode(w, result)
+    remove_blocks(w, result)
+    remove_rule(w, result)
+    remove_skills(w, result)
+    if not result.done:
+        result.done.append(f"nothing of rouse's is wired for {w.tree}")
     return result

@@ -8,8 +8,10 @@ ends, and says whether anything changed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -85,6 +87,23 @@ def update_file(path: Path, text: str, label: str) -> str:
         return f"unchanged: {path} ({label})"
     _write_text(path, text)
     return f"{'updated' if old is not None else 'wrote'} {path} ({label})"
+
+
+def remove_own(
+    path: Path, ours: Callable[[str], bool], what: str, result: Wired, rmdir: bool = True
+) -> None:
+    """Delete ``path`` when it is rouse's own (``ours`` of its text says so), and with
+    ``rmdir`` its folder when nothing else of the user's is left there."""
+    try:
+        if not (path.is_file() and ours(read_text(path))):
+            return
+    except (OSError, UnicodeDecodeError):
+        return
+    path.unlink()
+    result.done.append(f"removed {path} ({what})")
+    if rmdir:
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()
 
 
 def exclude_locally(project: Path, rel: str) -> str | None:

@@ -1,13 +1,13 @@
-"""Which tasks a worker's round takes, and how a task is ended.
+"""Which tasks a worker's round takes, when one may start, and how a task is ended.
 
 :meth:`TaskQueue.scan` walks the tree's headers once: the ``pending`` tasks,
 oldest first, to claim; a pending one with a ``cancel:`` stamp is ended
 ``cancelled`` without running; one that trust does not allow is held
-(:func:`rouse.work.prompt.held_for_trust`). A task found ``running`` with its
+(:func:`rouse.work.launch.held_for_trust`). A task found ``running`` with its
 claim free lost its worker (:meth:`TaskQueue.recover`): it goes back to
 pending, and its third lost attempt ends it ``failed`` with a ``lost`` notice.
 Every ending goes through :func:`rouse.records.lifecycle.close`, as ``rouse
-close`` does.
+close`` does. :class:`Pacing`: a task starts outside quiet hours, within the run budget.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record, Tree, display_ids, walk
 from rouse.records import lifecycle, tasks
 from rouse.state import locks
+from rouse.sweep.ledger import Ledger
+from rouse.sweep.quiet import QuietHours
+from rouse.sweep.runner import Budget
 from rouse.trust.origins import OriginReader
-from rouse.work import notices, prompt
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from rouse.work.endings import TaskEnding
+from rouse.work import notices
+from rouse.work.launch import held_for_trust
 
 #: The attempt whose run is lost ends the task failed: no fourth run.
 MAX_LOST = 3
@@ -54,9 +54,13 @@ class Report:
         return sorted({d for d, e in self.ended.items() if e == "failed"} | set(self.lost))
 
 
-def lock_rel(record: Record) -> str:
-    """The task's claim under .rouse/: one lock file per task directory."""
-    return locks.task_lock(record.dir)
+@dataclass
+class TaskEnding:
+    """How a task's run ended, in the task's terms (:func:`rouse.work.recorder.verdict`)."""
+
+    ending: str  # done, failed, cancelled, or pending (handed back)
+    why: str
+    result: str  # the run's final message ('' when there is none)
 
 
 class TaskQueue:
@@ -97,7 +101,7 @@ class TaskQueue:
                 if (record.get("cancel") or "").strip():
                     self.end(record, now, "cancelled", "cancelled before it ran")
                     continue
-                why = prompt.held_for_trust(record, self.reader, self.allow_untrusted)
+                why = held_for_trust(record, self.reader, self.allow_untrusted)
                 if why is not None:
                     held.append(why)
                     continue
@@ -109,24 +113,28 @@ class TaskQueue:
         self.tree = tree
         return sorted(pending, key=lambda r: (_opened(r), r.dir))
 
+    def fields_now(self, record: Record) -> dict[str, str] | None:
+        """The task's header fields as its file says now (None: unreadable)."""
+        try:
+            return header.read_header(self.root / record.rel, record.rel).fields
+        except (OSError, RouseError):
+            return None
+
     def recover(self, record: Record, now: datetime) -> bool:
         """A running task whose lock is free lost its worker: back to pending (True), or
         failed at its third lost attempt."""
-        path = state_path(self.root, lock_rel(record))
+        path = state_path(self.root, locks.task_lock(record.dir))
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 return False  # its run is live
-            try:
-                head = header.read_header(self.root / record.rel, record.rel)
-            except (OSError, RouseError):
+            fields = self.fields_now(record)
+            if fields is None or (fields.get("status") or "").strip().lower() != "running":
                 return False
-            if (head.fields.get("status") or "").strip().lower() != "running":
-                return False
-            attempts = as_count(head.fields.get("attempts"))
-            who = (head.fields.get("worker") or "?").strip()
+            attempts = as_count(fields.get("attempts"))
+            who = (fields.get("worker") or "?").strip()
             if attempts >= MAX_LOST:
                 self._give_up(record, now, attempts)
                 return False
@@ -163,12 +171,11 @@ class TaskQueue:
 
     def end_if_cancelled(self, record: Record, now: datetime) -> None:
         """End a pending task ``cancelled`` if it carries a ``cancel:`` stamp."""
-        try:
-            head = header.read_header(self.root / record.rel, record.rel)
-        except (OSError, RouseError):
+        fields = self.fields_now(record)
+        if fields is None:
             return
-        status = (head.fields.get("status") or "pending").strip().lower()
-        if status == "pending" and (head.fields.get("cancel") or "").strip():
+        status = (fields.get("status") or "pending").strip().lower()
+        if status == "pending" and (fields.get("cancel") or "").strip():
             self.end(record, now, "cancelled", "cancelled before it ran")
 
     def end(
@@ -204,3 +211,45 @@ def _opened(record: Record) -> str:
     if opened:
         return opened
     return datetime.fromtimestamp(record.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
+
+
+class Pacing:
+    """Whether one more task may start now; why not is said once, and kept for status."""
+
+    def __init__(
+        self, quiet: QuietHours | None, budget: Budget | None, say: Callable[[str], None]
+    ) -> None:
+        self.quiet = quiet
+        self.budget = budget
+        self.say = say
+        self.waiting = ""  # why tasks wait now ("" while they may start)
+
+    def quiet_now(self, now: datetime) -> bool:
+        if self.quiet is not None and self.quiet.holds(now):
+            self._wait(f"quiet hours ({self.quiet}): no task starts until they end")
+            return True
+        return False
+
+    def may_start(self, now: datetime, book: Ledger, ahead: int) -> bool:
+        """Whether one more task may be claimed: not in quiet hours, within the budget
+        (the runs started, and the ``ahead`` claims that will start)."""
+        if self.quiet_now(now):
+            return False
+        budget = self.budget
+        if budget is not None:
+            started = book.runs_since(now - budget.period, tasks=True)
+            if len(started) + ahead >= budget.count:
+                if len(started) >= budget.count:
+                    until = started[-budget.count] + budget.period
+                    self._wait(
+                        f"the run budget ({budget.text}) is spent: tasks wait until "
+                        f"{until:%Y-%m-%d %H:%M}"
+                    )
+                return False
+        self.waiting = ""
+        return True
+
+    def _wait(self, why: str) -> None:
+        if why != self.waiting:
+            self.say(why)
+        self.waiting = why

@@ -6,7 +6,7 @@ cancelled ones ended, untrusted ones held, lost runs handed back) and keeps
 taken by the run's supervising process (:mod:`rouse.runs.supervisor`) before
 the task is stamped ``running`` (:func:`rouse.records.tasks.start_task`), and
 held until the worker has recorded how the run ended
-(:mod:`rouse.work.endings`) — so a task has one live run across any number of
+(:mod:`rouse.work.recorder`) — so a task has one live run across any number of
 workers, and a claim dies with the process that holds it.
 
 The loop never waits on one run: supervisors are started for every free slot
@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import header
 from rouse.core.errors import RouseError
 from rouse.core.statedir import state_path
 from rouse.core.store import prepare_leases
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
 from rouse.records import tasks
-from rouse.runs.handle import ANSWER_WITHIN, Ended, Supervised, SupervisorError, ready, start
+from rouse.runs.handle import ANSWER_WITHIN, Supervised, SupervisorError, ready, start
 from rouse.state import sweeper as sweepstate
 from rouse.state.files import save_json
 from rouse.sweep.ledger import Ledger
@@ -46,11 +45,9 @@ from rouse.sweep.runner import Budget
 from rouse.sweep.sinks import Sink, child_environment
 from rouse.trust.origins import OriginReader
 from rouse.work import notices
-from rouse.work.endings import verdict
-from rouse.work.launch import Launch, RunSetup, launch
-from rouse.work.pacing import Pacing
-from rouse.work.queue import Report, TaskQueue, as_count
-from rouse.work.recorder import Recorder
+from rouse.work.launch import RunSetup, launch
+from rouse.work.queue import Pacing, Report, TaskQueue, as_count
+from rouse.work.recorder import Recorder, Slot
 
 DEFAULT_TIMEOUT = timedelta(hours=1)
 #: Seconds between a run's SIGTERM and SIGKILL (cancel, deadline, hand back).
@@ -73,22 +70,6 @@ class Options:
     allow_untrusted: bool = False
     once: bool = False
     grace: float = GRACE
-
-
-@dataclass
-class Slot:
-    """One task's claim: its supervisor asked (``asked``), holding the task's lock and
-    waiting for a free job (``ready``), its run in flight (``live``), being recorded
-    (``ending``)."""
-
-    record: Record
-    held: Supervised
-    launch: Launch
-    state: str = "asked"
-
-    @property
-    def live(self) -> bool:
-        return self.state == "live"
 
 
 class TaskWorker:
@@ -131,7 +112,7 @@ class TaskWorker:
         self.pacing = Pacing(options.quiet, options.budget, say)
         self.book: Ledger | None = None
         self.delivered_at = 0.0  # when the notices were last looked at (--sink)
-        self.recorder = Recorder(root, self.finish, say)
+        self.recorder = Recorder(self.setup, self.tasks, now, say)
 
     # -- the loop -------------------------------------------------------------
 
@@ -204,9 +185,6 @@ class TaskWorker:
         self.deliver_notices()  # what the last runs said, before the worker goes
         self.write_state()
 
-    def _count(self, state: str) -> int:
-        return sum(slot.state == state for slot in self.slots.values())
-
     def _room(self) -> int:
         """How many more tasks may be claimed now: ``jobs`` runs, and as many claims
         ahead of them (supervisors started and holding their task, so a job that
@@ -230,13 +208,12 @@ class TaskWorker:
         """Start ``record``'s supervisor (it takes the task's lock); the claim goes on
         when it answers (:meth:`promote`)."""
         now = self.now()
-        try:
-            head = header.read_header(self.root / record.rel, record.rel)
-        except (OSError, RouseError):
+        fields = self.tasks.fields_now(record)
+        if fields is None:
             return
         tree = self.tasks.tree
         assert tree is not None
-        made = launch(self.setup, tree, record, as_count(head.fields.get("attempts")) + 1, now)
+        made = launch(self.setup, tree, record, as_count(fields.get("attempts")) + 1, now)
         try:
             held = start(made.spec)
         except SupervisorError as exc:
@@ -259,7 +236,7 @@ class TaskWorker:
             for slot in ready:
                 self._let_go(slot)
             return
-        free = self.options.jobs - self._count("live")
+        free = self.options.jobs - sum(slot.live for slot in self.slots.values())
         for slot in list(self.slots.values()):
             if free <= 0 or slot.state == "asked":
                 return
@@ -331,22 +308,6 @@ class TaskWorker:
         slot.state = "ending"
         self.promote()  # its job is free: the next claim's run starts before this is recorded
         self.recorder.put(slot, ended)  # (which lets its lock go once it is written)
-
-    def finish(self, slot: Slot, ended: Ended, book: Ledger) -> None:
-        """Write how the run ended in the task: its result and its ending (in the
-        recorder's thread, with its own ``book``)."""
-        book.end_run(slot.launch.run_id, "ran" if ended.ok else "failed", ended.code, ended.seconds)
-        record = slot.record
-        found = verdict(
-            ended,
-            kind=self.options.kind,
-            timeout=self.options.timeout,
-            task_dir=record.dir,
-            task_file=self.root / record.rel,
-            log=self.root / record.dir / "run.log",
-            last_message=slot.launch.last_message,
-        )
-        self.tasks.settle(record, self.now(), found)
 
     # -- news -----------------------------------------------------------------
 
