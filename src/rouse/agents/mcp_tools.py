@@ -223,18 +223,15 @@ class Tools(ReadTools):
         return f"wrote {created.rel}{due}" + _todo(created.todo)
 
     def review(self, ref: str, note: str | None = None) -> str:
-        from rouse.records import reviewing
-
-        done = reviewing.review(
+        done = notes.review(
             self.root, ref, self.now(), _text(note, "note"), key_path=self.key_path, env=self.env
         )
         return done.summary
 
     def forget(self, ref: str, why: str) -> str:
         from rouse.pack import index
-        from rouse.records import forgetting
 
-        done = forgetting.forget(self.root, ref, why, self.now())
+        done = notes.forget(self.root, ref, why, self.now())
         index.forget(self.root, self._reader().cache_secret)
         return done.summary
 
