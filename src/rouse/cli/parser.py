@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from rouse import __version__
-from rouse.cli import agents, deliver, fleet, read, service, stamp, sweeping, work, write
+from rouse.cli import agents, fleet, read, service, stamp, sweeping, work, write
 from rouse.cli.common import global_options
 
 TYPE_CHECKING = False
@@ -77,7 +77,7 @@ VERBS: dict[str, tuple[ModuleType, str]] = {
     ),
     "log": (sweeping, "the ledger's recent wakes: id, record, reason, sink, state, times"),
     "deliver": (
-        deliver,
+        fleet,
         "a fleet's delivery worker: claim owed wakes from a shared ledger and send them",
     ),
     "fleet": (fleet, "one view of every tree in a fleet's database: status, due, recall"),
