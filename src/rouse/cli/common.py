@@ -46,6 +46,11 @@ def resolve_now(args: argparse.Namespace) -> datetime:
     return when
 
 
+def given_now(args: argparse.Namespace) -> datetime | None:
+    """:func:`resolve_now` when ``--now`` or ``$ROUSE_NOW`` sets the clock; None: the wall clock."""
+    return resolve_now(args) if getattr(args, "now", None) or os.environ.get("ROUSE_NOW") else None
+
+
 def speaking(args: argparse.Namespace) -> str:
     """Who is speaking, for a writing verb (:mod:`rouse.trust.speaker`): a terminal on
     stderr and on stdin or stdout (a body piped in with ``--body -`` still counts),

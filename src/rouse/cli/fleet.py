@@ -8,7 +8,7 @@ import os
 import re
 import sys
 
-from rouse.cli.common import emit, emit_json, resolve_now, verbosity_options
+from rouse.cli.common import emit, emit_json, given_now, resolve_now, verbosity_options
 from rouse.cli.read import MOST_LISTED, within
 from rouse.core.errors import RouseError, UsageError
 
@@ -201,7 +201,6 @@ def cmd_deliver(args: argparse.Namespace) -> int:
             "rouse deliver needs the fleet's ledger: give --ledger postgresql://USER@HOST/DB "
             "or set ROUSE_LEDGER (workers take wakes that sweepers run --plan-only left there)"
         )
-    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
     worker = DeliveryWorker(
         dsn,
         sink,
@@ -212,7 +211,7 @@ def cmd_deliver(args: argparse.Namespace) -> int:
         trees=trees,
         verbosity=args.verbosity,
         json_lines=args.json,
-        now=resolve_now(args) if given else None,
+        now=given_now(args),
         once=args.once,
         quiet=quiet,
     )
