@@ -18,7 +18,7 @@ from pathlib import Path
 from rouse.core import supersession
 from rouse.core.tree import File, Tree
 from rouse.lint.fields import header_findings
-from rouse.lint.finding import Finding, error_finding
+from rouse.lint.finding import error_finding
 from rouse.lint.shape import (
     context_findings,
     duplicate_slug_findings,
@@ -33,7 +33,7 @@ from rouse.lint.shape import (
 from rouse.probes import demand, readings
 from rouse.probes.definitions import load_probes
 from rouse.trust import fence
-from rouse.trust.origins import OriginReader
+from rouse.trust.origins import Finding, OriginReader
 from rouse.trust.stampcheck import stamp_findings, stamped_files
 
 
@@ -54,7 +54,7 @@ def check(
     stamps = stamp_findings(tree, origins) if origins is not None else []
     key_path = origins.key_path if origins is not None else None
     stamps += demand.cache_findings(tree.root, key_path)
-    findings += [Finding(f.level, f.path, f.message, f.line) for f in stamps]
+    findings += stamps
     if origins is not None and not origins.keyed:
         findings += _unvouched_tasks(tree)
     if origins is not None:

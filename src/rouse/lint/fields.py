@@ -12,7 +12,8 @@ from datetime import timedelta
 from rouse.core import clockfields, layout, levels
 from rouse.core.timefmt import FLOOR, parse_interval
 from rouse.core.tree import File, Record
-from rouse.lint.finding import Finding, Level, article
+from rouse.lint.finding import Level, article
+from rouse.trust.origins import Finding
 
 LONGEST_INTENTION_STALE = timedelta(days=7)
 #: A task's ``reasoning:`` values (the agent's effort, as the task worker maps it).

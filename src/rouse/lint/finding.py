@@ -1,35 +1,16 @@
-"""A lint finding, and the small helpers every rule uses."""
+"""The small helpers every lint rule uses (a finding is :class:`rouse.trust.origins.Finding`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from rouse.core.header import read_capped
 from rouse.core.tree import File, Problem, Tree
+from rouse.trust.origins import Finding
 
 Level = Literal["error", "warn"]
-
-
 MAX_CHECK_BYTES = 8 * 1024 * 1024
-
-
-@dataclass
-class Finding:
-    """One lint finding. ``message`` says what is wrong and what to do."""
-
-    level: Level
-    path: str
-    message: str
-    line: int | None = None
-
-    def render(self) -> str:
-        where = self.path if self.line is None else f"{self.path}:{self.line}"
-        return f"{self.level}: {where}: {self.message}"
-
-    def sort_key(self) -> tuple[int, str, int, str]:
-        return (0 if self.level == "error" else 1, self.path, self.line or 0, self.message)
 
 
 def article(noun: str) -> str:

@@ -24,8 +24,9 @@ from rouse.lint.fields import (
     unknown_key_findings,
     value_findings,
 )
-from rouse.lint.finding import MAX_CHECK_BYTES, Finding, article, error_finding, read_bytes
+from rouse.lint.finding import MAX_CHECK_BYTES, article, error_finding, read_bytes
 from rouse.state import nudges, shapes
+from rouse.trust.origins import Finding
 
 CONTEXT_BUDGET = 8_000  # characters, per file and for the layers together
 

@@ -305,14 +305,13 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
     return OriginReader(root, load_key(path), path)
 
 
-# -- a finding about stamps -------------------------------------------------------
+# -- a finding of `rouse check` --------------------------------------------------
 
 
-class StampFinding(Value):
-    """A ``check`` finding about stamps (rouse.lint.check turns it into its own Finding).
-
-    Made by :mod:`rouse.trust.stampcheck` and by the probe cache's check
-    (``rouse.probes.demand``, on the pack's path: so it lives here, not there)."""
+class Finding(Value):
+    """One ``check`` finding; ``message`` says what is wrong and what to do. Most are
+    :mod:`rouse.lint`'s; it lives here, below it, for the stamp findings
+    (:mod:`rouse.trust.stampcheck`) and the probe cache's (``rouse.probes.demand``)."""
 
     __slots__ = ("level", "path", "message", "line")
     _fields = __slots__
@@ -324,3 +323,10 @@ class StampFinding(Value):
         self.path = path
         self.message = message
         self.line = line
+
+    def render(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{self.level}: {where}: {self.message}"
+
+    def sort_key(self) -> tuple[int, str, int, str]:
+        return (0 if self.level == "error" else 1, self.path, self.line or 0, self.message)

@@ -13,7 +13,7 @@ from rouse.core import layout
 from rouse.core.tree import File, Tree
 from rouse.state import acts
 from rouse.trust.fence import held_back
-from rouse.trust.origins import EffectiveOrigin, OriginReader, StampFinding
+from rouse.trust.origins import EffectiveOrigin, Finding, OriginReader
 
 #: EffectiveOrigin states ``check`` names as not signed, and ``stamp --changed`` vouches for.
 UNVOUCHED = ("mismatch", "unsigned", "unstamped", "unreadable")
@@ -27,13 +27,13 @@ def stamped_files(tree: Tree) -> list[File]:
     return sorted(files, key=lambda f: f.rel)
 
 
-def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
+def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     """Without a key: one warning that stamps are unsigned and probes unprotected.
     With a key: each written origin that does not verify, by file."""
     probes_rel = tree.probes.rel if tree.probes is not None else "."
     if reader.key is None:
         return [
-            StampFinding(
+            Finding(
                 "warn",
                 probes_rel,
                 f"stamps are unsigned (no stamp key at {reader.key_path}): an origin reads as "
@@ -44,18 +44,18 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
     key = reader.key
     if key.secret is None:
         return [
-            StampFinding(
+            Finding(
                 "warn",
                 probes_rel,
                 f"the stamp key {key.path} {key.problem}: every origin reads as unknown and "
                 "no probe runs — fix the key file (or remove it to go unsigned)",
             )
         ]
-    findings: list[StampFinding] = []
+    findings: list[Finding] = []
     unsigned = 0
     if key.mode is not None and key.mode & 0o077:
         findings.append(
-            StampFinding(
+            Finding(
                 "warn",
                 probes_rel,
                 f"the stamp key {key.path} is readable by others (mode {key.mode:o}): "
@@ -72,10 +72,10 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
     findings += _quarantine_findings(tree, reader, {finding.path for finding in findings})
     acted = acts.problem(tree.root, key.secret)
     if acted is not None:
-        findings.append(StampFinding("warn", f"{layout.STATE_DIR}/{acts.FILE}", acted))
+        findings.append(Finding("warn", f"{layout.STATE_DIR}/{acts.FILE}", acted))
     if unsigned:
         findings.append(
-            StampFinding(
+            Finding(
                 "warn",
                 probes_rel,
                 f"{unsigned} file(s) named in this check are not signed: review them, then "
@@ -87,11 +87,11 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[StampFinding]:
     return findings
 
 
-def _origin_finding(file: File, verdict: EffectiveOrigin, context: bool) -> StampFinding | None:
+def _origin_finding(file: File, verdict: EffectiveOrigin, context: bool) -> Finding | None:
     """What check says of one file's origin: signed with v1, once untrusted, or not
     signed (a context file without an origin is named as quarantined instead)."""
     if verdict.state == "verified-v1":
-        return StampFinding(
+        return Finding(
             "warn",
             file.rel,
             f"origin {verdict.written!r} is signed with v1, which covers the body but "
@@ -100,7 +100,7 @@ def _origin_finding(file: File, verdict: EffectiveOrigin, context: bool) -> Stam
             file.header.line_of("origin-sig"),
         )
     if verdict.state == "once-untrusted":
-        return StampFinding(
+        return Finding(
             "warn",
             file.rel,
             f"{verdict.why} — review it; if you vouch for it: rouse stamp --origin "
@@ -116,7 +116,7 @@ def _origin_finding(file: File, verdict: EffectiveOrigin, context: bool) -> Stam
             " — the pack leaves it out; review it, and if it is yours, vouch for it "
             f"from outside the agent: rouse stamp --origin owner {file.rel}"
         )
-    return StampFinding(
+    return Finding(
         "warn",
         file.rel,
         f"{shown}: {verdict.why}; it reads as unknown (not signed){vouch}",
@@ -124,10 +124,10 @@ def _origin_finding(file: File, verdict: EffectiveOrigin, context: bool) -> Stam
     )
 
 
-def _quarantine_findings(tree: Tree, reader: OriginReader, flagged: set[str]) -> list[StampFinding]:
+def _quarantine_findings(tree: Tree, reader: OriginReader, flagged: set[str]) -> list[Finding]:
     """Each context file the pack holds back that no finding in ``flagged`` names yet."""
     return [
-        StampFinding(
+        Finding(
             "warn",
             context.rel,
             f"quarantined: the pack leaves this {context.kind} out (nothing you trust "
