@@ -10,6 +10,7 @@ task's claim, cancel and checkpoints are :mod:`rouse.records.tasks`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -61,9 +62,7 @@ def _logged(
     *lines: str | None,
 ) -> None:
     """Write ``updates`` and each of ``lines`` (None: none), dated, in the record's log, in
-    one write under the writers' lock, and note that a verb acted on the record (what
-    answers its wake)."""
-    store = SigningStore(root)
+    one write (:func:`acted`)."""
     logged = [dated(now, line) for line in lines if line is not None]
 
     def change(data: bytes) -> bytes:
@@ -72,6 +71,13 @@ def _logged(
             data = with_log(data, record.rel, line)
         return data
 
+    acted(root, record, now, change)
+
+
+def acted(root: Path, record: Record, now: datetime, change: Callable[[bytes], bytes]) -> None:
+    """Rewrite the record's file through ``change`` under the writers' lock, and note that
+    a verb acted on the record (what answers its wake)."""
+    store = SigningStore(root)
     with store.lock():
         store.update(record.rel, change)
         acts.note(root, record.dir, now, store.secret)

@@ -18,10 +18,9 @@ from rouse.core import body, header, layout
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
-from rouse.records.lifecycle import Changed, close, dated, minute, one_line, with_log
+from rouse.records.lifecycle import Changed, acted, close, dated, minute, one_line, with_log
 from rouse.records.locate import find
 from rouse.records.scaffold import article
-from rouse.state import acts
 from rouse.trust.sealing import SigningStore
 
 CHECKPOINT = body.CHECKPOINT
@@ -82,10 +81,7 @@ def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
         }
         return header.set_fields(data, updates, record.rel)
 
-    store = SigningStore(root)
-    with store.lock():
-        store.update(record.rel, claim)
-        acts.note(root, record.dir, now, store.secret)
+    acted(root, record, now, claim)
     return Changed.of(
         record,
         f"{record.id} is running (attempt {attempts}, worker {worker})",
@@ -97,7 +93,6 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
     """Stamp ``cancel:`` on a task: a running one is stopped by its supervisor, a pending
     one is ended ``cancelled`` here and never runs. Refused for a task that has ended."""
     record = _task(root, ref)
-    store = SigningStore(root)
     was = ""
 
     def stamp(data: bytes) -> bytes:
@@ -109,9 +104,7 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
             return data
         return header.set_fields(data, {"cancel": format_stamp(now)}, record.rel)
 
-    with store.lock():
-        store.update(record.rel, stamp)
-        acts.note(root, record.dir, now, store.secret)
+    acted(root, record, now, stamp)
     if was == "pending":
         try:
             return close(root, record.dir, now, "cancelled", "cancelled before it ran")
@@ -128,7 +121,6 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
     """Append ``- <now>: checkpoint: TEXT`` to a pending or running task's log."""
     record = _task(root, ref)
     line = _one_line(text, MAX_CHECKPOINT, "checkpoint")
-    store = SigningStore(root)
 
     def add(data: bytes) -> bytes:
         status, _ = _status(data, record.rel)
@@ -136,9 +128,7 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
             raise UsageError(f"{record.id} is {status}: a checkpoint is for a task in flight")
         return with_log(data, record.rel, dated(now, CHECKPOINT + line))
 
-    with store.lock():
-        store.update(record.rel, add)
-        acts.note(root, record.dir, now, store.secret)
+    acted(root, record, now, add)
     return record, line
 
 

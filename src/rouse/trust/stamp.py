@@ -57,9 +57,7 @@ def _tree_relative(root: Path, given: str, cwd: Path) -> str | None:
     return None
 
 
-def _usable_secret(key: StampKey | None) -> bytes | None:
-    if key is None:
-        return None
+def _usable_secret(key: StampKey) -> bytes:
     if key.secret is None:
         raise UsageError(f"the stamp key {key.path} {key.problem}: fix it before stamping")
     return key.secret
@@ -86,7 +84,7 @@ def stamp(
         raise UsageError(f"unknown origin class {origin!r}: use one of {', '.join(ORIGINS)}")
     if turn is not None and (not turn.strip() or "\n" in turn or "\r" in turn):
         raise UsageError("--turn must be a one-line id")
-    secret = _usable_secret(key)
+    secret = None if key is None else _usable_secret(key)
     turn = turn.strip() if turn is not None else None
     cwd = Path.cwd() if cwd is None else cwd
     from rouse.core.store import Store  # writers only: the pack's path never loads it
@@ -134,7 +132,6 @@ def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
     file claims is exactly what a forger wants, so no verb offers this.
     """
     secret = _usable_secret(key)
-    assert secret is not None
     count = 0
     from rouse.core.store import Store  # writers only: the pack's path never loads it
 
@@ -178,7 +175,6 @@ def unvouched(root: Path, key: StampKey, states: frozenset[str]) -> list[Unvouch
     from rouse.trust.stampcheck import stamped_files
 
     secret = _usable_secret(key)
-    assert secret is not None
     found: list[Unvouched] = []
     for file in stamped_files(walk(root)):
         try:
@@ -203,7 +199,6 @@ def resign(root: Path, key: StampKey, chosen: Iterable[Unvouched]) -> Stamped:
     from rouse.core.store import Store  # writers only
 
     secret = _usable_secret(key)
-    assert secret is not None
     store = Store(root)
     result = Stamped(signed=True)
     with store.lock():
