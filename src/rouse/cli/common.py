@@ -62,11 +62,7 @@ def speaking(args: argparse.Namespace) -> str:
 
 
 def tree_root(args: argparse.Namespace) -> Path:
-    return find_tree(getattr(args, "memory", None), warn=_say)
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr)
+    return find_tree(getattr(args, "memory", None), warn=lambda line: print(line, file=sys.stderr))
 
 
 def emit(lines: Sequence[str]) -> None:

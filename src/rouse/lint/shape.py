@@ -206,18 +206,22 @@ def context_findings(tree: Tree) -> Iterator[Finding]:
         )
 
 
+def _unclocked(file: File, kind: str, why: str, kept: tuple[str, ...] = ()) -> Iterator[Finding]:
+    """Clock fields on a file with no clock (but those ``kept``), then the fields nothing
+    reads on it and values that do not read."""
+    skip: set[str] = set()
+    for key in file.header.fields:
+        if key in CLOCK_FIELDS and key not in kept:
+            skip.add(key)
+            message = f"'{key}' on {article(kind)}: {why}"
+            yield Finding("warn", file.rel, message, file.header.line_of(key))
+    yield from _placed(file, kind, skip)
+    yield from value_findings(file, skip, set())
+
+
 def _context_file(ctx: Context) -> Iterator[Finding]:
     header = ctx.header
-    skip: set[str] = set()
-    for key in header.fields:
-        if key in CLOCK_FIELDS:
-            skip.add(key)
-            yield Finding(
-                "warn",
-                ctx.rel,
-                f"'{key}' on {article(ctx.kind)}: context has no clock and no status — remove it",
-                header.line_of(key),
-            )
+    yield from _unclocked(ctx, ctx.kind, "context has no clock and no status — remove it")
     if "keywords" in header.fields and ctx.kind in ("belief", "persona"):
         yield Finding(
             "warn",
@@ -226,8 +230,6 @@ def _context_file(ctx: Context) -> Iterator[Finding]:
             "whole) — remove it",
             header.line_of("keywords"),
         )
-    yield from _placed(ctx, ctx.kind, skip)
-    yield from value_findings(ctx, skip, set())
     if ctx.size > CONTEXT_BUDGET:
         yield Finding(
             "warn",
@@ -267,19 +269,8 @@ def _note(note: Note) -> Iterator[Finding]:
             "note with no keywords — add 'keywords:' so the index and recall can find it",
             header.line_of("keywords") or 1,
         )
-    skip: set[str] = set()
-    for key in header.fields:
-        if key in CLOCK_FIELDS and key not in ("opened", "reviewed"):  # (rouse review)
-            skip.add(key)
-            yield Finding(
-                "warn",
-                note.rel,
-                f"'{key}' on a note: notes have no clock — remove it (keep 'updated:' for "
-                "when its content last changed)",
-                header.line_of(key),
-            )
-    yield from _placed(note, "note", skip)
-    yield from value_findings(note, skip, set())
+    why = "notes have no clock — remove it (keep 'updated:' for when its content last changed)"
+    yield from _unclocked(note, "note", why, ("opened", "reviewed"))  # (rouse review)
 
 
 def plugin_findings(tree: Tree) -> Iterator[Finding]:

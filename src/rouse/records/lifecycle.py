@@ -147,7 +147,11 @@ def snooze(
     if clear:
         if until is not None or duration is not None:
             raise UsageError("snooze --clear takes no --until or --for")
-        return _unsnooze(root, ref, now, note)
+        record = find(root, ref)
+        if not (record.get(SNOOZED) or "").strip():
+            raise UsageError(f"{record.id} is not snoozed: nothing to clear")
+        line = "snooze cleared" + (f": {one_line(note)}" if note else "")
+        return _snoozed(root, record, now, {SNOOZED: None}, line, None)
     if (until is None) == (duration is None):
         raise UsageError("snooze needs one of --until WHEN, --for INTERVAL or --clear")
     try:
@@ -175,14 +179,6 @@ def snooze(
         updates = {SNOOZED: format_stamp(when)}
     line = f"snoozed until {format_stamp(when)}" + (f": {one_line(note)}" if note else "")
     return _snoozed(root, record, now, updates, line, minute(when))
-
-
-def _unsnooze(root: Path, ref: str, now: datetime, note: str | None) -> Changed:
-    record = find(root, ref)
-    if not (record.get(SNOOZED) or "").strip():
-        raise UsageError(f"{record.id} is not snoozed: nothing to clear")
-    line = "snooze cleared" + (f": {one_line(note)}" if note else "")
-    return _snoozed(root, record, now, {SNOOZED: None}, line, None)
 
 
 def _snoozed(

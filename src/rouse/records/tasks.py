@@ -1,12 +1,7 @@
-"""A task's own writes besides its ending (:mod:`rouse.records.lifecycle`'s ``close``).
-
-``start_task`` (a worker's claim: ``status: running``), ``cancel`` (the
-``cancel:`` stamp: the operator calls the task off),
-``checkpoint_line`` (a dated progress line in the task's log), ``requeue``
-(a running task whose worker died goes back to pending), ``add_result`` (the
-run's final message in the log) and ``checkpoints`` (what a task reported, for
-its result and the pack). Each writes through the store, under its lock;
-queueing the checkpoint's wake is the worker's (:mod:`rouse.work.notices`).
+"""A task's own writes besides its ending (:mod:`rouse.records.lifecycle`'s ``close``):
+a worker's claim, ``cancel``, checkpoints, a requeue and the run's result, each
+through the store under its lock. Queueing a checkpoint's wake is the worker's
+(:mod:`rouse.work.notices`).
 """
 
 from __future__ import annotations
