@@ -111,7 +111,7 @@ def _report_round(report: Report, args: argparse.Namespace) -> None:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from rouse.cli.reports import report_changed
+    from rouse.cli.common import report_changed
     from rouse.records import tasks
 
     return report_changed(tasks.cancel(tree_root(args), args.ref, resolve_now(args)), args)

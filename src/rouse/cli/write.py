@@ -12,11 +12,12 @@ from rouse.cli.common import (
     emit,
     emit_json,
     read_body,
+    report_changed,
+    report_created,
     resolve_now,
     speaking,
     tree_root,
 )
-from rouse.cli.reports import report_changed, report_created
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.home import global_tree, stamp_key_path
