@@ -5,7 +5,7 @@ counts only when its ``origin-sig`` verifies (``rouse.trust.stamp`` writes
 it); anything else reads ``unknown``. :func:`origin_reader` answers
 "what is this file's effective origin?" cheaply, from a cache in ``.rouse/``
 whose entries are themselves authenticated with the key, so editing the cache
-forges nothing. What ``check`` makes of the verdicts is :mod:`rouse.trust.stampcheck`.
+forges nothing. What ``check`` makes of the verdicts is :mod:`rouse.lint.check`'s.
 """
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
 class Finding(Value):
     """One ``check`` finding; ``message`` says what is wrong and what to do. Most are
     :mod:`rouse.lint`'s; it lives here, below it, for the stamp findings
-    (:mod:`rouse.trust.stampcheck`) and the probe cache's (``rouse.probes.demand``)."""
+    (:mod:`rouse.lint.check`'s) and the probe cache's (``rouse.probes.demand``)."""
 
     __slots__ = ("level", "path", "message", "line")
     _fields = __slots__

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rouse.core import header
 from rouse.core.errors import HeaderError, RouseError, UsageError
+from rouse.core.tree import File, Tree
 from rouse.core.value import Value
 from rouse.trust.origins import ORIGINS, VERIFIED, OriginReader
 from rouse.trust.stampkey import StampKey, sign, verify
@@ -40,6 +41,14 @@ class Stamped(Value):
         self.missing: list[str] = []
         self.skipped: list[str] = []  # still verified (--if-changed)
         self.signed = signed
+
+
+def stamped_files(tree: Tree) -> list[File]:
+    """Every file of the tree that can carry a stamp, by path."""
+    files: list[File] = [*tree.context, *tree.records.values(), *tree.notes, *tree.plugins]
+    if tree.probes is not None:
+        files.append(tree.probes)
+    return sorted(files, key=lambda f: f.rel)
 
 
 def _tree_relative(root: Path, given: str, cwd: Path) -> str | None:
@@ -172,7 +181,6 @@ def unvouched(root: Path, key: StampKey, states: frozenset[str]) -> list[Unvouch
     unsigned, unstamped) and ``--upgrade`` (verified-v1) offer to re-sign. A file never
     stamped is listed with :data:`VOUCHED`, the origin vouching gives it."""
     from rouse.core.tree import walk  # writers only
-    from rouse.trust.stampcheck import stamped_files
 
     secret = _usable_secret(key)
     found: list[Unvouched] = []
