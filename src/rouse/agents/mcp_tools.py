@@ -22,7 +22,7 @@ from rouse.core.humantime import parse_when
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import display_ids, walk
 from rouse.pack.views import due_header, due_item, due_lines, due_order
-from rouse.probes import gate
+from rouse.probes import readings
 from rouse.records import inputs, lifecycle, notes, scaffold
 from rouse.trust import origins
 
@@ -135,10 +135,10 @@ class ReadTools:
 
     def probe(self, name: str | None = None) -> str:
         from rouse.probes import definitions as probes
-        from rouse.probes import demand, readings
+        from rouse.probes import demand
 
         tree = walk(self.root)
-        allowed, reason = gate.probes_allowed(tree, self._reader(), self.env)
+        allowed, reason = readings.probes_allowed(tree, self._reader(), self.env)
         found, _ = probes.load_probes(tree)
         if name is not None and name not in {p.name for p in found}:
             names = ", ".join(p.name for p in found) or "none"

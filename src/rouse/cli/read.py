@@ -76,7 +76,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.probes import definitions as probes
     from rouse.probes import demand, readings
-    from rouse.probes.gate import probes_allowed_at
+    from rouse.probes.readings import probes_allowed_at
     from rouse.trust.origins import origin_reader
 
     root = tree_root(args)
@@ -224,7 +224,7 @@ def _show_due(
 def cmd_check(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.lint.check import check
-    from rouse.probes.gate import probes_allowed
+    from rouse.probes.readings import probes_allowed
     from rouse.trust.origins import origin_reader
 
     within("--probe-budget", args.probe_budget, *PROBE_BUDGET_MS)

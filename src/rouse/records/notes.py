@@ -34,7 +34,7 @@ from rouse.core.errors import UsageError
 from rouse.core.store import Store
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import File, Note, walk
-from rouse.probes import baselines, demand, gate, readings
+from rouse.probes import baselines, demand, readings
 from rouse.probes import definitions as probes
 from rouse.records import scaffold
 from rouse.records.inputs import check_body, validate_fields
@@ -227,7 +227,7 @@ def _readings(
         return {}
     tree = walk(root)
     reader = origins.origin_reader(root, key_path)
-    allowed = gate.probes_allowed(tree, reader, env)[0]
+    allowed = readings.probes_allowed(tree, reader, env)[0]
     known = {p.name: p for p in probes.load_probes(tree)[0]} if allowed else {}
     return {
         name: demand.run_demand(root, known[name], reader.key_path)
