@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
 from rouse.core import header
 from rouse.core.errors import HeaderError, RouseError, UsageError
 from rouse.core.tree import File, Tree
-from rouse.core.value import Value
 from rouse.trust.origins import ORIGINS, VERIFIED, OriginReader
 from rouse.trust.stampkey import StampKey, sign, verify
 
@@ -30,17 +30,14 @@ def stamp_bytes(
     return header.set_fields(data, {"origin-sig": sign(secret, rel, data)}, rel)
 
 
-class Stamped(Value):
+@dataclass
+class Stamped:
     """What ``stamp`` did."""
 
-    __slots__ = ("written", "missing", "skipped", "signed")
-    _fields = __slots__
-
-    def __init__(self, signed: bool = False) -> None:
-        self.written: list[str] = []
-        self.missing: list[str] = []
-        self.skipped: list[str] = []  # still verified (--if-changed)
-        self.signed = signed
+    written: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # still verified (--if-changed)
+    signed: bool = False
 
 
 def stamped_files(tree: Tree) -> list[File]:
@@ -159,17 +156,14 @@ def sign_laid_files(root: Path, key: StampKey, rels: Iterable[str]) -> int:
 # -- re-signing what the owner vouches for (from outside the agent) ---------------
 
 
-class Unvouched(Value):
+@dataclass
+class Unvouched:
     """A file whose written origin does not verify (or verifies only as v1)."""
 
-    __slots__ = ("rel", "origin", "state", "digest")
-    _fields = __slots__
-
-    def __init__(self, rel: str, origin: str, state: str, digest: str):
-        self.rel = rel
-        self.origin = origin  # as written in the file
-        self.state = state  # a verdict state: mismatch, unsigned or verified-v1
-        self.digest = digest  # sha256 of the file as listed: re-signed only if unchanged
+    rel: str
+    origin: str  # as written in the file
+    state: str  # a verdict state: mismatch, unsigned or verified-v1
+    digest: str  # sha256 of the file as listed: re-signed only if unchanged
 
 
 #: The origin a file that was never stamped gets when the owner vouches for it.
