@@ -25,7 +25,7 @@ from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.state import acts
 from rouse.state.nudges import stamp_of
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
 Fact = str | int | datetime | timedelta | None

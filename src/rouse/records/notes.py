@@ -40,7 +40,7 @@ from rouse.records import scaffold
 from rouse.records.inputs import check_body, validate_fields
 from rouse.state import acts
 from rouse.trust import origins
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 
 #: A rewritten note's old stamps no longer describe its text: they go.
 STAMP_FIELDS = ("origin", "origin-turn", "origin-sig")

@@ -16,7 +16,7 @@ from rouse.core.tree import Record
 from rouse.records.lifecycle import Changed, acted, close, dated, minute, one_line, with_log
 from rouse.records.locate import find
 from rouse.records.scaffold import article
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 
 CHECKPOINT = body.CHECKPOINT
 #: The longest checkpoint text, in characters (one line in the log).
