@@ -21,8 +21,7 @@ from pathlib import Path
 
 from rouse.core import layout, supersession
 from rouse.core.tree import File, Tree
-from rouse.lint.fields import header_findings
-from rouse.lint.finding import error_finding
+from rouse.lint.fields import error_finding, header_findings
 from rouse.lint.shape import (
     context_findings,
     duplicate_slug_findings,

@@ -9,14 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 from rouse.core import clock, layout, statedir
 from rouse.core.errors import HeaderError
-from rouse.core.header import split
+from rouse.core.header import read_capped, split
 from rouse.core.tree import Context, File, Note, Record, Tree
 from rouse.lint.fields import (
     BACKLOG_CLOCK_FIELDS,
     CLOCK_FIELDS,
+    article,
+    error_finding,
     floor_findings,
     misplaced,
     stamp_findings,
@@ -24,11 +27,11 @@ from rouse.lint.fields import (
     unknown_key_findings,
     value_findings,
 )
-from rouse.lint.finding import MAX_CHECK_BYTES, article, error_finding, read_bytes
 from rouse.state import nudges, shapes
 from rouse.trust.origins import Finding
 
 CONTEXT_BUDGET = 8_000  # characters, per file and for the layers together
+MAX_CHECK_BYTES = 8 * 1024 * 1024
 
 
 _PROBE_SPLIT_RE = re.compile(r"[,\s]+")
@@ -84,6 +87,15 @@ def nudge_findings(tree: Tree) -> Iterator[Finding]:
             layout.shown(nudges.rel_of(nudge)),
             "not in the ledger: rouse did not write this nudge file (or its ledger was "
             "lost), so the pack does not show it — delete it",
+        )
+
+
+def read_bytes(tree: Tree, file: File) -> bytes | Finding:
+    try:
+        return read_capped(Path(tree.root) / file.rel, MAX_CHECK_BYTES + 1)
+    except OSError as exc:
+        return Finding(
+            "error", file.rel, f"cannot read: {exc.strerror} — check the file's permissions"
         )
 
 
