@@ -92,23 +92,18 @@ VIEW_HELP = {
 }
 
 
-def _options(parser: argparse.ArgumentParser, suppress: bool) -> None:
+def _options(parser: argparse.ArgumentParser) -> None:
     """The options every view takes: on ``fleet`` itself, and again after the view's name
-    (there without defaults, so a value given before the view is kept)."""
-    import argparse
-
-    default: dict[str, object] = {"default": argparse.SUPPRESS} if suppress else {}
+    (a view's parser gives no option a default, so a value given before the view is kept)."""
     parser.add_argument(
         "--ledger",
         metavar="DSN",
         help="the fleet's PostgreSQL database, postgresql://… (else $ROUSE_LEDGER)",
-        **default,  # type: ignore[arg-type]
     )
     parser.add_argument(
         "--json",
         action="store_true",
         help="a JSON array instead, times in ISO 8601",
-        **default,  # type: ignore[arg-type]
     )
     parser.add_argument(
         "--tree",
@@ -116,24 +111,27 @@ def _options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         nargs="+",
         metavar="ID",
         help="only these trees (an id from .rouse-tree, or a unique start of one; default all)",
-        **default,  # type: ignore[arg-type]
     )
     parser.add_argument(
         "--limit",
         type=int,
         metavar="N",
         help="at most N rows (recall: default 10; status and due: all)",
-        **default,  # type: ignore[arg-type]
     )
 
 
 def args_fleet(sub: argparse.ArgumentParser) -> None:
     import argparse
 
-    _options(sub, suppress=False)
+    _options(sub)
     views = sub.add_subparsers(dest="view", metavar="VIEW", required=True)
     for name in VIEWS:
-        view = views.add_parser(name, help=VIEW_HELP[name], description=VIEW_HELP[name])
+        view = views.add_parser(
+            name,
+            help=VIEW_HELP[name],
+            description=VIEW_HELP[name],
+            argument_default=argparse.SUPPRESS,
+        )
         for option, metavar, text in (
             (
                 "--memory",
@@ -146,8 +144,8 @@ def args_fleet(sub: argparse.ArgumentParser) -> None:
                 "evaluate the clock at this instant, 'YYYY-MM-DD HH:MM' (else $ROUSE_NOW)",
             ),
         ):
-            view.add_argument(option, metavar=metavar, default=argparse.SUPPRESS, help=text)
-        _options(view, suppress=True)
+            view.add_argument(option, metavar=metavar, help=text)
+        _options(view)
         if name == "recall":
             view.add_argument(
                 "query",
