@@ -17,7 +17,7 @@ from rouse.core.errors import UsageError
 from rouse.core.header import read_header
 from rouse.pack.build import build_pack
 from rouse.pack.recall import recall
-from rouse.records.forgetting import forget
+from rouse.records.notes import forget
 
 pytestmark = pytest.mark.usefixtures("no_stamp_key")
 

@@ -16,13 +16,12 @@ import pytest
 from conftest import BELIEFS, NOTES, NOW, MakeTree
 from rouse.core.errors import RouseError, UsageError
 from rouse.core.tree import walk
-from rouse.lint.check import check
-from rouse.probes.gate import probes_allowed
+from rouse.lint.check import check, stamp_findings
+from rouse.probes.readings import probes_allowed
 from rouse.records.scaffold import init
 from rouse.trust import origins, stampkey
 from rouse.trust.origins import OriginReader, origin_reader
 from rouse.trust.stamp import stamp
-from rouse.trust.stampcheck import stamp_findings
 
 BELIEF = f"{BELIEFS}/belief-tests-pass.md"
 OTHER = f"{BELIEFS}/belief-owner-said.md"

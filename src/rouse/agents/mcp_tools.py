@@ -21,7 +21,7 @@ from rouse.core.humantime import parse_when
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import display_ids, walk
 from rouse.pack.views import due_header, due_item, due_lines, due_order
-from rouse.probes import gate
+from rouse.probes import readings
 from rouse.records import inputs, lifecycle, notes, scaffold
 from rouse.trust import origins
 
@@ -134,10 +134,10 @@ class Tools:
 
     def probe(self, name: str | None = None) -> str:
         from rouse.probes import definitions as probes
-        from rouse.probes import demand, readings
+        from rouse.probes import demand
 
         tree = walk(self.root)
-        allowed, reason = gate.probes_allowed(tree, self._reader(), self.env)
+        allowed, reason = readings.probes_allowed(tree, self._reader(), self.env)
         found, _ = probes.load_probes(tree)
         if name is not None and name not in {p.name for p in found}:
             names = ", ".join(p.name for p in found) or "none"
@@ -217,18 +217,15 @@ class Tools:
         return f"wrote {created.rel}{due}" + _todo(created.todo)
 
     def review(self, ref: str, note: str | None = None) -> str:
-        from rouse.records import reviewing
-
-        done = reviewing.review(
+        done = notes.review(
             self.root, ref, self.now(), _text(note, "note"), key_path=self.key_path, env=self.env
         )
         return done.summary
 
     def forget(self, ref: str, why: str) -> str:
         from rouse.pack import index
-        from rouse.records import forgetting
 
-        done = forgetting.forget(self.root, ref, why, self.now())
+        done = notes.forget(self.root, ref, why, self.now())
         index.forget(self.root, self._reader().cache_secret)
         return done.summary
 

@@ -1,4 +1,6 @@
-"""What every verb shares: finding the tree and now, printing lines and JSON."""
+"""What every verb shares: finding the tree and now, printing lines and JSON, and what a
+verb that writes memory prints (a record made or changed: its summary, or with ``--json``
+one object, header fields as written with stamps in ISO 8601 and intervals in seconds)."""
 
 from __future__ import annotations
 
@@ -6,18 +8,22 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.home import find_tree
 from rouse.core.layout import shown
-from rouse.core.timefmt import OutOfRange, parse_stamp
+from rouse.core.timefmt import OutOfRange, parse_interval, parse_stamp
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
     from typing import Any
+
+    from rouse.records.lifecycle import Changed
+    from rouse.records.scaffold import Created
 
 
 def resolve_now(args: argparse.Namespace) -> datetime:
@@ -46,6 +52,11 @@ def resolve_now(args: argparse.Namespace) -> datetime:
     return when
 
 
+def given_now(args: argparse.Namespace) -> datetime | None:
+    """:func:`resolve_now` when ``--now`` or ``$ROUSE_NOW`` sets the clock; None: the wall clock."""
+    return resolve_now(args) if getattr(args, "now", None) or os.environ.get("ROUSE_NOW") else None
+
+
 def speaking(args: argparse.Namespace) -> str:
     """Who is speaking, for a writing verb (:mod:`rouse.trust.speaker`): a terminal on
     stderr and on stdin or stdout (a body piped in with ``--body -`` still counts),
@@ -57,11 +68,7 @@ def speaking(args: argparse.Namespace) -> str:
 
 
 def tree_root(args: argparse.Namespace) -> Path:
-    return find_tree(getattr(args, "memory", None), warn=_say)
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr)
+    return find_tree(getattr(args, "memory", None), warn=lambda line: print(line, file=sys.stderr))
 
 
 def emit(lines: Sequence[str]) -> None:
@@ -145,3 +152,63 @@ def global_options(parser: argparse.ArgumentParser, suppress: bool) -> None:
         default=default,
         help="evaluate the clock at this instant: 'YYYY-MM-DD HH:MM', mon 9am (else $ROUSE_NOW)",
     )
+
+
+def _json_value(value: object) -> object:
+    """A time as ISO 8601 with its offset, a duration in seconds, anything else as is."""
+    if isinstance(value, datetime):
+        return value.astimezone().isoformat()
+    if isinstance(value, timedelta):
+        return int(value.total_seconds())
+    return value
+
+
+def _json_field(key: str, value: str) -> object:
+    """A header value as written, with stamps and intervals converted (else the text)."""
+    try:
+        if value and key in layout.STAMP_KEYS:
+            return _json_value(parse_stamp(value))
+        if value and key in layout.INTERVAL_KEYS:
+            return _json_value(parse_interval(value))
+    except ValueError:
+        pass
+    return value
+
+
+def created_json(created: Created) -> dict[str, Any]:
+    return {
+        "record": created.record,
+        "type": created.kind,
+        "path": created.dir,
+        "file": created.rel,
+        "fields": {k.replace("-", "_"): _json_field(k, v) for k, v in created.fields.items()},
+        "fill_in": created.todo,
+        "warnings": created.warnings,
+    }
+
+
+def changed_json(changed: Changed) -> dict[str, Any]:
+    data: dict[str, Any] = {"record": changed.record, "path": changed.path, "file": changed.rel}
+    data.update((key, _json_value(value)) for key, value in changed.facts.items())
+    return data
+
+
+def report_changed(changed: Changed, args: argparse.Namespace, *more: str) -> int:
+    if args.json:
+        emit_json(changed_json(changed))
+    else:
+        emit([changed.summary, *more])
+    return 0
+
+
+def report_created(created: Created, args: argparse.Namespace) -> int:
+    for warning in created.warnings:
+        print(f"rouse: warning: {warning}", file=sys.stderr)
+    if args.json:
+        emit_json(created_json(created))
+        return 0
+    lines = [str(created.path)]
+    if created.todo:
+        lines.append(f"fill in: {', '.join(created.todo)}")
+    emit([*lines, *created.notes])
+    return 0

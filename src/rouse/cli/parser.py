@@ -4,69 +4,16 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from rouse import __version__
-from rouse.cli.agents import args_wire, cmd_mcp, cmd_wire
+from rouse.cli import agents, fleet, read, service, stamp, sweeping, work, write
 from rouse.cli.common import global_options
-from rouse.cli.deliver import args_deliver, cmd_deliver
-from rouse.cli.fleet import args_fleet, cmd_fleet
-from rouse.cli.read import (
-    args_check,
-    args_due,
-    args_explain,
-    args_pack,
-    args_probe,
-    args_recall,
-    args_tree,
-    cmd_check,
-    cmd_due,
-    cmd_explain,
-    cmd_pack,
-    cmd_probe,
-    cmd_recall,
-    cmd_tree,
-)
-from rouse.cli.service import args_service, cmd_service
-from rouse.cli.stamp import args_stamp, cmd_stamp
-from rouse.cli.sweeping import args_log, args_status, args_sweep, cmd_log, cmd_status, cmd_sweep
-from rouse.cli.work import (
-    args_cancel,
-    args_checkpoint,
-    args_work,
-    cmd_cancel,
-    cmd_checkpoint,
-    cmd_work,
-)
-from rouse.cli.write import (
-    args_close,
-    args_forget,
-    args_init,
-    args_move,
-    args_new,
-    args_promote,
-    args_remind,
-    args_review,
-    args_snooze,
-    args_tell,
-    cmd_close,
-    cmd_forget,
-    cmd_init,
-    cmd_move,
-    cmd_new,
-    cmd_promote,
-    cmd_remind,
-    cmd_review,
-    cmd_snooze,
-    cmd_tell,
-)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
-
-    Handler = Callable[[argparse.Namespace], int]
+    from types import ModuleType
 
 
 def cmd_help(args: argparse.Namespace) -> int:
@@ -87,90 +34,60 @@ def args_help(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("topic", nargs="?", metavar="VERB", help="the verb to explain")
 
 
-#: Every verb: its handler, its one-line help, and what adds its arguments.
-VERBS: dict[str, tuple[Handler, str, Callable[[argparse.ArgumentParser], None] | None]] = {
-    "init": (
-        cmd_init,
-        "lay a new memory tree with examples and its own git repository",
-        args_init,
-    ),
-    "pack": (cmd_pack, "print the block for the top of a session (read-only)", args_pack),
-    "probe": (cmd_probe, "run one demand probe, or list every probe with its reading", args_probe),
-    "recall": (cmd_recall, "search notes, backlog, records and context by keywords", args_recall),
-    "due": (cmd_due, "what the clock would wake about now, one line each", args_due),
-    "tree": (cmd_tree, "the ladder: context, records by nesting, inventory", args_tree),
-    "check": (cmd_check, "lint the tree; exit 1 on errors", args_check),
-    "new": (cmd_new, "write a record, context file or note with a fresh header", args_new),
-    "move": (cmd_move, "stamp last-moved: now (the record moved)", args_move),
-    "snooze": (cmd_snooze, "push a record so it next comes due at WHEN", args_snooze),
-    "explain": (
-        cmd_explain,
-        "why a record is or is not due, and when it next will be",
-        args_explain,
-    ),
-    "close": (cmd_close, "end a record out loud (nothing is deleted)", args_close),
+#: Every verb: the module of its ``cmd_VERB`` (and of its ``args_VERB``, when it takes
+#: options), and its one-line help.
+VERBS: dict[str, tuple[ModuleType, str]] = {
+    "init": (write, "lay a new memory tree with examples and its own git repository"),
+    "pack": (read, "print the block for the top of a session (read-only)"),
+    "probe": (read, "run one demand probe, or list every probe with its reading"),
+    "recall": (read, "search notes, backlog, records and context by keywords"),
+    "due": (read, "what the clock would wake about now, one line each"),
+    "tree": (read, "the ladder: context, records by nesting, inventory"),
+    "check": (read, "lint the tree; exit 1 on errors"),
+    "new": (write, "write a record, context file or note with a fresh header"),
+    "move": (write, "stamp last-moved: now (the record moved)"),
+    "snooze": (write, "push a record so it next comes due at WHEN"),
+    "explain": (read, "why a record is or is not due, and when it next will be"),
+    "close": (write, "end a record out loud (nothing is deleted)"),
     "review": (
-        cmd_review,
+        write,
         "say a note is still true: reviewed: now, its probes' readings its new baseline",
-        args_review,
     ),
-    "forget": (
-        cmd_forget,
-        "replace a note's or context file's text with the reason it was forgotten",
-        args_forget,
-    ),
-    "promote": (cmd_promote, "turn a backlog item into an open intention", args_promote),
-    "remind": (cmd_remind, "shorthand for a new reminder", args_remind),
+    "forget": (write, "replace a note's or context file's text with the reason it was forgotten"),
+    "promote": (write, "turn a backlog item into an open intention"),
+    "remind": (write, "shorthand for a new reminder"),
     "tell": (
-        cmd_tell,
+        write,
         "reach the owner: a message about a record, delivered by the sweeper's channels",
-        args_tell,
     ),
     "cancel": (
-        cmd_cancel,
+        work,
         "call a task off: a cancel: stamp (a running one is stopped, a pending one ends)",
-        args_cancel,
     ),
     "checkpoint": (
-        cmd_checkpoint,
+        work,
         "a task's progress: a dated line in its log and a wake to whoever watches",
-        args_checkpoint,
     ),
-    "stamp": (cmd_stamp, "write origin (and origin-turn) into files: for wrappers", args_stamp),
-    "status": (cmd_status, "counts per level, what is due, the sweeper and ledger", args_status),
-    "sweep": (
-        cmd_sweep,
-        "run the clock: deliver a wake for each due record, then stamp",
-        args_sweep,
-    ),
+    "stamp": (stamp, "write origin (and origin-turn) into files: for wrappers"),
+    "status": (sweeping, "counts per level, what is due, the sweeper and ledger"),
+    "sweep": (sweeping, "run the clock: deliver a wake for each due record, then stamp"),
     "work": (
-        cmd_work,
+        work,
         "the task worker: claim pending tasks once, run each in an agent, record the result",
-        args_work,
     ),
-    "log": (
-        cmd_log,
-        "the ledger's recent wakes: id, record, reason, sink, state, times",
-        args_log,
-    ),
+    "log": (sweeping, "the ledger's recent wakes: id, record, reason, sink, state, times"),
     "deliver": (
-        cmd_deliver,
+        fleet,
         "a fleet's delivery worker: claim owed wakes from a shared ledger and send them",
-        args_deliver,
     ),
-    "fleet": (
-        cmd_fleet,
-        "one view of every tree in a fleet's database: status, due, recall",
-        args_fleet,
-    ),
+    "fleet": (fleet, "one view of every tree in a fleet's database: status, due, recall"),
     "service": (
-        cmd_service,
+        service,
         "run the sweeper as a service: install, status, uninstall (systemd, launchd, cron)",
-        args_service,
     ),
-    "wire": (cmd_wire, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules", args_wire),
-    "mcp": (cmd_mcp, "serve the memory as MCP tools over stdio (needs the mcp extra)", None),
-    "help": (cmd_help, "this help, or one verb's: rouse help VERB", args_help),
+    "wire": (agents, "wire the tree into agents: CLAUDE.md/AGENTS.md, hooks, rules"),
+    "mcp": (agents, "serve the memory as MCP tools over stdio (needs the mcp extra)"),
+    "help": (sys.modules[__name__], "this help, or one verb's: rouse help VERB"),
 }
 
 
@@ -226,14 +143,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"rouse {__version__}")
     global_options(parser, suppress=False)
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
-    for name, (handler, help_text, add_arguments) in VERBS.items():
+    for name, (module, help_text) in VERBS.items():
         if only is not None and name != only:
             continue
         sub = verbs.add_parser(
             name, help=help_text, description=help_text, formatter_class=formatter
         )
         global_options(sub, suppress=True)
-        sub.set_defaults(handler=handler)
+        sub.set_defaults(handler=getattr(module, f"cmd_{name}"))
+        add_arguments = getattr(module, f"args_{name}", None)
         if add_arguments is not None:
             add_arguments(sub)
     return parser

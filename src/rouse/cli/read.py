@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from datetime import datetime
     from typing import Any
 
-    from rouse.core.clock import Decision
     from rouse.core.tree import Tree
 
 
@@ -77,7 +76,7 @@ def cmd_probe(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.probes import definitions as probes
     from rouse.probes import demand, readings
-    from rouse.probes.gate import probes_allowed_at
+    from rouse.probes.readings import probes_allowed_at
     from rouse.trust.origins import origin_reader
 
     root = tree_root(args)
@@ -175,12 +174,18 @@ def _forecast(args: argparse.Namespace, now: datetime, until: datetime) -> int:
     """``rouse due --until``: a forecast lists a repeating reminder once per occurrence."""
     from rouse.cache.walk import cached_walk
     from rouse.core import clock, nextdue
-    from rouse.pack.views import due_order
+    from rouse.core.tree import display_ids
+    from rouse.pack.views import due_item, due_lines, due_order
     from rouse.trust.stampkey import cache_secret
 
     tree = cached_walk(tree_root(args), cache_secret(stamp_key_path()))
     every = clock.decisions(tree, until)
-    shown = _due_shown(args.json, tree, due_order(nextdue.forecast(every, until)), now)
+    found = due_order(nextdue.forecast(every, until))
+    if args.json:
+        ids = display_ids(tree)
+        shown: list[Any] = [due_item(d, ids[d.record.dir]) for d in found]
+    else:
+        shown = due_lines(tree, found, now)
     skipped = [p.render() for p in tree.untrackable]
     skipped += _problem_lines(tree, clock.field_problems(every))
     return _show_due(args.json, shown, now, until, skipped)
@@ -196,17 +201,6 @@ def _problem_lines(tree: Tree, problems: list[Any]) -> list[str]:
 
     reader = origin_reader(tree.root, stamp_key_path())
     return problem_lines(tree, problems, reader)
-
-
-def _due_shown(json: bool, tree: Tree, found: list[Decision], now: datetime) -> list[Any]:
-    """The due items (``--json``) or lines of decisions found on a walk."""
-    from rouse.core.tree import display_ids
-    from rouse.pack.views import due_item, due_lines
-
-    if json:
-        ids = display_ids(tree)
-        return [due_item(d, ids[d.record.dir]) for d in found]
-    return due_lines(tree, found, now)
 
 
 def _show_due(
@@ -230,7 +224,7 @@ def _show_due(
 def cmd_check(args: argparse.Namespace) -> int:
     from rouse.core.tree import walk
     from rouse.lint.check import check
-    from rouse.probes.gate import probes_allowed
+    from rouse.probes.readings import probes_allowed
     from rouse.trust.origins import origin_reader
 
     within("--probe-budget", args.probe_budget, *PROBE_BUDGET_MS)

@@ -71,10 +71,10 @@ def _vouch_existing(root: Path, vouch: bool) -> None:
     vouches for them yet), vouched for as the owner's with ``--vouch-existing`` or a yes
     on a terminal; else listed with the command that vouches for them."""
     from rouse.core.tree import walk
+    from rouse.lint.check import quarantined
     from rouse.trust import stamp as stamping
     from rouse.trust import stampkey
     from rouse.trust.origins import origin_reader
-    from rouse.trust.stampcheck import quarantined
 
     held = sorted(c.rel for c in quarantined(walk(root), origin_reader(root, stamp_key_path())))
     if not held:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 
-from rouse.cli.common import ledger_dsn, resolve_now, tree_root
+from rouse.cli.common import given_now, ledger_dsn, tree_root
 from rouse.core.errors import UsageError
 from rouse.sweep.options import CHANNEL_KINDS, NOTIFY, SweepOptions
 
@@ -31,7 +31,6 @@ def sweep_options(args: argparse.Namespace) -> SweepOptions:
     dsn = ledger_dsn(args)
     check_fleet_options(args, dsn)
     root = tree_root(args)
-    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
     run_spec = [args.run] if args.run else None
     specs = {"--sink": args.sink or ["file"], "--run": run_spec, "--escalate": args.escalate}
     quoted = {"--sink": args.sink_cmd, "--run": args.run_cmd, "--escalate": args.escalate_cmd}
@@ -51,30 +50,25 @@ def sweep_options(args: argparse.Namespace) -> SweepOptions:
     owned = commands(specs, quoted, trailing)
     return SweepOptions(
         root,
-        once=args.once,
-        every=args.every,
-        now=resolve_now(args) if given else None,
+        now=given_now(args),
         sink=tuple(args.sink) if args.sink else None,
         sink_command=tuple(owned["--sink"]),
-        timeout=args.timeout,
-        digest=args.digest,
-        run=args.run,
         run_command=tuple(owned["--run"]),
-        run_timeout=args.run_timeout,
-        max_runs=args.max_runs,
         escalate=tuple(args.escalate) if args.escalate else None,
         escalate_command=tuple(owned["--escalate"]),
-        escalate_after=args.escalate_after,
         channels=wanted,
-        quiet=args.quiet,
-        heartbeat=args.heartbeat,
-        verbosity=args.verbosity,
-        plan_only=args.plan_only,
         ledger=dsn,
-        lease=args.lease,
         secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
         environment=dict(os.environ),
+        **{name: getattr(args, name) for name in AS_GIVEN},
     )
+
+
+#: The options whose :class:`SweepOptions` field is their value as argparse read it.
+AS_GIVEN = (
+    *("once", "every", "timeout", "digest", "run", "run_timeout", "max_runs"),
+    *("escalate_after", "quiet", "heartbeat", "verbosity", "plan_only", "lease"),
+)
 
 
 def _channel_option(name: str) -> str:

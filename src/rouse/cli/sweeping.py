@@ -92,18 +92,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     now = resolve_now(args)
     book = _fleet_ledger(args)
     leader = queue = None
-    if book is not None:
-        from rouse.fleet.sweeping import leader as lease_of
-        from rouse.fleet.workers import queue_state
+    try:
+        if book is not None:
+            from rouse.fleet.sweeping import leader as lease_of
+            from rouse.fleet.workers import queue_state
 
-        try:
             leader = lease_of(book)
             if args.check:
                 queue = queue_state(book.database, book.tree)
-        except BaseException:
-            book.close()
-            raise
-    try:
         if args.check:  # for monitors and cron: silent when well, else exit 1 and why
             problems = status.check(tree_root(args), now, ledger=book, leader=leader, queue=queue)
             if args.json:

@@ -62,17 +62,11 @@ def work_options(args: argparse.Namespace, root: Path) -> Options:
 
 
 def cmd_work(args: argparse.Namespace) -> int:
-    from datetime import datetime
-
     from rouse.trust.origins import origin_reader
     from rouse.work.worker import TaskWorker
 
     root = tree_root(args)
     options = work_options(args, root)
-    given = getattr(args, "now", None) or os.environ.get("ROUSE_NOW")
-
-    def now() -> datetime:
-        return resolve_now(args) if given else datetime.now().replace(microsecond=0)
 
     def say(line: str) -> None:  # (with --json, stdout is the JSON object's alone)
         if not args.quiet_output:
@@ -82,7 +76,7 @@ def cmd_work(args: argparse.Namespace) -> int:
         root,
         options,
         origin_reader(root, stamp_key_path()),
-        now=now,
+        now=lambda: resolve_now(args),
         say=say,
         env=os.environ,
     )
@@ -117,7 +111,7 @@ def _report_round(report: Report, args: argparse.Namespace) -> None:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
-    from rouse.cli.reports import report_changed
+    from rouse.cli.common import report_changed
     from rouse.records import tasks
 
     return report_changed(tasks.cancel(tree_root(args), args.ref, resolve_now(args)), args)

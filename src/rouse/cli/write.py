@@ -12,11 +12,12 @@ from rouse.cli.common import (
     emit,
     emit_json,
     read_body,
+    report_changed,
+    report_created,
     resolve_now,
     speaking,
     tree_root,
 )
-from rouse.cli.reports import report_changed, report_created
 from rouse.core import layout
 from rouse.core.errors import UsageError
 from rouse.core.home import global_tree, stamp_key_path
@@ -165,11 +166,11 @@ def cmd_close(args: argparse.Namespace) -> int:
 
 def cmd_forget(args: argparse.Namespace) -> int:
     from rouse.pack import index
-    from rouse.records import forgetting
+    from rouse.records import notes
     from rouse.trust.origins import origin_reader
 
     root = tree_root(args)
-    done = forgetting.forget(root, args.ref, args.why, resolve_now(args))
+    done = notes.forget(root, args.ref, args.why, resolve_now(args))
     index.forget(root, origin_reader(root).cache_secret)
     if args.json:
         emit_json({"path": done.rel, "kind": done.kind, "forgotten": done.at})
@@ -181,12 +182,10 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_review(args: argparse.Namespace) -> int:
     import os
 
-    from rouse.records import reviewing
+    from rouse.records import notes
 
     root, now = tree_root(args), resolve_now(args)
-    done = reviewing.review(
-        root, args.ref, now, args.note, key_path=stamp_key_path(), env=os.environ
-    )
+    done = notes.review(root, args.ref, now, args.note, key_path=stamp_key_path(), env=os.environ)
     if args.json:
         emit_json({"path": done.rel, "reviewed": done.reviewed, "readings": done.readings})
     else:

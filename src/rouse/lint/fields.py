@@ -8,11 +8,14 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Iterator
 from datetime import timedelta
+from typing import Literal
 
 from rouse.core import clockfields, layout, levels
 from rouse.core.timefmt import FLOOR, parse_interval
-from rouse.core.tree import File, Record
-from rouse.lint.finding import Finding, Level, article
+from rouse.core.tree import File, Problem, Record
+from rouse.trust.origins import Finding
+
+Level = Literal["error", "warn"]
 
 LONGEST_INTENTION_STALE = timedelta(days=7)
 #: A task's ``reasoning:`` values (the agent's effort, as the task worker maps it).
@@ -109,6 +112,15 @@ RULED_KEYS = frozenset(
     | INDEX_FIELDS
     | layout.MACHINE_FIELDS
 )
+
+
+def article(noun: str) -> str:
+    return f"an {noun}" if noun[:1] in "aeiou" else f"a {noun}"
+
+
+def error_finding(problem: Problem, fix: str = "") -> Finding:
+    message = f"{problem.message} — {fix}" if fix else problem.message
+    return Finding("error", problem.path, message, problem.line)
 
 
 def unknown_key_findings(file: File) -> Iterator[Finding]:

@@ -9,14 +9,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 from rouse.core import clock, layout, statedir
 from rouse.core.errors import HeaderError
-from rouse.core.header import split
+from rouse.core.header import read_capped, split
 from rouse.core.tree import Context, File, Note, Record, Tree
 from rouse.lint.fields import (
     BACKLOG_CLOCK_FIELDS,
     CLOCK_FIELDS,
+    article,
+    error_finding,
     floor_findings,
     misplaced,
     stamp_findings,
@@ -24,10 +27,11 @@ from rouse.lint.fields import (
     unknown_key_findings,
     value_findings,
 )
-from rouse.lint.finding import MAX_CHECK_BYTES, Finding, article, error_finding, read_bytes
 from rouse.state import nudges, shapes
+from rouse.trust.origins import Finding
 
 CONTEXT_BUDGET = 8_000  # characters, per file and for the layers together
+MAX_CHECK_BYTES = 8 * 1024 * 1024
 
 
 _PROBE_SPLIT_RE = re.compile(r"[,\s]+")
@@ -83,6 +87,15 @@ def nudge_findings(tree: Tree) -> Iterator[Finding]:
             layout.shown(nudges.rel_of(nudge)),
             "not in the ledger: rouse did not write this nudge file (or its ledger was "
             "lost), so the pack does not show it — delete it",
+        )
+
+
+def read_bytes(tree: Tree, file: File) -> bytes | Finding:
+    try:
+        return read_capped(Path(tree.root) / file.rel, MAX_CHECK_BYTES + 1)
+    except OSError as exc:
+        return Finding(
+            "error", file.rel, f"cannot read: {exc.strerror} — check the file's permissions"
         )
 
 
@@ -205,18 +218,22 @@ def context_findings(tree: Tree) -> Iterator[Finding]:
         )
 
 
+def _unclocked(file: File, kind: str, why: str, kept: tuple[str, ...] = ()) -> Iterator[Finding]:
+    """Clock fields on a file with no clock (but those ``kept``), then the fields nothing
+    reads on it and values that do not read."""
+    skip: set[str] = set()
+    for key in file.header.fields:
+        if key in CLOCK_FIELDS and key not in kept:
+            skip.add(key)
+            message = f"'{key}' on {article(kind)}: {why}"
+            yield Finding("warn", file.rel, message, file.header.line_of(key))
+    yield from _placed(file, kind, skip)
+    yield from value_findings(file, skip, set())
+
+
 def _context_file(ctx: Context) -> Iterator[Finding]:
     header = ctx.header
-    skip: set[str] = set()
-    for key in header.fields:
-        if key in CLOCK_FIELDS:
-            skip.add(key)
-            yield Finding(
-                "warn",
-                ctx.rel,
-                f"'{key}' on {article(ctx.kind)}: context has no clock and no status — remove it",
-                header.line_of(key),
-            )
+    yield from _unclocked(ctx, ctx.kind, "context has no clock and no status — remove it")
     if "keywords" in header.fields and ctx.kind in ("belief", "persona"):
         yield Finding(
             "warn",
@@ -225,8 +242,6 @@ def _context_file(ctx: Context) -> Iterator[Finding]:
             "whole) — remove it",
             header.line_of("keywords"),
         )
-    yield from _placed(ctx, ctx.kind, skip)
-    yield from value_findings(ctx, skip, set())
     if ctx.size > CONTEXT_BUDGET:
         yield Finding(
             "warn",
@@ -266,19 +281,8 @@ def _note(note: Note) -> Iterator[Finding]:
             "note with no keywords — add 'keywords:' so the index and recall can find it",
             header.line_of("keywords") or 1,
         )
-    skip: set[str] = set()
-    for key in header.fields:
-        if key in CLOCK_FIELDS and key not in ("opened", "reviewed"):  # (rouse review)
-            skip.add(key)
-            yield Finding(
-                "warn",
-                note.rel,
-                f"'{key}' on a note: notes have no clock — remove it (keep 'updated:' for "
-                "when its content last changed)",
-                header.line_of(key),
-            )
-    yield from _placed(note, "note", skip)
-    yield from value_findings(note, skip, set())
+    why = "notes have no clock — remove it (keep 'updated:' for when its content last changed)"
+    yield from _unclocked(note, "note", why, ("opened", "reviewed"))  # (rouse review)
 
 
 def plugin_findings(tree: Tree) -> Iterator[Finding]:

@@ -24,7 +24,7 @@ from rouse.pack.views import stamper
 from rouse.pack.warnings import live_warnings, standing_warnings, walk_warnings
 from rouse.probes import definitions as probes
 from rouse.probes import readings
-from rouse.probes.gate import probes_allowed_at
+from rouse.probes.readings import probes_allowed_at
 from rouse.state import nudges
 from rouse.state import sweeper as sweepstate
 from rouse.state.shapes import WORK

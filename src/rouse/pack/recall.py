@@ -34,7 +34,7 @@ from rouse.pack.hits import Hit, arrange, updated_said
 from rouse.pack.index import Index
 from rouse.pack.indexdoc import KINDS, Current, indexed_files
 from rouse.pack.search import Match, one_line, query_words
-from rouse.probes import baselines, demand, gate, readings
+from rouse.probes import baselines, demand, readings
 from rouse.probes import definitions as probes
 from rouse.trust import fence, origins
 from rouse.trust.stampkey import verify
@@ -228,7 +228,7 @@ def _probe_reader(
         if name in readings_by_name:
             return readings_by_name[name]
         if "probes" not in state:  # first probe named by a hit: read and judge the file once
-            allowed = run_probes and gate.probes_allowed(tree, reader, {})[0]
+            allowed = run_probes and readings.probes_allowed(tree, reader, {})[0]
             state["probes"] = {p.name: p for p in probes.load_probes(tree)[0]} if allowed else {}
         probe = state["probes"].get(name)
         reading = (

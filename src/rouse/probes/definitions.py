@@ -1,8 +1,8 @@
 """Probes: named commands in ``inventory/probes.md`` whose output is the answer.
 
-This module parses the probes file (SPEC §6). Running them under the pack's
-shared budget is ``rouse.probes.readings``, demand readings with their ttl
-cache ``rouse.probes.demand``; who may run them is ``rouse.probes.gate``.
+This module parses the probes file (SPEC §6). Who may run them, and running them
+under the pack's shared budget, is ``rouse.probes.readings``; demand readings with
+their ttl cache ``rouse.probes.demand``.
 
 A probe is a fenced block opening with a line ```` ```probe ```` at column 0
 and closing with ```` ``` ````; inside it, ``key: value`` lines. Everything

@@ -19,7 +19,7 @@ from rouse.probes.definitions import Probe
 from rouse.probes.readings import MAX_READING, run_all
 from rouse.state.files import save_json
 from rouse.state.shapes import PROBES
-from rouse.trust.origins import StampFinding
+from rouse.trust.origins import Finding
 from rouse.trust.stampkey import load_key
 
 CACHE_FILE = "probes.json"
@@ -140,13 +140,13 @@ class DemandCache:
     def save(self) -> bool:
         return save_json(self.path, {"version": CACHE_VERSION, "entries": self.entries})
 
-    def findings(self) -> list[StampFinding]:
+    def findings(self) -> list[Finding]:
         """What in the file is ignored, one warning each (for ``rouse check``)."""
         rel = f"{layout.STATE_DIR}/{CACHE_FILE}"
         fix = "delete it, or let `rouse probe NAME` write it anew"
 
-        def warn(message: str) -> StampFinding:
-            return StampFinding("warn", rel, message)
+        def warn(message: str) -> Finding:
+            return Finding("warn", rel, message)
 
         if self.raw is None:
             if not os.path.lexists(self.path):
@@ -181,7 +181,7 @@ class DemandCache:
         return found
 
 
-def cache_findings(root: Path, key_path: Path | None = None) -> list[StampFinding]:
+def cache_findings(root: Path, key_path: Path | None = None) -> list[Finding]:
     """``check``'s warnings about ``.rouse/probes.json``: entries that are ignored
     because they are malformed or (with a stamp key) do not verify."""
     return DemandCache(root, key_path).findings()

@@ -10,6 +10,7 @@ task's claim, cancel and checkpoints are :mod:`rouse.records.tasks`'s.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -24,7 +25,7 @@ from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.state import acts
 from rouse.state.nudges import stamp_of
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 
 #: A fact about a change, as ``--json`` shows it (times and durations converted there).
 Fact = str | int | datetime | timedelta | None
@@ -61,9 +62,7 @@ def _logged(
     *lines: str | None,
 ) -> None:
     """Write ``updates`` and each of ``lines`` (None: none), dated, in the record's log, in
-    one write under the writers' lock, and note that a verb acted on the record (what
-    answers its wake)."""
-    store = SigningStore(root)
+    one write (:func:`acted`)."""
     logged = [dated(now, line) for line in lines if line is not None]
 
     def change(data: bytes) -> bytes:
@@ -72,6 +71,13 @@ def _logged(
             data = with_log(data, record.rel, line)
         return data
 
+    acted(root, record, now, change)
+
+
+def acted(root: Path, record: Record, now: datetime, change: Callable[[bytes], bytes]) -> None:
+    """Rewrite the record's file through ``change`` under the writers' lock, and note that
+    a verb acted on the record (what answers its wake)."""
+    store = SigningStore(root)
     with store.lock():
         store.update(record.rel, change)
         acts.note(root, record.dir, now, store.secret)
@@ -141,7 +147,11 @@ def snooze(
     if clear:
         if until is not None or duration is not None:
             raise UsageError("snooze --clear takes no --until or --for")
-        return _unsnooze(root, ref, now, note)
+        record = find(root, ref)
+        if not (record.get(SNOOZED) or "").strip():
+            raise UsageError(f"{record.id} is not snoozed: nothing to clear")
+        line = "snooze cleared" + (f": {one_line(note)}" if note else "")
+        return _snoozed(root, record, now, {SNOOZED: None}, line, None)
     if (until is None) == (duration is None):
         raise UsageError("snooze needs one of --until WHEN, --for INTERVAL or --clear")
     try:
@@ -169,14 +179,6 @@ def snooze(
         updates = {SNOOZED: format_stamp(when)}
     line = f"snoozed until {format_stamp(when)}" + (f": {one_line(note)}" if note else "")
     return _snoozed(root, record, now, updates, line, minute(when))
-
-
-def _unsnooze(root: Path, ref: str, now: datetime, note: str | None) -> Changed:
-    record = find(root, ref)
-    if not (record.get(SNOOZED) or "").strip():
-        raise UsageError(f"{record.id} is not snoozed: nothing to clear")
-    line = "snooze cleared" + (f": {one_line(note)}" if note else "")
-    return _snoozed(root, record, now, {SNOOZED: None}, line, None)
 
 
 def _snoozed(

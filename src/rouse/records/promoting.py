@@ -20,8 +20,8 @@ from rouse.records.lifecycle import Changed, minute
 from rouse.records.repository import tracked
 from rouse.records.scaffold import check_parent
 from rouse.state import acts
-from rouse.trust.sealing import SigningStore
 from rouse.trust.speaker import lower
+from rouse.trust.stamp import SigningStore
 
 
 def promote(

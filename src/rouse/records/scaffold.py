@@ -22,7 +22,7 @@ from rouse.core.tree import Record, Tree, walk
 from rouse.records.inputs import check_body, readable_header, validate_fields
 from rouse.records.repository import own_repository
 from rouse.trust import stamp as stamping
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 from rouse.trust.stampkey import StampKey, init_key, load_key
 
 SKELETON = Path(__file__).parent / "skeleton"

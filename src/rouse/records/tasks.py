@@ -1,12 +1,7 @@
-"""A task's own writes besides its ending (:mod:`rouse.records.lifecycle`'s ``close``).
-
-``start_task`` (a worker's claim: ``status: running``), ``cancel`` (the
-``cancel:`` stamp: the operator calls the task off),
-``checkpoint_line`` (a dated progress line in the task's log), ``requeue``
-(a running task whose worker died goes back to pending), ``add_result`` (the
-run's final message in the log) and ``checkpoints`` (what a task reported, for
-its result and the pack). Each writes through the store, under its lock;
-queueing the checkpoint's wake is the worker's (:mod:`rouse.work.notices`).
+"""A task's own writes besides its ending (:mod:`rouse.records.lifecycle`'s ``close``):
+a worker's claim, ``cancel``, checkpoints, a requeue and the run's result, each
+through the store under its lock. Queueing a checkpoint's wake is the worker's
+(:mod:`rouse.work.notices`).
 """
 
 from __future__ import annotations
@@ -18,11 +13,10 @@ from rouse.core import body, header, layout
 from rouse.core.errors import HeaderError, UsageError
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
-from rouse.records.lifecycle import Changed, close, dated, minute, one_line, with_log
+from rouse.records.lifecycle import Changed, acted, close, dated, minute, one_line, with_log
 from rouse.records.locate import find
 from rouse.records.scaffold import article
-from rouse.state import acts
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 
 CHECKPOINT = body.CHECKPOINT
 #: The longest checkpoint text, in characters (one line in the log).
@@ -82,10 +76,7 @@ def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
         }
         return header.set_fields(data, updates, record.rel)
 
-    store = SigningStore(root)
-    with store.lock():
-        store.update(record.rel, claim)
-        acts.note(root, record.dir, now, store.secret)
+    acted(root, record, now, claim)
     return Changed.of(
         record,
         f"{record.id} is running (attempt {attempts}, worker {worker})",
@@ -97,7 +88,6 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
     """Stamp ``cancel:`` on a task: a running one is stopped by its supervisor, a pending
     one is ended ``cancelled`` here and never runs. Refused for a task that has ended."""
     record = _task(root, ref)
-    store = SigningStore(root)
     was = ""
 
     def stamp(data: bytes) -> bytes:
@@ -109,9 +99,7 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
             return data
         return header.set_fields(data, {"cancel": format_stamp(now)}, record.rel)
 
-    with store.lock():
-        store.update(record.rel, stamp)
-        acts.note(root, record.dir, now, store.secret)
+    acted(root, record, now, stamp)
     if was == "pending":
         try:
             return close(root, record.dir, now, "cancelled", "cancelled before it ran")
@@ -128,7 +116,6 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
     """Append ``- <now>: checkpoint: TEXT`` to a pending or running task's log."""
     record = _task(root, ref)
     line = _one_line(text, MAX_CHECKPOINT, "checkpoint")
-    store = SigningStore(root)
 
     def add(data: bytes) -> bytes:
         status, _ = _status(data, record.rel)
@@ -136,9 +123,7 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
             raise UsageError(f"{record.id} is {status}: a checkpoint is for a task in flight")
         return with_log(data, record.rel, dated(now, CHECKPOINT + line))
 
-    with store.lock():
-        store.update(record.rel, add)
-        acts.note(root, record.dir, now, store.secret)
+    acted(root, record, now, add)
     return record, line
 
 

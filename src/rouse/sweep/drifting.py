@@ -4,7 +4,7 @@ Each tick looks at the notes that name ``probes:`` (none: nothing more is read
 or run). It reads their probes through the demand cache, so a probe runs at
 most once per its ``ttl`` and a probe with no ``ttl`` is never run by the
 sweeper; probes run only when the tree's ``probes.md`` may run at all
-(:mod:`rouse.probes.gate`). The readings go through the note's baseline
+(:mod:`rouse.probes.readings`). The readings go through the note's baseline
 (:mod:`rouse.probes.baselines`: the first readings become it), and a note whose
 reading differs now gets one wake, reason ``drifted``.
 
@@ -26,9 +26,9 @@ from pathlib import Path
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Tree
 from rouse.core.treefiles import Note
-from rouse.probes import baselines, demand, gate
+from rouse.probes import baselines, demand
 from rouse.probes.definitions import load_probes
-from rouse.probes.readings import UNKNOWN
+from rouse.probes.readings import UNKNOWN, probes_allowed
 from rouse.state.nudges import DRIFTED
 from rouse.sweep.wake import NOTES, Wake, read_body
 from rouse.trust import fence
@@ -46,7 +46,7 @@ def cited(tree: Tree) -> list[Note]:
 def drifted(tree: Tree, reader: OriginReader, env: Mapping[str, str]) -> list[tuple[Note, Drift]]:
     """The notes whose probes read differently now than when they were written."""
     notes = cited(tree)
-    if not notes or not gate.probes_allowed(tree, reader, env)[0]:
+    if not notes or not probes_allowed(tree, reader, env)[0]:
         return []
     known = {p.name: p for p in load_probes(tree)[0] if p.ttl is not None}
     measured: dict[str, str] = {}

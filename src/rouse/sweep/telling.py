@@ -24,7 +24,7 @@ from rouse.state.locks import holder, sweeper_channels
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.tells import Outreach
 from rouse.sweep.wake import ID_RE
-from rouse.trust.sealing import SigningStore
+from rouse.trust.stamp import SigningStore
 
 #: The longest message ``tell`` takes, in characters.
 MAX_MESSAGE = 4000

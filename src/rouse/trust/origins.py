@@ -5,7 +5,7 @@ counts only when its ``origin-sig`` verifies (``rouse.trust.stamp`` writes
 it); anything else reads ``unknown``. :func:`origin_reader` answers
 "what is this file's effective origin?" cheaply, from a cache in ``.rouse/``
 whose entries are themselves authenticated with the key, so editing the cache
-forges nothing. What ``check`` makes of the verdicts is :mod:`rouse.trust.stampcheck`.
+forges nothing. What ``check`` makes of the verdicts is :mod:`rouse.lint.check`'s.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ ORIGINS = ("owner", "system", "agent", "untrusted", "unknown")
 
 CACHE_FILE = "origins.json"
 CACHE_VERSION = 1
+#: What each kind of cache entry's MAC is labelled with.
+VERDICT, ONCE_UNTRUSTED = "rouse-origin-cache", "rouse-origin-once-untrusted"
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
 #: EffectiveOrigin states whose written origin counts.
@@ -118,32 +120,26 @@ class _Cache:
             untrusted = raw.get("untrusted")
             self.untrusted = untrusted if isinstance(untrusted, dict) else {}
 
-    def _sticky_mac(self, rel: str) -> str:
-        import hashlib
-        import hmac
-
-        message = json.dumps(["rouse-origin-once-untrusted", CACHE_VERSION, rel])
-        return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
-
     def once_untrusted(self, rel: str) -> bool:
         import hmac
 
         mac = self.untrusted.get(rel)
-        return isinstance(mac, str) and hmac.compare_digest(mac, self._sticky_mac(rel))
+        return isinstance(mac, str) and hmac.compare_digest(mac, self._mac(ONCE_UNTRUSTED, rel))
 
     def remember(self, rel: str, untrusted: bool) -> None:
         """Note that ``rel`` was (``untrusted``) stamped untrusted, or vouched by the owner."""
         if untrusted and not self.once_untrusted(rel):
-            self.untrusted[rel] = self._sticky_mac(rel)
+            self.untrusted[rel] = self._mac(ONCE_UNTRUSTED, rel)
             self.dirty = True
         elif not untrusted and self.untrusted.pop(rel, None) is not None:
             self.dirty = True
 
-    def _mac(self, rel: str, fields: list[Any]) -> str:
+    def _mac(self, label: str, rel: str, *fields: Any) -> str:
+        """An entry's MAC: of a JSON array, the label first, so no entry passes for another."""
         import hashlib
         import hmac
 
-        message = json.dumps(["rouse-origin-cache", CACHE_VERSION, rel, *fields])
+        message = json.dumps([label, CACHE_VERSION, rel, *fields])
         return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def get(self, rel: str, key: list[int]) -> EffectiveOrigin | None:
@@ -154,7 +150,7 @@ class _Cache:
         if not isinstance(entry, list) or len(entry) != 7 or entry[:3] != key:
             return None
         if not isinstance(entry[6], str) or not hmac.compare_digest(
-            entry[6], self._mac(rel, entry[:6])
+            entry[6], self._mac(VERDICT, rel, *entry[:6])
         ):
             return None
         origin, written, state = entry[3:6]
@@ -164,7 +160,7 @@ class _Cache:
 
     def put(self, rel: str, key: list[int], verdict: EffectiveOrigin) -> None:
         fields = [*key, verdict.origin, verdict.written, verdict.state]
-        self.entries[rel] = [*fields, self._mac(rel, fields)]
+        self.entries[rel] = [*fields, self._mac(VERDICT, rel, *fields)]
         self.dirty = True
 
     def drop(self, rel: str) -> None:
@@ -305,14 +301,13 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
     return OriginReader(root, load_key(path), path)
 
 
-# -- a finding about stamps -------------------------------------------------------
+# -- a finding of `rouse check` --------------------------------------------------
 
 
-class StampFinding(Value):
-    """A ``check`` finding about stamps (rouse.lint.check turns it into its own Finding).
-
-    Made by :mod:`rouse.trust.stampcheck` and by the probe cache's check
-    (``rouse.probes.demand``, on the pack's path: so it lives here, not there)."""
+class Finding(Value):
+    """One ``check`` finding; ``message`` says what is wrong and what to do. Most are
+    :mod:`rouse.lint`'s; it lives here, below it, for the stamp findings
+    (:mod:`rouse.lint.check`'s) and the probe cache's (``rouse.probes.demand``)."""
 
     __slots__ = ("level", "path", "message", "line")
     _fields = __slots__
@@ -324,3 +319,10 @@ class StampFinding(Value):
         self.path = path
         self.message = message
         self.line = line
+
+    def render(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}"
+        return f"{self.level}: {where}: {self.message}"
+
+    def sort_key(self) -> tuple[int, str, int, str]:
+        return (0 if self.level == "error" else 1, self.path, self.line or 0, self.message)

@@ -36,8 +36,6 @@ AGENT_MARKERS: tuple[tuple[str, str], ...] = (
 
 #: Trust order, highest first (``unknown`` is below all of them: no reading).
 TRUST = ("owner", "system", "agent", "untrusted")
-#: The classes ``--origin`` may name: all of them (``unknown`` is no reading, never said).
-SAYABLE = TRUST
 
 
 def session_marker(env: Mapping[str, str]) -> str | None:
@@ -60,8 +58,8 @@ def speaker(env: Mapping[str, str], terminal: bool, asked: str | None = None) ->
     marker = session_marker(env)
     if asked is not None:
         asked = asked.strip().lower()
-        if asked not in SAYABLE:
-            raise UsageError(f"unknown origin class {asked!r}: use one of {', '.join(SAYABLE)}")
+        if asked not in TRUST:  # (``unknown`` is no reading: never said)
+            raise UsageError(f"unknown origin class {asked!r}: use one of {', '.join(TRUST)}")
         if marker is not None and asked not in ("agent", "untrusted"):
             raise UsageError(
                 f"--origin {asked} is refused inside an agent session (${marker} is set): "
