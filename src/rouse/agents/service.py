@@ -33,6 +33,7 @@ from pathlib import Path
 
 from rouse.agents.service_units import (
     ROLES,
+    Loop,
     Service,
     Unit,
     cron_entry,
@@ -43,6 +44,7 @@ from rouse.agents.service_units import (
 from rouse.core.errors import UsageError
 
 KINDS = ("systemd", "launchd", "cron")
+SWEEPER = Loop()  # the sweeper's loop, at its own interval
 
 
 def default_kind(platform: str | None = None) -> str:
@@ -130,17 +132,15 @@ def plan(
     *,
     kind: str,
     home: Path,
-    every: float | None = None,
-    once: bool = False,
-    verb: str = "sweep",
+    loop: Loop = SWEEPER,
     ledger: str | None = None,
 ) -> Service:
-    """The service for ``root`` running ``rouse sweep FLAGS`` (``verb`` work: the task
+    """The service for ``root`` running ``rouse sweep FLAGS`` (``loop.verb`` work: the task
     worker's, ``rouse work FLAGS``, beside the sweeper's); nothing is written here.
 
-    ``every``/``once`` are what the flags say (the caller parsed them with
-    the sweep verb's own parser). The service gets the installer's PATH (so exec
-    sinks find what they found at install time).
+    ``loop`` is what the flags say (the caller parsed them with the verb's own parser).
+    The service gets the installer's PATH (so exec sinks find what they found at install
+    time).
     ``ledger``: ``ROUSE_LEDGER`` of the installer; like ``--ledger DSN`` among the
     flags, it reaches the service through a file only its owner can read (systemd's
     ``EnvironmentFile=``, a 0600 launchd plist), never its command line or output.
@@ -165,10 +165,11 @@ def plan(
             "or launchd, or set ROUSE_LEDGER at the top of your crontab yourself (crontab -e) "
             "and install without it"
         )
+    verb = loop.verb
     unit = Unit(root, ident, verb, home, service_path(os.environ.get("PATH", os.defpath), flags))
     if kind == "cron":
-        return cron_entry(unit, flags, every=every, once=once)
-    if once:
+        return cron_entry(unit, flags, loop)
+    if loop.once:
         raise UsageError(
             f"a {kind} service runs the {ROLES[verb]}'s loop, which --once would end at once: "
             "drop --once (a crontab line, --kind cron, is the --once way)"

@@ -69,6 +69,16 @@ class Unit:
     path: str
 
 
+@dataclass(frozen=True)
+class Loop:
+    """How the service runs its verb, as the caller parsed its flags: ``verb`` (``sweep``
+    or ``work``), ``--every`` (None: not given) and ``--once``."""
+
+    verb: str = "sweep"
+    every: float | None = None
+    once: bool = False
+
+
 def env_value(value: str) -> str:
     """``value`` quoted for a systemd EnvironmentFile (read back unchanged)."""
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
@@ -283,8 +293,9 @@ def launchd_agent(unit: Unit, command: list[str], uid: int) -> Service:
 # -- cron ---------------------------------------------------------------------
 
 
-def cron_entry(unit: Unit, flags: Sequence[str], *, every: float | None, once: bool) -> Service:
+def cron_entry(unit: Unit, flags: Sequence[str], loop: Loop) -> Service:
     root, ident, verb, path = unit.root, unit.ident, unit.verb, unit.path
+    every, once = loop.every, loop.once
     seconds = CRON_DEFAULT_EVERY if every is None else every
     if seconds not in CRON_EVERY:
         allowed = ", ".join(f"{s:g}" for s in CRON_EVERY)

@@ -90,21 +90,18 @@ def cmd_service(args: argparse.Namespace) -> int:
             f"`rouse service {args.action}` takes no sweep flags (got {' '.join(flags)}): "
             "they belong to `rouse service install`"
         )
-    every: float | None = None
-    once = False
     verb = "work" if args.work else "sweep"
+    loop = service.Loop(verb)
     if args.action == "install":
         parsed = _sweep_flags(flags, verb)
-        every, once = getattr(parsed, "every", None), parsed.once
+        loop = service.Loop(verb, getattr(parsed, "every", None), parsed.once)
     root = Path(os.path.abspath(tree_root(args)))
     plan = service.plan(
         root,
         flags,
         kind=args.kind or service.default_kind(),
         home=Path.home(),
-        every=every,
-        once=once,
-        verb=verb,
+        loop=loop,
         ledger=os.environ.get("ROUSE_LEDGER") if args.action == "install" else None,
     )
     if args.action == "install":
@@ -138,9 +135,8 @@ def _as_installed(plan: Service, root: Path, verb: str) -> Service:
         return plan  # (options no longer valid: compared without them, and differ)
     every = getattr(parsed, "every", None)
     ledger = service_units.installed_ledger(plan.kind, text) if text is not None else None
-    return service.plan(
-        root, installed, kind=plan.kind, home=Path.home(), every=every, verb=verb, ledger=ledger
-    )
+    loop = service.Loop(verb, every)
+    return service.plan(root, installed, kind=plan.kind, home=Path.home(), loop=loop, ledger=ledger)
 
 
 def args_service(sub: argparse.ArgumentParser) -> None:
