@@ -83,6 +83,7 @@ def _sweep_flags(flags: list[str], verb: str = "sweep") -> argparse.Namespace:
 
 def cmd_service(args: argparse.Namespace) -> int:
     from rouse.agents import service, service_control
+    from rouse.agents.service_units import Loop
 
     flags = _own_options(args)
     if args.action != "install" and flags:
@@ -91,10 +92,10 @@ def cmd_service(args: argparse.Namespace) -> int:
             "they belong to `rouse service install`"
         )
     verb = "work" if args.work else "sweep"
-    loop = service.Loop(verb)
+    loop = Loop(verb)
     if args.action == "install":
         parsed = _sweep_flags(flags, verb)
-        loop = service.Loop(verb, getattr(parsed, "every", None), parsed.once)
+        loop = Loop(verb, getattr(parsed, "every", None), parsed.once)
     root = Path(os.path.abspath(tree_root(args)))
     plan = service.plan(
         root,
@@ -135,7 +136,7 @@ def _as_installed(plan: Service, root: Path, verb: str) -> Service:
         return plan  # (options no longer valid: compared without them, and differ)
     every = getattr(parsed, "every", None)
     ledger = service_units.installed_ledger(plan.kind, text) if text is not None else None
-    loop = service.Loop(verb, every)
+    loop = service_units.Loop(verb, every)
     return service.plan(root, installed, kind=plan.kind, home=Path.home(), loop=loop, ledger=ledger)
 
 
