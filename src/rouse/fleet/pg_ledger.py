@@ -27,7 +27,7 @@ from typing import Any, Literal
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import OUTBOX_SCHEMA, migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.ledger.db import Cursor
+from rouse.sweep.ledger.outbox import Cursor
 
 #: The migration that made the ledger's tables as this rouse reads them (the ``outbox``):
 #: a reader of a database an older rouse made and no sweeper migrated yet reads no wakes.

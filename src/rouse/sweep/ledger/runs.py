@@ -10,8 +10,8 @@ import json
 from datetime import datetime
 
 from rouse.state.sweeper import TIME_FORMAT
-from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text
+from rouse.sweep.ledger.outbox import Rows
 
 
 class RunRows(Rows):
