@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -66,32 +67,24 @@ def nudge_file(entry: Entry) -> str | None:
     return path if path.startswith(prefix) and path.endswith(".md") else None
 
 
+@dataclass(eq=False)
 class Carrier:
     """Carries a tick's steps out, one at a time: the ledger, the sink, then the stamp."""
 
-    def __init__(
-        self,
-        root: Path,
-        sink: Sink,
-        ledger: Ledger,
-        voice: Voice,
-        *,
-        origins: Origins,
-        quiet: QuietHours | None,
-        digests: DigestSender | None,
-        after: AfterDelivery,
-    ) -> None:
-        self.root = root
-        self.sink = sink
-        self.ledger = ledger
-        self.voice = voice
-        self.origins = origins
-        self.quiet = quiet
-        #: where new and resent wakes go instead of the sink (``--digest``, ``--run``)
-        self.digests = digests
-        self.after = after
+    root: Path
+    sink: Sink
+    ledger: Ledger
+    voice: Voice
+    _: KW_ONLY
+    origins: Origins
+    quiet: QuietHours | None
+    #: where new and resent wakes go instead of the sink (``--digest``, ``--run``)
+    digests: DigestSender | None
+    after: AfterDelivery
+
+    def __post_init__(self) -> None:
         #: ``--plan-only``: wakes are queued for the delivery workers, never sent here
-        self.queue = sink.kind == WORKERS
+        self.queue = self.sink.kind == WORKERS
 
     def carry_out(
         self, step: Step, ids: Mapping[str, str], now: datetime, report: TickReport
@@ -215,7 +208,7 @@ class Carrier:
     def _go(self, made: Wake, decision: Decision | None, now: datetime, report: TickReport) -> None:
         """A wake owed now: gathered into the tick's digest (or run), else sent alone."""
         if self.digests is not None:
-            self.digests.add(made, decision)
+            self.digests.batch.append((made, decision))
         else:
             self.send(made, decision, now, report)
 

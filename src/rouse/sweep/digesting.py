@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -41,6 +41,7 @@ def never(exc: BaseException) -> bool:
     return False
 
 
+@dataclass(eq=False)
 class Receipts:
     """Deliveries the sink confirmed that the ledger could not record (its database was lost).
 
@@ -50,11 +51,10 @@ class Receipts:
     wake, still owed in the ledger, is sent again: at least once, same id.
     """
 
-    def __init__(self, ledger: Ledger, outage: Outage) -> None:
-        self.ledger = ledger
-        self.outage = outage
-        #: wake id → (when it landed, the sink's receipt), in the order they landed
-        self.waiting: dict[str, tuple[datetime, str]] = {}
+    ledger: Ledger
+    outage: Outage
+    #: wake id → (when it landed, the sink's receipt), in the order they landed
+    waiting: dict[str, tuple[datetime, str]] = field(default_factory=dict)
 
     def record(self, landed: list[tuple[str, str]], now: datetime) -> None:
         """Write ``landed`` (wake id, receipt) as delivered (not yet stamped).
@@ -82,18 +82,18 @@ class Receipts:
             del self.waiting[wake_id]
 
 
+@dataclass(eq=False)
 class NudgeNotes:
     """In a fleet: the nudge files this sweeper writes in its tree, noted in the tree's
     own SQLite ledger, so the pack (which reads only that file, and never loads a
     database driver) shows them. The tree's own ledger says so already: nothing to do."""
 
-    def __init__(self, root: Path, ledger: Ledger, sink: str, voice: Voice) -> None:
-        self.root = root
-        self.ledger = ledger
-        self.sink = sink
-        self.voice = voice
-        #: the tree's own SQLite ledger when ``ledger`` is a fleet's, opened once
-        self._local: Ledger | None = None
+    root: Path
+    ledger: Ledger
+    sink: str
+    voice: Voice
+    #: the tree's own SQLite ledger when ``ledger`` is a fleet's, opened once
+    _local: Ledger | None = field(default=None, init=False)
 
     def own(self) -> Ledger:
         """The tree's own SQLite ledger (tells live there too): ``ledger`` itself, or
@@ -135,29 +135,18 @@ class AfterDelivery:
     notes: NudgeNotes
 
 
+@dataclass(eq=False)
 class DigestSender:
     """One tick's batch of wakes, sent as one digest or one agent run."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        sink: Sink,
-        runner: Runner | None,
-        headers: HeaderCache,
-        voice: Voice,
-        after: AfterDelivery,
-    ) -> None:
-        self.ledger = ledger
-        self.sink = sink
-        self.runner = runner
-        self.headers = headers
-        self.voice = voice
-        #: (a run's unanswered wakes are nudge files: noted for the pack)
-        self.after = after
-        self.batch: list[tuple[Wake, Decision | None]] = []
-
-    def add(self, made: Wake, decision: Decision | None) -> None:
-        self.batch.append((made, decision))
+    ledger: Ledger
+    sink: Sink
+    runner: Runner | None
+    headers: HeaderCache
+    voice: Voice
+    #: (a run's unanswered wakes are nudge files: noted for the pack)
+    after: AfterDelivery
+    batch: list[tuple[Wake, Decision | None]] = field(default_factory=list)
 
     def flush(self, now: datetime, report: TickReport) -> None:
         """Send the batch if there is one (its wakes are in the ledger: they go out even

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -121,29 +121,20 @@ def message(
     )
 
 
+@dataclass(eq=False)
 class Escalator:
     """Sends and resends one sweeper's escalations, recording each in its ledger."""
 
-    def __init__(
-        self,
-        root: Path,
-        ledger: Ledger,
-        escalation: Escalation,
-        voice: Voice,
-        *,
-        fence: Callable[[float], bool] | None = None,
-        secret: bytes | None = None,
-    ) -> None:
-        self.root = root
-        self.secret = secret  # the stamp key's: acts.json is MACed with it
-        #: in a fleet: asked before each send whether this sweeper still leads (for
-        #: the seconds the send may take); if not, the escalation waits in the ledger
-        self.fence = fence
-        self.ledger = ledger
-        self.escalation = escalation
-        self.voice = voice
-        #: escalations tried this tick: one try per tick
-        self.tried: set[str] = set()
+    root: Path
+    ledger: Ledger
+    escalation: Escalation
+    voice: Voice
+    #: asked before each send whether this sweeper still leads (in a fleet; for the
+    #: seconds the send may take); if not, the escalation waits in the ledger
+    fence: Callable[[float], bool]
+    secret: bytes | None  # the stamp key's: acts.json is MACed with it
+    #: escalations tried this tick: one try per tick
+    tried: set[str] = field(default_factory=set)
 
     def after_delivery(
         self, made: Wake, now: datetime, report: TickReport, *, unanswered_run: bool = False
@@ -201,7 +192,7 @@ class Escalator:
         if report.slice.spent():
             return  # pending: the next tick, which comes at once, sends it
         self.tried.add(message.id)
-        if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
+        if not self.fence(float(getattr(sink, "timeout", 0) or 0)):
             return  # no longer the leader: the escalation stays pending for the new one
         what = f"{message.record} (escalation {message.nudge}) id={message.id}"
         try:

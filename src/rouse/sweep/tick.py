@@ -128,26 +128,14 @@ class Sweeper(Leading):
         self.teller = (
             None
             if self.plan_only
-            else Teller(
-                root,
-                self.notes.own(),
-                self.channels,
-                self,
-                quiet=self.quiet,
-                fence=self._fence,
-            )
+            else Teller(root, self.notes.own(), self.channels, self, self.quiet, self._fence)
         )
         self.escalator = (
-            Escalator(
-                root,
-                self.ledger,
-                self.escalation,
-                self,
-                fence=self._fence,
-                secret=self.headers.secret,
+            None
+            if self.escalation is None
+            else Escalator(
+                root, self.ledger, self.escalation, self, self._fence, self.headers.secret
             )
-            if self.escalation is not None
-            else None
         )
         after = AfterDelivery(self._stamp_wake, self._maybe_escalate, self.receipts, self.notes)
         self.digests = DigestSender(self.ledger, self.sink, self.runner, self.headers, self, after)
