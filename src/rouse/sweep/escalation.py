@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -106,19 +106,8 @@ def message(
         "Decide: move it, close it, or tell your agent what to do about it.\n"
         f"\nThe last wake (id {made.id}):\n\n{made.text}"
     )
-    return Wake(
-        id="e" + new_id(now),
-        record=made.record,
-        type=made.type,
-        slug=made.slug,
-        path=made.path,
-        file=made.file,
-        reason="escalate",
-        nudge=level,
-        last_moved=made.last_moved,
-        at=now.strftime("%Y-%m-%d %H:%M:%S"),
-        text=text,
-    )
+    at = now.strftime("%Y-%m-%d %H:%M:%S")
+    return replace(made, id="e" + new_id(now), reason="escalate", nudge=level, at=at, text=text)
 
 
 @dataclass(eq=False)

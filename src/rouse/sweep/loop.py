@@ -98,14 +98,9 @@ def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int
             # the loop says once what it is doing; --once only when asked (-v)
             line = starting(root, sw.sink, period, parts.quiet, now, once=once)
             said = f"sink {sw.sink.describe()}"
-            if parts.digest:
-                line = line.replace(said, f"{said} (digests)", 1)
-            if parts.escalation is not None:
-                line = line.replace(said, f"{said}; {parts.escalation.describe()}", 1)
-            if parts.channels is not None:
-                line = line.replace(said, f"{said}; {parts.channels.describe()}", 1)
-            if parts.fleet is not None:
-                line = line.replace(said, f"{said}; {parts.fleet.describe()}", 1)
+            added = (parts.fleet, parts.channels, parts.escalation)
+            grown = "; ".join([said, *(p.describe() for p in added if p is not None)])
+            line = line.replace(said, grown + (" (digests)" if parts.digest else ""), 1)
             sw.say(line, EVERY_TICK if once else EVENTS)
             return run(sw, tick_now, once=once, every=period, after_tick=after_tick)
     finally:
