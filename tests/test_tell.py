@@ -22,9 +22,9 @@ from rouse.cli.main import main
 from rouse.core.errors import UsageError
 from rouse.pack.build import build_pack
 from rouse.sweep import telling
+from rouse.sweep.build import Parts
 from rouse.sweep.channels import Channels
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.parts import Parts
 from rouse.sweep.runner import prompt
 from rouse.sweep.sinks import ExecSink, FileSink
 from rouse.sweep.sinks.webhook import WebhookSink, parse_secret, signature

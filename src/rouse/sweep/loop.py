@@ -34,9 +34,9 @@ from types import FrameType
 from rouse.core.errors import TooNew, UsageError
 from rouse.state.locks import sweeper_lock
 from rouse.state.sweeper import LONGEST_INTERVAL
+from rouse.sweep.build import Parts
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
-from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink

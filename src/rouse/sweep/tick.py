@@ -39,13 +39,13 @@ from rouse.state.nudges import DRIFTED
 from rouse.state.sweeper import write_state
 from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
+from rouse.sweep.build import Parts
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
 from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts, never
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.parts import Parts
 from rouse.sweep.plan import Step, plan
 from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
 from rouse.sweep.runner import Runner
