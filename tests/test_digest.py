@@ -17,10 +17,9 @@ from rouse.core.header import parse_header
 from rouse.records import lifecycle
 from rouse.sweep import ledger
 from rouse.sweep.build import Parts
-from rouse.sweep.digest import Digest
 from rouse.sweep.sinks import SinkError
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Digest, Wake
 
 SLUGS = ("alpha", "beta", "gamma")
 

@@ -452,7 +452,7 @@ def test_bad_channel_options_are_refused_at_start(
 
 
 def test_the_run_prompt_teaches_tell(tree: Path) -> None:
-    from rouse.sweep.digest import Digest
+    from rouse.sweep.wake import Digest
 
     made = Digest(
         id="d1",

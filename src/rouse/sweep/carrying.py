@@ -14,10 +14,6 @@ sends them. A wake a worker holds a live claim on, or has delivered since the
 tick read the ledger, is not withdrawn, held, given up, taken back, queued or
 marked failed: that step is skipped this tick (each of those writes is
 conditional in the ledger).
-
-In a fleet, the nudge files this sweeper writes in its tree (the file sink's,
-a give-up's) are also noted in the tree's own SQLite ledger
-(:class:`~rouse.sweep.digesting.NudgeNotes`).
 """
 
 from __future__ import annotations

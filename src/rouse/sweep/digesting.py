@@ -2,7 +2,7 @@
 
 :class:`DigestSender` gathers a tick's wakes and sends them as one message
 through the sink, or hands them to one agent run; each wake then lands, fails
-or is stamped on its own. What a digest says is :mod:`rouse.sweep.digest`'s,
+or is stamped on its own. What a digest says is :mod:`rouse.sweep.wake`'s,
 how a run goes is :mod:`rouse.sweep.runner`'s.
 """
 
@@ -19,13 +19,12 @@ from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.tree import Tree
 from rouse.state import acts, nudges
-from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport
 from rouse.sweep.runner import Runner, RunResult, RunWaits
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Wake, build_digest, new_digest_id
 
 #: The stamp after delivery: False means try again next tick.
 Stamp = Callable[[Wake, Decision | None, datetime, TickReport], bool]
@@ -181,7 +180,7 @@ class DigestSender:
     ) -> tuple[str, RunResult | None] | None:
         """Send the digest through the sink or hand it to a run: its receipt and the run's
         result; None when it did not go (its wakes then wait held, or failed)."""
-        made = digest.build(digest_id, [w for w, _ in batch], now)
+        made = build_digest(digest_id, [w for w, _ in batch], now)
         try:
             if self.runner is not None:
                 ran = self.runner.run(made, now, self.ledger)
@@ -213,7 +212,7 @@ class DigestSender:
         """
         say = self.voice.say
         wake_ids = [made.id for made, _ in batch]
-        digest_id = self.ledger.digest_of(wake_ids) or digest.new_id(now)
+        digest_id = self.ledger.digest_of(wake_ids) or new_digest_id(now)
         self.ledger.start_digest(digest_id, wake_ids, self.sink.kind, now)
         what = f"digest {digest_id} of {len(batch)} wake(s)"
         carried = self._carry(digest_id, batch, what, now, report)

@@ -6,12 +6,8 @@ the first unanswered wake) with ``--escalate webhook URL`` /
 message addressed to the owner also goes to that second sink, once per
 escalation level (level k at k×N nudges, or k×D), until the record moves.
 The ledger's outbox records each one (kind ``escalation``); the pack says so.
-
-:class:`Threshold` and :func:`message` say when one is due and what it says;
-:class:`Escalator`, the Sweeper's collaborator, tells the owner after a wake
-lands, and each tick resends the escalations that did not land while they are
-still true, as the ledger retries everything it sends (its backoff; given up
-24h after the first failure, said as an error).
+Each tick resends those that did not land while they are still true, by the
+outbox's one retry rule (given up 24h after the first failure, said as an error).
 """
 
 from __future__ import annotations

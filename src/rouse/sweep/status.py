@@ -89,12 +89,7 @@ def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
     return {
         "last_tick": iso_stamp(tick),
         "sweeper": holder,
-        "ledger": {
-            "pending": counts["pending"],
-            "held": counts["held"],
-            "delivered": counts["delivered"],
-            "given_up": counts["given_up"],
-        },
+        "ledger": {key: counts[key] for key in ("pending", "held", "delivered", "given_up")},
         # messages to the owner (rouse tell): always in the tree's own SQLite ledger
         "tells": sweepstate.tell_counts(root),
     }
@@ -118,13 +113,9 @@ LATE_UNKNOWN_INTERVAL = timedelta(hours=1)
 GIVEN_UP_WINDOW = timedelta(days=1)
 
 
-def task_status(tree: Tree) -> dict[str, Any]:
+def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str, Any]:
     """The task worker's side: running tasks (stuck: no live claim holds one), pending
     ones, those held for trust, and the worker's last round (``rouse work``)."""
-    return _tasks(tree.root, *tasks_of(tree))
-
-
-def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str, Any]:
     worker = locks.work_state(root)
     return {
         "running": [
@@ -142,7 +133,7 @@ def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str,
 
 def task_problems(tree: Tree) -> list[str]:
     """``--check``'s lines about tasks: one left running with no live run, one held."""
-    found = task_status(tree)
+    found = _tasks(tree.root, *tasks_of(tree))
     problems = [
         f"{item['record']} is stuck: running (attempt {item['attempts'] or '?'}, worker "
         f"{item['worker'] or '?'}) but no live run holds it — `rouse work` hands it back"

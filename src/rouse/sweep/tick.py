@@ -7,13 +7,6 @@ time: write it to the ledger, send it, and only after the sink says it landed
 stamp the record's machine fields. Nudge files whose record has since moved
 or ended are archived to ``.rouse/nudges/done/``.
 
-The plan is made by :mod:`rouse.sweep.plan`, the loop around ticks is
-:mod:`rouse.sweep.loop`, nudge files are archived by :mod:`rouse.sweep.archive`
-and the record stamps are written by :mod:`rouse.sweep.stamping`. The Sweeper's
-collaborators send digests and agent runs (:mod:`rouse.sweep.digesting`) and
-escalations (:mod:`rouse.sweep.escalation`); what it says, and how much, is
-:mod:`rouse.sweep.voice`'s.
-
 In a fleet one sweeper per tree leads and the others stand by
 (:mod:`rouse.sweep.leading`). A tick that loses the database ends there; the wakes stay owed, and a
 delivery the sink confirmed but the ledger could not record is written first
