@@ -31,13 +31,8 @@ Stamp = Callable[[Wake, Decision | None, datetime, TickReport], bool]
 #: What follows a wake that landed (an escalation, if one is due); the flag says
 #: it landed in an agent run that ended without answering it.
 Landed = Callable[[Wake, datetime, TickReport, bool], None]
-#: Whether an exception is the ledger's database gone (a fleet's; never for SQLite).
+#: Whether an exception is the ledger's database gone (a fleet's; never the SQLite file).
 Outage = Callable[[BaseException], bool]
-
-
-def never(exc: BaseException) -> bool:
-    """The SQLite ledger is a local file: no error of it is an outage."""
-    return False
 
 
 @dataclass(eq=False)

@@ -35,7 +35,7 @@ from rouse.sweep.archive import NudgeArchive
 from rouse.sweep.build import Parts
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
-from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts, never
+from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
@@ -105,7 +105,7 @@ class Sweeper(Leading):
         self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         #: what the last tick's lease said (None: not asked yet), to say each change once
         self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
+        self.receipts = Receipts(self.ledger, self._outage)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         # its own walks ask only its own watcher (sweep.watch), in process: never a socket
