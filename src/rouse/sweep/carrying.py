@@ -35,7 +35,6 @@ from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
-from rouse.trust import fence
 
 
 class WorkerQueue:
@@ -103,7 +102,6 @@ class Carrier:
             read_body(self.root, record.rel),
             origin,
             wake_id=key(self.ledger.tree, step.decision),
-            quoted=fence.quoted(origin),
         )
         self.offer(made, step.decision, now, report)
 

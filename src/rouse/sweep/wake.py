@@ -91,9 +91,6 @@ class Wake:
     def made_at(self) -> datetime:
         return datetime.strptime(self.at, "%Y-%m-%d %H:%M:%S")
 
-    def first_line(self) -> str:
-        return self.text.split("\n", 1)[0]
-
     def payload(self) -> dict[str, Any]:
         """The webhook's JSON object (§5): every field but the file and the time."""
         return {key: getattr(self, key) for key in PAYLOAD}
@@ -209,19 +206,16 @@ def _quoted_value(decision: Decision, key: str) -> str:
     return value
 
 
-def render(
-    decision: Decision, now: datetime, body: str, origin: str, quoted: bool | None = None
-) -> str:
+def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
     """The wake text: first line, at:, question, quoted fields, origin, then the
     body's authored part and (not for a reminder, whose wake delivers its message
     alone) the agent's notes from its log, labelled as such.
 
-    ``quoted`` (default: :func:`rouse.trust.fence.quoted` of the origin): every line
-    taken from the record — its fields, body and notes — goes inside one fence, under
-    a line saying it is quoted data and why."""
+    When :func:`rouse.trust.fence.quoted` says so of the origin, every line taken from
+    the record — its fields, body and notes — goes inside one fence, under a line
+    saying it is quoted data and why."""
     record = decision.record
-    if quoted is None:
-        quoted = fence.quoted(origin)
+    quoted = fence.quoted(origin)
     lines = [first_line(decision, now), f"at: {record.dir}", question(decision)]
     fields = []
     for key in QUOTED_KEYS:
@@ -289,7 +283,6 @@ def build(
     body: str,
     origin: str,
     wake_id: str | None = None,
-    quoted: bool | None = None,
 ) -> Wake:
     """A new wake for a due decision (pure: the body is passed in)."""
     record: Record = decision.record
@@ -305,7 +298,7 @@ def build(
         nudge=decision.nudge,
         last_moved=format_stamp(decision.moved_at),
         at=now.strftime("%Y-%m-%d %H:%M:%S"),
-        text=render(decision, now, body, origin, quoted),
+        text=render(decision, now, body, origin),
     )
 
 
