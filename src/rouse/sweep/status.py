@@ -28,21 +28,10 @@ def _local(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
 
 
-def status(
-    tree: Tree,
-    now: datetime,
-    *,
-    ledger: Ledger | None = None,
-    leader: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Counts per level, what is due, and what was skipped (``rouse status --json``).
-
-    ``ledger``: read the counts there (a fleet's) instead of the tree's SQLite
-    file; it adds ``fleet`` (the tree's id, the database, and ``leader``: the
-    lease row given, or None when no sweeper has led the tree yet).
-    """
+def status(tree: Tree, now: datetime) -> dict[str, Any]:
+    """Counts per level, what is due, and what was skipped (``rouse status --json``)."""
     # (plans, where the walk cache kept them)
-    return status_of(tree.root, tree_counts(tree, survey(tree, now).count), now, ledger, leader)
+    return status_of(tree.root, tree_counts(tree, survey(tree, now).count), now)
 
 
 def status_of(
@@ -53,7 +42,12 @@ def status_of(
     leader: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`status` from the tree's counts (:func:`rouse.cache.counts.tree_counts`, as
-    the snapshot may keep them): the sweeper's, the ledger's and the worker's side read now."""
+    the snapshot may keep them): the sweeper's, the ledger's and the worker's side read now.
+
+    ``ledger``: read the counts there (a fleet's) instead of the tree's SQLite
+    file; it adds ``fleet`` (the tree's id, the database, and ``leader``: the
+    lease row given, or None when no sweeper has led the tree yet).
+    """
     data = {
         "tree": str(root),
         "now": iso_stamp(now),
