@@ -31,35 +31,22 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
-from rouse.core.errors import TooNew, UsageError
+from rouse.core.errors import TooNew
 from rouse.state.locks import sweeper_lock
-from rouse.state.sweeper import LONGEST_INTERVAL
 from rouse.sweep.build import Parts
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
-from rouse.sweep.sinks import Sink
+from rouse.sweep.sinks import Sink, check_wait
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.sweep.watch import kept_hot
 
 DEFAULT_EVERY = 60.0
-#: The longest ``--every`` and ``--timeout``, in seconds: one day (what ``status`` believes
-#: of a sweeper's interval at most).
-LONGEST_WAIT = LONGEST_INTERVAL
 #: After a tick that lost the fleet's database: wait this long, doubling up to ``LONGEST_RETRY``.
 FIRST_RETRY = 1.0
 LONGEST_RETRY = 30.0
-
-
-def check_wait(option: str, seconds: float | None) -> None:
-    """Refuse (exit 2) a wait that is not a number of seconds above 0 and at most a day."""
-    if seconds is not None and not 0 < seconds <= LONGEST_WAIT:  # (nan and inf are not)
-        raise UsageError(
-            f"{option} must be a number of seconds above 0 and at most {LONGEST_WAIT:g} "
-            f"(one day), got {seconds:g}"
-        )
 
 
 def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int:

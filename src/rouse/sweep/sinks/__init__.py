@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rouse.core.errors import UsageError
-from rouse.sweep.sinks.base import Sink, SinkError, check_timeout, child_environment
+from rouse.sweep.sinks.base import Sink, SinkError, check_timeout, check_wait, child_environment
 from rouse.sweep.sinks.exec import ExecSink
 from rouse.sweep.sinks.local import FileSink, StdoutSink, write_nudge
 from rouse.sweep.sinks.webhook import WebhookSink, parse_secret
@@ -29,6 +29,7 @@ __all__ = [
     "StdoutSink",
     "WebhookSink",
     "check_timeout",
+    "check_wait",
     "child_environment",
     "make_sink",
     "parse_secret",
