@@ -38,7 +38,8 @@ from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
-from rouse.sweep.sinks import Sink, check_wait
+from rouse.sweep.sinks import Sink
+from rouse.sweep.sinks import check_wait as check_wait  # (the CLI checks its waits here)
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.sweep.watch import kept_hot
