@@ -256,11 +256,8 @@ class Sweeper(Leading):
                 origin = self.origins(note)
                 made = drifting.build(self.root, self.ledger.tree, note, found, origin, now)
                 self.carrier.offer(made, None, now, report)
-        except Exception as exc:  # a note's drift never stops the tick
-            if self._outage(exc):
-                raise
-            report.errors += 1
-            self.say(f"{moment(now)} error on notes' drift: {type(exc).__name__}: {exc}", ERRORS)
+        except Exception as exc:
+            self._skip(exc, now, report, "notes' drift", skipped=False)
 
     def _carry(
         self, steps: list[Step], ids: Mapping[str, str], now: datetime, report: TickReport
@@ -272,13 +269,9 @@ class Sweeper(Leading):
                 return False
             try:
                 self.carrier.carry_out(step, ids, now, report)
-            except Exception as exc:  # one bad record never stops the tick
-                if self._outage(exc):
-                    raise  # the database is gone: the tick ends, its wakes stay owed
-                report.errors += 1
-                where = step.decision.record.rel if step.decision else step.action
-                self.say(
-                    f"{moment(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
+            except Exception as exc:
+                self._skip(
+                    exc, now, report, step.decision.record.rel if step.decision else step.action
                 )
         return True
 
