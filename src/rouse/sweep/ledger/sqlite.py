@@ -5,7 +5,7 @@ Only the sweeper writes the ledger (it holds the sweeper lock); readers
 
 :class:`Ledger` owns the connection; its rows are parts in their own modules,
 one per kind of message in the one outbox (:mod:`~rouse.sweep.ledger.wakes`,
-``escalations``, ``tells``) and the agent ``runs``. Its schema is made from the
+``escalations``, ``tells``) and the agent ``runs`` (here). Its schema is made from the
 ledger's column spec and migrated in place: the number reached is kept in
 ``PRAGMA user_version``; a ledger made by an older rouse is brought up to the
 spec (its missing tables, columns and indexes made) at first use; one newer
@@ -14,14 +14,18 @@ than this rouse is refused, not touched.
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 from rouse.core.errors import TooNew
 from rouse.core.statedir import StateError, state_path
 from rouse.state.ledgerschema import FORMER, TABLES, carry_over, column_name, create, indexes
+from rouse.state.sweeper import TIME_FORMAT
+from rouse.sweep.ledger.entry import as_text
 from rouse.sweep.ledger.escalations import EscalationRows
-from rouse.sweep.ledger.runs import RunRows
+from rouse.sweep.ledger.outbox import Rows
 from rouse.sweep.ledger.tells import TellRows
 from rouse.sweep.ledger.wakes import WakeRows
 
@@ -93,6 +97,68 @@ def _version(db: sqlite3.Connection) -> int:
             "upgrade rouse, or move .rouse/ledger.sqlite3 aside"
         )
     return version
+
+
+class RunRows(Rows):
+    """The ``runs`` rows (``sweep --run``), agent runs, not messages: one per run (one per
+    digest), when it started, how it ended, and how many of the records it was woken about
+    it answered."""
+
+    def start_run(
+        self, run_id: str, digest_id: str, wake_ids: list[str], command: str, now: datetime
+    ) -> None:
+        self.run(
+            "INSERT INTO runs (tree, id, digest, wakes, command, started, state, woken) "
+            "VALUES (?,?,?,?,?,?,'running',?) ON CONFLICT (id) DO UPDATE SET started = "
+            "excluded.started, state = 'running', wakes = excluded.wakes",
+            self.tree,
+            run_id,
+            digest_id,
+            json.dumps(wake_ids),
+            command,
+            as_text(now),
+            len(wake_ids),
+        )
+
+    def end_run(self, run_id: str, state: str, code: int | None, seconds: float) -> None:
+        """``state``: ran (exit 0; answered or not is decided after), failed."""
+        self.run(
+            "UPDATE runs SET state = ?, exit = ?, seconds = ? WHERE tree = ? AND id = ?",
+            state,
+            code,
+            round(seconds, 3),
+            self.tree,
+            run_id,
+        )
+
+    def run_answered(self, run_id: str, answered: int) -> None:
+        """After a run exited 0: how many of its woken records it moved or ended."""
+        self.run(
+            "UPDATE runs SET answered = ?, state = ? WHERE tree = ? AND id = ?",
+            answered,
+            "answered" if answered else "not answered",
+            self.tree,
+            run_id,
+        )
+
+    def runs_since(self, since: datetime, *, tasks: bool = False) -> list[datetime]:
+        """When each run started after ``since``, oldest first (the budget's window):
+        the sweeper's runs, or (``tasks``) the task worker's (digest ``task:<path>``)."""
+        rows = self.run(
+            "SELECT started FROM runs WHERE tree = ? AND started > ? AND "
+            f"{'' if tasks else 'NOT '}(COALESCE(digest, '') LIKE 'task:%') ORDER BY started",
+            self.tree,
+            as_text(since),
+        )
+        return [datetime.strptime(row[0], TIME_FORMAT) for row in rows]
+
+    def runs(self) -> list[dict[str, object]]:
+        rows = self.run(
+            "SELECT id, digest, wakes, command, started, state, exit, seconds, answered, woken "
+            "FROM runs WHERE tree = ? ORDER BY started, id",
+            self.tree,
+        )
+        return [dict(row) for row in rows]
 
 
 class Ledger(WakeRows, EscalationRows, RunRows, TellRows):
