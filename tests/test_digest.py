@@ -16,11 +16,10 @@ from rouse.cli.main import main
 from rouse.core.header import parse_header
 from rouse.records import lifecycle
 from rouse.sweep import ledger
-from rouse.sweep.digest import Digest
-from rouse.sweep.parts import Parts
+from rouse.sweep.build import Parts
 from rouse.sweep.sinks import SinkError
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Digest, Wake
 
 SLUGS = ("alpha", "beta", "gamma")
 

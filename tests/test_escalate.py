@@ -17,9 +17,9 @@ from conftest import INTENTIONS, NOW, MakeTree, ago, stamp
 from rouse.cli.main import main
 from rouse.pack.build import build_pack
 from rouse.records import lifecycle
+from rouse.sweep.build import Parts
 from rouse.sweep.escalation import Escalation, Threshold
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.parts import Parts
 from rouse.sweep.sinks import ExecSink, FileSink, WebhookSink
 from rouse.sweep.tick import Sweeper
 

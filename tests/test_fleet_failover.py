@@ -29,7 +29,7 @@ import pytest
 from conftest import NOW, stamp
 from pg_server import PgServer
 from rouse.sweep import loop
-from rouse.sweep.parts import Parts
+from rouse.sweep.build import Parts
 from rouse.sweep.sinks import ExecSink
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.wake import Wake

@@ -38,7 +38,7 @@ from rouse.core.errors import ChangedUnderfoot
 from rouse.core.identity import ensure_tree_id
 from rouse.state import sweeper as sweepstate
 from rouse.sweep import loop
-from rouse.sweep.parts import Parts
+from rouse.sweep.build import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import FileSink
 from rouse.sweep.tick import Sweeper
@@ -392,7 +392,7 @@ def test_a_sweeper_started_while_the_database_is_down_waits_for_it(
 ) -> None:
     from rouse.fleet.pg import PgDatabase
     from rouse.fleet.sweeping import join
-    from rouse.sweep.parts import Parts
+    from rouse.sweep.build import Parts
     from rouse.sweep.sinks import ExecSink
     from rouse.sweep.tick import Sweeper
     from rouse.trust.origins import origin_reader

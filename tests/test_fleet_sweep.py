@@ -32,7 +32,7 @@ import pytest
 from conftest import INTENTIONS, NOW, REMINDERS, ago, stamp, write_tree
 from rouse.core.header import parse_header
 from rouse.core.identity import IDENTITY_FILE, ensure_tree_id
-from rouse.sweep.parts import Parts
+from rouse.sweep.build import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import ExecSink
 from rouse.sweep.tick import Sweeper

@@ -414,7 +414,7 @@ def test_a_nudge_link_planted_after_the_sweeper_started_is_not_written_through(
 ) -> None:
     from datetime import datetime
 
-    from rouse.sweep.parts import Parts
+    from rouse.sweep.build import Parts
     from rouse.sweep.sinks import FileSink
     from rouse.sweep.tick import Sweeper
 

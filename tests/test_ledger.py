@@ -13,7 +13,7 @@ from rouse.core.errors import UsageError
 from rouse.state import sweeper
 from rouse.sweep import ledger
 from rouse.sweep.ledger import Ledger, backoff
-from rouse.sweep.ledger.schema import SCHEMA_VERSION
+from rouse.sweep.ledger.sqlite import SCHEMA_VERSION
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.wake import Wake
 

@@ -15,7 +15,7 @@ from ledger_history import PG_LEDGER_1, PG_LEDGER_5, SQLITE_STEPS, old_sqlite_le
 from pg_server import PgServer
 from rouse.state import sweeper
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.ledger.schema import SCHEMA_VERSION
+from rouse.sweep.ledger.sqlite import SCHEMA_VERSION
 from rouse.sweep.wake import Wake
 
 MOVED = "2026-03-14 11:00"

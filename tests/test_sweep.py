@@ -24,8 +24,8 @@ from rouse.records import lifecycle
 from rouse.state import sweeper as sweepstate
 from rouse.state.sweeper import last_tick
 from rouse.sweep import ledger, status, tick, wake
+from rouse.sweep.build import Parts
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.parts import Parts
 from rouse.sweep.plan import plan
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.sinks import FileSink, SinkError

@@ -31,7 +31,7 @@ import pytest
 
 from conftest import INTENTIONS, REMINDERS, stamp
 from rouse.core.header import parse_header
-from rouse.sweep.parts import Parts
+from rouse.sweep.build import Parts
 from rouse.sweep.sinks import FileSink
 from rouse.sweep.tick import Sweeper
 from test_sinks import SECRET, Server, server  # noqa: F401  (the loopback server fixture)

@@ -22,9 +22,9 @@ from rouse.cli.main import main
 from rouse.core.errors import UsageError
 from rouse.pack.build import build_pack
 from rouse.sweep import telling
+from rouse.sweep.build import Parts
 from rouse.sweep.channels import Channels
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.parts import Parts
 from rouse.sweep.runner import prompt
 from rouse.sweep.sinks import ExecSink, FileSink
 from rouse.sweep.sinks.webhook import WebhookSink, parse_secret, signature
@@ -452,7 +452,7 @@ def test_bad_channel_options_are_refused_at_start(
 
 
 def test_the_run_prompt_teaches_tell(tree: Path) -> None:
-    from rouse.sweep.digest import Digest
+    from rouse.sweep.wake import Digest
 
     made = Digest(
         id="d1",

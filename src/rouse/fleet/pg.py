@@ -1,6 +1,6 @@
 """PostgreSQL for the fleet: the DSN, the connection, the SQL dialect, and what views share.
 
-:class:`PgDatabase` is shaped like :class:`rouse.sweep.ledger.db.Database`: the
+:class:`PgDatabase` is shaped like :class:`rouse.sweep.ledger.outbox.Database`: the
 ledger's portable SQL (``?`` placeholders) runs on it unchanged. The connection
 is in autocommit, as the SQLite ledger's is, and made at the first statement
 (so a sweeper or a worker started while the database is down starts all the

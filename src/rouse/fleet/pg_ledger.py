@@ -25,7 +25,7 @@ from typing import Any, Literal
 from rouse.fleet.pg import PgDatabase
 from rouse.fleet.pg_schema import OUTBOX_SCHEMA, migrate, refuse_newer
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.ledger.db import Cursor
+from rouse.sweep.ledger.outbox import Cursor
 
 #: Who may take a message (the one rule of every take: a sweeper's, a worker's claim):
 #: no delivery worker holds a live claim on it.

@@ -29,8 +29,8 @@ from rouse.fleet.pg_ledger import PgLedger
 from rouse.fleet.workers import queue_state
 from rouse.state.sweeper import write_fleet_queue
 from rouse.sweep import build
+from rouse.sweep.build import Parts
 from rouse.sweep.options import SweepOptions
-from rouse.sweep.parts import Parts
 from rouse.trust.origins import OriginReader, origin_reader
 from rouse.work.notices import carry
 

@@ -1,6 +1,6 @@
 """The delivery ledger's tables: one column spec for SQLite and PostgreSQL.
 
-The tree's ``.rouse/ledger.sqlite3`` (:mod:`rouse.sweep.ledger.schema`) and a
+The tree's ``.rouse/ledger.sqlite3`` (:mod:`rouse.sweep.ledger.sqlite`) and a
 fleet's PostgreSQL database (:mod:`rouse.fleet.pg_schema`) make their tables
 from these, and the read-only counts of :mod:`rouse.state.sweeper` name
 their states from here. Two tables: ``outbox`` (every message the ledger
@@ -15,7 +15,7 @@ from __future__ import annotations
 #: Every message the ledger sends, of every kind, is one row of ``outbox``: its kind, what
 #: it is about, its route (``sink``: the sink that sends it, or the queue it waits in,
 #: ``workers`` or ``notice``; a tell's ``channel``), its state and its tries (the one
-#: retry rule is :mod:`rouse.sweep.ledger.retry`'s). The columns a kind does not use are
+#: retry rule is :mod:`rouse.sweep.ledger.outbox`'s). The columns a kind does not use are
 #: NULL (the kinds are :data:`KINDS`).
 TABLES: dict[str, tuple[str, ...]] = {
     "outbox": (

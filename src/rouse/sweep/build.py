@@ -1,16 +1,17 @@
-"""From :class:`~rouse.sweep.options.SweepOptions` to a sweeper's :class:`~rouse.sweep.parts.Parts`.
+"""From :class:`~rouse.sweep.options.SweepOptions` to a sweeper's :class:`Parts`.
 
 :func:`parts` builds the sink (or the agent runner that takes its place), the
 escalation, the channels, the quiet hours and the origins reader, and refuses
 (exit 2, one line naming the fix) what cannot go together. A fleet's
 :func:`rouse.fleet.sweeping.fleet_parts` calls it, then adds the shared ledger
-and the lease.
+and the lease; a test makes :class:`Parts` by hand.
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rouse.core.errors import UsageError
 from rouse.core.home import stamp_key_path
@@ -18,13 +19,40 @@ from rouse.runs import presets
 from rouse.sweep.carrying import WorkerQueue
 from rouse.sweep.channels import Channels
 from rouse.sweep.escalation import Escalation, Threshold
+from rouse.sweep.leading import Fleet
+from rouse.sweep.ledger import Ledger
 from rouse.sweep.options import CHANNEL_KINDS, NOTIFY, SweepOptions
-from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import Origins
 from rouse.sweep.runner import DEFAULT_TIMEOUT, Budget, Runner, parse_timeout
 from rouse.sweep.sinks import Sink, make_sink
 from rouse.trust.origins import origin_reader
+
+
+@dataclass
+class Parts:
+    """A sweeper's sink and the rest of what it sends with; each None is "none"."""
+
+    #: where each wake goes (unused when ``plan_only``; a :class:`Runner` runs an agent)
+    sink: Sink
+    #: hold the holdable sinks' wakes in this window
+    quiet: QuietHours | None = None
+    #: a file's effective origin (default: verified when a stamp key exists)
+    origins: Origins | None = None
+    #: all wakes of a tick go out as one message (``--digest``; always with a runner)
+    digest: bool = False
+    #: a second sink, for the owner, when a record is woken without moving
+    escalation: Escalation | None = None
+    #: one agent run per digest (``--run``): it takes the sink's place
+    runner: Runner | None = None
+    #: where tells to the owner go (none: they wait)
+    channels: Channels | None = None
+    #: the delivery ledger (default: the tree's SQLite file)
+    ledger: Ledger | None = None
+    #: queue new wakes for a fleet's delivery workers and send nothing
+    plan_only: bool = False
+    #: lead or stand by among the clones sharing ``ledger``
+    fleet: Fleet | None = None
 
 
 def parts(options: SweepOptions, *, origins: Origins | None = None) -> Parts:

@@ -14,16 +14,13 @@ sends them. A wake a worker holds a live claim on, or has delivered since the
 tick read the ledger, is not withdrawn, held, given up, taken back, queued or
 marked failed: that step is skipped this tick (each of those writes is
 conditional in the ledger).
-
-In a fleet, the nudge files this sweeper writes in its tree (the file sink's,
-a give-up's) are also noted in the tree's own SQLite ledger
-(:class:`~rouse.sweep.digesting.NudgeNotes`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from contextlib import suppress
+from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -38,7 +35,6 @@ from rouse.sweep.report import Origins, TickReport
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
-from rouse.trust import fence
 
 
 class WorkerQueue:
@@ -66,32 +62,24 @@ def nudge_file(entry: Entry) -> str | None:
     return path if path.startswith(prefix) and path.endswith(".md") else None
 
 
+@dataclass(eq=False)
 class Carrier:
     """Carries a tick's steps out, one at a time: the ledger, the sink, then the stamp."""
 
-    def __init__(
-        self,
-        root: Path,
-        sink: Sink,
-        ledger: Ledger,
-        voice: Voice,
-        *,
-        origins: Origins,
-        quiet: QuietHours | None,
-        digests: DigestSender | None,
-        after: AfterDelivery,
-    ) -> None:
-        self.root = root
-        self.sink = sink
-        self.ledger = ledger
-        self.voice = voice
-        self.origins = origins
-        self.quiet = quiet
-        #: where new and resent wakes go instead of the sink (``--digest``, ``--run``)
-        self.digests = digests
-        self.after = after
+    root: Path
+    sink: Sink
+    ledger: Ledger
+    voice: Voice
+    _: KW_ONLY
+    origins: Origins
+    quiet: QuietHours | None
+    #: where new and resent wakes go instead of the sink (``--digest``, ``--run``)
+    digests: DigestSender | None
+    after: AfterDelivery
+
+    def __post_init__(self) -> None:
         #: ``--plan-only``: wakes are queued for the delivery workers, never sent here
-        self.queue = sink.kind == WORKERS
+        self.queue = self.sink.kind == WORKERS
 
     def carry_out(
         self, step: Step, ids: Mapping[str, str], now: datetime, report: TickReport
@@ -114,7 +102,6 @@ class Carrier:
             read_body(self.root, record.rel),
             origin,
             wake_id=key(self.ledger.tree, step.decision),
-            quoted=fence.quoted(origin),
         )
         self.offer(made, step.decision, now, report)
 
@@ -215,7 +202,7 @@ class Carrier:
     def _go(self, made: Wake, decision: Decision | None, now: datetime, report: TickReport) -> None:
         """A wake owed now: gathered into the tick's digest (or run), else sent alone."""
         if self.digests is not None:
-            self.digests.add(made, decision)
+            self.digests.batch.append((made, decision))
         else:
             self.send(made, decision, now, report)
 

@@ -81,29 +81,20 @@ class Channels:
         return "channels " + ", ".join(parts)
 
 
+@dataclass(eq=False)
 class Teller:
     """Delivers a tree's tells through its channels, recording each try in the ledger.
 
     ``ledger`` is the tree's own SQLite ledger (tells live there even in a fleet).
     """
 
-    def __init__(
-        self,
-        root: Path,
-        ledger: Ledger,
-        channels: Channels,
-        voice: Voice,
-        *,
-        quiet: QuietHours | None = None,
-        fence: Callable[[float], bool] | None = None,
-    ) -> None:
-        self.root = root
-        self.ledger = ledger
-        self.channels = channels
-        self.voice = voice
-        self.quiet = quiet
-        #: in a fleet: asked before each send whether this sweeper still leads
-        self.fence = fence
+    root: Path
+    ledger: Ledger
+    channels: Channels
+    voice: Voice
+    quiet: QuietHours | None
+    #: asked before each send whether this sweeper still leads (in a fleet; else yes)
+    fence: Callable[[float], bool]
 
     def outreach(self, made: Wake, record: Record | None) -> None:
         """A reminder's wake landed: if the reminder names a channel, its text goes
@@ -165,7 +156,7 @@ class Teller:
             return
         if sink.holdable and self.quiet is not None and self.quiet.holds(now):
             return  # quiet hours: the owner hears it when they end
-        if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
+        if not self.fence(float(getattr(sink, "timeout", 0) or 0)):
             return  # no longer the leader: the new one sends it
         text = row["text"]
         if row["source"] != "reminder":  # (a reminder's is written for a person already)

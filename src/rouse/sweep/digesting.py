@@ -2,7 +2,7 @@
 
 :class:`DigestSender` gathers a tick's wakes and sends them as one message
 through the sink, or hands them to one agent run; each wake then lands, fails
-or is stamped on its own. What a digest says is :mod:`rouse.sweep.digest`'s,
+or is stamped on its own. What a digest says is :mod:`rouse.sweep.wake`'s,
 how a run goes is :mod:`rouse.sweep.runner`'s.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -19,28 +19,23 @@ from rouse.core.clock import Decision
 from rouse.core.errors import RouseError
 from rouse.core.tree import Tree
 from rouse.state import acts, nudges
-from rouse.sweep import digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.report import TickReport
 from rouse.sweep.runner import Runner, RunResult, RunWaits
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Wake, build_digest, new_digest_id
 
 #: The stamp after delivery: False means try again next tick.
 Stamp = Callable[[Wake, Decision | None, datetime, TickReport], bool]
 #: What follows a wake that landed (an escalation, if one is due); the flag says
 #: it landed in an agent run that ended without answering it.
 Landed = Callable[[Wake, datetime, TickReport, bool], None]
-#: Whether an exception is the ledger's database gone (a fleet's; never for SQLite).
+#: Whether an exception is the ledger's database gone (a fleet's; never the SQLite file).
 Outage = Callable[[BaseException], bool]
 
 
-def never(exc: BaseException) -> bool:
-    """The SQLite ledger is a local file: no error of it is an outage."""
-    return False
-
-
+@dataclass(eq=False)
 class Receipts:
     """Deliveries the sink confirmed that the ledger could not record (its database was lost).
 
@@ -50,11 +45,10 @@ class Receipts:
     wake, still owed in the ledger, is sent again: at least once, same id.
     """
 
-    def __init__(self, ledger: Ledger, outage: Outage) -> None:
-        self.ledger = ledger
-        self.outage = outage
-        #: wake id → (when it landed, the sink's receipt), in the order they landed
-        self.waiting: dict[str, tuple[datetime, str]] = {}
+    ledger: Ledger
+    outage: Outage
+    #: wake id → (when it landed, the sink's receipt), in the order they landed
+    waiting: dict[str, tuple[datetime, str]] = field(default_factory=dict)
 
     def record(self, landed: list[tuple[str, str]], now: datetime) -> None:
         """Write ``landed`` (wake id, receipt) as delivered (not yet stamped).
@@ -82,18 +76,18 @@ class Receipts:
             del self.waiting[wake_id]
 
 
+@dataclass(eq=False)
 class NudgeNotes:
     """In a fleet: the nudge files this sweeper writes in its tree, noted in the tree's
     own SQLite ledger, so the pack (which reads only that file, and never loads a
     database driver) shows them. The tree's own ledger says so already: nothing to do."""
 
-    def __init__(self, root: Path, ledger: Ledger, sink: str, voice: Voice) -> None:
-        self.root = root
-        self.ledger = ledger
-        self.sink = sink
-        self.voice = voice
-        #: the tree's own SQLite ledger when ``ledger`` is a fleet's, opened once
-        self._local: Ledger | None = None
+    root: Path
+    ledger: Ledger
+    sink: str
+    voice: Voice
+    #: the tree's own SQLite ledger when ``ledger`` is a fleet's, opened once
+    _local: Ledger | None = field(default=None, init=False)
 
     def own(self) -> Ledger:
         """The tree's own SQLite ledger (tells live there too): ``ledger`` itself, or
@@ -135,29 +129,18 @@ class AfterDelivery:
     notes: NudgeNotes
 
 
+@dataclass(eq=False)
 class DigestSender:
     """One tick's batch of wakes, sent as one digest or one agent run."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        sink: Sink,
-        runner: Runner | None,
-        headers: HeaderCache,
-        voice: Voice,
-        after: AfterDelivery,
-    ) -> None:
-        self.ledger = ledger
-        self.sink = sink
-        self.runner = runner
-        self.headers = headers
-        self.voice = voice
-        #: (a run's unanswered wakes are nudge files: noted for the pack)
-        self.after = after
-        self.batch: list[tuple[Wake, Decision | None]] = []
-
-    def add(self, made: Wake, decision: Decision | None) -> None:
-        self.batch.append((made, decision))
+    ledger: Ledger
+    sink: Sink
+    runner: Runner | None
+    headers: HeaderCache
+    voice: Voice
+    #: (a run's unanswered wakes are nudge files: noted for the pack)
+    after: AfterDelivery
+    batch: list[tuple[Wake, Decision | None]] = field(default_factory=list)
 
     def flush(self, now: datetime, report: TickReport) -> None:
         """Send the batch if there is one (its wakes are in the ledger: they go out even
@@ -192,7 +175,7 @@ class DigestSender:
     ) -> tuple[str, RunResult | None] | None:
         """Send the digest through the sink or hand it to a run: its receipt and the run's
         result; None when it did not go (its wakes then wait held, or failed)."""
-        made = digest.build(digest_id, [w for w, _ in batch], now)
+        made = build_digest(digest_id, [w for w, _ in batch], now)
         try:
             if self.runner is not None:
                 ran = self.runner.run(made, now, self.ledger)
@@ -224,7 +207,7 @@ class DigestSender:
         """
         say = self.voice.say
         wake_ids = [made.id for made, _ in batch]
-        digest_id = self.ledger.digest_of(wake_ids) or digest.new_id(now)
+        digest_id = self.ledger.digest_of(wake_ids) or new_digest_id(now)
         self.ledger.start_digest(digest_id, wake_ids, self.sink.kind, now)
         what = f"digest {digest_id} of {len(batch)} wake(s)"
         carried = self._carry(digest_id, batch, what, now, report)

@@ -6,19 +6,15 @@ the first unanswered wake) with ``--escalate webhook URL`` /
 message addressed to the owner also goes to that second sink, once per
 escalation level (level k at k×N nudges, or k×D), until the record moves.
 The ledger's outbox records each one (kind ``escalation``); the pack says so.
-
-:class:`Threshold` and :func:`message` say when one is due and what it says;
-:class:`Escalator`, the Sweeper's collaborator, tells the owner after a wake
-lands, and each tick resends the escalations that did not land while they are
-still true, as the ledger retries everything it sends (its backoff; given up
-24h after the first failure, said as an error).
+Each tick resends those that did not land while they are still true, by the
+outbox's one retry rule (given up 24h after the first failure, said as an error).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -106,44 +102,24 @@ def message(
         "Decide: move it, close it, or tell your agent what to do about it.\n"
         f"\nThe last wake (id {made.id}):\n\n{made.text}"
     )
-    return Wake(
-        id="e" + new_id(now),
-        record=made.record,
-        type=made.type,
-        slug=made.slug,
-        path=made.path,
-        file=made.file,
-        reason="escalate",
-        nudge=level,
-        last_moved=made.last_moved,
-        at=now.strftime("%Y-%m-%d %H:%M:%S"),
-        text=text,
-    )
+    at = now.strftime("%Y-%m-%d %H:%M:%S")
+    return replace(made, id="e" + new_id(now), reason="escalate", nudge=level, at=at, text=text)
 
 
+@dataclass(eq=False)
 class Escalator:
     """Sends and resends one sweeper's escalations, recording each in its ledger."""
 
-    def __init__(
-        self,
-        root: Path,
-        ledger: Ledger,
-        escalation: Escalation,
-        voice: Voice,
-        *,
-        fence: Callable[[float], bool] | None = None,
-        secret: bytes | None = None,
-    ) -> None:
-        self.root = root
-        self.secret = secret  # the stamp key's: acts.json is MACed with it
-        #: in a fleet: asked before each send whether this sweeper still leads (for
-        #: the seconds the send may take); if not, the escalation waits in the ledger
-        self.fence = fence
-        self.ledger = ledger
-        self.escalation = escalation
-        self.voice = voice
-        #: escalations tried this tick: one try per tick
-        self.tried: set[str] = set()
+    root: Path
+    ledger: Ledger
+    escalation: Escalation
+    voice: Voice
+    #: asked before each send whether this sweeper still leads (in a fleet; for the
+    #: seconds the send may take); if not, the escalation waits in the ledger
+    fence: Callable[[float], bool]
+    secret: bytes | None  # the stamp key's: acts.json is MACed with it
+    #: escalations tried this tick: one try per tick
+    tried: set[str] = field(default_factory=set)
 
     def after_delivery(
         self, made: Wake, now: datetime, report: TickReport, *, unanswered_run: bool = False
@@ -201,7 +177,7 @@ class Escalator:
         if report.slice.spent():
             return  # pending: the next tick, which comes at once, sends it
         self.tried.add(message.id)
-        if self.fence is not None and not self.fence(float(getattr(sink, "timeout", 0) or 0)):
+        if not self.fence(float(getattr(sink, "timeout", 0) or 0)):
             return  # no longer the leader: the escalation stays pending for the new one
         what = f"{message.record} (escalation {message.nudge}) id={message.id}"
         try:

@@ -14,8 +14,6 @@ thread, and a ping that fails is one line on stderr.
 from __future__ import annotations
 
 import sys
-import threading
-import urllib.request
 from collections.abc import Callable
 from datetime import datetime
 from urllib.parse import urlsplit, urlunsplit
@@ -23,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rouse import __version__
 from rouse.core.errors import UsageError
 from rouse.sweep.report import TickReport
-from rouse.sweep.sinks.request import MAX_RESPONSE, Delivery, check_url, opener
+from rouse.sweep.sinks.request import check_url, within
 from rouse.sweep.voice import moment
 
 #: Seconds a ping may take in all (as ``curl -m 10`` in monitors' own examples).
@@ -72,21 +70,15 @@ class Heartbeat:
     def ping(self, url: str) -> str | None:
         """GET ``url`` within the deadline; None when it answered 2xx, else why not."""
         import urllib.error
+        import urllib.request
 
-        delivery = Delivery()
         request = urllib.request.Request(
             url, headers={"User-Agent": f"rouse/{__version__}"}, method="GET"
         )
-        worker = threading.Thread(
-            target=self._get, args=(request, delivery), name="rouse-heartbeat", daemon=True
-        )
-        worker.start()
-        try:
-            finished = delivery.done.wait(self.deadline)
-        finally:
-            if not delivery.done.is_set():
-                delivery.cut_off()
-        if not finished:
+        # the deadline cuts the socket off; the socket's own timeout is only a
+        # backstop, longer, so that the deadline always speaks first
+        delivery = within(request, self.deadline, self.deadline + 5, "rouse-heartbeat")
+        if delivery is None:
             return f"no answer from {url} within {self.deadline:g}s"
         exc = delivery.error
         if isinstance(exc, urllib.error.HTTPError):
@@ -99,18 +91,6 @@ class Heartbeat:
         if not 200 <= delivery.status < 300:
             return f"HTTP {delivery.status} from {url}"
         return None
-
-    def _get(self, request: urllib.request.Request, delivery: Delivery) -> None:
-        try:
-            # the deadline is ping()'s (it cuts the socket off); the socket's own timeout
-            # is only a backstop, longer, so that the deadline always speaks first
-            with opener(delivery).open(request, timeout=self.deadline + 5) as response:
-                response.read(MAX_RESPONSE)
-                delivery.status = int(response.status)
-        except BaseException as exc:  # handed to ping(): nothing escapes a thread
-            delivery.error = exc
-        finally:
-            delivery.done.set()
 
 
 def _stderr(line: str) -> None:

@@ -141,6 +141,17 @@ class Leading(Voice):
     def _outage(self, exc: BaseException) -> bool:
         return self.fleet is not None and self.fleet.unreachable(exc)
 
+    def _skip(
+        self, exc: Exception, now: datetime, report: TickReport, where: str, *, skipped: bool = True
+    ) -> None:
+        """One bad record (or note) never stops the tick: its error is counted and said. A
+        lost database does: re-raised, the tick ends there and its wakes stay owed."""
+        if self._outage(exc):
+            raise exc
+        report.errors += 1
+        said = f"{moment(now)} error on {where}: {type(exc).__name__}: {exc}"
+        self.say(said + (" (skipped)" if skipped else ""), ERRORS)
+
     def _stand_by(self, tree: Tree, now: datetime, report: TickReport) -> None:
         """A standby's tick: no plan, no send; stamp this clone from the ledger's rows.
 
@@ -162,13 +173,6 @@ class Leading(Voice):
                 continue
             try:
                 self.carrier.already_known(known, decision, now, report)
-            except Exception as exc:  # one bad record never stops the tick
-                if self._outage(exc):
-                    raise
-                report.errors += 1
-                self.say(
-                    f"{moment(now)} error on {decision.record.rel}: {type(exc).__name__}: {exc} "
-                    "(skipped)",
-                    ERRORS,
-                )
+            except Exception as exc:
+                self._skip(exc, now, report, decision.record.rel)
         report.next_at = min(upcoming) if upcoming else None

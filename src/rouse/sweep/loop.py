@@ -31,35 +31,23 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from types import FrameType
 
-from rouse.core.errors import TooNew, UsageError
+from rouse.core.errors import TooNew
 from rouse.state.locks import sweeper_lock
-from rouse.state.sweeper import LONGEST_INTERVAL
+from rouse.sweep.build import Parts
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
-from rouse.sweep.parts import Parts
 from rouse.sweep.quiet import QuietHours
 from rouse.sweep.report import TickReport
 from rouse.sweep.sinks import Sink
+from rouse.sweep.sinks import check_wait as check_wait  # (the CLI checks its waits here)
 from rouse.sweep.tick import Sweeper
 from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.sweep.watch import kept_hot
 
 DEFAULT_EVERY = 60.0
-#: The longest ``--every`` and ``--timeout``, in seconds: one day (what ``status`` believes
-#: of a sweeper's interval at most).
-LONGEST_WAIT = LONGEST_INTERVAL
 #: After a tick that lost the fleet's database: wait this long, doubling up to ``LONGEST_RETRY``.
 FIRST_RETRY = 1.0
 LONGEST_RETRY = 30.0
-
-
-def check_wait(option: str, seconds: float | None) -> None:
-    """Refuse (exit 2) a wait that is not a number of seconds above 0 and at most a day."""
-    if seconds is not None and not 0 < seconds <= LONGEST_WAIT:  # (nan and inf are not)
-        raise UsageError(
-            f"{option} must be a number of seconds above 0 and at most {LONGEST_WAIT:g} "
-            f"(one day), got {seconds:g}"
-        )
 
 
 def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int:
@@ -98,14 +86,9 @@ def sweep(options: SweepOptions, parts: Parts, *, log: Log | None = None) -> int
             # the loop says once what it is doing; --once only when asked (-v)
             line = starting(root, sw.sink, period, parts.quiet, now, once=once)
             said = f"sink {sw.sink.describe()}"
-            if parts.digest:
-                line = line.replace(said, f"{said} (digests)", 1)
-            if parts.escalation is not None:
-                line = line.replace(said, f"{said}; {parts.escalation.describe()}", 1)
-            if parts.channels is not None:
-                line = line.replace(said, f"{said}; {parts.channels.describe()}", 1)
-            if parts.fleet is not None:
-                line = line.replace(said, f"{said}; {parts.fleet.describe()}", 1)
+            added = (parts.fleet, parts.channels, parts.escalation)
+            grown = "; ".join([said, *(p.describe() for p in added if p is not None)])
+            line = line.replace(said, grown + (" (digests)" if parts.digest else ""), 1)
             sw.say(line, EVERY_TICK if once else EVENTS)
             return run(sw, tick_now, once=once, every=period, after_tick=after_tick)
     finally:

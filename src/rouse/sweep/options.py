@@ -2,11 +2,7 @@
 
 The command line turns its arguments into one :class:`SweepOptions` (the
 command after ``--`` already handed to the option that owns it); nothing is
-built or checked yet beyond the syntax. :func:`rouse.sweep.build.parts` turns
-it into the sweeper's parts (its sinks, its runner, its escalation, its
-channels), refusing what cannot go together; a fleet's
-:func:`rouse.fleet.sweeping.fleet_parts` adds the shared ledger and the lease;
-:func:`rouse.sweep.loop.sweep` sweeps with them.
+built or checked yet beyond the syntax: that is :func:`rouse.sweep.build.parts`'.
 """
 
 from __future__ import annotations

@@ -144,11 +144,7 @@ def _plan_entry(
         return Step("withdraw", decision, entry, "its record moved or ended first")
     if gives_up(entry.first_failure, now):
         return Step("give_up", decision, entry)
-    if quiet_now:
-        return Step("hold", decision, entry) if entry.state != "held" else None
-    if queued and not sends:  # the workers send it: a held one goes back to them
-        return Step("release", decision, entry) if entry.state == "held" else None
-    return Step("send", decision, entry) if _sendable(entry, now) else None
+    return _owed(decision, entry, now, quiet_now, sends)
 
 
 def _plan_drift(
@@ -161,11 +157,18 @@ def _plan_drift(
         return Step("withdraw", None, entry, "its note is gone")
     if gives_up(entry.first_failure, now):
         return Step("withdraw", None, entry, "not delivered for 24h")
+    return _owed(None, entry, now, quiet_now, sends)
+
+
+def _owed(
+    decision: Decision | None, entry: Entry, now: datetime, quiet_now: bool, sends: bool
+) -> Step | None:
+    """A wake still owed: held through quiet hours, released to the workers, or sent."""
     if quiet_now:
-        return Step("hold", None, entry) if entry.state != "held" else None
-    if entry.sink == WORKERS and not sends:
-        return Step("release", None, entry) if entry.state == "held" else None
-    return Step("send", None, entry) if _sendable(entry, now) else None
+        return Step("hold", decision, entry) if entry.state != "held" else None
+    if entry.sink == WORKERS and not sends:  # the workers send it: a held one goes back
+        return Step("release", decision, entry) if entry.state == "held" else None
+    return Step("send", decision, entry) if _sendable(entry, now) else None
 
 
 def _sendable(entry: Entry, now: datetime) -> bool:

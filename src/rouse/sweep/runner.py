@@ -35,11 +35,9 @@ from rouse.core.timefmt import format_interval, parse_interval
 from rouse.runs.handle import Ended, claim, resolve
 from rouse.state.files import save_json
 from rouse.state.sweeper import BUDGET_FILE, RUN_LOCK, TIME_FORMAT
-from rouse.sweep import digest
-from rouse.sweep.digest import Digest
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.sinks import SinkError, child_environment
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Digest, Wake, render_digest
 
 DEFAULT_TIMEOUT = timedelta(minutes=15)
 #: The most characters of wakes one run's prompt carries (the rest are named and counted).
@@ -111,7 +109,7 @@ def prompt(root: Path, made: Digest) -> str:
         f"only through: rouse --memory {memory} tell <at: path> 'the message' — then close "
         "or move the record as usual.\n"
         "Only a record you move or close counts as answered. Do not edit .rouse/.\n\n"
-        f"{digest.render(made.id, list(made.wakes), made.made_at, PROMPT_CHARS)}"
+        f"{render_digest(made.id, list(made.wakes), made.made_at, PROMPT_CHARS)}"
     )
 
 

@@ -28,21 +28,10 @@ def _local(text: str) -> datetime:
     return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
 
 
-def status(
-    tree: Tree,
-    now: datetime,
-    *,
-    ledger: Ledger | None = None,
-    leader: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Counts per level, what is due, and what was skipped (``rouse status --json``).
-
-    ``ledger``: read the counts there (a fleet's) instead of the tree's SQLite
-    file; it adds ``fleet`` (the tree's id, the database, and ``leader``: the
-    lease row given, or None when no sweeper has led the tree yet).
-    """
+def status(tree: Tree, now: datetime) -> dict[str, Any]:
+    """Counts per level, what is due, and what was skipped (``rouse status --json``)."""
     # (plans, where the walk cache kept them)
-    return status_of(tree.root, tree_counts(tree, survey(tree, now).count), now, ledger, leader)
+    return status_of(tree.root, tree_counts(tree, survey(tree, now).count), now)
 
 
 def status_of(
@@ -53,7 +42,12 @@ def status_of(
     leader: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """:func:`status` from the tree's counts (:func:`rouse.cache.counts.tree_counts`, as
-    the snapshot may keep them): the sweeper's, the ledger's and the worker's side read now."""
+    the snapshot may keep them): the sweeper's, the ledger's and the worker's side read now.
+
+    ``ledger``: read the counts there (a fleet's) instead of the tree's SQLite
+    file; it adds ``fleet`` (the tree's id, the database, and ``leader``: the
+    lease row given, or None when no sweeper has led the tree yet).
+    """
     data = {
         "tree": str(root),
         "now": iso_stamp(now),
@@ -89,12 +83,7 @@ def sweeper_status(root: Path, book: Ledger | None = None) -> dict[str, Any]:
     return {
         "last_tick": iso_stamp(tick),
         "sweeper": holder,
-        "ledger": {
-            "pending": counts["pending"],
-            "held": counts["held"],
-            "delivered": counts["delivered"],
-            "given_up": counts["given_up"],
-        },
+        "ledger": {key: counts[key] for key in ("pending", "held", "delivered", "given_up")},
         # messages to the owner (rouse tell): always in the tree's own SQLite ledger
         "tells": sweepstate.tell_counts(root),
     }
@@ -118,13 +107,9 @@ LATE_UNKNOWN_INTERVAL = timedelta(hours=1)
 GIVEN_UP_WINDOW = timedelta(days=1)
 
 
-def task_status(tree: Tree) -> dict[str, Any]:
+def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str, Any]:
     """The task worker's side: running tasks (stuck: no live claim holds one), pending
     ones, those held for trust, and the worker's last round (``rouse work``)."""
-    return _tasks(tree.root, *tasks_of(tree))
-
-
-def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str, Any]:
     worker = locks.work_state(root)
     return {
         "running": [
@@ -142,7 +127,7 @@ def _tasks(root: Path, running: list[dict[str, Any]], pending: int) -> dict[str,
 
 def task_problems(tree: Tree) -> list[str]:
     """``--check``'s lines about tasks: one left running with no live run, one held."""
-    found = task_status(tree)
+    found = _tasks(tree.root, *tasks_of(tree))
     problems = [
         f"{item['record']} is stuck: running (attempt {item['attempts'] or '?'}, worker "
         f"{item['worker'] or '?'}) but no live run holds it — `rouse work` hands it back"

@@ -23,7 +23,7 @@ from rouse.state import acts
 from rouse.state.locks import holder, sweeper_channels
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.ledger.tells import Outreach
-from rouse.sweep.wake import ID_RE
+from rouse.sweep.wake import ID_RE as ID_RE  # (a tell's id is wake-shaped)
 from rouse.trust.stamp import SigningStore
 
 #: The longest message ``tell`` takes, in characters.
@@ -32,16 +32,6 @@ MAX_MESSAGE = 4000
 CHANNEL_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}\Z")
 #: How much of the message the record's log quotes.
 LOG_QUOTE = 80
-__all__ = [
-    "CHANNEL_RE",
-    "ID_RE",
-    "MAX_MESSAGE",
-    "Told",
-    "check_message",
-    "goes",
-    "tell",
-    "waiting_reason",
-]
 
 
 @dataclass

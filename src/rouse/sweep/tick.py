@@ -7,13 +7,6 @@ time: write it to the ledger, send it, and only after the sink says it landed
 stamp the record's machine fields. Nudge files whose record has since moved
 or ended are archived to ``.rouse/nudges/done/``.
 
-The plan is made by :mod:`rouse.sweep.plan`, the loop around ticks is
-:mod:`rouse.sweep.loop`, nudge files are archived by :mod:`rouse.sweep.archive`
-and the record stamps are written by :mod:`rouse.sweep.stamping`. The Sweeper's
-collaborators send digests and agent runs (:mod:`rouse.sweep.digesting`) and
-escalations (:mod:`rouse.sweep.escalation`); what it says, and how much, is
-:mod:`rouse.sweep.voice`'s.
-
 In a fleet one sweeper per tree leads and the others stand by
 (:mod:`rouse.sweep.leading`). A tick that loses the database ends there; the wakes stay owed, and a
 delivery the sink confirmed but the ledger could not record is written first
@@ -39,13 +32,13 @@ from rouse.state.nudges import DRIFTED
 from rouse.state.sweeper import write_state
 from rouse.sweep import drifting, wake
 from rouse.sweep.archive import NudgeArchive
+from rouse.sweep.build import Parts
 from rouse.sweep.carrying import Carrier, WorkerQueue
 from rouse.sweep.channels import Channels, Teller
-from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts, never
+from rouse.sweep.digesting import AfterDelivery, DigestSender, NudgeNotes, Receipts
 from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.parts import Parts
 from rouse.sweep.plan import Step, plan
 from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
 from rouse.sweep.runner import Runner
@@ -112,7 +105,7 @@ class Sweeper(Leading):
         self.notes = NudgeNotes(root, self.ledger, self.sink.kind, self)
         #: what the last tick's lease said (None: not asked yet), to say each change once
         self._led: bool | None = None
-        self.receipts = Receipts(self.ledger, self.fleet.unreachable if self.fleet else never)
+        self.receipts = Receipts(self.ledger, self._outage)
         # an idle tick reads no unchanged file; MACed with the stamp key when the
         # origins reader has one
         # its own walks ask only its own watcher (sweep.watch), in process: never a socket
@@ -128,26 +121,14 @@ class Sweeper(Leading):
         self.teller = (
             None
             if self.plan_only
-            else Teller(
-                root,
-                self.notes.own(),
-                self.channels,
-                self,
-                quiet=self.quiet,
-                fence=self._fence,
-            )
+            else Teller(root, self.notes.own(), self.channels, self, self.quiet, self._fence)
         )
         self.escalator = (
-            Escalator(
-                root,
-                self.ledger,
-                self.escalation,
-                self,
-                fence=self._fence,
-                secret=self.headers.secret,
+            None
+            if self.escalation is None
+            else Escalator(
+                root, self.ledger, self.escalation, self, self._fence, self.headers.secret
             )
-            if self.escalation is not None
-            else None
         )
         after = AfterDelivery(self._stamp_wake, self._maybe_escalate, self.receipts, self.notes)
         self.digests = DigestSender(self.ledger, self.sink, self.runner, self.headers, self, after)
@@ -275,11 +256,8 @@ class Sweeper(Leading):
                 origin = self.origins(note)
                 made = drifting.build(self.root, self.ledger.tree, note, found, origin, now)
                 self.carrier.offer(made, None, now, report)
-        except Exception as exc:  # a note's drift never stops the tick
-            if self._outage(exc):
-                raise
-            report.errors += 1
-            self.say(f"{moment(now)} error on notes' drift: {type(exc).__name__}: {exc}", ERRORS)
+        except Exception as exc:
+            self._skip(exc, now, report, "notes' drift", skipped=False)
 
     def _carry(
         self, steps: list[Step], ids: Mapping[str, str], now: datetime, report: TickReport
@@ -291,13 +269,9 @@ class Sweeper(Leading):
                 return False
             try:
                 self.carrier.carry_out(step, ids, now, report)
-            except Exception as exc:  # one bad record never stops the tick
-                if self._outage(exc):
-                    raise  # the database is gone: the tick ends, its wakes stay owed
-                report.errors += 1
-                where = step.decision.record.rel if step.decision else step.action
-                self.say(
-                    f"{moment(now)} error on {where}: {type(exc).__name__}: {exc} (skipped)", ERRORS
+            except Exception as exc:
+                self._skip(
+                    exc, now, report, step.decision.record.rel if step.decision else step.action
                 )
         return True
 

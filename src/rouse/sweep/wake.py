@@ -7,6 +7,10 @@ anything from a body.
 
 The nudge files the file sink writes (the wake at rest) are named and read
 back by ``rouse.state.nudges``, which the pack shares.
+
+A digest (``rouse sweep --digest``) is every wake of one tick as one message,
+shaped like a wake so every sink sends it unchanged; each wake inside keeps its
+own id and ledger row, and the outbox's digest row names the wakes it carried.
 """
 
 from __future__ import annotations
@@ -63,6 +67,10 @@ NOTES = {
 UNTRUSTED_NOTE = NOTES["untrusted"]
 
 
+#: The fields of a wake its webhook object carries, in this order (§5).
+PAYLOAD = ("id", "record", "type", "slug", "path", "reason", "nudge", "last_moved", "text")
+
+
 @dataclass(frozen=True)
 class Wake:
     """One wake, as built at the tick that found its record due."""
@@ -83,22 +91,9 @@ class Wake:
     def made_at(self) -> datetime:
         return datetime.strptime(self.at, "%Y-%m-%d %H:%M:%S")
 
-    def first_line(self) -> str:
-        return self.text.split("\n", 1)[0]
-
     def payload(self) -> dict[str, Any]:
-        """The webhook's JSON object (§5)."""
-        return {
-            "id": self.id,
-            "record": self.record,
-            "type": self.type,
-            "slug": self.slug,
-            "path": self.path,
-            "reason": self.reason,
-            "nudge": self.nudge,
-            "last_moved": self.last_moved,
-            "text": self.text,
-        }
+        """The webhook's JSON object (§5): every field but the file and the time."""
+        return {key: getattr(self, key) for key in PAYLOAD}
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,29 +139,28 @@ def new_id(now: datetime) -> str:
 # -- the text -----------------------------------------------------------------
 
 
+#: The one-line question a wake asks: by its reason, else by its record's type.
+QUESTIONS = {
+    "review": "Review: do you still want this, and is it still possible?",
+    "expire": "This is the last nudge: the reminder is being dropped and will not fire "
+    "again. Tell the human it is being dropped, and say so in its file.",
+    "due": "Deliver this as you reaching out: tell the human, in your own voice.",
+    "nag": "Deliver this as you reaching out: tell the human, in your own voice.",
+}
+QUESTIONS_BY_TYPE = {
+    "goal": "This goal has gone quiet: what's the next attempt?",
+    "action": "Did you do it, and did it do what you meant? "
+    "Set outcome: as-expected, surprising or contradicts.",
+    "task": "Is anything really working on this task? Move it, or call it off out loud.",
+}
+
+
 def question(decision: Decision) -> str:
     """The one-line question a wake asks, by reason and level."""
-    record = decision.record
-    reason = decision.reason
-    if reason == "review":
-        return "Review: do you still want this, and is it still possible?"
-    if reason == "expire":
-        return (
-            "This is the last nudge: the reminder is being dropped and will not fire "
-            "again. Tell the human it is being dropped, and say so in its file."
-        )
-    if reason in ("due", "nag"):
-        return "Deliver this as you reaching out: tell the human, in your own voice."
-    if record.type == "goal":
-        return "This goal has gone quiet: what's the next attempt?"
-    if record.type == "action":
-        return (
-            "Did you do it, and did it do what you meant? "
-            "Set outcome: as-expected, surprising or contradicts."
-        )
-    if record.type == "task":
-        return "Is anything really working on this task? Move it, or call it off out loud."
-    return "This has not moved in a while: move it, or drop it out loud."
+    if decision.reason in QUESTIONS:
+        return QUESTIONS[decision.reason]
+    moved = "This has not moved in a while: move it, or drop it out loud."
+    return QUESTIONS_BY_TYPE.get(decision.record.type, moved)
 
 
 def first_line(decision: Decision, now: datetime) -> str:
@@ -212,19 +206,16 @@ def _quoted_value(decision: Decision, key: str) -> str:
     return value
 
 
-def render(
-    decision: Decision, now: datetime, body: str, origin: str, quoted: bool | None = None
-) -> str:
+def render(decision: Decision, now: datetime, body: str, origin: str) -> str:
     """The wake text: first line, at:, question, quoted fields, origin, then the
     body's authored part and (not for a reminder, whose wake delivers its message
     alone) the agent's notes from its log, labelled as such.
 
-    ``quoted`` (default: :func:`rouse.trust.fence.quoted` of the origin): every line
-    taken from the record — its fields, body and notes — goes inside one fence, under
-    a line saying it is quoted data and why."""
+    When :func:`rouse.trust.fence.quoted` says so of the origin, every line taken from
+    the record — its fields, body and notes — goes inside one fence, under a line
+    saying it is quoted data and why."""
     record = decision.record
-    if quoted is None:
-        quoted = fence.quoted(origin)
+    quoted = fence.quoted(origin)
     lines = [first_line(decision, now), f"at: {record.dir}", question(decision)]
     fields = []
     for key in QUOTED_KEYS:
@@ -292,7 +283,6 @@ def build(
     body: str,
     origin: str,
     wake_id: str | None = None,
-    quoted: bool | None = None,
 ) -> Wake:
     """A new wake for a due decision (pure: the body is passed in)."""
     record: Record = decision.record
@@ -308,5 +298,85 @@ def build(
         nudge=decision.nudge,
         last_moved=format_stamp(decision.moved_at),
         at=now.strftime("%Y-%m-%d %H:%M:%S"),
-        text=render(decision, now, body, origin, quoted),
+        text=render(decision, now, body, origin),
     )
+
+
+# -- the digest ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Digest(Wake):
+    """Several wakes as one message; ``id`` is the digest's own. Its text: a header line
+    listing the wake ids, then each wake's; its webhook object: ``digest: true`` and the
+    wakes' own objects."""
+
+    wakes: tuple[Wake, ...] = ()
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "digest": True,
+            "wake_ids": self.wake_ids,
+            "wakes": [w.payload() for w in self.wakes],
+            "text": self.text,
+        }
+
+    @property
+    def wake_ids(self) -> list[str]:
+        return [w.id for w in self.wakes]
+
+
+#: The most wakes named one by one after a capped render's last whole wake.
+MOST_NAMED = 200
+
+
+def render_digest(
+    digest_id: str, wakes: list[Wake], now: datetime, limit: int | None = None
+) -> str:
+    """The digest's text; with ``limit`` (characters), whole wakes while they fit, then
+    the rest named by record and path and counted (an agent's prompt has a size)."""
+    count = f"{len(wakes)} wake" + ("" if len(wakes) == 1 else "s")
+    parts = [
+        f"rouse digest {digest_id} — {count} at {now:%Y-%m-%d %H:%M}\n"
+        f"wake ids: {' '.join(w.id for w in wakes)}\n"
+    ]
+    size = len(parts[0])
+    for number, made in enumerate(wakes, 1):
+        part = f"\n=== wake {number} of {len(wakes)}: id {made.id}\n{made.text}"
+        if limit is not None and size + len(part) > limit and number > 1:
+            rest = wakes[number - 1 :]
+            parts.append(
+                f"\n=== {len(rest)} more wake(s) not shown here (the size cap of "
+                f"{limit:,} characters); each is in the memory, due now:\n"
+            )
+            parts += [f"- {w.record} at: {w.path} (id {w.id})\n" for w in rest[:MOST_NAMED]]
+            if len(rest) > MOST_NAMED:
+                parts.append(f"- … and {len(rest) - MOST_NAMED} more: `rouse due` lists them\n")
+            break
+        parts.append(part)
+        size += len(part)
+    return "".join(parts)
+
+
+def build_digest(digest_id: str, wakes: list[Wake], now: datetime) -> Digest:
+    """A digest of ``wakes`` made at ``now`` (pure)."""
+    return Digest(
+        id=digest_id,
+        record="digest",
+        type="digest",
+        slug="digest",
+        path=".",
+        file="",
+        reason="digest",
+        nudge=len(wakes),
+        last_moved="",
+        at=now.strftime("%Y-%m-%d %H:%M:%S"),
+        text=render_digest(digest_id, wakes, now),
+        wakes=tuple(wakes),
+    )
+
+
+def new_digest_id(now: datetime) -> str:
+    """A fresh digest id (``d`` + a wake-style id), distinct from every wake id."""
+    return "d" + new_id(now)

@@ -169,12 +169,10 @@ def _entry(row: sqlite3.Row) -> Entry:
         entry = _read(row)
         if entry.digest is not None and not safe_id(entry.digest):
             raise DamagedRow("an id rouse never makes")
-    except DamagedRow as exc:
-        found = DamagedRow(f"{_row_id(row)} ({exc})")
-    except UNREADABLE as exc:
-        found = DamagedRow(f"{_row_id(row)} (unreadable: {type(exc).__name__})")
-    else:
         return entry
+    except UNREADABLE as exc:  # (a DamagedRow is a ValueError: it says why itself)
+        why = str(exc) if isinstance(exc, DamagedRow) else f"unreadable: {type(exc).__name__}"
+        found = DamagedRow(f"{_row_id(row)} ({why})")
     with contextlib.suppress(IndexError, KeyError):
         found.row_id = row["id"]
     raise found

@@ -19,6 +19,8 @@ from rouse.sweep.wake import Wake
 
 #: an escalation's rows of the outbox
 ESCALATIONS = "FROM outbox WHERE kind = 'escalation' AND tree = ?"
+#: the wakes of a record's streak: parameters tree, path, last_moved
+STREAK = "FROM outbox WHERE kind = 'wake' AND tree = ? AND path = ? AND last_moved = ?"
 
 
 class Tries(NamedTuple):
@@ -37,8 +39,7 @@ class EscalationRows(OutboxRows):
         woken, and how many of its wakes landed (delivered or given up)."""
         row = self.run(
             "SELECT MIN(made_at), SUM(CASE WHEN state IN ('delivered', 'given_up') THEN 1 "
-            "ELSE 0 END) FROM outbox WHERE kind = 'wake' AND tree = ? AND path = ? "
-            "AND last_moved = ?",
+            f"ELSE 0 END) {STREAK}",
             self.tree,
             path,
             last_moved,
@@ -48,8 +49,7 @@ class EscalationRows(OutboxRows):
     def last_landed(self, path: str, last_moved: str) -> Wake | None:
         """The latest wake of the streak (see :meth:`streak`) that landed, or None."""
         row = self.run(
-            "SELECT wake FROM outbox WHERE kind = 'wake' AND tree = ? AND path = ? "
-            "AND last_moved = ? AND state IN ('delivered', 'given_up') "
+            f"SELECT wake {STREAK} AND state IN ('delivered', 'given_up') "
             "ORDER BY made_at DESC, id DESC LIMIT 1",
             self.tree,
             path,

@@ -4,12 +4,11 @@ A message (a wake, a digest, an escalation, a tell: its ``kind``) is written
 before it is sent and marked when it lands, so none is silently lost. Every
 kind goes through the same states and the same methods: an attempt
 (:meth:`~OutboxRows.start_attempt`) ends :meth:`~OutboxRows.delivered` or
-:meth:`~OutboxRows.failed` (tried again by the one retry rule,
-:mod:`~rouse.sweep.ledger.retry`), until it is :meth:`~OutboxRows.given_up`
-after 24h of failures or :meth:`~OutboxRows.withdraw`-n (its record moved
-first). A message waiting in a queue (its ``sink`` names the queue:
-:data:`WORKERS`, :data:`NOTICE_SINK`) has at most one taker
-(:meth:`~OutboxRows.take`).
+:meth:`~OutboxRows.failed` (tried again by the one retry rule, below), until
+it is :meth:`~OutboxRows.given_up` after 24h of failures or
+:meth:`~OutboxRows.withdraw`-n (its record moved first). A message waiting in
+a queue (its ``sink`` names the queue: :data:`WORKERS`, :data:`NOTICE_SINK`)
+has at most one taker (:meth:`~OutboxRows.take`).
 
 States: ``pending`` (not delivered yet: new, failing, or in flight), ``held``
 (waiting out quiet hours, or in a queue for whoever takes it), ``waiting`` (a
@@ -19,15 +18,102 @@ their own: a wake is stamped into its record (``stamped``,
 :mod:`~rouse.sweep.ledger.wakes`), an escalation is written once per record,
 streak and level (:mod:`~rouse.sweep.ledger.escalations`), a tell has a
 channel and may wait for one (:mod:`~rouse.sweep.ledger.tells`).
+
+Also the seam between the ledger and its databases (:class:`Database`): the
+stdlib ``sqlite3`` connection of ``.rouse/ledger.sqlite3``, or the fleet's
+PostgreSQL adapter (``rouse.fleet.pg``), which turns the ``?`` placeholders into
+psycopg's. Rows are read by column name or position; every table carries a
+``tree`` column, so one database can keep the ledgers of many trees (the SQLite
+ledger, one tree to a file, leaves it empty).
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
 
-from rouse.sweep.ledger.db import Rows
 from rouse.sweep.ledger.entry import as_text, as_time
-from rouse.sweep.ledger.retry import next_try
+
+
+class Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+class Database(Protocol):
+    def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Cursor: ...
+
+    def close(self) -> None: ...
+
+
+class Rows:
+    """What every part of the ledger stands on: its database and its tree's rows.
+
+    :class:`~rouse.sweep.ledger.sqlite.Ledger` is made of parts, one per kind
+    of message and the ``runs``; each part runs its SQL through :meth:`run` and
+    scopes it with ``tree``.
+    """
+
+    #: the ``tree`` column of this ledger's rows ('' in a tree's own SQLite file)
+    tree: str = ""
+    db: Database
+
+    @property
+    def damaged(self) -> list[str]:
+        """The wake rows this ledger skipped as damaged since it was opened (their ids,
+        escaped): one bad row never stops a tick, and the sweeper says so once."""
+        found: list[str] | None = self.__dict__.get("_damaged")
+        if found is None:
+            found = self.__dict__["_damaged"] = []
+        return found
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        """Run ``sql`` (``?`` placeholders) with ``parameters``."""
+        return self.db.execute(sql, parameters)
+
+
+# -- the one retry rule --------------------------------------------------------
+# Pure: every kind of message the ledger owes (a wake, a tell, a task's notice; a
+# delivery worker's claim on a wake) is retried by these, from its row's attempts,
+# first failure and next attempt. After 24h of failures the message is given up
+# (written as a nudge file by whoever gives it up).
+
+GIVE_UP_AFTER = timedelta(hours=24)
+FIRST_RETRY = timedelta(minutes=1)
+MAX_RETRY = timedelta(hours=1)
+
+
+def backoff(attempts: int) -> timedelta:
+    """``min(1m × 2^(attempts-1), 1h)``: the wait after the ``attempts``-th try."""
+    if attempts >= 8:
+        return MAX_RETRY
+    wait: timedelta = FIRST_RETRY * 2 ** max(attempts - 1, 0)
+    return min(wait, MAX_RETRY)
+
+
+def next_try(last_attempt: datetime, attempts: int) -> datetime:
+    """When a message whose ``attempts``-th try (made at ``last_attempt``) failed is tried again."""
+    return last_attempt + backoff(attempts)
+
+
+def gives_up(first_failure: datetime | None, now: datetime) -> bool:
+    """24h or more of failures at ``now``: give the message up instead of sending it."""
+    return first_failure is not None and now - first_failure >= GIVE_UP_AFTER
+
+
+def ready(next_attempt: datetime | None, now: datetime) -> bool:
+    """Its backoff has run out at ``now`` (or it never failed)."""
+    return next_attempt is None or now >= next_attempt
+
+
+# -- the outbox ----------------------------------------------------------------
 
 #: The ``sink`` of a wake queued for a fleet's delivery workers (``sweep --plan-only``).
 WORKERS = "workers"

@@ -16,7 +16,7 @@ from rouse.core.statedir import StateError, path_problem
 from rouse.state.sweeper import LEDGER, ledger_problem, ledger_reader
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, escalated, said
 from rouse.sweep.ledger.entry import entries as read_entries
-from rouse.sweep.ledger.schema import SCHEMA_VERSION as VERSION
+from rouse.sweep.ledger.sqlite import SCHEMA_VERSION as VERSION
 from rouse.sweep.ledger.sqlite import Ledger
 
 

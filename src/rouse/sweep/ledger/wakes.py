@@ -6,8 +6,9 @@ and given up after 24h as a nudge file (:mod:`~rouse.sweep.ledger.outbox`'s
 one state machine). What only a wake has: its record's stamp (``stamped``),
 its revival when the clock makes a withdrawn one again, the copy a fleet's
 sweeper keeps in the tree's own file (:meth:`WakeRows.vouch`), and the
-delivery workers' queue it may wait in. A task's notice is a wake too, held
-in the ``notice`` queue for whoever takes it first.
+delivery workers' queue it may wait in, and the digest that last carried it (a
+retry of the same wakes keeps the digest's id). A task's notice is a wake too,
+held in the ``notice`` queue for whoever takes it first.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from datetime import datetime
 from rouse.state.ledgerschema import WAKE_STATES
 from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries, escalated
 from rouse.sweep.ledger.outbox import SET_ASIDE, WORKERS, OutboxRows
-from rouse.sweep.wake import Wake
+from rouse.sweep.wake import Wake, safe_id
 
 #: a wake's rows of the outbox
 WAKES = "FROM outbox WHERE kind = 'wake' AND tree = ?"
@@ -197,6 +198,47 @@ class WakeRows(OutboxRows):
             "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, error = ?",
             wake_id,
             why,
+        )
+
+    # -- digests (``sweep --digest``: one message carrying several wakes) ---------
+
+    def digest_of(self, wake_ids: list[str]) -> str | None:
+        """The digest these wakes were all last sent in, if one carried them all."""
+        if not wake_ids:
+            return None
+        marks = ",".join("?" * len(wake_ids))
+        found = {
+            row[0]
+            for row in self.run(
+                f"SELECT digest FROM outbox WHERE kind = 'wake' AND tree = ? AND id IN ({marks})",
+                self.tree,
+                *wake_ids,
+            )
+        }
+        if len(found) != 1:
+            return None
+        digest_id = found.pop()
+        return digest_id if safe_id(digest_id) else None  # a forged id names no run log
+
+    def start_digest(self, digest_id: str, wake_ids: list[str], sink: str, now: datetime) -> None:
+        """Record an attempt at sending ``digest_id`` carrying ``wake_ids`` (new or a retry)."""
+        self.run(
+            "INSERT INTO outbox (kind, tree, id, made_at, wakes, sink, state) "
+            "VALUES ('digest',?,?,?,?,?,'pending') ON CONFLICT (id) DO UPDATE SET "
+            "wakes = excluded.wakes, sink = excluded.sink",
+            self.tree,
+            digest_id,
+            as_text(now),
+            json.dumps(wake_ids),
+            sink,
+        )
+        self.start_attempt(digest_id, sink, now)
+        marks = ",".join("?" * len(wake_ids))
+        self.run(
+            f"UPDATE outbox SET digest = ? WHERE kind = 'wake' AND tree = ? AND id IN ({marks})",
+            digest_id,
+            self.tree,
+            *wake_ids,
         )
 
 

@@ -26,20 +26,28 @@ class Sink(Protocol):
     def send(self, wake: Wake, now: datetime) -> str: ...
 
 
-MAX_TIMEOUT = 24 * 3600.0  # as the CLI's --timeout; a wake failing that long is given up
+#: The longest wait an option takes (``--timeout``, ``--every``, ``--lease``), in seconds:
+#: one day (what ``status`` believes of a sweeper's interval at most; a wake failing that
+#: long is given up).
+MAX_TIMEOUT = 24 * 3600.0
 
 
 class SinkError(Exception):
     """The wake was not delivered; the message says why, in one line."""
 
 
+def check_wait(option: str, seconds: float | None) -> None:
+    """Refuse (exit 2) a wait that is not a number of seconds above 0 and at most a day."""
+    if seconds is not None and not 0 < seconds <= MAX_TIMEOUT:  # (nan and inf are not)
+        raise UsageError(
+            f"{option} must be a number of seconds above 0 and at most {MAX_TIMEOUT:g} "
+            f"(one day), got {seconds:g}"
+        )
+
+
 def check_timeout(timeout: float) -> float:
     """``timeout`` if it is a usable deadline in seconds, else a UsageError."""
-    if not 0 < timeout <= MAX_TIMEOUT:  # False for nan too
-        raise UsageError(
-            f"--timeout must be a number of seconds above 0 and at most {MAX_TIMEOUT:g} "
-            f"(one day), got {timeout:g}"
-        )
+    check_wait("--timeout", timeout)
     return float(timeout)
 
 

@@ -22,9 +22,9 @@ MAX_RESPONSE = 64 * 1024  # of a webhook's answer, read then dropped
 
 
 class Delivery:
-    """One POST, made on a worker thread, and the connections it opened.
+    """One request, made on a worker thread, and the connections it opened.
 
-    ``send`` waits for it until the deadline; then it cuts the connections
+    :func:`within` waits for it until the deadline; then it cuts the connections
     off (shuts their sockets down) so the worker stops at once instead of
     reading a trickle for as long as the server likes.
     """
@@ -91,6 +91,34 @@ def opener(delivery: Delivery) -> urllib.request.OpenerDirector:
             return None
 
     return urllib.request.build_opener(PlainHandler, SecureHandler, NoRedirect)
+
+
+def within(
+    request: urllib.request.Request, deadline: float, backstop: float, name: str
+) -> Delivery | None:
+    """Make ``request`` on a worker thread (``name``) and read its answer's first
+    MAX_RESPONSE bytes: how it went, or None when ``deadline`` seconds passed first (its
+    connections are cut off then). ``backstop``: the socket's own timeout, which only
+    bounds a worker that outlives the deadline."""
+    delivery = Delivery()
+
+    def work() -> None:
+        try:
+            with opener(delivery).open(request, timeout=backstop) as response:
+                response.read(MAX_RESPONSE)
+                delivery.status = int(response.status)
+        except BaseException as exc:  # handed to the caller: nothing escapes a thread
+            delivery.error = exc
+        finally:
+            delivery.done.set()
+
+    threading.Thread(target=work, name=name, daemon=True).start()
+    try:
+        finished = delivery.done.wait(deadline)
+    finally:
+        if not delivery.done.is_set():
+            delivery.cut_off()
+    return delivery if finished else None
 
 
 URL_FIX = "want http://HOST[:PORT]/PATH or https://… (an IPv6 host in brackets: http://[::1]:8080/)"

@@ -12,7 +12,6 @@ import binascii
 import hashlib
 import hmac
 import json
-import threading
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -20,7 +19,7 @@ from typing import TYPE_CHECKING
 from rouse import __version__
 from rouse.core.errors import UsageError
 from rouse.sweep.sinks.base import SinkError, check_timeout
-from rouse.sweep.sinks.request import MAX_RESPONSE, Delivery, check_url, opener
+from rouse.sweep.sinks.request import Delivery, check_url, within
 from rouse.sweep.wake import Wake
 
 if TYPE_CHECKING:
@@ -90,35 +89,13 @@ class WebhookSink:
         return urllib.request.Request(self.url, data=body, headers=headers, method="POST")
 
     def send(self, wake: Wake, now: datetime) -> str:
-        delivery = Delivery()
-        request = self.request(wake)
-        worker = threading.Thread(
-            target=self._post, args=(request, delivery), name="rouse-webhook", daemon=True
-        )
-        worker.start()
-        try:
-            finished = delivery.done.wait(self.timeout)
-        finally:
-            if not delivery.done.is_set():
-                delivery.cut_off()
-        if not finished:
+        delivery = within(self.request(wake), self.timeout, self.timeout, "rouse-webhook")
+        if delivery is None:
             raise SinkError(
                 f"no answer from {self.url} within {self.timeout:g}s "
                 "(the deadline for the whole delivery)"
             )
         return self._receipt(delivery)
-
-    def _post(self, request: urllib.request.Request, delivery: Delivery) -> None:
-        """The worker: POST, read the answer, and leave the outcome in ``delivery``."""
-        try:
-            # the per-operation timeout only bounds a worker that outlives the deadline
-            with opener(delivery).open(request, timeout=self.timeout) as response:
-                response.read(MAX_RESPONSE)
-                delivery.status = int(response.status)
-        except BaseException as exc:  # handed to send(): nothing escapes a thread
-            delivery.error = exc
-        finally:
-            delivery.done.set()
 
     def _receipt(self, delivery: Delivery) -> str:
         import http.client
