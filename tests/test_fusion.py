@@ -126,7 +126,7 @@ def test_both_keeps_the_words_answer_first_among_long_notes(make_tree: MakeTree)
 def test_chinese_and_japanese_notes_are_found_by_words(
     make_tree: MakeTree, engine: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rouse.pack import index
+    from rouse.pack import indexdoc as index  # (fts5_available moved there)
 
     monkeypatch.setattr(index, "fts5_available", lambda: engine)
     root = make_tree(
