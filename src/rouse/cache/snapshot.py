@@ -238,25 +238,24 @@ def _same(root: Path, dir_text: str, file_text: str, digest: str) -> bool:
 
 
 def save(
-    root: Path,
-    secret: bytes | None,
+    walked: Any,
     keyed: bool,
-    shape: Shape,
     made: datetime,
-    until: datetime | None,
-    token: str | None,
+    fits: tuple[Shape, datetime | None],
     parts: dict[str, Any],
 ) -> None:
-    """Save ``parts`` as found at ``made`` for the tree of ``shape`` (best effort; ``token``:
-    a watching sweeper's, the walk was made at); the parts of a snapshot already there
-    for the same tree and window are kept beside, but for a part named with a space
-    (the pack for one ``--query``: the newest is kept, not every one asked)."""
-    dir_text, file_text, listed, digest = shape
+    """Save ``parts`` as found at ``made`` by the walk ``walked`` (a ``HeaderCache``: its
+    root, its secret and the watching sweeper's token it was made at), which ``fits`` as
+    :func:`keepable` says (best effort); the parts of a snapshot already there for the
+    same tree and window are kept beside, but for a part named with a space (the pack
+    for one ``--query``: the newest is kept, not every one asked)."""
+    root, secret = walked.root, walked.secret
+    (dir_text, file_text, listed, digest), until = fits
     state: dict[str, Any] = {
         "key": _key(keyed),
         "made": micros(made),
         "until": None if until is None else micros(until),
-        "token": token,
+        "token": walked.token_next,
         "listed": listed,
         "digest": digest,
         "parts": list(parts),
@@ -277,9 +276,7 @@ def save(
     write_signed(path_of(root), MAGIC, VERSION, secret, _LABEL, body)
 
 
-def keepable(
-    walked: Any, tree: Any, surveyed: Any, now: datetime
-) -> tuple[Shape, datetime | None] | None:
+def keepable(walked: Any, tree: Any, surveyed: Any) -> tuple[Shape, datetime | None] | None:
     """What a snapshot of this walk (a ``HeaderCache`` that has just walked ``tree``)
     and survey (``rouse.cache.plans.survey(tree, now)``) would stand on: its shape and
     the end of its window; None when the walk cannot vouch for every entry (a file
@@ -288,7 +285,7 @@ def keepable(
 
     if walked.unsettled or tree.untrackable or surveyed.evaluated:
         return None
-    holds, until = holds_until(tree, now)
+    holds, until = holds_until(tree, surveyed.now)
     if not holds:
         return None
     shape = shape_of(walked.dirs, walked.racy_listings)

@@ -197,9 +197,10 @@ class _Walker:
             self.tree.untrackable.append(Problem(file_rel, exc.message, exc.line))
             return parent
         # positional: keyword calls cost more, and this runs once per record
-        record = Record(file_rel, header, info.st_size, info.st_mtime_ns, name[:-3], rel, parent)
+        record = Record(file_rel, header, info.st_size, info.st_mtime_ns, name[:-3], rel)
         self.tree.records[rel] = record
         if parent is not None:
+            record.parent = parent
             self.tree.records[parent].children.append(rel)
         return rel
 

@@ -48,7 +48,6 @@ class Record(File):
         mtime_ns: int,
         type: str = "",
         dir: str = "",
-        parent: str | None = None,
     ):
         self.rel = rel  # (File.__init__ inlined: thousands of records per walk)
         self.header = header
@@ -56,7 +55,8 @@ class Record(File):
         self.mtime_ns = mtime_ns
         self.type = type
         self.dir = dir  # tree-relative record directory (the record's path)
-        self.parent = parent  # dir of the nearest enclosing trackable record
+        #: dir of the nearest enclosing trackable record (the walk sets it, and children)
+        self.parent: str | None = None
         self.children: list[str] = []
         self.open_memo: bool | None = None  # the clock's is_open, once computed
         #: the clock's plan, when the walk cache vouches for it (rouse.cache.plans)

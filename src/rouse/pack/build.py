@@ -194,7 +194,7 @@ def build_pack(
         # kept for the next pack while nothing changes: not when it runs probes, nor
         # while anything could wake the agent
         if tree.probes is None and not waiting and not nudges.any_fired(tree):
-            keep(root, walked, tree, surveyed, now, cache_secret, keyed, {part: found})
+            keep(walked, tree, surveyed, keyed, {part: found})
         return _finish(root, found, now, max_chars, measured, said, tree, shown, walked)
 
 

@@ -37,7 +37,7 @@ def found(
     tree = walked.walk(now)
     surveyed = survey(tree, now)
     parts = {"due": due_rows(tree, surveyed), "status": tree_counts(tree, surveyed.count)}
-    keep(root, walked, tree, surveyed, now, secret, secret is not None, parts)
+    keep(walked, tree, surveyed, secret is not None, parts)
     return parts[part], tree, surveyed
 
 
@@ -56,18 +56,12 @@ def kept_rows(value: Any) -> list[Row] | None:
 
 
 def keep(
-    root: Path,
-    walked: HeaderCache,
-    tree: Tree,
-    surveyed: Survey,
-    now: datetime,
-    secret: bytes | None,
-    keyed: bool,
-    parts: dict[str, Any],
+    walked: HeaderCache, tree: Tree, surveyed: Survey, keyed: bool, parts: dict[str, Any]
 ) -> None:
-    """Save ``parts`` in the snapshot of this walk and survey, with the due rows and the
-    status counts beside (unless ``parts`` has them), when the walk can vouch for it."""
-    fits = snapshot.keepable(walked, tree, surveyed, now)
+    """Save ``parts`` in the snapshot of this walk (of ``tree``) and survey (of it), with
+    the due rows and the status counts beside (unless ``parts`` has them), when the walk
+    can vouch for it."""
+    fits = snapshot.keepable(walked, tree, surveyed)
     if fits is None:
         return
     every = dict(parts)
@@ -75,5 +69,4 @@ def keep(
         every["due"] = due_rows(tree, surveyed)
     if "status" not in every:
         every["status"] = tree_counts(tree, surveyed.count)
-    shape, until = fits
-    snapshot.save(root, secret, keyed, shape, now, until, walked.token_next, every)
+    snapshot.save(walked, keyed, surveyed.now, fits, every)

@@ -72,5 +72,5 @@ def _by_path(root: Path, ref: str) -> Record | None:
             header = read_header(f"{path}/{name}", f"{rel}/{name}")
         except (HeaderError, OSError):
             return None
-        return Record(f"{rel}/{name}", header, info.st_size, info.st_mtime_ns, kind, rel, None)
+        return Record(f"{rel}/{name}", header, info.st_size, info.st_mtime_ns, kind, rel)
     return None

@@ -16,7 +16,6 @@ import os
 
 from rouse.state.files import (
     MAX_BYTES,
-    MAX_DEPTH,
     STATE_DIR,
     Damaged,
     Num,
@@ -46,7 +45,7 @@ class StateFile:
     ``empty_ok``: an empty file is no file (a lock between its truncation and its
     write)."""
 
-    __slots__ = ("empty_ok", "head", "magic", "max_bytes", "max_depth", "rel", "shape")
+    __slots__ = ("empty_ok", "head", "magic", "max_bytes", "rel", "shape")
 
     def __init__(
         self,
@@ -54,18 +53,16 @@ class StateFile:
         shape: Any,
         *,
         max_bytes: int = MAX_BYTES,
-        max_depth: int = MAX_DEPTH,
         magic: bool = False,
         head: bool = False,
         empty_ok: bool = False,
     ):
-        self.rel, self.shape = rel, shape
-        self.max_bytes, self.max_depth = max_bytes, max_depth
+        self.rel, self.shape, self.max_bytes = rel, shape, max_bytes
         self.magic, self.head, self.empty_ok = magic, head, empty_ok
 
     def decode(self, data: bytes) -> Any:
         """The value in ``data`` (the JSON part); :class:`Damaged` says why not."""
-        return decode(data, self.shape, max_depth=self.max_depth)
+        return decode(data, self.shape)
 
     def _value(self, path: StrPath) -> Any:
         data = read_bounded(path, self.max_bytes)
