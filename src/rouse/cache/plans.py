@@ -140,7 +140,7 @@ def _verdict(record: Record, plan: list[Any], at: int) -> tuple[Any, ...]:
     (``still``: what the pack orders its due list by, as :func:`clock.still_since`).
     Every value checked, so that making the decision cannot fail."""
     kind = plan[1]
-    found = verdict(plan, at)
+    found = verdict(kind, at, plan[2], plan[4], plan[5], plan[6], bool(plan[7]), bool(plan[3]))
     if found is None:
         raise ValueError("a plan that is not due has a wake before now")
     reason, due_at = found

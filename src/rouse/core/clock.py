@@ -175,7 +175,7 @@ def _evaluate_stale(tree: Tree, decision: Decision, fields: FieldReader, now: da
         # past, but a record is never due from an instant inside it)
         decision.snoozed_until = snoozed
     decision.wake = wake = wake_of(review_at, stale_at, silenced, snoozed)
-    found = decide(STALE, now, decision)
+    found = decide(STALE, now, wake, review_at, stale_at)
     if found is None:
         decision.due_at = wake  # (only a review can wake a silenced record)
     else:
@@ -191,7 +191,7 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
     if nagging:
         fields.integer("max-fires", DEFAULT_MAX_FIRES)
         fields.backoff()
-    decision.expires = fields.stamp("expires")
+    decision.expires = expires = fields.stamp("expires")
     decision.every = every = fields.every()
     if every is not None:
         fields.stamp("until")  # (read for its problem: the series ends only on re-arming)
@@ -209,7 +209,7 @@ def _evaluate_reminder(decision: Decision, fields: FieldReader, now: datetime) -
     if nagging:
         decision.fires_out = fires + 1 >= fields.integer("max-fires", DEFAULT_MAX_FIRES)
     decision.due_at = decision.wake = due
-    found = decide(REMINDER, now, decision)
+    found = decide(REMINDER, now, due, None, None, expires, decision.fires_out, nagging)
     if found is None:
         return
     decision.reason = found[0]

@@ -14,7 +14,6 @@ from rouse.core import timefmt
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
     from typing import Any
 
     from rouse.core.clock import Decision
@@ -23,23 +22,27 @@ if TYPE_CHECKING:
 NEVER, STALE, REMINDER = 0, 1, 2
 
 
-def verdict(plan: Sequence[Any], at: Any) -> tuple[str, Any] | None:
-    """``(reason, due_at)`` if ``plan`` is due at ``at``, else None.
+def verdict(
+    kind: int,
+    at: Any,
+    wake: Any,
+    review: Any = None,
+    stale: Any = None,
+    expires: Any = None,
+    fires_out: bool = False,
+    nagging: bool = False,
+) -> tuple[str, Any] | None:
+    """``(reason, due_at)`` if a plan with these instants is due at ``at``, else None.
 
-    THE rule of "is it due", for the clock and every copy of its plan. ``plan``
-    lists the plan's kind and instants in the order the walk cache keeps them
-    (:mod:`rouse.cache.plans`): ``[since, kind, wake, nagging, review, stale,
-    expires, fires_out, ...]``, ``since`` unread here. Instants are anything
-    ordered alike (naive datetimes, aware ones, microseconds). ``wake`` is when
-    it first comes due (a snooze already put it off to its end), so a record is
-    due from ``wake`` on; a review once reached outranks staleness; a due instant
-    is never inside a snooze (never before ``wake``); a reminder past
-    ``expires``, or whose nags have run out, is due to expire.
+    THE rule of "is it due", for the clock and every copy of its plan. Instants
+    are anything ordered alike (naive datetimes, aware ones, microseconds).
+    ``wake`` is when it first comes due (a snooze already put it off to its end),
+    so a record is due from ``wake`` on; a review once reached outranks
+    staleness; a due instant is never inside a snooze (never before ``wake``); a
+    reminder past ``expires``, or whose nags have run out, is due to expire.
     """
-    wake = plan[2]
     if wake is None or at < wake:
         return None
-    kind, _, nagging, review, stale, expires, fires_out = plan[1:8]
     if kind == REMINDER:
         if (expires is not None and at >= expires) or fires_out:
             return "expire", wake
@@ -51,9 +54,17 @@ def verdict(plan: Sequence[Any], at: Any) -> tuple[str, Any] | None:
     return "stale", stale if stale is not None and stale > wake else wake
 
 
-def decide(kind: int, at: datetime, decision: Decision) -> tuple[str, datetime] | None:
-    """:func:`verdict` at ``at`` of a plan of ``kind`` with the instants of the clock's
-    ``decision``, naive local times compared as the real instants they name
+def decide(
+    kind: int,
+    at: datetime,
+    wake: datetime | None,
+    review: datetime | None = None,
+    stale: datetime | None = None,
+    expires: datetime | None = None,
+    fires_out: bool = False,
+    nagging: bool = False,
+) -> tuple[str, datetime] | None:
+    """:func:`verdict` on naive local times, compared as the real instants they name
     (:func:`timefmt.micros`: in the hour a fall-back night repeats, naive times that
     read alike are an hour apart, and ``fold`` says which)."""
     named: dict[int, datetime] = {}
@@ -65,9 +76,9 @@ def decide(kind: int, at: datetime, decision: Decision) -> tuple[str, datetime] 
         named[found] = value
         return found
 
-    d = decision
-    wake, review, stale, expires = key(d.wake), key(d.review_at), key(d.stale_at), key(d.expires)
-    found = verdict((None, kind, wake, d.nagging, review, stale, expires, d.fires_out), key(at))
+    found = verdict(
+        kind, key(at), key(wake), key(review), key(stale), key(expires), fires_out, nagging
+    )
     return None if found is None else (found[0], named[found[1]])
 
 
@@ -95,7 +106,10 @@ class DuePlan:
 
     def at(self, when: datetime) -> tuple[str, Any] | None:
         """:func:`verdict` of this plan at ``when``."""
-        return decide(self.kind, when, self.decision)
+        d = self.decision
+        return decide(
+            self.kind, when, d.wake, d.review_at, d.stale_at, d.expires, d.fires_out, d.nagging
+        )
 
     def columns(self) -> dict[str, Any]:
         """The plan as the fleet's mirror keeps it (naive local instants; the rows hold
@@ -149,5 +163,13 @@ def no_plan() -> dict[str, Any]:
 def due_at_time(row: Any, when: datetime) -> tuple[str, datetime] | None:
     """:func:`verdict` of a mirrored row (``mirror_files``' columns) at ``when`` (aware)."""
     kind = REMINDER if row["kind"] == "reminder" else STALE
-    instants = (row["wake_at"], row["nagging"], row["review_at"], row["stale_at"])
-    return verdict((None, kind, *instants, row["expires_at"], row["fires_out"]), when)
+    return verdict(
+        kind,
+        when,
+        row["wake_at"],
+        row["review_at"],
+        row["stale_at"],
+        row["expires_at"],
+        bool(row["fires_out"]),
+        bool(row["nagging"]),
+    )
