@@ -321,6 +321,29 @@ def test_sigterm_leaves_no_registration_behind(tree: Path) -> None:
     assert not stop_hook.waiter_file(tree, "s1").exists()  # type: ignore[union-attr]
 
 
+def test_a_sigterm_the_moment_the_registration_lands_still_removes_it(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SIGTERM handler is in place before the registration is written: a waiter
+    ended the instant it registers (the test above once caught that window, exit -15)
+    leaves the wait and takes its registration with it."""
+    save = stop_hook.save_bytes
+    unguarded: list[str] = []
+
+    def save_then_terminated(path: str, text: bytes) -> bool:
+        saved = save(path, text)
+        if signal.getsignal(signal.SIGTERM) is stop_hook._leave:
+            os.kill(os.getpid(), signal.SIGTERM)  # raises in this thread, at once
+        else:
+            unguarded.append(path)  # a SIGTERM now would kill the waiter where it stands
+        return saved
+
+    monkeypatch.setattr(stop_hook, "save_bytes", save_then_terminated)
+    assert stop_hook.wait_for_wake(tree, {"session_id": "s1"}, 0.5, watch=False) == []
+    assert unguarded == []
+    assert not stop_hook.waiter_file(tree, "s1").exists()  # type: ignore[union-attr]
+
+
 def test_stop_wait_off_takes_nothing_and_waits_for_nothing(tree: Path) -> None:
     sweep(tree)
     assert Waiter(tree, wait="off").end() == (0, "", "")

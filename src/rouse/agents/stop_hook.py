@@ -96,10 +96,11 @@ def wait_for_wake(
         with suppress(OSError):
             os.makedirs(os.path.dirname(me), exist_ok=True)
         mark = {"pid": os.getpid(), "at": time.time_ns()}
-        if not save_bytes(me, dumps(mark)):
-            return []  # a link, a read-only tree: no registration, so no wait
+        # the handler first: a SIGTERM the instant the registration lands leaves with it
         previous = signal.signal(signal.SIGTERM, _leave)
         try:
+            if not save_bytes(me, dumps(mark)):
+                return []  # a link, a read-only tree: no registration, so no wait
             return _wait(root, session, mark, agent, max_wait, watch)
         except _Left:
             return []
