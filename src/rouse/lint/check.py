@@ -55,13 +55,11 @@ def check(
     findings = list(_all_findings(tree, now))
     if probe_budget_ms is not None:
         findings += _probe_readings(tree, probe_budget_ms)
-    stamps = stamp_findings(tree, origins) if origins is not None else []
-    key_path = origins.key_path if origins is not None else None
-    stamps += demand.cache_findings(tree.root, key_path)
-    findings += stamps
-    if origins is not None and not origins.keyed:
-        findings += _unvouched_tasks(tree)
+    findings += demand.cache_findings(tree.root, origins.key_path if origins else None)
     if origins is not None:
+        findings += stamp_findings(tree, origins)
+        if not origins.keyed:
+            findings += _unvouched_tasks(tree)
         findings = _quoted_values(tree, findings, origins)
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
