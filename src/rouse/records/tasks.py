@@ -18,7 +18,6 @@ from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.trust.stamp import SigningStore
 
-CHECKPOINT = body.CHECKPOINT
 #: The longest checkpoint text, in characters (one line in the log).
 MAX_CHECKPOINT = 500
 
@@ -121,7 +120,7 @@ def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Rec
         status, _ = _status(data, record.rel)
         if status not in ("pending", "running"):
             raise UsageError(f"{record.id} is {status}: a checkpoint is for a task in flight")
-        return with_log(data, record.rel, dated(now, CHECKPOINT + line))
+        return with_log(data, record.rel, dated(now, body.CHECKPOINT + line))
 
     acted(root, record, now, add)
     return record, line
