@@ -201,11 +201,13 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     """Without a key: one warning that stamps are unsigned and probes unprotected.
     With a key: each written origin that does not verify, by file."""
     probes_rel = tree.probes.rel if tree.probes is not None else "."
+
+    def of_tree(message: str) -> Finding:  # (a finding about the whole tree: on probes.md)
+        return Finding("warn", probes_rel, message)
+
     if reader.key is None:
         return [
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"stamps are unsigned (no stamp key at {reader.key_path}): an origin reads as "
                 "written, so a typed 'origin: owner' counts, and probes run unprotected — "
                 "make a key with `rouse stamp --init-key`, then re-stamp what you trust",
@@ -214,9 +216,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     key = reader.key
     if key.secret is None:
         return [
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"the stamp key {key.path} {key.problem}: every origin reads as unknown and "
                 "no probe runs — fix the key file (or remove it to go unsigned)",
             )
@@ -225,9 +225,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     unsigned = 0
     if key.mode is not None and key.mode & 0o077:
         findings.append(
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"the stamp key {key.path} is readable by others (mode {key.mode:o}): "
                 f"chmod 600 {key.path}",
             )
@@ -245,9 +243,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
         findings.append(Finding("warn", f"{layout.STATE_DIR}/{acts.FILE}", acted))
     if unsigned:
         findings.append(
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"{unsigned} file(s) named in this check are not signed: review them, then "
                 "vouch for them all at once from a terminal of your own (outside the "
                 "agent): rouse stamp --changed",
