@@ -78,10 +78,6 @@ def cache_secret(path: Path) -> bytes | None:
     return key.secret if key is not None else None
 
 
-def _looks_like_tree(path: Path) -> bool:
-    return (path / layout.INSTRUCTIONS).is_file() or (path / layout.STATE_DIR).is_dir()
-
-
 def init_key(path: Path, trees: Iterable[Path] = ()) -> Path:
     """Create a new stamp key at ``path`` (and its directory), mode 0600.
 
@@ -98,7 +94,7 @@ def init_key(path: Path, trees: Iterable[Path] = ()) -> Path:
                 "edits that tree; set $ROUSE_STAMP_KEY to a path outside it"
             )
     for ancestor in real.parents:
-        if _looks_like_tree(ancestor):
+        if (ancestor / layout.INSTRUCTIONS).is_file() or (ancestor / layout.STATE_DIR).is_dir():
             raise UsageError(
                 f"refusing to put the stamp key inside the memory tree {ancestor}: "
                 "set $ROUSE_STAMP_KEY to a path outside it"
