@@ -34,15 +34,6 @@ def _status(data: bytes, rel: str) -> tuple[str, header.Header]:
     return (head.fields.get("status") or "pending").strip().lower(), head
 
 
-def _one_line(text: str, limit: int, what: str) -> str:
-    line = layout.shown(" ".join(text.split()))
-    if not line:
-        raise UsageError(f"the {what} is empty: say what happened")
-    if len(line) > limit:
-        raise UsageError(f"the {what} is {len(line)} characters, over {limit}: shorten it")
-    return line
-
-
 def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
     """The task worker's claim (``rouse work``): ``status: running`` with the machine
     fields ``started``, ``worker`` (host and pid) and ``attempts`` (n + 1), and
@@ -114,7 +105,13 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
 def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Record, str]:
     """Append ``- <now>: checkpoint: TEXT`` to a pending or running task's log."""
     record = _task(root, ref)
-    line = _one_line(text, MAX_CHECKPOINT, "checkpoint")
+    line = layout.shown(" ".join(text.split()))
+    if not line:
+        raise UsageError("the checkpoint is empty: say what happened")
+    if len(line) > MAX_CHECKPOINT:
+        raise UsageError(
+            f"the checkpoint is {len(line)} characters, over {MAX_CHECKPOINT}: shorten it"
+        )
 
     def add(data: bytes) -> bytes:
         status, _ = _status(data, record.rel)
