@@ -15,7 +15,7 @@ from rouse.probes.readings import MAX_READING, run_all
 from rouse.state.files import save_json
 from rouse.state.shapes import PROBES
 from rouse.trust.origins import Finding
-from rouse.trust.stampkey import load_key
+from rouse.trust.stampkey import load_key, mac
 
 CACHE_FILE = "probes.json"
 CACHE_VERSION = 2
@@ -69,10 +69,7 @@ class DemandCache:
         return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
     def _mac(self, secret: bytes, name: str, fields: tuple[str, float, str, float]) -> str:
-        import hashlib
-        import hmac
-
-        return hmac.new(secret, self.message(name, *fields), hashlib.sha256).hexdigest()
+        return mac(secret, self.message(name, *fields))
 
     @staticmethod
     def _fields(entry: object) -> tuple[str, float, str, float] | None:
@@ -96,8 +93,10 @@ class DemandCache:
             return False
         import hmac
 
-        mac = entry.get("mac")
-        return isinstance(mac, str) and hmac.compare_digest(mac, self._mac(secret, name, fields))
+        given = entry.get("mac")
+        return isinstance(given, str) and hmac.compare_digest(
+            given, self._mac(secret, name, fields)
+        )
 
     def reading(self, probe: Probe) -> str | None:
         """A reading of ``probe`` younger than its ttl, bound to it and vouched for; else None."""

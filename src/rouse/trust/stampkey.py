@@ -156,7 +156,8 @@ def signing_message(rel: str, origin: str, turn: str, body: bytes) -> bytes:
     return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def _mac(secret: bytes, message: bytes) -> str:
+def mac(secret: bytes, message: bytes) -> str:
+    """The hex HMAC-SHA256 of ``message`` under ``secret``: a signature, a cache entry's MAC."""
     import hashlib
     import hmac
 
@@ -169,12 +170,12 @@ def sign(secret: bytes, rel: str, data: bytes) -> str:
     head, body = header.split(data, rel)
     origin = (head.get("origin") or "").strip()
     turn = (head.get("origin-turn") or "").strip()
-    return f"v2:{_mac(secret, signing_message_v2(rel, origin, turn, head, body))}"
+    return f"v2:{mac(secret, signing_message_v2(rel, origin, turn, head, body))}"
 
 
 def sign_v1(secret: bytes, rel: str, origin: str, turn: str, body: bytes) -> str:
     """A v1 ``origin-sig:`` (kept for verifying, and for tests of v1 files)."""
-    return f"v1:{_mac(secret, signing_message(rel, origin, turn, body))}"
+    return f"v1:{mac(secret, signing_message(rel, origin, turn, body))}"
 
 
 def verify(secret: bytes, rel: str, data: bytes) -> tuple[str, str]:
