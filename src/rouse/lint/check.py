@@ -122,7 +122,8 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     for file in stamped_files(tree):
         yield from header_findings(file)
         yield from encoding_findings(tree, file)
-    yield from record_findings(tree, now)
+    for record in tree.records.values():
+        yield from record_findings(tree, record, now)
     yield from context_findings(tree)
     probes, problems = load_probes(tree)
     for problem in problems:
