@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core import layout, supersession
-from rouse.core.tree import File, Tree
+from rouse.core.tree import Context, File, Tree
 from rouse.lint.fields import error_finding, header_findings
 from rouse.lint.shape import (
     context_findings,
@@ -302,13 +302,12 @@ def _quarantine_findings(tree: Tree, reader: OriginReader, flagged: set[str]) ->
             f"from outside the agent: rouse stamp --origin owner {context.rel}",
             context.header.line_of("origin"),
         )
-        for context in sorted(tree.context, key=lambda c: c.rel)
+        for context in sorted(quarantined(tree, reader), key=lambda c: c.rel)
         if context.rel not in flagged
-        and fence.held_back(reader.verdict(context).origin, reader.keyed)
     ]
 
 
-def quarantined(tree: Tree, reader: OriginReader) -> list[File]:
+def quarantined(tree: Tree, reader: OriginReader) -> list[Context]:
     """The context files the pack holds back under this reader (their origin is one to
     quote, never to inject): what a new stamp key would quarantine."""
     return [c for c in tree.context if fence.held_back(reader.verdict(c).origin, reader.keyed)]
