@@ -175,27 +175,11 @@ def _json_field(key: str, value: str) -> object:
     return value
 
 
-def created_json(created: Created) -> dict[str, Any]:
-    return {
-        "record": created.record,
-        "type": created.kind,
-        "path": created.dir,
-        "file": created.rel,
-        "fields": {k.replace("-", "_"): _json_field(k, v) for k, v in created.fields.items()},
-        "fill_in": created.todo,
-        "warnings": created.warnings,
-    }
-
-
-def changed_json(changed: Changed) -> dict[str, Any]:
-    data: dict[str, Any] = {"record": changed.record, "path": changed.path, "file": changed.rel}
-    data.update((key, _json_value(value)) for key, value in changed.facts.items())
-    return data
-
-
 def report_changed(changed: Changed, args: argparse.Namespace, *more: str) -> int:
     if args.json:
-        emit_json(changed_json(changed))
+        data: dict[str, Any] = {"record": changed.record, "path": changed.path, "file": changed.rel}
+        data.update((key, _json_value(value)) for key, value in changed.facts.items())
+        emit_json(data)
     else:
         emit([changed.summary, *more])
     return 0
@@ -205,7 +189,18 @@ def report_created(created: Created, args: argparse.Namespace) -> int:
     for warning in created.warnings:
         print(f"rouse: warning: {warning}", file=sys.stderr)
     if args.json:
-        emit_json(created_json(created))
+        fields = {k.replace("-", "_"): _json_field(k, v) for k, v in created.fields.items()}
+        emit_json(
+            {
+                "record": created.record,
+                "type": created.kind,
+                "path": created.dir,
+                "file": created.rel,
+                "fields": fields,
+                "fill_in": created.todo,
+                "warnings": created.warnings,
+            }
+        )
         return 0
     lines = [str(created.path)]
     if created.todo:

@@ -179,7 +179,7 @@ def no_such_verb(word: str) -> str:
 
 def mistyped_verb(argv: Sequence[str]) -> str | None:
     """The error for ``argv`` if the word in the verb's place is not a verb, else None."""
-    word = _verb_word(argv)
+    word = verb_named(argv)
     if word is None or word in VERBS:
         return None
     return no_such_verb(word)
@@ -191,17 +191,12 @@ _VALUE_OPTIONS = ("--memory", "--now")
 
 
 def verb_named(argv: Sequence[str]) -> str | None:
-    """The verb ``argv`` names, if only --memory/--now come before it; else None.
+    """The word in the verb's place, if only --memory/--now come before it; else None.
 
-    None (anything else before the verb, such as --help, or no known verb)
-    means: build the whole parser, so help and errors read as they always have.
+    None (anything else before the verb, such as --help) means: build the whole
+    parser, so help and errors read as they always have. A word that is no verb
+    is :func:`mistyped_verb`'s, asked first.
     """
-    word = _verb_word(argv)
-    return word if word in VERBS else None
-
-
-def _verb_word(argv: Sequence[str]) -> str | None:
-    """The word in the verb's place, if only --memory/--now come before it; else None."""
     index = 0
     while index < len(argv):
         token = argv[index]

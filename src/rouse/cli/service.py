@@ -36,15 +36,13 @@ def _own_options(args: argparse.Namespace) -> list[str]:
             break
         if word in _SWITCHES:
             setattr(args, _SWITCHES[word], True)
-        elif word == "--kind" or word.startswith("--kind="):
-            if word == "--kind":
-                index += 1
-                if index == len(flags):
-                    raise UsageError("--kind needs a value: systemd, launchd or cron")
-                value = flags[index]
-            else:
-                value = word.partition("=")[2]
-            args.kind = value
+        elif word == "--kind":
+            index += 1
+            if index == len(flags):
+                raise UsageError("--kind needs a value: systemd, launchd or cron")
+            args.kind = flags[index]
+        elif word.startswith("--kind="):
+            args.kind = word.partition("=")[2]
         else:
             rest.append(word)
         index += 1
@@ -105,11 +103,9 @@ def cmd_service(args: argparse.Namespace) -> int:
         loop=loop,
         ledger=os.environ.get("ROUSE_LEDGER") if args.action == "install" else None,
     )
-    if args.action == "install":
-        emit(service_control.install(plan, dry_run=args.dry_run, start=not args.no_start))
-        return 0
-    if args.action == "uninstall":
-        emit(service_control.uninstall(plan, dry_run=args.dry_run, start=not args.no_start))
+    if args.action != "status":
+        act = service_control.install if args.action == "install" else service_control.uninstall
+        emit(act(plan, dry_run=args.dry_run, start=not args.no_start))
         return 0
     plan = _as_installed(plan, root, verb)
     data = service_control.status(plan)

@@ -11,6 +11,7 @@ import sys
 from rouse.cli.common import (
     emit,
     emit_json,
+    ledger_dsn,
     resolve_now,
     tree_root,
     verbosity_options,
@@ -45,8 +46,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _fleet_ledger(args: argparse.Namespace) -> PgLedger | None:
     """The tree's ledger in the fleet when ``--ledger``/``ROUSE_LEDGER`` names one."""
-    from rouse.cli.common import ledger_dsn
-
     dsn = ledger_dsn(args)
     if dsn is None:
         return None

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 def work_options(args: argparse.Namespace, root: Path) -> Options:
     """What `rouse work` was asked: the agent and its command, the sink, the limits."""
     from rouse.cli import sweep_options
-    from rouse.runs import presets
     from rouse.sweep import sinks
     from rouse.sweep.quiet import QuietHours
     from rouse.sweep.runner import Budget, parse_timeout
@@ -46,7 +45,7 @@ def work_options(args: argparse.Namespace, root: Path) -> Options:
             secret=os.environ.get("ROUSE_WEBHOOK_SECRET"),
             base_env=os.environ,
         )
-    options = Options(
+    return Options(
         kind=kind,
         extra=commands["--run"],
         jobs=args.jobs,
@@ -57,8 +56,6 @@ def work_options(args: argparse.Namespace, root: Path) -> Options:
         allow_untrusted=args.allow_untrusted,
         once=args.once,
     )
-    assert kind in presets.KINDS
-    return options
 
 
 def cmd_work(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 """Processes a rouse process started, and what they leave behind (Linux).
 
 Owns the three kernel features both kinds of children rouse starts rely on
-(probes, :mod:`rouse.probes.reaper`; agent runs, :mod:`rouse.runs.supervisor`):
+(probes, :mod:`rouse.probes.readings`; agent runs, :mod:`rouse.runs.supervisor`):
 being a *child subreaper* (an orphan from below comes back to us instead of
 going to init), a forked child's *parent-death signal* (it dies with the
 process that forked it), and killing and reaping a set of processes read

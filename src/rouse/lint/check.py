@@ -20,7 +20,7 @@ from datetime import datetime
 from pathlib import Path
 
 from rouse.core import layout, supersession
-from rouse.core.tree import File, Tree
+from rouse.core.tree import Context, File, Tree
 from rouse.lint.fields import error_finding, header_findings
 from rouse.lint.shape import (
     context_findings,
@@ -55,13 +55,11 @@ def check(
     findings = list(_all_findings(tree, now))
     if probe_budget_ms is not None:
         findings += _probe_readings(tree, probe_budget_ms)
-    stamps = stamp_findings(tree, origins) if origins is not None else []
-    key_path = origins.key_path if origins is not None else None
-    stamps += demand.cache_findings(tree.root, key_path)
-    findings += stamps
-    if origins is not None and not origins.keyed:
-        findings += _unvouched_tasks(tree)
+    findings += demand.cache_findings(tree.root, origins.key_path if origins else None)
     if origins is not None:
+        findings += stamp_findings(tree, origins)
+        if not origins.keyed:
+            findings += _unvouched_tasks(tree)
         findings = _quoted_values(tree, findings, origins)
     unique = {(f.level, f.path, f.line, f.message): f for f in findings}
     return sorted(unique.values(), key=Finding.sort_key)
@@ -124,7 +122,8 @@ def _all_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
     for file in stamped_files(tree):
         yield from header_findings(file)
         yield from encoding_findings(tree, file)
-    yield from record_findings(tree, now)
+    for record in tree.records.values():
+        yield from record_findings(tree, record, now)
     yield from context_findings(tree)
     probes, problems = load_probes(tree)
     for problem in problems:
@@ -203,11 +202,13 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     """Without a key: one warning that stamps are unsigned and probes unprotected.
     With a key: each written origin that does not verify, by file."""
     probes_rel = tree.probes.rel if tree.probes is not None else "."
+
+    def of_tree(message: str) -> Finding:  # (a finding about the whole tree: on probes.md)
+        return Finding("warn", probes_rel, message)
+
     if reader.key is None:
         return [
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"stamps are unsigned (no stamp key at {reader.key_path}): an origin reads as "
                 "written, so a typed 'origin: owner' counts, and probes run unprotected — "
                 "make a key with `rouse stamp --init-key`, then re-stamp what you trust",
@@ -216,9 +217,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     key = reader.key
     if key.secret is None:
         return [
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"the stamp key {key.path} {key.problem}: every origin reads as unknown and "
                 "no probe runs — fix the key file (or remove it to go unsigned)",
             )
@@ -227,9 +226,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
     unsigned = 0
     if key.mode is not None and key.mode & 0o077:
         findings.append(
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"the stamp key {key.path} is readable by others (mode {key.mode:o}): "
                 f"chmod 600 {key.path}",
             )
@@ -247,9 +244,7 @@ def stamp_findings(tree: Tree, reader: OriginReader) -> list[Finding]:
         findings.append(Finding("warn", f"{layout.STATE_DIR}/{acts.FILE}", acted))
     if unsigned:
         findings.append(
-            Finding(
-                "warn",
-                probes_rel,
+            of_tree(
                 f"{unsigned} file(s) named in this check are not signed: review them, then "
                 "vouch for them all at once from a terminal of your own (outside the "
                 "agent): rouse stamp --changed",
@@ -307,13 +302,12 @@ def _quarantine_findings(tree: Tree, reader: OriginReader, flagged: set[str]) ->
             f"from outside the agent: rouse stamp --origin owner {context.rel}",
             context.header.line_of("origin"),
         )
-        for context in sorted(tree.context, key=lambda c: c.rel)
+        for context in sorted(quarantined(tree, reader), key=lambda c: c.rel)
         if context.rel not in flagged
-        and fence.held_back(reader.verdict(context).origin, reader.keyed)
     ]
 
 
-def quarantined(tree: Tree, reader: OriginReader) -> list[File]:
+def quarantined(tree: Tree, reader: OriginReader) -> list[Context]:
     """The context files the pack holds back under this reader (their origin is one to
     quote, never to inject): what a new stamp key would quarantine."""
     return [c for c in tree.context if fence.held_back(reader.verdict(c).origin, reader.keyed)]

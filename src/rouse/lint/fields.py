@@ -183,18 +183,13 @@ _KINDS = {
 }
 
 
-def _value_problem(key: str, value: str) -> str | None:
-    """Why ``value`` cannot be read for ``key``, or None when it reads."""
-    kind = _KINDS.get(key)
-    return clockfields.value_problem(kind, key, value) if kind and value else None
-
-
 def value_findings(file: File, skip: set[str], reported: set[str]) -> Iterator[Finding]:
     """Unparseable stamps, intervals and numbers not already reported."""
     for key, value in file.header.fields.items():
-        if key in skip or key in reported:
+        kind = _KINDS.get(key)
+        if key in skip or key in reported or not kind or not value.strip():
             continue
-        why = _value_problem(key, value.strip())
+        why = clockfields.value_problem(kind, key, value.strip())
         if why is not None:
             yield Finding(
                 "error",

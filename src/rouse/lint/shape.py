@@ -122,12 +122,7 @@ def encoding_findings(tree: Tree, file: File) -> Iterator[Finding]:
         yield Finding("error", file.rel, "not valid UTF-8 — re-save the file as UTF-8", line)
 
 
-def record_findings(tree: Tree, now: datetime) -> Iterator[Finding]:
-    for record in tree.records.values():
-        yield from _record(tree, record, now)
-
-
-def _record(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
+def record_findings(tree: Tree, record: Record, now: datetime) -> Iterator[Finding]:
     header = record.header
     if not header.fenced:
         yield Finding(

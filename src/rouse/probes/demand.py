@@ -1,10 +1,5 @@
-"""Demand probes: ``rouse probe NAME`` and its ttl cache, ``.rouse/probes.json``.
-
-The cache is believed only for the probe it answers — same name, cmd, ttl and
-tree — and, with a stamp key, only when the entry's HMAC verifies;
-:func:`cache_findings` names what is ignored. Cache ages are wall-clock
-(``--now`` never affects probes).
-"""
+"""Demand probes: ``rouse probe NAME`` and its ttl cache, ``.rouse/probes.json``
+(:class:`DemandCache` says when an entry is believed; ``--now`` never ages one)."""
 
 from __future__ import annotations
 
@@ -20,15 +15,10 @@ from rouse.probes.readings import MAX_READING, run_all
 from rouse.state.files import save_json
 from rouse.state.shapes import PROBES
 from rouse.trust.origins import Finding
-from rouse.trust.stampkey import load_key
+from rouse.trust.stampkey import load_key, mac
 
 CACHE_FILE = "probes.json"
 CACHE_VERSION = 2
-
-
-def _plausible(reading: str) -> bool:
-    """Could :func:`reading_of` have given this? (one line, 1-200 characters)"""
-    return 0 < len(reading) <= MAX_READING and len(reading.splitlines()) == 1
 
 
 def _number(value: object) -> float | None:
@@ -79,10 +69,7 @@ class DemandCache:
         return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
     def _mac(self, secret: bytes, name: str, fields: tuple[str, float, str, float]) -> str:
-        import hashlib
-        import hmac
-
-        return hmac.new(secret, self.message(name, *fields), hashlib.sha256).hexdigest()
+        return mac(secret, self.message(name, *fields))
 
     @staticmethod
     def _fields(entry: object) -> tuple[str, float, str, float] | None:
@@ -93,8 +80,8 @@ class DemandCache:
         ttl, at = _number(entry.get("ttl")), _number(entry.get("at"))
         if not isinstance(cmd, str) or not isinstance(reading, str) or ttl is None or at is None:
             return None
-        if not _plausible(reading):
-            return None
+        if not 0 < len(reading) <= MAX_READING or len(reading.splitlines()) != 1:
+            return None  # (not one line of 1-200 characters: no probe could have read it)
         return cmd, ttl, reading, at
 
     def _vouched(self, name: str, entry: object, fields: tuple[str, float, str, float]) -> bool:
@@ -106,8 +93,10 @@ class DemandCache:
             return False
         import hmac
 
-        mac = entry.get("mac")
-        return isinstance(mac, str) and hmac.compare_digest(mac, self._mac(secret, name, fields))
+        given = entry.get("mac")
+        return isinstance(given, str) and hmac.compare_digest(
+            given, self._mac(secret, name, fields)
+        )
 
     def reading(self, probe: Probe) -> str | None:
         """A reading of ``probe`` younger than its ttl, bound to it and vouched for; else None."""

@@ -139,16 +139,12 @@ def forget(root: Path, ref: str, why: str, now: datetime) -> Forgotten:
     store = Store(root)
     with store.lock():
         store.update(file.rel, lambda _old: text.encode("utf-8"))
-    _drop_snapshot(root)
-    return Forgotten(file.rel, kind, at)
-
-
-def _drop_snapshot(root: Path) -> None:
-    """The read verbs' snapshot may quote the old keywords: it goes (the next read walks)."""
+    # the read verbs' snapshot may quote the old keywords: it goes (the next read walks)
     rel = snapshot.path_of(root).relative_to(root / layout.STATE_DIR).as_posix()
     if statedir.path_problem(root, rel) is None:
         with contextlib.suppress(OSError):
             snapshot.path_of(root).unlink()
+    return Forgotten(file.rel, kind, at)
 
 
 def find(root: Path, ref: str) -> tuple[File, str]:

@@ -167,14 +167,6 @@ def _sign_examples(target: Path, key: StampKey) -> str:
 # -- new ----------------------------------------------------------------------
 
 
-def _record_fields(kind: str, now: datetime) -> dict[str, str]:
-    stamp = format_stamp(now)
-    fields = {"status": LEVELS[kind].states[0], "opened": stamp}
-    if kind != "backlog":  # a backlog item is never swept: it carries no clock
-        fields["last-moved"] = stamp
-    return fields
-
-
 def new(
     root: Path,
     kind: str,
@@ -274,7 +266,9 @@ def _placement(
         raise UsageError(
             f"{article(kind)} lives under a record: give --under REF ({either(PARENTS[kind])})"
         )
-    fields = _record_fields(kind, now)
+    fields = {"status": LEVELS[kind].states[0], "opened": format_stamp(now)}
+    if kind != "backlog":  # a backlog item is never swept: it carries no clock
+        fields["last-moved"] = format_stamp(now)
     for key in WANTED.get(kind, ()):
         fields.setdefault(key, "")
     directory = f"{home}/{slug}"

@@ -18,7 +18,6 @@ from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.trust.stamp import SigningStore
 
-CHECKPOINT = body.CHECKPOINT
 #: The longest checkpoint text, in characters (one line in the log).
 MAX_CHECKPOINT = 500
 
@@ -33,15 +32,6 @@ def _task(root: Path, ref: str) -> Record:
 def _status(data: bytes, rel: str) -> tuple[str, header.Header]:
     head, _ = header.split(data, rel)
     return (head.fields.get("status") or "pending").strip().lower(), head
-
-
-def _one_line(text: str, limit: int, what: str) -> str:
-    line = layout.shown(" ".join(text.split()))
-    if not line:
-        raise UsageError(f"the {what} is empty: say what happened")
-    if len(line) > limit:
-        raise UsageError(f"the {what} is {len(line)} characters, over {limit}: shorten it")
-    return line
 
 
 def start_task(root: Path, ref: str, now: datetime, worker: str) -> Changed:
@@ -115,13 +105,19 @@ def cancel(root: Path, ref: str, now: datetime) -> Changed:
 def checkpoint_line(root: Path, ref: str, text: str, now: datetime) -> tuple[Record, str]:
     """Append ``- <now>: checkpoint: TEXT`` to a pending or running task's log."""
     record = _task(root, ref)
-    line = _one_line(text, MAX_CHECKPOINT, "checkpoint")
+    line = layout.shown(" ".join(text.split()))
+    if not line:
+        raise UsageError("the checkpoint is empty: say what happened")
+    if len(line) > MAX_CHECKPOINT:
+        raise UsageError(
+            f"the checkpoint is {len(line)} characters, over {MAX_CHECKPOINT}: shorten it"
+        )
 
     def add(data: bytes) -> bytes:
         status, _ = _status(data, record.rel)
         if status not in ("pending", "running"):
             raise UsageError(f"{record.id} is {status}: a checkpoint is for a task in flight")
-        return with_log(data, record.rel, dated(now, CHECKPOINT + line))
+        return with_log(data, record.rel, dated(now, body.CHECKPOINT + line))
 
     acted(root, record, now, add)
     return record, line

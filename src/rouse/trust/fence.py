@@ -81,15 +81,10 @@ def _longest_run(text: str) -> int:
     return longest
 
 
-def fence_of(lines: list[str]) -> str:
-    """A backtick fence longer than any backtick run in ``lines`` (at least three)."""
-    return "`" * max(3, max((_longest_run(line) for line in lines), default=0) + 1)
-
-
 def fenced(text: str | list[str], indent: str = "") -> list[str]:
     """``text`` inside a fence no line of it can close, each line under ``indent``."""
     lines = lines_of(text)
-    fence = fence_of(lines)
+    fence = "`" * max(3, max((_longest_run(line) for line in lines), default=0) + 1)
     return [f"{indent}{fence}text", *(f"{indent}{line}" for line in lines), f"{indent}{fence}"]
 
 

@@ -26,6 +26,7 @@ from rouse.state.shapes import ORIGINS as ORIGINS_FILE
 from rouse.trust.stampkey import (
     StampKey,
     load_key,
+    mac,
     verify,
 )
 
@@ -123,8 +124,8 @@ class _Cache:
     def once_untrusted(self, rel: str) -> bool:
         import hmac
 
-        mac = self.untrusted.get(rel)
-        return isinstance(mac, str) and hmac.compare_digest(mac, self._mac(ONCE_UNTRUSTED, rel))
+        given = self.untrusted.get(rel)
+        return isinstance(given, str) and hmac.compare_digest(given, self._mac(ONCE_UNTRUSTED, rel))
 
     def remember(self, rel: str, untrusted: bool) -> None:
         """Note that ``rel`` was (``untrusted``) stamped untrusted, or vouched by the owner."""
@@ -136,11 +137,7 @@ class _Cache:
 
     def _mac(self, label: str, rel: str, *fields: Any) -> str:
         """An entry's MAC: of a JSON array, the label first, so no entry passes for another."""
-        import hashlib
-        import hmac
-
-        message = json.dumps([label, CACHE_VERSION, rel, *fields])
-        return hmac.new(self.secret, message.encode("utf-8"), hashlib.sha256).hexdigest()
+        return mac(self.secret, json.dumps([label, CACHE_VERSION, rel, *fields]).encode("utf-8"))
 
     def get(self, rel: str, key: list[int]) -> EffectiveOrigin | None:
         import hmac

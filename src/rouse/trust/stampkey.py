@@ -78,10 +78,6 @@ def cache_secret(path: Path) -> bytes | None:
     return key.secret if key is not None else None
 
 
-def _looks_like_tree(path: Path) -> bool:
-    return (path / layout.INSTRUCTIONS).is_file() or (path / layout.STATE_DIR).is_dir()
-
-
 def init_key(path: Path, trees: Iterable[Path] = ()) -> Path:
     """Create a new stamp key at ``path`` (and its directory), mode 0600.
 
@@ -98,7 +94,7 @@ def init_key(path: Path, trees: Iterable[Path] = ()) -> Path:
                 "edits that tree; set $ROUSE_STAMP_KEY to a path outside it"
             )
     for ancestor in real.parents:
-        if _looks_like_tree(ancestor):
+        if (ancestor / layout.INSTRUCTIONS).is_file() or (ancestor / layout.STATE_DIR).is_dir():
             raise UsageError(
                 f"refusing to put the stamp key inside the memory tree {ancestor}: "
                 "set $ROUSE_STAMP_KEY to a path outside it"
@@ -160,7 +156,8 @@ def signing_message(rel: str, origin: str, turn: str, body: bytes) -> bytes:
     return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def _mac(secret: bytes, message: bytes) -> str:
+def mac(secret: bytes, message: bytes) -> str:
+    """The hex HMAC-SHA256 of ``message`` under ``secret``: a signature, a cache entry's MAC."""
     import hashlib
     import hmac
 
@@ -173,12 +170,12 @@ def sign(secret: bytes, rel: str, data: bytes) -> str:
     head, body = header.split(data, rel)
     origin = (head.get("origin") or "").strip()
     turn = (head.get("origin-turn") or "").strip()
-    return f"v2:{_mac(secret, signing_message_v2(rel, origin, turn, head, body))}"
+    return f"v2:{mac(secret, signing_message_v2(rel, origin, turn, head, body))}"
 
 
 def sign_v1(secret: bytes, rel: str, origin: str, turn: str, body: bytes) -> str:
     """A v1 ``origin-sig:`` (kept for verifying, and for tests of v1 files)."""
-    return f"v1:{_mac(secret, signing_message(rel, origin, turn, body))}"
+    return f"v1:{mac(secret, signing_message(rel, origin, turn, body))}"
 
 
 def verify(secret: bytes, rel: str, data: bytes) -> tuple[str, str]:
