@@ -1,16 +1,10 @@
-"""The instructions rouse puts where agents read them (SPEC §11).
+"""The instructions rouse puts where agents read them (SPEC §11; docs/wiring.md).
 
-The marked block in ``CLAUDE.md`` / ``AGENTS.md`` (spliced between our
-markers, everything else kept; the files are never created), the Cursor
-rule that carries the same guidance, and the rouse skill (``SKILL.md``) for
-agents that load skills. A skill is loaded on demand: the agent sees only its
-name and description until a task matches, then reads the whole file. So the
-how-to of writing memory (the verbs, the header rules) lives there instead of in
-the pack, whose budget goes to the memory itself. Claude Code reads project
-skills from ``.claude/skills/<name>/SKILL.md`` (personal: ``~/.claude/skills/``),
-Codex from ``.agents/skills/<name>/SKILL.md`` (personal: ``~/.agents/skills/``);
-opencode and Gemini CLI read both. The skill is rouse's own: wiring again
-replaces it whole, and ``rouse wire --remove`` takes it out.
+The marked block in ``CLAUDE.md`` / ``AGENTS.md`` (spliced between our markers,
+everything else kept; the files are never created), the Cursor rule that carries the
+same guidance, and the rouse skill (``SKILL.md``): loaded on demand, so the how-to of
+writing memory lives there instead of in the pack, whose budget goes to the memory
+itself. The skill is rouse's own: wiring again replaces it whole.
 """
 
 from __future__ import annotations
@@ -192,23 +186,6 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
         ]
 
 
-def cursor_rule(w: Wiring) -> str:
-    return (
-        "\n".join(
-            [
-                "---",
-                "description: rouse memory - read the pack at session start, read the guide "
-                "before writing memory",
-                "globs:",
-                "alwaysApply: true",
-                "---",
-                *block_lines(w),
-            ]
-        )
-        + "\n"
-    )
-
-
 def wire_cursor(w: Wiring, result: Wired) -> None:
     if w.project is None:
         result.printed += [
@@ -218,8 +195,16 @@ def wire_cursor(w: Wiring, result: Wired) -> None:
             *block_lines(w),
         ]
         return
-    path = w.project / CURSOR_RULE
-    result.done.append(update_file(path, cursor_rule(w), "Cursor rule, always applied"))
+    head = [
+        "---",
+        "description: rouse memory - read the pack at session start, read the guide "
+        "before writing memory",
+        "globs:",
+        "alwaysApply: true",
+        "---",
+    ]
+    rule = "\n".join([*head, *block_lines(w)]) + "\n"
+    result.done.append(update_file(w.project / CURSOR_RULE, rule, "Cursor rule, always applied"))
 
 
 def remove_rule(w: Wiring, result: Wired) -> None:

@@ -1,12 +1,9 @@
 """The MCP tools as plain methods (``rouse mcp`` serves them; see :mod:`rouse.agents.mcp`).
 
-:class:`Tools` runs the same library functions the CLI calls
-(``scaffold.new``, ``lifecycle.*``, ``clock.due``, the pack, recall, probes),
-with the same validation: bad slugs, field keys and values checked by the
-CLI's own functions (``inputs.check_key``, ``check_value``, ``check_body``),
-illegal endings raise, and nothing is written. No ``mcp`` SDK here: this module loads and tests
-without the extra. No tool offers ``stamp``: origins are written from
-outside the agent.
+:class:`Tools` runs the same library functions the CLI calls, with the same validation
+(the CLI's own ``inputs.check_key``, ``check_value``, ``check_body``): a bad argument
+raises and nothing is written. No ``mcp`` SDK here. No tool offers ``stamp``: origins
+are written from outside the agent.
 """
 
 import json

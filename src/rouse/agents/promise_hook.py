@@ -274,15 +274,11 @@ def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | Non
 
 def ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
     """Is this turn's promise to be asked about: nothing kept since its prompt, and not
-    asked about before? (Without a known prompt time nothing can be told: no ask.)"""
+    asked about before? (Without a known prompt time nothing can be told: no ask.) True
+    once per prompt: the prompt asked about is noted beside the session's state."""
     started = turn.started
     if started is None or kept_since(root, started):
         return False
-    return _first_ask(root, session, turn)
-
-
-def _first_ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
-    """True once per prompt: the prompt asked about is noted beside the session's state."""
     from rouse.agents.prompt_hook import seen_file
 
     seen = seen_file(root, session.get("session_id"))

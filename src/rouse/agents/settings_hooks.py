@@ -264,24 +264,20 @@ def hooked_agent(w: Wiring, filename: str) -> str | None:
     return None
 
 
-def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
-    """``data`` with exactly one rouse ``sessionStart`` hook, where the first one was."""
-    entries = event_hooks(data, where, CURSOR_EVENT)
+def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    """Cursor's hook, beside its rule (which the editor's agent reads where hooks do not
+    run), exactly one where the first one was; the project's file is committed, so it
+    calls ``rouse`` by name."""
+    path = w.base / CURSOR_HOOKS
+    command = hook_command(w, "cursor", executable, shared=w.project is not None)
+    data = load_json(path)
+    entries = event_hooks(data, str(path), CURSOR_EVENT)
     kept = [e for e in entries if not is_ours(e)]
     first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
     position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
     kept.insert(position, {"command": command})
     data.setdefault("version", 1)
     data.setdefault("hooks", {})[CURSOR_EVENT] = kept
-    return data
-
-
-def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
-    """Cursor's hook, beside its rule (which the editor's agent reads where hooks do not
-    run); the project's file is committed, so it calls ``rouse`` by name."""
-    path = w.base / CURSOR_HOOKS
-    command = hook_command(w, "cursor", executable, shared=w.project is not None)
-    data = merge_cursor_hook(load_json(path), command, str(path))
     result.done.append(update_file(path, dump(data), CURSOR_LABEL))
 
 
