@@ -27,17 +27,6 @@ from rouse.sweep.ledger import NOTICE_SINK, Ledger
 from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.wake import NOTICES, Wake
 
-__all__ = [
-    "FLEET",
-    "NOTICES",
-    "NOTICE_SINK",
-    "Checkpointed",
-    "carry",
-    "checkpoint",
-    "deliver",
-    "queue",
-]
-
 #: A notice's sink once a sweeper has taken it to carry into the fleet's ledger.
 FLEET = "fleet"
 

@@ -1,13 +1,10 @@
 """Which tasks a worker's round takes, when one may start, and how a task is ended.
 
-:meth:`TaskQueue.scan` walks the tree's headers once: the ``pending`` tasks,
-oldest first, to claim; a pending one with a ``cancel:`` stamp is ended
-``cancelled`` without running; one that trust does not allow is held
-(:func:`rouse.work.launch.held_for_trust`). A task found ``running`` with its
-claim free lost its worker (:meth:`TaskQueue.recover`): it goes back to
-pending, and its third lost attempt ends it ``failed`` with a ``lost`` notice.
-Every ending goes through :func:`rouse.records.lifecycle.close`, as ``rouse
-close`` does. :class:`Pacing`: a task starts outside quiet hours, within the run budget.
+:meth:`TaskQueue.scan` walks the tree's headers once for the pending tasks, oldest
+first, ending cancelled ones, holding those trust does not allow and handing lost runs
+back (:meth:`TaskQueue.recover`). Every ending goes through
+:func:`rouse.records.lifecycle.close`, as ``rouse close`` does. :class:`Pacing`: a
+task starts outside quiet hours, within the run budget.
 """
 
 from __future__ import annotations
