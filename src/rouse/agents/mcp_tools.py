@@ -109,7 +109,6 @@ class Tools:
         return json.dumps([hit.to_json() for hit in hits], indent=2, ensure_ascii=False)
 
     def due(self, until: str | None = None) -> str:
-        """``rouse due``'s header (if any) and rows, then the items as ``rouse due --json``."""
         now = self.now()
         at = None
         if until:
@@ -264,19 +263,16 @@ class Tools:
         return changed.summary
 
     def cancel(self, ref: str) -> str:
-        """Call a task off: a pending one ends cancelled, a running one is stopped."""
         from rouse.records import tasks
 
         return tasks.cancel(self.root, ref, self.now()).summary
 
     def checkpoint(self, ref: str, text: str) -> str:
-        """A running task's progress: a line in its log and a wake to whoever watches."""
         from rouse.work import notices
 
         return notices.checkpoint(self.root, ref, text, self.now()).summary
 
     def tell(self, ref: str, message: str) -> str:
-        """Reach the owner: the message goes to the ledger now, the sweeper delivers it."""
         from rouse.sweep import telling
 
         told = telling.tell(self.root, ref, message, self.now())

@@ -63,9 +63,6 @@ class Recorder:
         self.owed = 0
         self.thread = threading.Thread(target=self._work, name="rouse-work-recorder", daemon=True)
 
-    def start(self) -> None:
-        self.thread.start()
-
     def put(self, slot: Slot, ended: Ended) -> None:
         self.owed += 1
         self.todo.put((slot, ended))

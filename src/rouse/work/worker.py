@@ -113,7 +113,7 @@ class TaskWorker:
         }
         self.book = Ledger(self.root)
         prepare_leases()  # (the recorder's thread writes the tasks' files too)
-        self.recorder.start()
+        self.recorder.thread.start()
         self.write_state()  # there from the start: status knows it during its first round
         try:
             self._loop()
