@@ -34,15 +34,8 @@ NAME = "rouse"
 #: Where each agent looks for skills, from the project root (or the home directory).
 SKILL_DIRS = {"Claude Code": ".claude/skills", "Codex": ".agents/skills"}
 MARK = "<!-- written by `rouse wire`: edits here are replaced; `rouse wire --remove` removes it -->"
-#: The agents that read AGENTS.md and may get the pack by themselves: how it reaches each.
-AGENTS_MD_READERS = {
-    "Codex": "In Codex the memory pack arrives at session start by itself (a SessionStart hook)",
-    "opencode": "In opencode the memory pack arrives at session start by itself (a plugin)",
-    "Codex and opencode": (
-        "In Codex the memory pack arrives at session start by itself (a SessionStart hook), "
-        "and in opencode (a plugin)"
-    ),
-}
+#: The agents that read AGENTS.md and may get the pack by themselves: what brings it to each.
+BY_ITSELF = {"Codex": "a SessionStart hook", "opencode": "a plugin"}
 
 
 def _hooked(w: Wiring, name: str) -> str | None:
@@ -79,9 +72,12 @@ def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
             f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
             f"before writing memory, read {instructions}."
         )
-    elif hooked in AGENTS_MD_READERS:
+    elif hooked is not None and set(names := hooked.split(" and ")) <= set(BY_ITSELF):
+        lead, *more = names
+        said = f"In {lead} the memory pack arrives at session start by itself ({BY_ITSELF[lead]})"
+        said += "".join(f", and in {name} ({BY_ITSELF[name]})" for name in more)
         first = (
-            f"- {AGENTS_MD_READERS[hooked]}: treat it as your memory and do not run it again. "
+            f"- {said}: treat it as your memory and do not run it again. "
             "Any other agent: " + instruction_line(w)
         )
     else:
