@@ -30,21 +30,15 @@ class Agent:
     ending (Claude Code would otherwise wait for this hook for 30 s).
     """
 
-    def __init__(self, pids: list[int], args: list[str], stdin: int | None) -> None:
+    def __init__(self) -> None:
         self.parent = os.getppid()
-        self.pids = pids
+        above = _stat_parent(self.parent)
+        agent = above[0] if above is not None and above[1] in SHELLS else self.parent
+        self.pids = [p for p in dict.fromkeys((self.parent, agent)) if p > 1]
+        args = _cmdline(agent)
         self.one_shot = _prints(args) and not _streams(args)
         self.fds: list[int] = []
-        self.stdin = stdin
-
-    @classmethod
-    def find(cls) -> Agent:
-        parent = os.getppid()
-        above = _stat_parent(parent)
-        agent = above[0] if above is not None and above[1] in SHELLS else parent
-        pids = [p for p in dict.fromkeys((parent, agent)) if p > 1]
-        args = _cmdline(agent)
-        return cls(pids, args, _input_pipe(agent) if _prints(args) else None)
+        self.stdin = _input_pipe(agent) if _prints(args) else None
 
     def register(self, poller: select.poll) -> set[int]:
         """Watch the processes (and the stream-json input) in ``poller``; their fds."""

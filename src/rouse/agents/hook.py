@@ -218,10 +218,7 @@ def _no_pack(exc: Exception) -> str:
 
     if isinstance(exc, RouseError):
         return f"{NO_PACK}{exc.render()}\n"
-    return (
-        f"{NO_PACK}internal error {type(exc).__name__}: {exc} "
-        "(run `rouse pack` by hand to see it)\n"
-    )
+    return f"{NO_PACK}internal error {_detail(exc)} (run `rouse pack` by hand to see it)\n"
 
 
 def _late_start(

@@ -3,9 +3,8 @@ JSON on stdin, the output each agent reads, the tree a hook's ``--memory`` names
 whether a hook for the global tree gives way to the project's own (:func:`gives_way`:
 one pack per session, the inner tree wins).
 
-Below :mod:`rouse.agents.hook` (which dispatches on the event) and the pieces it
-loads (:mod:`~rouse.agents.settings_hooks`), so
-none of them imports the dispatcher. Light: on every hook's start-up path.
+Below :mod:`rouse.agents.hook` (the dispatcher) and what it loads; light: on every
+hook's start-up path.
 """
 
 from __future__ import annotations

@@ -1,16 +1,10 @@
-"""The instructions rouse puts where agents read them (SPEC §11).
+"""The instructions rouse puts where agents read them (SPEC §11; docs/wiring.md).
 
-The marked block in ``CLAUDE.md`` / ``AGENTS.md`` (spliced between our
-markers, everything else kept; the files are never created), the Cursor
-rule that carries the same guidance, and the rouse skill (``SKILL.md``) for
-agents that load skills. A skill is loaded on demand: the agent sees only its
-name and description until a task matches, then reads the whole file. So the
-how-to of writing memory (the verbs, the header rules) lives there instead of in
-the pack, whose budget goes to the memory itself. Claude Code reads project
-skills from ``.claude/skills/<name>/SKILL.md`` (personal: ``~/.claude/skills/``),
-Codex from ``.agents/skills/<name>/SKILL.md`` (personal: ``~/.agents/skills/``);
-opencode and Gemini CLI read both. The skill is rouse's own: wiring again
-replaces it whole, and ``rouse wire --remove`` takes it out.
+The marked block in ``CLAUDE.md`` / ``AGENTS.md`` (spliced between our markers,
+everything else kept; the files are never created), the Cursor rule that carries the
+same guidance, and the rouse skill (``SKILL.md``): loaded on demand, so the how-to of
+writing memory lives there instead of in the pack, whose budget goes to the memory
+itself. The skill is rouse's own: wiring again replaces it whole.
 """
 
 from __future__ import annotations
@@ -40,15 +34,8 @@ NAME = "rouse"
 #: Where each agent looks for skills, from the project root (or the home directory).
 SKILL_DIRS = {"Claude Code": ".claude/skills", "Codex": ".agents/skills"}
 MARK = "<!-- written by `rouse wire`: edits here are replaced; `rouse wire --remove` removes it -->"
-#: The agents that read AGENTS.md and may get the pack by themselves: how it reaches each.
-AGENTS_MD_READERS = {
-    "Codex": "In Codex the memory pack arrives at session start by itself (a SessionStart hook)",
-    "opencode": "In opencode the memory pack arrives at session start by itself (a plugin)",
-    "Codex and opencode": (
-        "In Codex the memory pack arrives at session start by itself (a SessionStart hook), "
-        "and in opencode (a plugin)"
-    ),
-}
+#: The agents that read AGENTS.md and may get the pack by themselves: what brings it to each.
+BY_ITSELF = {"Codex": "a SessionStart hook", "opencode": "a plugin"}
 
 
 def _hooked(w: Wiring, name: str) -> str | None:
@@ -85,9 +72,12 @@ def block_lines(w: Wiring, hooked: str | None = None) -> list[str]:
             f"hook runs `{_pack_cmd(w)}`): treat it as your memory and do not run it again; "
             f"before writing memory, read {instructions}."
         )
-    elif hooked in AGENTS_MD_READERS:
+    elif hooked is not None and set(names := hooked.split(" and ")) <= set(BY_ITSELF):
+        lead, *more = names
+        said = f"In {lead} the memory pack arrives at session start by itself ({BY_ITSELF[lead]})"
+        said += "".join(f", and in {name} ({BY_ITSELF[name]})" for name in more)
         first = (
-            f"- {AGENTS_MD_READERS[hooked]}: treat it as your memory and do not run it again. "
+            f"- {said}: treat it as your memory and do not run it again. "
             "Any other agent: " + instruction_line(w)
         )
     else:
@@ -192,23 +182,6 @@ def wire_blocks(w: Wiring, result: Wired) -> None:
         ]
 
 
-def cursor_rule(w: Wiring) -> str:
-    return (
-        "\n".join(
-            [
-                "---",
-                "description: rouse memory - read the pack at session start, read the guide "
-                "before writing memory",
-                "globs:",
-                "alwaysApply: true",
-                "---",
-                *block_lines(w),
-            ]
-        )
-        + "\n"
-    )
-
-
 def wire_cursor(w: Wiring, result: Wired) -> None:
     if w.project is None:
         result.printed += [
@@ -218,8 +191,16 @@ def wire_cursor(w: Wiring, result: Wired) -> None:
             *block_lines(w),
         ]
         return
-    path = w.project / CURSOR_RULE
-    result.done.append(update_file(path, cursor_rule(w), "Cursor rule, always applied"))
+    head = [
+        "---",
+        "description: rouse memory - read the pack at session start, read the guide "
+        "before writing memory",
+        "globs:",
+        "alwaysApply: true",
+        "---",
+    ]
+    rule = "\n".join([*head, *block_lines(w)]) + "\n"
+    result.done.append(update_file(w.project / CURSOR_RULE, rule, "Cursor rule, always applied"))
 
 
 def remove_rule(w: Wiring, result: Wired) -> None:

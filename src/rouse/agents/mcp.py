@@ -264,46 +264,31 @@ def build_server(tools: Tools) -> Any:
         version=rouse.__version__,
         instructions=INSTRUCTIONS,
         tools=[
-            _tool(getattr(tools, name), _hints(**may), RefusedError, enums, takes)
-            for name, may in TOOLS
+            _tool(getattr(tools, name), _hints(name), RefusedError, enums, takes)
+            for name in DESCRIPTIONS
         ],
         resources=resources(tools),
     )
 
 
-#: The tools in the order clients list them, and what each may do (MCP's tool
-#: annotations: read-only, destructive, reaching past the tree).
-TOOLS: tuple[tuple[str, dict[str, bool]], ...] = (
-    ("pack", {"read_only": True}),
-    ("recall", {"read_only": True}),
-    ("due", {"read_only": True}),
-    ("probe", {"read_only": True, "open_world": True}),
-    ("remember", {"destructive": True}),
-    ("intend", {}),
-    ("add", {}),
-    ("review", {}),
-    ("forget", {"destructive": True}),
-    ("move", {}),
-    ("snooze", {}),
-    ("close", {"destructive": True}),
-    ("promote", {"destructive": True}),
-    ("cancel", {"destructive": True}),
-    ("checkpoint", {"open_world": True}),
-    ("tell", {"open_world": True}),
-)
+#: What each tool may do (MCP's tool annotations): read only, destroy, reach past the tree.
+#: Clients list the tools in :data:`DESCRIPTIONS`' order.
+READ_ONLY = frozenset({"pack", "recall", "due", "probe"})
+DESTRUCTIVE = frozenset({"remember", "forget", "close", "promote", "cancel"})
+OPEN_WORLD = frozenset({"probe", "checkpoint", "tell"})
 
 
-def _hints(read_only: bool = False, destructive: bool = False, open_world: bool = False) -> Any:
+def _hints(name: str) -> Any:
     """A tool's annotations for clients (a read-only tool says nothing of the rest)."""
     from mcp_types import ToolAnnotations
 
-    if read_only:
-        return ToolAnnotations(read_only_hint=True, open_world_hint=open_world)
+    if name in READ_ONLY:
+        return ToolAnnotations(read_only_hint=True, open_world_hint=name in OPEN_WORLD)
     return ToolAnnotations(
         read_only_hint=False,
-        destructive_hint=destructive,
+        destructive_hint=name in DESTRUCTIVE,
         idempotent_hint=False,
-        open_world_hint=open_world,
+        open_world_hint=name in OPEN_WORLD,
     )
 
 

@@ -1,12 +1,9 @@
 """The MCP tools as plain methods (``rouse mcp`` serves them; see :mod:`rouse.agents.mcp`).
 
-:class:`Tools` runs the same library functions the CLI calls
-(``scaffold.new``, ``lifecycle.*``, ``clock.due``, the pack, recall, probes),
-with the same validation: bad slugs, field keys and values checked by the
-CLI's own functions (``inputs.check_key``, ``check_value``, ``check_body``),
-illegal endings raise, and nothing is written. No ``mcp`` SDK here: this module loads and tests
-without the extra. No tool offers ``stamp``: origins are written from
-outside the agent.
+:class:`Tools` runs the same library functions the CLI calls, with the same validation
+(the CLI's own ``inputs.check_key``, ``check_value``, ``check_body``): a bad argument
+raises and nothing is written. No ``mcp`` SDK here. No tool offers ``stamp``: origins
+are written from outside the agent.
 """
 
 import json
@@ -112,7 +109,6 @@ class Tools:
         return json.dumps([hit.to_json() for hit in hits], indent=2, ensure_ascii=False)
 
     def due(self, until: str | None = None) -> str:
-        """``rouse due``'s header (if any) and rows, then the items as ``rouse due --json``."""
         now = self.now()
         at = None
         if until:
@@ -267,19 +263,16 @@ class Tools:
         return changed.summary
 
     def cancel(self, ref: str) -> str:
-        """Call a task off: a pending one ends cancelled, a running one is stopped."""
         from rouse.records import tasks
 
         return tasks.cancel(self.root, ref, self.now()).summary
 
     def checkpoint(self, ref: str, text: str) -> str:
-        """A running task's progress: a line in its log and a wake to whoever watches."""
         from rouse.work import notices
 
         return notices.checkpoint(self.root, ref, text, self.now()).summary
 
     def tell(self, ref: str, message: str) -> str:
-        """Reach the owner: the message goes to the ledger now, the sweeper delivers it."""
         from rouse.sweep import telling
 
         told = telling.tell(self.root, ref, message, self.now())

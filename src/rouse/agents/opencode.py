@@ -1,17 +1,11 @@
 """opencode: a plugin that puts the pack in the system prompt and hands new wakes at a prompt.
 
-opencode loads every ``*.js`` in a project's ``.opencode/plugins/`` (and the user's
-``~/.config/opencode/plugins/``) at start, with no entry in ``opencode.json``. rouse's
-runs ``rouse pack --hook opencode`` once per session, at its first model request, and
-pushes that pack at every request after (``experimental.chat.system.transform``: the
-session keeps one pack, and the provider's prompt cache holds); at each prompt
-(``chat.message``) the same command, told the event is ``UserPromptSubmit``, gives the
-wakes the session has not seen, added as one synthetic text part (the model reads it, the
-screen does not show it). It imports only ``node:`` modules, so it works without the
-``@opencode-ai/plugin`` package. The project's file is committed: it calls ``rouse`` by
-name and names the tree from the project (:func:`rouse.agents.hookio.hook_memory`). The
-user's, for the global tree, pins the rouse that wired it (``rouse`` on PATH as the
-fallback) and gives way in a project with its own rouse plugin: one pack per session.
+opencode loads every ``*.js`` in ``.opencode/plugins/`` (the user's:
+``~/.config/opencode/plugins/``) at start; what rouse's does, and why, is docs/wiring.md's
+opencode section and the comments in :data:`_PLUGIN`. The project's file is committed:
+it calls ``rouse`` by name and names the tree from the project. The user's, for the
+global tree, pins the rouse that wired it and gives way in a project with its own rouse
+plugin: one pack per session.
 """
 
 from __future__ import annotations

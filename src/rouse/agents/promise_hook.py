@@ -1,16 +1,12 @@
 """The promise check at a turn's end (issue 33): a promise becomes a record, or the agent
 is asked once why not.
 
-At Claude Code's and Codex's Stop and Gemini CLI's AfterAgent (``--promises``) it reads
-the turn's words: the user's prompt and the last tool result from the transcript, the
-final answer from the hook's input (``last_assistant_message``; Gemini's
-``prompt_response``). If they hold a promise (:mod:`rouse.agents.promises`) and no rouse
-verb wrote or moved a record since the prompt (a record file changed, or
-``.rouse/acts.json`` says a verb acted), it continues the turn once with :func:`reason`.
-Never when the input says a Stop hook already continued the turn, never twice for one
-prompt, never in an unattended run (``ROUSE_RUN_ID``: ``rouse work`` and ``sweep --run``
-children), never with ``ROUSE_PROMISES=off``. It reads no record's body; with nothing to
-say it imports only the light state reader and the matcher's cheap first look.
+At Claude Code's and Codex's Stop and Gemini CLI's AfterAgent (``--promises``): when the
+turn's words (:func:`read_turn`, :func:`promise_of`) hold a promise
+(:mod:`rouse.agents.promises`) and no rouse verb wrote or moved a record since the prompt
+(:func:`kept_since`), it continues the turn once with :func:`reason` (:func:`wanted` and
+:func:`ask` say when never). It reads no record's body; with nothing to say it imports
+only the light state reader and the matcher's cheap first look.
 """
 
 from __future__ import annotations
@@ -47,7 +43,9 @@ TEXT_PARTS = ("text", "input_text", "output_text")  # Codex's parts: input_ and 
 
 
 def wanted(session: Mapping[str, Any], env: Mapping[str, str]) -> bool:
-    """May this turn's end be asked about at all?"""
+    """May this turn's end be asked about at all? Never when the input says a Stop hook
+    already continued the turn, never in an unattended run (``ROUSE_RUN_ID``: ``rouse
+    work`` and ``sweep --run`` children), never with ``ROUSE_PROMISES=off``."""
     if session.get("stop_hook_active") is True or env.get("ROUSE_RUN_ID"):
         return False
     return env.get("ROUSE_PROMISES", "").strip().lower() not in ("off", "no", "0", "false")
@@ -274,15 +272,11 @@ def promise_of(session: Mapping[str, Any], turn: Turn) -> promises.Promise | Non
 
 def ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
     """Is this turn's promise to be asked about: nothing kept since its prompt, and not
-    asked about before? (Without a known prompt time nothing can be told: no ask.)"""
+    asked about before? (Without a known prompt time nothing can be told: no ask.) True
+    once per prompt: the prompt asked about is noted beside the session's state."""
     started = turn.started
     if started is None or kept_since(root, started):
         return False
-    return _first_ask(root, session, turn)
-
-
-def _first_ask(root: str, session: Mapping[str, Any], turn: Turn) -> bool:
-    """True once per prompt: the prompt asked about is noted beside the session's state."""
     from rouse.agents.prompt_hook import seen_file
 
     seen = seen_file(root, session.get("session_id"))

@@ -1,12 +1,9 @@
 """The new wakes a session is shown, read from the ledger and the tree (SPEC §11).
 
-:func:`rouse.agents.prompt_hook.take_new` keeps each session's seen-set and
-lists the nudge files it has not shown; this module, loaded only when one is
-new, says which of them stand: the ledger vouches for them (:func:`candidates`,
-by name and time only), the ones just written and not vouched for yet wait
-(:func:`unsettled_names`), and of the rest those whose record has not moved since
-(:func:`standing`), each reminder's message fenced by its origin
-(:func:`fill_messages`).
+:func:`rouse.agents.prompt_hook.take_new` keeps each session's seen-set and lists the
+nudge files it has not shown; this module, loaded only when one is new, says which of
+them stand: vouched for by the ledger, their record not moved since, each reminder's
+message fenced by its origin.
 """
 
 from __future__ import annotations

@@ -1,22 +1,10 @@
-"""``rouse service``: the sweeper as a service of the OS (systemd, launchd, or cron) — the plan.
+"""``rouse service``: the sweeper (or the task worker) as a service of the OS — the plan.
 
-On Linux a systemd *user* service (``~/.config/systemd/user/``), on macOS a
-launchd agent (``~/Library/LaunchAgents/``), elsewhere a crontab line that is
-printed, never installed. systemd and launchd run the long-lived loop
-(``rouse sweep``): it ticks the instant something comes due rather than on
-the next timer, keeps its header cache warm between ticks, and holds the
-one-sweeper lock for its whole life; the OS restarts it if it fails. cron
-has no such supervisor, so its line runs ``sweep --once --every S`` (the
-interval recorded so that ``status --check`` can tell when it is late).
-
-Each unit pins the absolute path of the rouse that installed it (as the
-hooks of ``rouse wire`` do) and ``--memory`` of the tree, so the service does
-not depend on the PATH or the working directory it starts with. One service
-per tree: its name carries the tree's folder name and a hash of its path.
-
-This module plans the service (:func:`plan`: its kind, name, PATH and command, and
-where the fleet's DSN goes) and writes nothing. What each OS reads is
-:mod:`rouse.agents.service_units`; installing, querying and removing it is
+A systemd user service on Linux, a launchd agent on macOS, elsewhere a crontab line
+that is printed, never installed (docs/sweeper.md says why each runs what it runs).
+Each unit pins the rouse that installed it and ``--memory`` of the tree; one service
+per tree. This module plans it (:func:`plan`) and writes nothing: what each OS reads
+is :mod:`rouse.agents.service_units`; installing, querying and removing it is
 :mod:`rouse.agents.service_control`.
 """
 

@@ -1,10 +1,7 @@
 """What each OS reads for a ``rouse service``: a systemd unit, a launchd plist, a crontab line.
 
-:class:`Service` is what ``install`` writes and runs (and how to undo it); the
-functions here make one per kind from the command :func:`sweep_command` gives,
-quoting every word the way that kind reads it back unchanged. Which kind, which
-PATH and which flags is :mod:`rouse.agents.service`'s plan; writing the files and
-running ``systemctl``/``launchctl`` is :mod:`rouse.agents.service_control`.
+:class:`Service` is what ``install`` writes and runs (and how to undo it), made per kind
+from :func:`sweep_command`'s argv, each word quoted the way that kind reads it back unchanged.
 """
 
 from __future__ import annotations

@@ -47,31 +47,27 @@ GEMINI_SETTINGS = ".gemini/settings.json"
 CURSOR_HOOKS = ".cursor/hooks.json"
 CURSOR_EVENT = "sessionStart"
 CURSOR_LABEL = "Cursor sessionStart hook"
-#: Each agent's name, and what its SessionStart and prompt entries carry besides. Its prompt
+#: Each agent's name, its settings file (from the scope's base: the project, else the home),
+#: and what its SessionStart and prompt entries carry besides. Its prompt
 #: hook's and promise check's events are :data:`~rouse.agents.hookio.PROMPT_EVENTS`' and
 #: ``TURN_END_EVENTS``'; Gemini CLI's AfterAgent hook may deny the answer, which it sends to
 #: the agent as a new prompt; its lifecycle matchers are exact strings, so its SessionStart
 #: hook has none (:data:`MATCHERS`) and runs for every source.
-AGENTS: dict[str, tuple[str, Mapping[str, Any] | None]] = {
-    "claude": ("Claude Code", None),
-    "codex": ("Codex", {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
-    "gemini": ("Gemini CLI", None),
+AGENTS: dict[str, tuple[str, str, Mapping[str, Any] | None]] = {
+    "claude": ("Claude Code", CLAUDE_SHARED, None),
+    "codex": ("Codex", CODEX_HOOKS, {"additionalContextLimit": CODEX_CONTEXT_LIMIT}),
+    "gemini": ("Gemini CLI", GEMINI_SETTINGS, None),
 }
+#: The instruction file each agent reads, by the agent whose hook may deliver its pack.
+READERS = {"CLAUDE.md": "claude", "AGENTS.md": "codex", "GEMINI.md": "gemini"}
 
 
-def claude_paths(w: Wiring) -> list[Path]:
-    """Every Claude Code settings file this tree's hook may sit in: rouse keeps it in one."""
-    if w.project is None:
-        return [w.home / ".claude" / "settings.json"]
-    return [w.project / CLAUDE_LOCAL, w.project / CLAUDE_SHARED]
-
-
-def codex_path(w: Wiring) -> Path:
-    return w.base / CODEX_HOOKS
-
-
-def gemini_path(w: Wiring) -> Path:
-    return w.base / GEMINI_SETTINGS
+def settings_paths(w: Wiring, kind: str) -> list[Path]:
+    """Every settings file of ``kind``'s this tree's hook may sit in: rouse keeps it in one
+    (a project's Claude Code hook: its local settings, or the team's settings.json)."""
+    if kind == "claude" and w.project is not None:
+        return [w.project / CLAUDE_LOCAL, w.project / CLAUDE_SHARED]
+    return [w.base / AGENTS[kind][1]]
 
 
 def load_json(path: Path) -> dict[str, Any]:
@@ -212,15 +208,11 @@ def wire_hooks(
     ``.gemini/`` are its own layer, committed with it. A file meant to be committed
     carries no path of this machine. ``promises=False`` leaves the promise check out.
     """
-    name, extra = AGENTS[kind]
+    name, _, extra = AGENTS[kind]
     prompt_event, promise_event = PROMPT_EVENTS[kind], TURN_END_EVENTS[kind]
-    target = w.base / (CODEX_HOOKS if kind == "codex" else GEMINI_SETTINGS)
-    others: list[Path] = []
-    if kind == "claude":
-        paths = claude_paths(w)
-        target = paths[0] if w.project is None else w.project / CLAUDE_LOCAL
-        target = w.project / CLAUDE_SHARED if shared and w.project is not None else target
-        others = [p for p in paths if p != target]
+    paths = settings_paths(w, kind)
+    target = w.project / CLAUDE_SHARED if shared and w.project is not None else paths[0]
+    others = [p for p in paths if p != target]
     shared = w.project is not None and (shared or kind != "claude")
 
     def entry(event: str = SESSION_START, **more: Any) -> dict[str, Any]:
@@ -266,33 +258,26 @@ def codex_notes(w: Wiring) -> list[str]:
 
 def hooked_agent(w: Wiring, filename: str) -> str | None:
     """The agent whose hook delivers the pack to readers of ``filename``, if any."""
-    if filename == "CLAUDE.md" and any(has_our_hook(p) for p in claude_paths(w)):
-        return "Claude Code"
-    if filename == "AGENTS.md" and has_our_hook(codex_path(w)):
-        return "Codex"
-    if filename == "GEMINI.md" and has_our_hook(gemini_path(w)):
-        return "Gemini CLI"
+    kind = READERS.get(filename)
+    if kind is not None and any(has_our_hook(p) for p in settings_paths(w, kind)):
+        return AGENTS[kind][0]
     return None
 
 
-def merge_cursor_hook(data: dict[str, Any], command: str, where: str) -> dict[str, Any]:
-    """``data`` with exactly one rouse ``sessionStart`` hook, where the first one was."""
-    entries = event_hooks(data, where, CURSOR_EVENT)
+def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
+    """Cursor's hook, beside its rule (which the editor's agent reads where hooks do not
+    run), exactly one where the first one was; the project's file is committed, so it
+    calls ``rouse`` by name."""
+    path = w.base / CURSOR_HOOKS
+    command = hook_command(w, "cursor", executable, shared=w.project is not None)
+    data = load_json(path)
+    entries = event_hooks(data, str(path), CURSOR_EVENT)
     kept = [e for e in entries if not is_ours(e)]
     first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
     position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
     kept.insert(position, {"command": command})
     data.setdefault("version", 1)
     data.setdefault("hooks", {})[CURSOR_EVENT] = kept
-    return data
-
-
-def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
-    """Cursor's hook, beside its rule (which the editor's agent reads where hooks do not
-    run); the project's file is committed, so it calls ``rouse`` by name."""
-    path = w.base / CURSOR_HOOKS
-    command = hook_command(w, "cursor", executable, shared=w.project is not None)
-    data = merge_cursor_hook(load_json(path), command, str(path))
     result.done.append(update_file(path, dump(data), CURSOR_LABEL))
 
 
@@ -318,7 +303,7 @@ def remove_hooks(w: Wiring, result: Wired) -> None:
     settings kept); a file left with nothing else, ``{}``, is removed, and its folder
     when that is empty. Every file is read and checked first: a broken one stops the
     run with nothing changed."""
-    paths = [*claude_paths(w), codex_path(w), gemini_path(w)]
+    paths = [path for kind in AGENTS for path in settings_paths(w, kind)]
     loaded = {p: load_json(p) for p in paths if p.exists()}
     for path, data in loaded.items():
         if not has_our_hook(path, EVENTS):

@@ -87,7 +87,7 @@ def wait_for_wake(
     me = _waiter(root, session_id)
     if me is None or max_wait <= 0:
         return []
-    agent = Agent.find()
+    agent = Agent()
     try:
         if agent.one_shot:
             return []  # it ends after this turn: the next session's pack shows the wakes

@@ -1,19 +1,12 @@
 """`rouse wire` (SPEC §11): hooks, instruction blocks, rules, how to register MCP; and
-``--remove``, every piece taken back out (idempotent too: a second run finds nothing and
-says so).
+``--remove``, every piece taken back out.
 
-Every writer here is idempotent: run it twice and the second run changes
-nothing. Files rouse does not own (``CLAUDE.md``, ``AGENTS.md``, settings
-JSON) are edited only between our markers or under our own hook entry, and
-everything else in them is kept; ``CLAUDE.md`` and ``AGENTS.md`` are never
-created. A tree's hook sits in one settings scope: wiring it into one takes
-it out of the others rouse manages for that tree.
-
-The pieces live beside this module: :mod:`rouse.agents.wiring` (where a tree
-is wired, the file writer), :mod:`rouse.agents.hook_commands` (what a hook
-runs), :mod:`rouse.agents.settings_hooks` (the settings files that hold them)
-and :mod:`rouse.agents.instructions` (the marked block and the Cursor rule).
-This module runs them in order and says how to register ``rouse mcp``.
+Every writer is idempotent, and edits a file rouse does not own (``CLAUDE.md``,
+``AGENTS.md``, settings JSON) only between our markers or under our own hook entry,
+keeping the rest; ``CLAUDE.md`` and ``AGENTS.md`` are never created. The pieces live
+beside this module (:mod:`~rouse.agents.wiring`, ``hook_commands``, ``settings_hooks``,
+``instructions``, ``opencode``); this one runs them in order and says how to register
+``rouse mcp``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Where one tree is wired, and how ``rouse wire`` writes a file it touches.
-
-:class:`Wiring` names the tree, its project root and the home directory;
-:class:`Wired` collects what a run did and what it leaves for the user to
-place. :func:`update_file` writes atomically, keeps the file's mode and line
-ends, and says whether anything changed.
+"""Where one tree is wired (:class:`Wiring`), what a run of ``rouse wire`` did
+(:class:`Wired`), and how it writes a file: atomically, keeping its mode and line ends,
+saying whether anything changed (:func:`update_file`).
 """
 
 from __future__ import annotations

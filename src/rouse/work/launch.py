@@ -1,23 +1,9 @@
 """What a task's run is started with: its command, prompt, environment and log head; and
 whether it may run at all (trust, as for probes).
 
-:func:`launch` builds the supervisor's spec (:mod:`rouse.runs.supervisor`) for
-one attempt of one task: the preset's command with the task's ``model`` and
-``reasoning`` flags (:func:`rouse.runs.presets.task_command`), the prompt
-(:func:`build`), the environment (``ROUSE_MEMORY``,
-``ROUSE_TASK``, ``ROUSE_TASK_ATTEMPT``, ``ROUSE_RUN_ID``, ``ROUSE_REPO``,
-``ROUSE_CATEGORY``), the deadline, the claim's lock and the ``run.log`` beside
-the task, and the task's file to watch for a ``cancel:`` stamp.
-
-The prompt carries the task's authored part, its fields (``model`` and
-``reasoning`` when the CLI has no flag for them, ``repo``, ``category``), the
-chain of records it is a run of (each one's ``closes-when`` /
-``success-when``), and how to report: ``rouse checkpoint`` for progress, the
-final message for the result. Text from a task or an ancestor is shown by
-the one fence rule (:mod:`rouse.trust.fence`) for its own origin: an
-``unknown`` or ``untrusted`` task's fields go inside its fence too. It does not
-carry the pack (its due list would pull the run off its task); it says the pack
-did not arrive, and how to read it.
+:func:`launch` builds the supervisor's spec (:mod:`rouse.runs.supervisor`) for one
+attempt of one task; :func:`build` its prompt, where text from a task or an ancestor
+is shown by the one fence rule (:mod:`rouse.trust.fence`) for its own origin.
 """
 
 from __future__ import annotations
@@ -181,8 +167,11 @@ def build(
     unflagged: list[str],
     attempt: int,
 ) -> str:
-    """The run's prompt (stdin). Every line taken from the task or its ancestors is
-    shown by :mod:`rouse.trust.fence`'s rule for the origin of the file it came from."""
+    """The run's prompt (stdin): the task, its fields, the chain of records it is a run of,
+    and how to report. Every line taken from the task or its ancestors is shown by
+    :mod:`rouse.trust.fence`'s rule for the origin of the file it came from (an
+    ``unknown`` or ``untrusted`` task's fields inside its fence too). It does not carry
+    the pack (its due list would pull the run off its task): it says how to read it."""
     data = (root / record.rel).read_bytes()
     try:
         from rouse.core.header import split

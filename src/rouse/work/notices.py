@@ -1,25 +1,14 @@
 """What a task says on its way: ``rouse checkpoint``, and the wakes that carry it.
 
-A checkpoint is a dated line in the task's log and a wake with reason
-``checkpoint`` queued in the tree's ledger (state ``held``, sink ``notice``),
-which the sweeper's next tick delivers through its sink like any wake it owes
-(its nudge file is shown by the pack), or the worker at once through its own
-``--sink`` (:func:`deliver`). A task that lost its third attempt says so the
-same way (reason ``lost``). A notice is not a record coming due: it is never
-withdrawn because its record is not due, and delivering it stamps nothing.
-Whoever sends it takes it first (``Ledger.take_to_send``): one taker only.
-
-The tree's own SQLite ledger is the notices' outbox, always: ``rouse
-checkpoint`` (run by an agent inside its run) and the worker need no DSN and no
-database driver, and the run's environment never holds the fleet's password
-(``ROUSE_LEDGER`` is kept from agents). A sweeper on a fleet's PostgreSQL
-ledger (``sweep --ledger DSN``), leader or standby, first carries its clone's
-notices into the fleet's ledger at the start of each tick (:func:`carry`); the
-leader then delivers each like any wake it owes, whichever clone it came from.
-Carrying takes the notice first (its sink becomes :data:`FLEET`), then adds it
-to the fleet's ledger under its own id (a second add of the same id is a
-no-op) and withdraws it here. A carrier killed between the two leaves it held
-with sink ``fleet``: the next tick carries it again, once.
+A checkpoint is a dated line in the task's log and a wake (reason ``checkpoint``;
+``lost`` for a task that lost its third attempt) queued held in the tree's own SQLite
+ledger, which is the notices' outbox always: ``rouse checkpoint`` (run by an agent
+inside its run) and the worker need no DSN and no database driver, and the run's
+environment never holds the fleet's password. The sweeper's next tick delivers it
+through its sink like any wake it owes, or the worker at once through its own
+``--sink`` (:func:`deliver`); whoever sends it takes it first (one taker only). A
+notice is never withdrawn because its record is not due, and delivering it stamps
+nothing. A fleet's sweepers carry it into the fleet's ledger first (:func:`carry`).
 """
 
 from __future__ import annotations
@@ -37,17 +26,6 @@ from rouse.records.tasks import checkpoint_line
 from rouse.sweep.ledger import NOTICE_SINK, Ledger
 from rouse.sweep.sinks import Sink, SinkError
 from rouse.sweep.wake import NOTICES, Wake
-
-__all__ = [
-    "FLEET",
-    "NOTICES",
-    "NOTICE_SINK",
-    "Checkpointed",
-    "carry",
-    "checkpoint",
-    "deliver",
-    "queue",
-]
 
 #: A notice's sink once a sweeper has taken it to carry into the fleet's ledger.
 FLEET = "fleet"
@@ -99,9 +77,13 @@ def deliver(book: Ledger, sink: Sink, now: datetime) -> None:
 
 
 def carry(root: Path, into: Ledger, now: datetime) -> list[str]:
-    """Carry the notices queued in ``root``'s SQLite ledger into ``into`` (a fleet's);
-    the ids carried. A tree without a SQLite ledger, or with one that cannot be read,
-    has none (it is not made here); the fleet's ledger's errors are raised."""
+    """Carry the notices queued in ``root``'s SQLite ledger into ``into`` (a fleet's, at
+    the start of each tick of its sweepers, leader or standby); the ids carried. Each is
+    taken first (its sink becomes :data:`FLEET`), then added to the fleet's ledger under
+    its own id (a second add is a no-op) and withdrawn here: a carrier killed between
+    the two leaves it held with sink ``fleet``, and the next tick carries it again, once.
+    A tree without a SQLite ledger, or with one that cannot be read, has none (it is not
+    made here); the fleet's ledger's errors are raised."""
     try:
         if not state_path(root, "ledger.sqlite3", create=False).is_file():
             return []

@@ -1,13 +1,10 @@
 """Which tasks a worker's round takes, when one may start, and how a task is ended.
 
-:meth:`TaskQueue.scan` walks the tree's headers once: the ``pending`` tasks,
-oldest first, to claim; a pending one with a ``cancel:`` stamp is ended
-``cancelled`` without running; one that trust does not allow is held
-(:func:`rouse.work.launch.held_for_trust`). A task found ``running`` with its
-claim free lost its worker (:meth:`TaskQueue.recover`): it goes back to
-pending, and its third lost attempt ends it ``failed`` with a ``lost`` notice.
-Every ending goes through :func:`rouse.records.lifecycle.close`, as ``rouse
-close`` does. :class:`Pacing`: a task starts outside quiet hours, within the run budget.
+:meth:`TaskQueue.scan` walks the tree's headers once for the pending tasks, oldest
+first, ending cancelled ones, holding those trust does not allow and handing lost runs
+back (:meth:`TaskQueue.recover`). Every ending goes through
+:func:`rouse.records.lifecycle.close`, as ``rouse close`` does. :class:`Pacing`: a
+task starts outside quiet hours, within the run budget.
 """
 
 from __future__ import annotations
@@ -16,7 +13,7 @@ import contextlib
 import fcntl
 import os
 from collections.abc import Callable, Container
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -63,25 +60,18 @@ class TaskEnding:
     result: str  # the run's final message ('' when there is none)
 
 
+@dataclass
 class TaskQueue:
     """The tree's tasks as one worker sees them."""
 
-    def __init__(
-        self,
-        root: Path,
-        reader: OriginReader,
-        report: Report,
-        *,
-        allow_untrusted: bool,
-        say: Callable[[str], None],
-    ) -> None:
-        self.root = root
-        self.reader = reader
-        self.report = report
-        self.allow_untrusted = allow_untrusted
-        self.say = say
-        #: the tree as the last scan walked it (a task's prompt reads its chain there)
-        self.tree: Tree | None = None
+    root: Path
+    reader: OriginReader
+    report: Report
+    _: KW_ONLY
+    allow_untrusted: bool
+    say: Callable[[str], None]
+    #: the tree as the last scan walked it (a task's prompt reads its chain there)
+    tree: Tree | None = None
 
     def scan(self, now: datetime, busy: Container[str]) -> list[Record]:
         """Recover lost runs, end cancelled pending tasks; the pending ones, oldest first
@@ -213,16 +203,14 @@ def _opened(record: Record) -> str:
     return datetime.fromtimestamp(record.mtime_ns / 1e9).strftime("%Y-%m-%d %H:%M")
 
 
+@dataclass
 class Pacing:
     """Whether one more task may start now; why not is said once, and kept for status."""
 
-    def __init__(
-        self, quiet: QuietHours | None, budget: Budget | None, say: Callable[[str], None]
-    ) -> None:
-        self.quiet = quiet
-        self.budget = budget
-        self.say = say
-        self.waiting = ""  # why tasks wait now ("" while they may start)
+    quiet: QuietHours | None
+    budget: Budget | None
+    say: Callable[[str], None]
+    waiting: str = ""  # why tasks wait now ("" while they may start)
 
     def quiet_now(self, now: datetime) -> bool:
         if self.quiet is not None and self.quiet.holds(now):

@@ -1,20 +1,10 @@
 """The worker's recorder: how each run ended, in the task's terms, written in a thread of its own.
 
-Recording a run — its ledger row, its result and its ending in the task's file
-(a durable write under the writers' lock) — takes as long as a claim. The
-loop hands each ended run here and goes on starting the next ones; the
-recorder writes them one at a time, in the order they ended, with its own
-connection to the ledger, and only then tells the run's supervisor to let the
-task's lock go. So a task's lock is still held while its ending is written:
-no other claim can start it again in between.
-
-:func:`verdict` is the rule, on what the supervisor reported
-(:class:`rouse.runs.handle.Ended`): exit 0 is ``done``; a non-zero exit or the
-deadline is ``failed``; a ``cancel:`` stamp is ``cancelled``, the reason
-listing the checkpoints the run reported (the outward actions the owner must
-know about); a run its worker stopped goes back to ``pending``. The result is
-read as each CLI documents it (:func:`rouse.runs.presets.result_of`) from the
-run's ``run.log`` and, for Codex, its last-message file.
+Recording a run (its ledger row, its result and its ending in the task's file, a
+durable write under the writers' lock) takes as long as a claim, so the loop hands
+each ended run here and goes on; the recorder writes them in the order they ended,
+with its own connection to the ledger, and only then lets the task's lock go: no
+other claim can start the task again while its ending is written.
 """
 
 from __future__ import annotations
@@ -24,7 +14,7 @@ import queue
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from rouse.core.timefmt import format_interval
@@ -73,9 +63,6 @@ class Recorder:
         self.owed = 0
         self.thread = threading.Thread(target=self._work, name="rouse-work-recorder", daemon=True)
 
-    def start(self) -> None:
-        self.thread.start()
-
     def put(self, slot: Slot, ended: Ended) -> None:
         self.owed += 1
         self.todo.put((slot, ended))
@@ -107,11 +94,54 @@ class Recorder:
     def record(self, slot: Slot, ended: Ended, book: Ledger) -> None:
         """Write how the run ended: its ledger row, then its result and its ending in the task."""
         book.end_run(slot.launch.run_id, "ran" if ended.ok else "failed", ended.code, ended.seconds)
-        setup = self.setup
-        found = verdict(
-            ended, setup.kind, setup.timeout, setup.root, slot.record, slot.launch.last_message
-        )
-        self.tasks.settle(slot.record, self.now(), found)
+        self.tasks.settle(slot.record, self.now(), self.verdict(slot, ended))
+
+    def verdict(self, slot: Slot, ended: Ended) -> TaskEnding:
+        """What ``ended`` means for the slot's task: exit 0 is ``done``; a non-zero exit or
+        the deadline is ``failed``; a ``cancel:`` stamp is ``cancelled``, listing the
+        checkpoints the run reported (the outward actions the owner must know about); a
+        run its worker stopped goes back to ``pending``. The result is read as each CLI
+        documents it (:func:`rouse.runs.presets.result_of`)."""
+        root, record = self.setup.root, slot.record
+        took = f"after {ended.seconds:.1f}s (output in {record.dir}/run.log)"
+        result = self.result_of(root / record.dir / "run.log", slot.launch.last_message)
+        if ended.stopped == "stop":
+            why = f"handed back by its worker (stopped {took}); back to pending"
+            return TaskEnding("pending", why, "")
+        if ended.stopped == "cancel":
+            task_file = root / record.rel
+            try:
+                data = task_file.read_bytes()
+            except OSError:
+                data = b""
+            said = tasks.checkpoints(data, task_file.name)
+            listed = "; ".join(said) if said else "none"
+            return TaskEnding(
+                "cancelled", f"cancelled while it ran ({took}); its checkpoints: {listed}", ""
+            )
+        if ended.ok:
+            return TaskEnding("done", f"exit 0 {took}", result)
+        if ended.stopped == "deadline":
+            seconds = self.setup.timeout.total_seconds()
+            limit = f"{seconds:g}s" if seconds < 60 else format_interval(self.setup.timeout)
+            return TaskEnding(
+                "failed", f"killed at its deadline (--task-timeout {limit}) {took}", result
+            )
+        return TaskEnding("failed", f"exit {ended.code} {took}", result)
+
+    def result_of(self, log: Path, last_message: Path | None) -> str:
+        """The run's final message: from its output in ``log`` (after the head), or Codex's
+        last-message file (read, then removed, whatever the run's ending)."""
+        try:
+            output = log.read_bytes().split(b"\n---\n", 1)[-1]
+        except OSError:
+            output = b""
+        last = None
+        if last_message is not None:
+            with contextlib.suppress(OSError):
+                last = last_message.read_bytes()
+                last_message.unlink()
+        return presets.result_of(self.setup.kind, output, last)
 
     def _work(self) -> None:
         book = Ledger(self.setup.root)
@@ -130,54 +160,3 @@ class Recorder:
                     self.released.put(slot.held)
         finally:
             book.close()
-
-
-def verdict(
-    ended: Ended,
-    kind: str,
-    timeout: timedelta,
-    root: Path,
-    record: Record,
-    last_message: Path | None,
-) -> TaskEnding:
-    """What ``ended`` means for the task ``record``."""
-    took = f"after {ended.seconds:.1f}s (output in {record.dir}/run.log)"
-    result = result_of(kind, root / record.dir / "run.log", last_message)  # (Codex's file: gone)
-    if ended.stopped == "stop":
-        why = f"handed back by its worker (stopped {took}); back to pending"
-        return TaskEnding("pending", why, "")
-    if ended.stopped == "cancel":
-        task_file = root / record.rel
-        try:
-            data = task_file.read_bytes()
-        except OSError:
-            data = b""
-        said = tasks.checkpoints(data, task_file.name)
-        listed = "; ".join(said) if said else "none"
-        return TaskEnding(
-            "cancelled", f"cancelled while it ran ({took}); its checkpoints: {listed}", ""
-        )
-    if ended.ok:
-        return TaskEnding("done", f"exit 0 {took}", result)
-    if ended.stopped == "deadline":
-        seconds = timeout.total_seconds()
-        limit = f"{seconds:g}s" if seconds < 60 else format_interval(timeout)
-        return TaskEnding(
-            "failed", f"killed at its deadline (--task-timeout {limit}) {took}", result
-        )
-    return TaskEnding("failed", f"exit {ended.code} {took}", result)
-
-
-def result_of(kind: str, log: Path, last_message: Path | None) -> str:
-    """The run's final message: from its output in ``log`` (after the head), or Codex's
-    last-message file (read, then removed)."""
-    try:
-        output = log.read_bytes().split(b"\n---\n", 1)[-1]
-    except OSError:
-        output = b""
-    last = None
-    if last_message is not None:
-        with contextlib.suppress(OSError):
-            last = last_message.read_bytes()
-            last_message.unlink()
-    return presets.result_of(kind, output, last)

@@ -1,21 +1,12 @@
 """``rouse work``: the task worker — pending tasks claimed once, run, ended.
 
-Each round takes the tree's pending tasks, oldest first (:mod:`rouse.work.queue`:
-cancelled ones ended, untrusted ones held, lost runs handed back) and keeps
-``--jobs`` runs going. A claim is the task's lock (``.rouse/tasks/<key>.lock``),
-taken by the run's supervising process (:mod:`rouse.runs.supervisor`) before
-the task is stamped ``running`` (:func:`rouse.records.tasks.start_task`), and
-held until the worker has recorded how the run ended
-(:mod:`rouse.work.recorder`) — so a task has one live run across any number of
-workers, and a claim dies with the process that holds it.
-
-The loop never waits on one run: supervisors are started for every free slot
-at once, and their answers (the lock taken, or busy), their runs' endings and
-their exits are read as they come, so a slot is claimed again while others are
-being recorded.
-
-SIGTERM/SIGINT: no new claims; the runs in flight finish and are recorded. A
-second one stops them (their process groups) and hands them back to pending.
+Each round takes the tree's pending tasks (:mod:`rouse.work.queue`) and keeps
+``--jobs`` runs going. A claim is the task's lock, taken by the run's supervising
+process (:mod:`rouse.runs.supervisor`) and held until the recorder
+(:mod:`rouse.work.recorder`) has written how the run ended; docs/tasks.md says what
+that guarantees, and what SIGTERM and SIGINT do. The loop never waits on one run: it
+reads its supervisors' answers, endings and exits as they come, so a slot is claimed
+again while others are being recorded.
 """
 
 from __future__ import annotations
@@ -122,7 +113,7 @@ class TaskWorker:
         }
         self.book = Ledger(self.root)
         prepare_leases()  # (the recorder's thread writes the tasks' files too)
-        self.recorder.start()
+        self.recorder.thread.start()
         self.write_state()  # there from the start: status knows it during its first round
         try:
             self._loop()
