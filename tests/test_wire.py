@@ -122,6 +122,23 @@ def test_with_hooks_the_block_says_the_pack_comes_by_itself(project: Path, home:
     assert all(line.startswith("unchanged:") for line in run_wire(project, home).done)
 
 
+def test_a_tree_whose_path_needs_quoting_is_named_alike_in_the_skill_and_the_pack_line(
+    tmp_path: Path,
+) -> None:
+    """The skill's `rouse pack --memory …` quotes a path as the printed line does: one rule
+    (a path with a space gave the skill a command that named another directory)."""
+    home = tmp_path / "my home"
+    tree = home / ".rouse"
+    init(tree, NOW)
+    result = wire.wire(tree, home=home)
+    skill = (home / ".claude/skills/rouse/SKILL.md").read_text()
+    quoted = shlex.quote(str(tree))
+    assert quoted != str(tree)  # (the path needs quoting: the case under test)
+    assert f"`rouse pack --memory {quoted}`" in skill
+    assert f"rouse pack --memory {tree}`" not in skill
+    assert f"run `rouse pack --memory {quoted}`" in "\n".join(result.printed)
+
+
 def test_the_global_tree_has_no_project_root(tmp_path: Path, home: Path) -> None:
     tree = home / ".rouse"
     init(tree, NOW)

@@ -228,7 +228,7 @@ def description(w: Wiring) -> str:
 
 def skill_text(w: Wiring) -> str:
     """The skill: when to read the memory, the verbs, the header rules (our own words)."""
-    memory = "" if w.project is not None and w.tree_ref == "memory" else f" --memory {w.tree_ref}"
+    memory = _memory_flag(w)
     guide = os.path.join(w.tree_ref, layout.INSTRUCTIONS)
     return f"""---
 name: {NAME}
