@@ -24,9 +24,8 @@ from rouse.core.timefmt import format_interval, format_stamp, parse_interval, pa
 from rouse.core.tree import Tree
 from rouse.state import acts, nudges
 from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, gives_up, ready
-from rouse.sweep.report import TickReport
+from rouse.sweep.report import ERRORS, TickReport, Voice, moment
 from rouse.sweep.sinks import Sink, SinkError
-from rouse.sweep.voice import ERRORS, Voice, moment
 from rouse.sweep.wake import Wake, new_id
 
 #: The most nudges ``--escalate-after`` takes.

@@ -40,11 +40,20 @@ from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import Step, plan
-from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
+from rouse.sweep.report import (
+    AGAIN,
+    ERRORS,
+    EVENTS,
+    EVERY_TICK,
+    Log,
+    Origins,
+    Slice,
+    TickReport,
+    moment,
+)
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.trust.origins import OriginReader, effective_origin, origin_reader
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
