@@ -61,18 +61,13 @@ def outreach(row: Any, text: str | None = None, via: str = "") -> Outreach:
     """The message of a ``tells`` row (``text``: the text to send, default the row's;
     ``via``: the default channel's name, when the row names no channel)."""
     return Outreach(
-        id=row["id"],
-        record=row["record"],
-        type=row["type"],
-        slug=row["slug"],
-        path=row["path"],
+        **{key: row[key] for key in ("id", "record", "type", "slug", "path", "channel")},
         file=f"{row['path']}/{row['type']}.md",
         reason="tell",
         nudge=0,
         last_moved="",
         at=row["made_at"],
         text=row["text"] if text is None else text,
-        channel=row["channel"],
         via=via,
     )
 
