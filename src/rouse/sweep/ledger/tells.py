@@ -36,10 +36,7 @@ class Outreach(Wake):
         return {
             "id": self.id,
             "kind": "tell",
-            "record": self.record,
-            "type": self.type,
-            "slug": self.slug,
-            "path": self.path,
+            **{key: getattr(self, key) for key in ("record", "type", "slug", "path")},
             "channel": self.channel or None,
             "told_at": iso_stamp(self.made_at),
             "text": self.text,
