@@ -52,8 +52,8 @@ from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import Presence
 from rouse.sweep.loop import on_signals
 from rouse.sweep.quiet import QuietHours, QuietSpell
+from rouse.sweep.report import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.sinks import ExecSink, Sink, SinkError
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake
 
 #: Seconds between looks for owed wakes when there were none (``--every``).

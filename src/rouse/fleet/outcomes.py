@@ -17,7 +17,7 @@ from datetime import datetime
 
 from rouse.fleet.claims import Claim, Claims
 from rouse.fleet.pg import LedgerUnreachable
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
+from rouse.sweep.report import ERRORS, EVENTS, EVERY_TICK, Voice, moment, named
 
 
 @dataclass

@@ -31,9 +31,8 @@ from rouse.sweep.digesting import AfterDelivery, DigestSender
 from rouse.sweep.ledger import NOTICE_SINK, WORKERS, Entry, Ledger, said
 from rouse.sweep.plan import Step
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.report import Origins, TickReport
+from rouse.sweep.report import ERRORS, EVERY_TICK, Origins, TickReport, Voice, moment, named
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
-from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import NOTICES, Wake, aged, build, key, read_body
 
 

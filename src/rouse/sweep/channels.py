@@ -33,10 +33,9 @@ from rouse.sweep.ledger import Ledger, gives_up, ready
 from rouse.sweep.ledger.entry import as_time
 from rouse.sweep.ledger.tells import Outreach, for_person, outreach
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.report import TickReport
+from rouse.sweep.report import ERRORS, EVERY_TICK, TickReport, Voice, moment
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
 from rouse.sweep.telling import waiting_reason
-from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment
 from rouse.sweep.wake import Wake
 
 

@@ -20,10 +20,9 @@ from rouse.core.errors import RouseError
 from rouse.core.tree import Tree
 from rouse.state import acts, nudges
 from rouse.sweep.ledger import Ledger
-from rouse.sweep.report import TickReport
+from rouse.sweep.report import ERRORS, EVERY_TICK, TickReport, Voice, moment, named
 from rouse.sweep.runner import Runner, RunResult, RunWaits
 from rouse.sweep.sinks import Sink, SinkError, write_nudge
-from rouse.sweep.voice import ERRORS, EVERY_TICK, Voice, moment, named
 from rouse.sweep.wake import Wake, build_digest, new_digest_id
 
 #: The stamp after delivery: False means try again next tick.

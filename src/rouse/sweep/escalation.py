@@ -24,9 +24,8 @@ from rouse.core.timefmt import format_interval, format_stamp, parse_interval, pa
 from rouse.core.tree import Tree
 from rouse.state import acts, nudges
 from rouse.sweep.ledger import GIVE_UP_AFTER, Ledger, gives_up, ready
-from rouse.sweep.report import TickReport
+from rouse.sweep.report import ERRORS, TickReport, Voice, moment
 from rouse.sweep.sinks import Sink, SinkError
-from rouse.sweep.voice import ERRORS, Voice, moment
 from rouse.sweep.wake import Wake, new_id
 
 #: The most nudges ``--escalate-after`` takes.
@@ -82,30 +81,6 @@ class Escalation:
         return f"escalate after {self.threshold} via {self.sink.describe()}"
 
 
-def message(
-    root: Path,
-    made: Wake,
-    level: int,
-    threshold: Threshold,
-    woken: int,
-    first_wake: datetime,
-    now: datetime,
-) -> Wake:
-    """The escalation: a wake-shaped message addressed to the owner (pure)."""
-    since = first_wake.strftime("%Y-%m-%d %H:%M")
-    text = (
-        f"To the owner of the memory at {root}: {made.record} needs you.\n"
-        f"Your agent has been woken about it {woken} time(s) since {since} and it has "
-        f"not moved (last moved {made.last_moved}).\n"
-        f"This is escalation {level} (after {threshold}); rouse says it once per level.\n"
-        f"at: {made.path}\n"
-        "Decide: move it, close it, or tell your agent what to do about it.\n"
-        f"\nThe last wake (id {made.id}):\n\n{made.text}"
-    )
-    at = now.strftime("%Y-%m-%d %H:%M:%S")
-    return replace(made, id="e" + new_id(now), reason="escalate", nudge=level, at=at, text=text)
-
-
 @dataclass(eq=False)
 class Escalator:
     """Sends and resends one sweeper's escalations, recording each in its ledger."""
@@ -132,11 +107,8 @@ class Escalator:
         unanswered (and under a duration, see :meth:`standing`).
         """
         threshold = self.escalation.threshold
-        first, woken = self.ledger.streak(made.path, made.last_moved)
-        level = threshold.level(woken, first or made.made_at, now)
-        if unanswered_run and made.reason == "due" and threshold.nudges is not None:
-            level = max(level, 1)
-        self._escalate(made, level, woken, first or made.made_at, now, report)
+        floor = int(unanswered_run and made.reason == "due" and threshold.nudges is not None)
+        self._escalate(made, self.ledger.streak(made.path, made.last_moved), now, report, floor)
 
     def standing(self, tree: Tree, now: datetime, report: TickReport) -> None:
         """Under a duration (``--escalate-after 2h``): tell the owner about each one-shot
@@ -156,17 +128,36 @@ class Escalator:
             made = self.ledger.last_landed(record.dir, moved)
             if made is None:
                 continue  # not delivered by this sweeper's ledger (yet): nothing to count
-            first, woken = self.ledger.streak(record.dir, moved)
-            start = first or made.made_at
-            self._escalate(made, threshold.level(woken, start, now), woken, start, now, report)
+            self._escalate(made, self.ledger.streak(record.dir, moved), now, report)
 
     def _escalate(
-        self, made: Wake, level: int, woken: int, first: datetime, now: datetime, report: TickReport
+        self,
+        made: Wake,
+        streak: tuple[datetime | None, int],
+        now: datetime,
+        report: TickReport,
+        floor: int = 0,
     ) -> None:
+        """Tell the owner if the record of ``made`` reached a new level (at least ``floor``)
+        in its ``streak`` (:meth:`~rouse.sweep.ledger.Ledger.streak`): a wake-shaped
+        message addressed to the owner, recorded in the ledger, then sent."""
         threshold = self.escalation.threshold
+        first, woken = streak
+        since = first or made.made_at
+        level = max(threshold.level(woken, since, now), floor)
         if level < 1 or self.ledger.escalated(made.path, made.last_moved, level):
             return
-        said = message(self.root, made, level, threshold, woken, first, now)
+        text = (
+            f"To the owner of the memory at {self.root}: {made.record} needs you.\n"
+            f"Your agent has been woken about it {woken} time(s) since {since:%Y-%m-%d %H:%M} "
+            f"and it has not moved (last moved {made.last_moved}).\n"
+            f"This is escalation {level} (after {threshold}); rouse says it once per level.\n"
+            f"at: {made.path}\n"
+            "Decide: move it, close it, or tell your agent what to do about it.\n"
+            f"\nThe last wake (id {made.id}):\n\n{made.text}"
+        )
+        at = now.strftime("%Y-%m-%d %H:%M:%S")
+        said = replace(made, id="e" + new_id(now), reason="escalate", nudge=level, at=at, text=text)
         self.ledger.add_escalation(said, made.id, level, self.escalation.sink.kind, now)
         self.send(said, now, report)
 

@@ -20,9 +20,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rouse import __version__
 from rouse.core.errors import UsageError
-from rouse.sweep.report import TickReport
+from rouse.sweep.report import TickReport, moment
 from rouse.sweep.sinks.request import check_url, within
-from rouse.sweep.voice import moment
 
 #: Seconds a ping may take in all (as ``curl -m 10`` in monitors' own examples).
 DEADLINE = 10.0

@@ -21,8 +21,7 @@ from rouse.sweep import wake
 from rouse.sweep.carrying import Carrier
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import Step
-from rouse.sweep.report import TickReport
-from rouse.sweep.voice import ERRORS, Voice, moment
+from rouse.sweep.report import ERRORS, TickReport, Voice, moment
 
 
 class Fleet(Protocol):

@@ -6,7 +6,7 @@ clean stop too); a tick that fails is
 logged and the loop ticks again later. Between ticks the loop sleeps until
 the next tick or the next instant something known comes due.
 
-What it says (to stderr) depends on ``verbosity`` (:mod:`rouse.sweep.voice`):
+What it says (to stderr) depends on ``verbosity`` (:class:`rouse.sweep.report.Voice`):
 the loop says once at start what it is doing; each wake delivered, held,
 withdrawn or failed gets a line; an idle tick says nothing. ``--once`` ends
 with a one-line summary when its tick had something to say, and always when
@@ -37,11 +37,10 @@ from rouse.sweep.build import Parts
 from rouse.sweep.heartbeat import Heartbeat
 from rouse.sweep.options import SweepOptions
 from rouse.sweep.quiet import QuietHours
-from rouse.sweep.report import TickReport
+from rouse.sweep.report import ERRORS, EVENTS, EVERY_TICK, Log, TickReport, moment
 from rouse.sweep.sinks import Sink
 from rouse.sweep.sinks import check_wait as check_wait  # (the CLI checks its waits here)
 from rouse.sweep.tick import Sweeper
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.sweep.watch import kept_hot
 
 DEFAULT_EVERY = 60.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rouse.sweep.voice import EVENTS
+from rouse.sweep.report import EVENTS
 
 #: The key of ``--notify``'s own sink among :attr:`SweepOptions.channels`.
 NOTIFY = ""

@@ -57,27 +57,25 @@ def plan(
     now: datetime,
     entries: list[Entry],
     *,
-    holdable: bool = False,
     quiet: QuietHours | None = None,
     sends: bool = True,
     done: acts.Acts | None = None,
 ) -> Plan:
     """What a tick at ``now`` does: a pure function of the tree, the ledger and now.
 
-    ``sends``: this sweeper sends wakes itself (False: ``--plan-only``, the
-    delivery workers send them). ``done``: when rouse's verbs last acted on
-    each record (``rouse.state.acts``), to tell an answered wake.
+    ``quiet``: the quiet hours that hold this sweeper's sink (None: none, or a
+    sink never held). ``sends``: this sweeper sends wakes itself (False:
+    ``--plan-only``, the delivery workers send them). ``done``: when rouse's
+    verbs last acted on each record (``rouse.state.acts``), to tell an answered wake.
     """
-    done = done or {}
-    decided = {d.record.dir: d for d in clock.decisions(tree, now)}
-    untrackable = {p.path for p in tree.untrackable}
-    quiet_now = holdable and quiet is not None and quiet.holds(now)
+    scene = _Scene(tree, now, quiet is not None and quiet.holds(now), sends, done or {})
+    quiet_now = scene.quiet_now
     result = Plan()
     upcoming: list[datetime] = []
     owed: set[str] = set()
     for entry in entries:
         owed.add(entry.wake.path)
-        step = _plan_entry(tree, decided, untrackable, entry, now, quiet_now, sends, done)
+        step = scene.step(entry)
         if step is not None:
             result.steps.append(step)
         elif (
@@ -89,11 +87,11 @@ def plan(
             upcoming.append(entry.next_attempt)
     # the same order as clock.due(): earliest due first
     due = sorted(
-        (d for d in decided.values() if d.is_due),
+        (d for d in scene.decided.values() if d.is_due),
         key=lambda d: (d.due_at or now, d.record.dir),
     )
     result.steps += [Step("new", d) for d in due if d.record.dir not in owed]
-    upcoming += [d.due_at for d in decided.values() if d.due_at and d.due_at > now]
+    upcoming += [d.due_at for d in scene.decided.values() if d.due_at and d.due_at > now]
     waiting = any(s.action in ("new", "hold") for s in result.steps)
     if quiet_now and quiet is not None and (waiting or any(e.state == "held" for e in entries)):
         upcoming.append(quiet.ends_after(now))
@@ -101,74 +99,76 @@ def plan(
     return result
 
 
-def _plan_entry(
-    tree: Tree,
-    decided: dict[str, Decision],
-    untrackable: set[str],
-    entry: Entry,
-    now: datetime,
-    quiet_now: bool,
-    sends: bool,
-    done: acts.Acts,
-) -> Step | None:
-    found = tree.records.get(entry.wake.path)
-    record = found if found is not None and found.rel == entry.wake.file else None
-    if record is None and entry.wake.file in untrackable:
-        return None  # a bad file is skipped, not given up on: try again next tick
-    decision = decided[record.dir] if record is not None else None
-    queued = entry.sink == WORKERS
-    if entry.state == "delivered" or (entry.state == "given_up" and not queued):
-        return Step("restamp", decision, entry)
-    if entry.state == "given_up":  # a worker gave up: the nudge file and the stamp are ours
+@dataclass
+class _Scene:
+    """What each owed wake's step is planned against: the tree and the clock at ``now``."""
+
+    tree: Tree
+    now: datetime
+    quiet_now: bool
+    sends: bool
+    done: acts.Acts
+
+    def __post_init__(self) -> None:
+        self.decided = {d.record.dir: d for d in clock.decisions(self.tree, self.now)}
+        self.untrackable = {p.path for p in self.tree.untrackable}
+
+    def step(self, entry: Entry) -> Step | None:
+        now = self.now
+        found = self.tree.records.get(entry.wake.path)
+        record = found if found is not None and found.rel == entry.wake.file else None
+        if record is None and entry.wake.file in self.untrackable:
+            return None  # a bad file is skipped, not given up on: try again next tick
+        decision = self.decided[record.dir] if record is not None else None
+        queued = entry.sink == WORKERS
+        if entry.state == "delivered" or (entry.state == "given_up" and not queued):
+            return Step("restamp", decision, entry)
+        if entry.state == "given_up":  # a worker gave up: the nudge file and the stamp are ours
+            if record is None:
+                return Step("nudge", None, entry, "its record is gone")
+            assert decision is not None
+            # (the agent may have moved it and it came due again since: a new wake's, not this)
+            made = entry.wake.made_at
+            if not decision.is_due or acted_since(record, made, self.done, entry.wake.reason):
+                return Step("nudge", None, entry, "its record moved or ended first")
+            if already_stamped(record, entry.wake):  # (a crash after the nudge file, say)
+                return Step("nudge", None, entry, "its record is stamped for it already")
+            return Step("nudge", decision, entry)
+        if entry.wake.reason == DRIFTED:
+            return self._drift(entry)
         if record is None:
-            return Step("nudge", None, entry, "its record is gone")
+            return Step("withdraw", None, entry, "its record is gone")
         assert decision is not None
-        # (the agent may have moved it and it came due again since: a new wake's, not this)
-        if not decision.is_due or acted_since(record, entry.wake.made_at, done, entry.wake.reason):
-            return Step("nudge", None, entry, "its record moved or ended first")
-        if already_stamped(record, entry.wake):  # (a crash after the nudge file, say)
-            return Step("nudge", None, entry, "its record is stamped for it already")
-        return Step("nudge", decision, entry)
-    if entry.wake.reason == DRIFTED:
-        return _plan_drift(tree, entry, now, quiet_now, sends)
-    if record is None:
-        return Step("withdraw", None, entry, "its record is gone")
-    assert decision is not None
-    if entry.wake.reason in NOTICES:  # a task's news: owed whether or not it is due
+        if entry.wake.reason in NOTICES:  # a task's news: owed whether or not it is due
+            if gives_up(entry.first_failure, now):
+                return Step("give_up", decision, entry)
+            sendable = _sendable(entry, now) and not self.quiet_now
+            return Step("send", decision, entry) if sendable else None
+        if already_stamped(record, entry.wake):
+            return Step("confirm", decision, entry)
+        if not decision.is_due:
+            return Step("withdraw", decision, entry, "its record moved or ended first")
         if gives_up(entry.first_failure, now):
             return Step("give_up", decision, entry)
-        return Step("send", decision, entry) if _sendable(entry, now) and not quiet_now else None
-    if already_stamped(record, entry.wake):
-        return Step("confirm", decision, entry)
-    if not decision.is_due:
-        return Step("withdraw", decision, entry, "its record moved or ended first")
-    if gives_up(entry.first_failure, now):
-        return Step("give_up", decision, entry)
-    return _owed(decision, entry, now, quiet_now, sends)
+        return self._owed(decision, entry)
 
+    def _drift(self, entry: Entry) -> Step | None:
+        """A note's drift wake the ledger owes: it has no record and no clock (no decision),
+        so it is sent as owed, and withdrawn when its note is gone or after 24h of failures
+        (the next tick makes it again while the note still drifts)."""
+        if not any(note.rel == entry.wake.file for note in self.tree.notes):
+            return Step("withdraw", None, entry, "its note is gone")
+        if gives_up(entry.first_failure, self.now):
+            return Step("withdraw", None, entry, "not delivered for 24h")
+        return self._owed(None, entry)
 
-def _plan_drift(
-    tree: Tree, entry: Entry, now: datetime, quiet_now: bool, sends: bool
-) -> Step | None:
-    """A note's drift wake the ledger owes: it has no record and no clock (no decision),
-    so it is sent as owed, and withdrawn when its note is gone or after 24h of failures
-    (the next tick makes it again while the note still drifts)."""
-    if not any(note.rel == entry.wake.file for note in tree.notes):
-        return Step("withdraw", None, entry, "its note is gone")
-    if gives_up(entry.first_failure, now):
-        return Step("withdraw", None, entry, "not delivered for 24h")
-    return _owed(None, entry, now, quiet_now, sends)
-
-
-def _owed(
-    decision: Decision | None, entry: Entry, now: datetime, quiet_now: bool, sends: bool
-) -> Step | None:
-    """A wake still owed: held through quiet hours, released to the workers, or sent."""
-    if quiet_now:
-        return Step("hold", decision, entry) if entry.state != "held" else None
-    if entry.sink == WORKERS and not sends:  # the workers send it: a held one goes back
-        return Step("release", decision, entry) if entry.state == "held" else None
-    return Step("send", decision, entry) if _sendable(entry, now) else None
+    def _owed(self, decision: Decision | None, entry: Entry) -> Step | None:
+        """A wake still owed: held through quiet hours, released to the workers, or sent."""
+        if self.quiet_now:
+            return Step("hold", decision, entry) if entry.state != "held" else None
+        if entry.sink == WORKERS and not self.sends:  # the workers send it: a held one goes back
+            return Step("release", decision, entry) if entry.state == "held" else None
+        return Step("send", decision, entry) if _sendable(entry, self.now) else None
 
 
 def _sendable(entry: Entry, now: datetime) -> bool:

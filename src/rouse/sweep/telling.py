@@ -53,11 +53,7 @@ class Told:
 
     def as_json(self) -> dict[str, object]:
         return {
-            "id": self.id,
-            "record": self.record,
-            "path": self.path,
-            "channel": self.channel,
-            "state": self.state,
+            **{key: getattr(self, key) for key in ("id", "record", "path", "channel", "state")},
             "told_at": iso_stamp(self.told_at),
             "goes": self.goes,
         }

@@ -40,11 +40,20 @@ from rouse.sweep.escalation import Escalator
 from rouse.sweep.leading import Leading
 from rouse.sweep.ledger import Ledger
 from rouse.sweep.plan import Step, plan
-from rouse.sweep.report import AGAIN, Origins, Slice, TickReport
+from rouse.sweep.report import (
+    AGAIN,
+    ERRORS,
+    EVENTS,
+    EVERY_TICK,
+    Log,
+    Origins,
+    Slice,
+    TickReport,
+    moment,
+)
 from rouse.sweep.runner import Runner
 from rouse.sweep.sinks import Sink
 from rouse.sweep.stamping import already_stamped, stamp_after_delivery
-from rouse.sweep.voice import ERRORS, EVENTS, EVERY_TICK, Log, moment
 from rouse.trust.origins import OriginReader, effective_origin, origin_reader
 
 #: The verbosity levels are the Sweeper's to take (``Sweeper(verbosity=tick.EVENTS)``).
@@ -88,6 +97,8 @@ class Sweeper(Leading):
         #: a file's effective origin (verified when a stamp key exists)
         self.origins: Origins = parts.origins or effective_origin
         self.quiet = parts.quiet
+        #: the quiet hours that hold its wakes (None: none, or a sink never held)
+        self._holds = parts.quiet if self.sink.holdable else None
         self.interval = interval
         #: one agent run per digest (``--run``): it takes the sink's place
         self.runner = parts.runner or (self.sink if isinstance(self.sink, Runner) else None)
@@ -199,8 +210,7 @@ class Sweeper(Leading):
             tree,
             now,
             entries,
-            holdable=self.sink.holdable,
-            quiet=self.quiet,
+            quiet=self._holds,
             sends=not self.plan_only,
             done=acts.load(self.root, self.headers.secret, now) if entries else None,
         )
@@ -235,7 +245,7 @@ class Sweeper(Leading):
         clone's): their next step may have come already, so they are planned again and
         woken now, never left silent. The tree as walked again, and the next instant."""
         tree = self._tree = self.headers.walk()
-        again = plan(tree, now, [], holdable=self.sink.holdable, quiet=self.quiet)
+        again = plan(tree, now, [], quiet=self._holds)
         restamped = set(report.restamped)
         steps = [
             step

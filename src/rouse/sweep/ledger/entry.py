@@ -84,11 +84,7 @@ class Entry:
         is spelled as the text shows it (``given up``).
         """
         return {
-            "id": self.wake.id,
-            "record": self.wake.record,
-            "path": self.wake.path,
-            "reason": self.wake.reason,
-            "nudge": self.wake.nudge,
+            **{key: getattr(self.wake, key) for key in ("id", "record", "path", "reason", "nudge")},
             "sink": self.sink,
             "state": said(self.state),
             "attempts": self.attempts,
@@ -185,19 +181,15 @@ def _row_id(row: sqlite3.Row) -> str:
         return "(a row without an id)"
 
 
+#: an entry's fields kept as they are stored, its times and its flags (the rest of COLUMNS)
+AS_STORED = ("sink", "state", "attempts", "receipt", "error", "digest")
+TIMES = ("first_failure", "last_attempt", "next_attempt", "finished")
+FLAGS = ("in_flight", "stamped")
+
+
 def _read(row: sqlite3.Row) -> Entry:
-    return Entry(
-        wake=read_wake(row["wake"]),
-        sink=row["sink"],
-        state=row["state"],
-        attempts=row["attempts"],
-        in_flight=bool(row["in_flight"]),
-        first_failure=as_time(row["first_failure"]),
-        last_attempt=as_time(row["last_attempt"]),
-        next_attempt=as_time(row["next_attempt"]),
-        finished=as_time(row["finished"]),
-        stamped=bool(row["stamped"]),
-        receipt=row["receipt"],
-        error=row["error"],
-        digest=row["digest"],
-    )
+    wake = read_wake(row["wake"])
+    values: dict[str, Any] = {key: row[key] for key in AS_STORED}
+    values |= {key: as_time(row[key]) for key in TIMES}
+    values |= {key: bool(row[key]) for key in FLAGS}
+    return Entry(wake=wake, **values)

@@ -36,10 +36,7 @@ class Outreach(Wake):
         return {
             "id": self.id,
             "kind": "tell",
-            "record": self.record,
-            "type": self.type,
-            "slug": self.slug,
-            "path": self.path,
+            **{key: getattr(self, key) for key in ("record", "type", "slug", "path")},
             "channel": self.channel or None,
             "told_at": iso_stamp(self.made_at),
             "text": self.text,
@@ -61,18 +58,13 @@ def outreach(row: Any, text: str | None = None, via: str = "") -> Outreach:
     """The message of a ``tells`` row (``text``: the text to send, default the row's;
     ``via``: the default channel's name, when the row names no channel)."""
     return Outreach(
-        id=row["id"],
-        record=row["record"],
-        type=row["type"],
-        slug=row["slug"],
-        path=row["path"],
+        **{key: row[key] for key in ("id", "record", "type", "slug", "path", "channel")},
         file=f"{row['path']}/{row['type']}.md",
         reason="tell",
         nudge=0,
         last_moved="",
         at=row["made_at"],
         text=row["text"] if text is None else text,
-        channel=row["channel"],
         via=via,
     )
 

@@ -244,14 +244,5 @@ class WakeRows(OutboxRows):
 
 def _identity(wake: Wake) -> tuple[object, ...]:
     """A new row's columns from ``id`` to ``wake`` (the wake as JSON), in the schema's order."""
-    return (
-        wake.id,
-        wake.record,
-        wake.path,
-        wake.file,
-        wake.reason,
-        wake.nudge,
-        wake.at,
-        wake.last_moved,
-        json.dumps(wake.as_dict(), ensure_ascii=False),
-    )
+    fields = ("id", "record", "path", "file", "reason", "nudge", "at", "last_moved")
+    return (*(getattr(wake, key) for key in fields), json.dumps(wake.as_dict(), ensure_ascii=False))

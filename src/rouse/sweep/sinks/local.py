@@ -10,6 +10,7 @@ import errno
 import os
 import sys
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import IO
@@ -56,12 +57,11 @@ def write_nudge(root: Path, wake: Wake, now: datetime, trailer: str = "") -> str
         os.unlink(temp)
 
 
+@dataclass(eq=False)
 class FileSink:
     kind = "file"
     holdable = False
-
-    def __init__(self, root: Path):
-        self.root = root
+    root: Path
 
     def describe(self) -> str:
         return f"file ({NUDGES_REL}/)"
@@ -76,12 +76,11 @@ class FileSink:
 # -- stdout -------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class StdoutSink:
     kind = "stdout"
     holdable = False
-
-    def __init__(self, stream: IO[str] | None = None):
-        self.stream = stream
+    stream: IO[str] | None = None
 
     def describe(self) -> str:
         return "stdout"
