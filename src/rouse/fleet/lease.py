@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from rouse.fleet.pg import PgDatabase
@@ -71,24 +72,15 @@ def _choose_clock() -> Callable[[], float]:
     ``time.monotonic()``. (Each send is checked on the database anyway: see
     :meth:`Claims.start`.)
     """
-    if sys.platform.startswith("linux"):
-        which = getattr(time, "CLOCK_BOOTTIME", None)
-    elif sys.platform == "darwin":
-        which = getattr(time, "CLOCK_MONOTONIC", None)
-    else:
-        which = None
+    name = {"linux": "CLOCK_BOOTTIME", "darwin": "CLOCK_MONOTONIC"}.get(sys.platform, "")
+    which = getattr(time, name, None)
     if which is None:
         return time.monotonic
     try:
         time.clock_gettime(which)
     except OSError:  # (an old kernel)
         return time.monotonic
-    clock_id: int = which
-
-    def read() -> float:
-        return time.clock_gettime(clock_id)
-
-    return read
+    return partial(time.clock_gettime, which)
 
 
 #: The clock leases and claims' deadlines are kept on (seconds; counts time suspended where it can).

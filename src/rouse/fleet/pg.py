@@ -173,7 +173,7 @@ class PgDatabase:
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
         psycopg = _psycopg()
-        self._drop()
+        self.close()
         try:
             self._conn = psycopg.connect(
                 self.dsn,
@@ -210,7 +210,7 @@ class PgDatabase:
             yield
         except psycopg.OperationalError as exc:
             if conn.broken or conn.closed:
-                self._drop()
+                self.close()
                 raise LedgerUnreachable(
                     f"lost the ledger at {self.where}: {self._said(exc)}"
                 ) from None
@@ -220,14 +220,11 @@ class PgDatabase:
         """The driver's first line about ``exc``, with the DSN (and any password) scrubbed."""
         return scrub(_first_line(exc), self.dsn)
 
-    def _drop(self) -> None:
+    def close(self) -> None:
         if self._conn is not None:
             with suppress(Exception):  # closing a broken connection may fail: it is gone
                 self._conn.close()
             self._conn = None
-
-    def close(self) -> None:
-        self._drop()
 
 
 def local_time(value: datetime | None) -> datetime | None:

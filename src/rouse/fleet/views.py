@@ -21,6 +21,7 @@ from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
 from rouse.pack.views import clock_time
 from rouse.state.ledgerschema import WAKE_STATES
+from rouse.state.sweeper import stamp_or_none
 
 #: How many characters of a tree id the text views show (``--tree`` takes any unique start).
 SHORT_ID = 8
@@ -186,7 +187,7 @@ def _outbox_counts(
         f"WHERE sink = 'workers' AND state = 'pending'{where} GROUP BY tree",
         params,
     ):
-        queued[row["tree"]] = (int(row["n"]), _stamp(row["oldest"]))
+        queued[row["tree"]] = (int(row["n"]), stamp_or_none(row["oldest"]))
     return counts, queued
 
 
@@ -203,14 +204,6 @@ def _leader(row: Any) -> dict[str, Any] | None:
         "expires": row["expires"],
         "live": bool(row["live"]),
     }
-
-
-def _stamp(text: str | None) -> datetime | None:
-    """A ledger stamp (local, to the second) as a datetime; None for none or a bad one."""
-    try:
-        return datetime.strptime(text, "%Y-%m-%d %H:%M:%S") if text else None
-    except ValueError:
-        return None
 
 
 def _age(value: datetime | None, now: datetime) -> str:

@@ -83,7 +83,7 @@ def last_tick(root: Path) -> tuple[datetime | None, float | None]:
     """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown),
     never more than :data:`LONGEST_INTERVAL` whatever the file claims."""
     data = SWEEP.read(root / STATE_FILE) or {}
-    when = _stamp_or_none(data.get("last_tick"))
+    when = stamp_or_none(data.get("last_tick"))
     if when is None:  # missing, damaged or foreign: unknown
         return None, None
     interval = data.get("interval")
@@ -119,7 +119,8 @@ def write_fleet_queue(
     )
 
 
-def _stamp_or_none(value: object) -> datetime | None:
+def stamp_or_none(value: object) -> datetime | None:
+    """A stamp of :data:`TIME_FORMAT` as a datetime; None for anything else."""
     if not isinstance(value, str):
         return None
     try:
@@ -139,7 +140,7 @@ def fleet_queue(root: Path) -> dict[str, Any] | None:
     data = FLEET.read(root / FLEET_FILE)
     if not isinstance(data, dict):
         return None
-    tick = _stamp_or_none(data.get("tick"))
+    tick = stamp_or_none(data.get("tick"))
     last, _ = last_tick(root)
     if tick is None or last is None or tick != last:
         return None
@@ -149,9 +150,9 @@ def fleet_queue(root: Path) -> dict[str, Any] | None:
     return {
         "tick": tick,
         "queued": queued,
-        "oldest": _stamp_or_none(data.get("oldest")),
+        "oldest": stamp_or_none(data.get("oldest")),
         "live": live,
-        "seen": _stamp_or_none(data.get("worker_seen")),
+        "seen": stamp_or_none(data.get("worker_seen")),
     }
 
 
@@ -296,12 +297,8 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str,
                 return found
             for row in rows:
                 if row["kind"] == "tell":
-                    found[row["receipt"]] = (
-                        str(row["path"]),
-                        f"{row['record']} — a message to the owner could not be delivered",
-                        "tell",
-                        0,
-                    )
+                    title = f"{row['record']} — a message to the owner could not be delivered"
+                    found[row["receipt"]] = (str(row["path"]), title, "tell", 0)
                     continue
                 try:
                     text = json.loads(row["wake"])["text"]
@@ -370,7 +367,7 @@ def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
     """The run budget (``sweep --max-runs``) when it is spent at ``now``: ``budget``
     (e.g. ``6/day``), ``until`` (when the next run may start) and ``runs``; else None."""
     data = BUDGET.read(root / layout.STATE_DIR / BUDGET_FILE) or {}
-    until = _stamp_or_none(data.get("until"))
+    until = stamp_or_none(data.get("until"))
     if until is None or until <= now:
         return None
     return {"budget": str(data.get("budget")), "until": until, "runs": data.get("runs")}
