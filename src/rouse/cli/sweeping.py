@@ -99,7 +99,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
             leader = lease_of(book)
             if args.check:
-                queue = queue_state(book.database, book.tree)
+                queue = queue_state(book.db, book.tree)
         if args.check:  # for monitors and cron: silent when well, else exit 1 and why
             problems = status.check(tree_root(args), now, ledger=book, leader=leader, queue=queue)
             if args.json:

@@ -62,9 +62,8 @@ class PgLedger(Ledger):
         db: PgDatabase | None = None,
         schema: Literal["now", "lazy", "read"] = "now",
     ):
-        self.database = db if db is not None else PgDatabase(dsn)
-        self.db = self.database
-        self.where = self.database.where
+        self.db = db if db is not None else PgDatabase(dsn)
+        self.where = self.db.where
         self.tree = tree
         self.schema = schema
         #: the schema is known to be there (None: not looked at yet; False: no ledger yet)
@@ -73,7 +72,7 @@ class PgLedger(Ledger):
             try:
                 self.prepare()
             except BaseException:
-                self.database.close()
+                self.db.close()
                 raise
 
     def prepare(self) -> bool:
@@ -82,9 +81,9 @@ class PgLedger(Ledger):
             return True
         if self.schema == "read":
             # a database an older rouse made and no sweeper migrated yet: no wakes
-            self.ready = refuse_newer(self.database, self.where) >= OUTBOX_SCHEMA
+            self.ready = refuse_newer(self.db, self.where) >= OUTBOX_SCHEMA
         else:
-            migrate(self.database, self.where)
+            migrate(self.db, self.where)
             self.ready = True
         return self.ready
 

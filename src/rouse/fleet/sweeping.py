@@ -127,7 +127,7 @@ class Member:
     def __init__(self, root: Path, ledger: PgLedger, lease: float, origins: OriginReader) -> None:
         self.root = root
         self.ledger = ledger
-        self.db = ledger.database
+        self.db = ledger.db
         self.tree = ledger.tree
         self.held = Lease(self.db, self.tree, lease)
         self.mirror = Mirror(root, self.db, self.tree, origins)
