@@ -21,7 +21,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

@@ -25,7 +25,7 @@ from rouse.fleet import lease as leases
 from rouse.fleet.lease import DEFAULT_LEASE, Lease, check_lease
 from rouse.fleet.mirror import Mirror
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
-from rouse.fleet.pg_ledger import PgLedger
+from rouse.fleet.pg_schema import PgLedger
 from rouse.fleet.workers import queue_state
 from rouse.state.sweeper import write_fleet_queue
 from rouse.sweep import build
