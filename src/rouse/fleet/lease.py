@@ -187,15 +187,22 @@ def leader(db: Any, tree: str) -> dict[str, Any] | None:
         "FROM leaders WHERE tree = ?",
         (tree,),
     ).fetchone()
-    if row is None:
+    return lease_row(row)
+
+
+def lease_row(row: Any, host: str = "host", *, local: bool = True) -> dict[str, Any] | None:
+    """A ``leaders`` row (its host under the column ``host``) as :func:`leader` gives it;
+    None when no one holds the lease. ``local=False``: its times as the database gave them."""
+    if row is None or row["holder"] is None:
         return None
+    since, expires = row["since"], row["expires"]
     return {
         "holder": row["holder"],
-        "host": row["host"],
+        "host": row[host],
         "pid": int(row["pid"]),
         "token": int(row["token"]),
-        "since": _local(row["since"]),
-        "expires": _local(row["expires"]),
+        "since": _local(since) if local else since,
+        "expires": _local(expires) if local else expires,
         "live": bool(row["live"]),
     }
 

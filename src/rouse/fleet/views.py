@@ -16,6 +16,7 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
+from rouse.fleet.lease import lease_row
 from rouse.fleet.pg import PgDatabase, local_time, only_trees
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
@@ -154,7 +155,7 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
             host=row["t_host"] or row["m_host"] or "",
             last_tick=row["last_tick"],
             last_tick_by=row["last_tick_by"],
-            leader=_leader(row),
+            leader=lease_row(row, "l_host", local=False),
             wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
             files=row["files"],
             skipped=row["skipped"],
@@ -189,21 +190,6 @@ def _outbox_counts(
     ):
         queued[row["tree"]] = (int(row["n"]), stamp_or_none(row["oldest"]))
     return counts, queued
-
-
-def _leader(row: Any) -> dict[str, Any] | None:
-    """The lease a status row joined in, as a dict; None when no one holds it."""
-    if row["holder"] is None:
-        return None
-    return {
-        "holder": row["holder"],
-        "host": row["l_host"],
-        "pid": row["pid"],
-        "token": row["token"],
-        "since": row["since"],
-        "expires": row["expires"],
-        "live": bool(row["live"]),
-    }
 
 
 def _age(value: datetime | None, now: datetime) -> str:

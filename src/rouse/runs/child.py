@@ -106,8 +106,7 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # (not contextlib.suppress: the supervisor does without it)
-        proc.wait()
-        return
+        pass
     proc.wait()
 
 
@@ -237,8 +236,7 @@ class Child:
         self.signal_group(signal.SIGTERM)
         self.wait(grace)
         self.signal_group(signal.SIGKILL)
-        while self.poll() is None:
-            time.sleep(POLL / 5)
+        self.wait(float("inf"))
 
     def close(self) -> None:
         if self.out >= 0:
