@@ -218,7 +218,8 @@ class PgDatabase:
 
     def _said(self, exc: BaseException) -> str:
         """The driver's first line about ``exc``, with the DSN (and any password) scrubbed."""
-        return scrub(_first_line(exc), self.dsn)
+        text = str(exc).strip()
+        return scrub(text.splitlines()[0] if text else type(exc).__name__, self.dsn)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -247,8 +248,3 @@ def as_json(item: Any, **renamed: str) -> dict[str, Any]:
         value = getattr(item, name)
         found[renamed.get(name, name)] = iso_stamp(value) if isinstance(value, datetime) else value
     return found
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

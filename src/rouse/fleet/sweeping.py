@@ -78,7 +78,13 @@ def join(
     The schema is migrated now if the database answers (a newer one is refused:
     exit 2); if it does not, at the first tick that reaches it.
     """
-    tree, made = _ensure_id(root)
+    try:
+        tree, made = ensure_tree_id(root)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {root / IDENTITY_FILE} ({exc.strerror or exc}): a fleet tells trees "
+            "apart by it; make the tree writable, or write it with `rouse init` where it is"
+        ) from None
     db = PgDatabase(dsn, application=application)
     ledger = PgLedger(dsn, tree, db=db, schema="lazy")
     try:
@@ -89,16 +95,6 @@ def join(
         db.close()
         raise
     return Joined(ledger, Member(root, ledger, lease, origins), made)
-
-
-def _ensure_id(root: Path) -> tuple[str, bool]:
-    try:
-        return ensure_tree_id(root)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write {root / IDENTITY_FILE} ({exc.strerror or exc}): a fleet tells trees "
-            "apart by it; make the tree writable, or write it with `rouse init` where it is"
-        ) from None
 
 
 def open_ledger(dsn: str, root: Path, *, application: str = "rouse") -> PgLedger:

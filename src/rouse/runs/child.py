@@ -106,7 +106,8 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:  # (not contextlib.suppress: the supervisor does without it)
-        pass
+        proc.wait()
+        return
     proc.wait()
 
 
