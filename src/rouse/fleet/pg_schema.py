@@ -255,6 +255,7 @@ class _Nothing:
 class PgLedger(Ledger):
     """One tree's ledger in the fleet's database."""
 
+    db: PgDatabase
     unclaimed = results = f" AND {FREE}"
     unclaim = ", claimed_by = NULL, claim_until = NULL"
     shared = True

@@ -137,21 +137,18 @@ def fleet_queue(root: Path) -> dict[str, Any] | None:
     last: a later tick without the fleet (or one that could not reach it) makes it moot.
     A damaged or foreign file reads as None.
     """
-    data = FLEET.read(root / FLEET_FILE)
-    if not isinstance(data, dict):
+    data = FLEET.read(root / FLEET_FILE)  # (its shape: whole numbers of wakes and workers)
+    if data is None:
         return None
-    tick = stamp_or_none(data.get("tick"))
+    tick = stamp_or_none(data["tick"])
     last, _ = last_tick(root)
     if tick is None or last is None or tick != last:
         return None
-    queued, live = data.get("queued"), data.get("live_workers")
-    if type(queued) is not int or type(live) is not int or queued < 0 or live < 0:
-        return None
     return {
         "tick": tick,
-        "queued": queued,
+        "queued": data["queued"],
         "oldest": stamp_or_none(data.get("oldest")),
-        "live": live,
+        "live": data["live_workers"],
         "seen": stamp_or_none(data.get("worker_seen")),
     }
 
