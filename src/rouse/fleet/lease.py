@@ -210,11 +210,3 @@ def lease_row(row: Any, host: str = "host", *, local: bool = True) -> dict[str, 
 def _local(value: datetime) -> datetime:
     """A TIMESTAMPTZ as local naive time, to the second."""
     return value.astimezone().replace(tzinfo=None, microsecond=0)
-
-
-def describe(found: dict[str, Any] | None) -> str:
-    """Who leads, in a few words: ``host pid N`` (or that nobody does)."""
-    if found is None:
-        return "no sweeper yet"
-    who = f"{found['host']} pid {found['pid']}"
-    return who if found["live"] else f"nobody (the lease of {who} lapsed)"

@@ -154,7 +154,11 @@ class Member:
     def leader(self) -> str:
         if self.held.leading:
             return f"this sweeper (token {self.held.token})"
-        return leases.describe(leases.leader(self.db, self.tree))
+        found = leases.leader(self.db, self.tree)
+        if found is None:
+            return "no sweeper yet"
+        who = f"{found['host']} pid {found['pid']}"
+        return who if found["live"] else f"nobody (the lease of {who} lapsed)"
 
     def describe(self) -> str:
         token = f", token {self.held.token}" if self.held.token is not None else ""
