@@ -1,7 +1,7 @@
 """One suite, two ledgers: the SQLite file and the fleet's PostgreSQL run the same rules.
 
 Every test here takes ``book``: a :class:`~rouse.sweep.ledger.Ledger` on SQLite
-or a :class:`~rouse.fleet.pg_ledger.PgLedger` on a real PostgreSQL (a fresh
+or a :class:`~rouse.fleet.pg_schema.PgLedger` on a real PostgreSQL (a fresh
 database per test), and must pass on both.
 """
 
@@ -40,7 +40,7 @@ def _wake(wake_id: str = "w1", path: str = "inventory/reminders/r", **changes: o
 
 
 def open_pg(dsn: str, tree: str = TREE) -> Ledger:
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
     return PgLedger(dsn, tree)
 

@@ -239,7 +239,7 @@ def test_a_fleet_database_made_before_the_column_spec_reads_alike(pg_server: PgS
     """A fleet database whose ledger tables were written by hand (before the column
     spec) has the columns a new one is made with, and its rows read as they did."""
 
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
     old, fresh = pg_server.new_database(), pg_server.new_database()
     _old_fleet_ledger(old, PG_LEDGER_1, 1, 6)
@@ -256,7 +256,7 @@ def test_a_fleet_database_of_the_last_rouse_with_a_table_per_kind_moves_to_the_o
     (schema 5), holding rows of every kind in every state, keeps every message in the
     one outbox: ids, states and tries as they were, the old tables gone."""
 
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
     old, fresh = pg_server.new_database(), pg_server.new_database()
     _old_fleet_ledger(old, PG_LEDGER_5, 5, 8)
@@ -278,7 +278,7 @@ def test_a_fleet_database_gains_the_columns_the_spec_added_since_it_was_made(
     made from the spec at first use (no hand-written step), its rows untouched."""
     import psycopg
 
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
     old, fresh = pg_server.new_database(), pg_server.new_database()
     with PgLedger(old, "t" * 32) as book:
@@ -319,7 +319,7 @@ def test_a_reader_of_a_fleet_database_not_migrated_yet_reads_no_wakes(
     before any sweeper of this rouse opened it, reads as one with no ledger yet (never
     an error about a missing table)."""
 
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
     old = pg_server.new_database()
     _old_fleet_ledger(old, PG_LEDGER_5, 5, 8)

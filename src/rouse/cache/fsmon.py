@@ -18,7 +18,7 @@ import sys
 import time
 
 from rouse.core import layout
-from rouse.state.signed import keyed_mac
+from rouse.state.files import keyed_mac
 
 SOCKET = "fsmon.sock"
 PROTOCOL = b"rouse-fsmon 1"

@@ -18,9 +18,8 @@ from datetime import datetime
 from rouse.cache.walkfile import zone
 from rouse.core import layout
 from rouse.core.timefmt import micros
-from rouse.state.files import Damaged, conform
+from rouse.state.files import Damaged, conform, read_signed, write_signed
 from rouse.state.shapes import SNAPSHOT
-from rouse.state.signed import read_signed, write_signed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

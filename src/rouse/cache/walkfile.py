@@ -9,9 +9,8 @@ import time
 
 from rouse.core import layout
 from rouse.core.header import COMPACT_LINES, Header, HeaderLine
-from rouse.state.files import Damaged
+from rouse.state.files import Damaged, read_signed, write_signed
 from rouse.state.shapes import WALK_CACHE
-from rouse.state.signed import read_signed, write_signed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
 
-    from rouse.fleet.pg_ledger import PgLedger
+    from rouse.fleet.pg_schema import PgLedger
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
@@ -98,7 +98,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
             leader = lease_of(book)
             if args.check:
-                queue = queue_state(book.database, book.tree)
+                queue = queue_state(book.db, book.tree)
         if args.check:  # for monitors and cron: silent when well, else exit 1 and why
             problems = status.check(tree_root(args), now, ledger=book, leader=leader, queue=queue)
             if args.json:

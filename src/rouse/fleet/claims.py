@@ -31,7 +31,7 @@ from datetime import datetime
 from rouse.core.errors import UsageError
 from rouse.fleet.lease import clock
 from rouse.fleet.pg import PgDatabase, only_trees
-from rouse.fleet.pg_ledger import FREE
+from rouse.fleet.pg_schema import FREE
 from rouse.sweep.ledger import GIVE_UP_AFTER, SET_ASIDE, gives_up, next_try
 from rouse.sweep.ledger.entry import UNREADABLE, DamagedRow, as_text, as_time, read_wake
 from rouse.sweep.ledger.outbox import OutboxRows

@@ -28,6 +28,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from rouse.fleet.pg import PgDatabase
@@ -71,24 +72,15 @@ def _choose_clock() -> Callable[[], float]:
     ``time.monotonic()``. (Each send is checked on the database anyway: see
     :meth:`Claims.start`.)
     """
-    if sys.platform.startswith("linux"):
-        which = getattr(time, "CLOCK_BOOTTIME", None)
-    elif sys.platform == "darwin":
-        which = getattr(time, "CLOCK_MONOTONIC", None)
-    else:
-        which = None
+    name = {"linux": "CLOCK_BOOTTIME", "darwin": "CLOCK_MONOTONIC"}.get(sys.platform, "")
+    which = getattr(time, name, None)
     if which is None:
         return time.monotonic
     try:
         time.clock_gettime(which)
     except OSError:  # (an old kernel)
         return time.monotonic
-    clock_id: int = which
-
-    def read() -> float:
-        return time.clock_gettime(clock_id)
-
-    return read
+    return partial(time.clock_gettime, which)
 
 
 #: The clock leases and claims' deadlines are kept on (seconds; counts time suspended where it can).
@@ -195,15 +187,22 @@ def leader(db: Any, tree: str) -> dict[str, Any] | None:
         "FROM leaders WHERE tree = ?",
         (tree,),
     ).fetchone()
-    if row is None:
+    return lease_row(row)
+
+
+def lease_row(row: Any, host: str = "host", *, local: bool = True) -> dict[str, Any] | None:
+    """A ``leaders`` row (its host under the column ``host``) as :func:`leader` gives it;
+    None when no one holds the lease. ``local=False``: its times as the database gave them."""
+    if row is None or row["holder"] is None:
         return None
+    since, expires = row["since"], row["expires"]
     return {
         "holder": row["holder"],
-        "host": row["host"],
+        "host": row[host],
         "pid": int(row["pid"]),
         "token": int(row["token"]),
-        "since": _local(row["since"]),
-        "expires": _local(row["expires"]),
+        "since": _local(since) if local else since,
+        "expires": _local(expires) if local else expires,
         "live": bool(row["live"]),
     }
 
@@ -211,11 +210,3 @@ def leader(db: Any, tree: str) -> dict[str, Any] | None:
 def _local(value: datetime) -> datetime:
     """A TIMESTAMPTZ as local naive time, to the second."""
     return value.astimezone().replace(tzinfo=None, microsecond=0)
-
-
-def describe(found: dict[str, Any] | None) -> str:
-    """Who leads, in a few words: ``host pid N`` (or that nobody does)."""
-    if found is None:
-        return "no sweeper yet"
-    who = f"{found['host']} pid {found['pid']}"
-    return who if found["live"] else f"nobody (the lease of {who} lapsed)"

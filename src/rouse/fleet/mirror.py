@@ -2,11 +2,8 @@
 
 The leading sweeper of a tree calls :meth:`Mirror.sync` at the end of each
 tick. Every file the walk knows (records, context, notes, plugins, the probes
-file) becomes one row of ``mirror_files``: its header (JSONB), its body (the
-authored part and the log apart, cut at
-:data:`~rouse.fleet.mirror_rows.BODY_CAP` and saying so), its
-size and mtime, its origin as this machine's origin reader judged it, a
-tsvector for ``rouse fleet recall``, and the clock's plan for it.
+file) becomes one row of ``mirror_files`` (:mod:`rouse.fleet.mirror_rows` says
+what a row holds).
 
 Files are canonical: a row that disagrees with its file is wrong by
 definition, and the next sync rewrites it. Syncs are incremental — a file is
@@ -15,12 +12,8 @@ recently to trust its mtime), rows of deleted files are deleted — and the
 clock's plan is recomputed for every record at every sync, but written only
 where it changed (a goal's clock moves when a child closes, its file does not).
 
-The plan stores instants, not verdicts (:mod:`rouse.core.dueplan`): when a
-record next comes due (``wake_at``), when its review and staleness fall,
-whether a child silences it, when a reminder expires. ``due_at_time`` answers
-"due at ``t``, and why?" from those alone, exactly as
-:func:`rouse.core.clock.evaluate` would at ``t`` while nothing changes, so
-``fleet due`` is right between syncs.
+The plan is stored as instants, not verdicts (:mod:`rouse.core.dueplan`), so
+``fleet due`` decides at query time, as the clock would, and is right between syncs.
 
 A lost database costs one re-sync: what the mirror remembers of the rows is
 checked at each sync against ``mirror_state`` (an epoch each writing sync

@@ -173,7 +173,7 @@ class PgDatabase:
         if self._conn is not None and not self._conn.closed and not self._conn.broken:
             return self._conn
         psycopg = _psycopg()
-        self._drop()
+        self.close()
         try:
             self._conn = psycopg.connect(
                 self.dsn,
@@ -210,7 +210,7 @@ class PgDatabase:
             yield
         except psycopg.OperationalError as exc:
             if conn.broken or conn.closed:
-                self._drop()
+                self.close()
                 raise LedgerUnreachable(
                     f"lost the ledger at {self.where}: {self._said(exc)}"
                 ) from None
@@ -218,16 +218,14 @@ class PgDatabase:
 
     def _said(self, exc: BaseException) -> str:
         """The driver's first line about ``exc``, with the DSN (and any password) scrubbed."""
-        return scrub(_first_line(exc), self.dsn)
+        text = str(exc).strip()
+        return scrub(text.splitlines()[0] if text else type(exc).__name__, self.dsn)
 
-    def _drop(self) -> None:
+    def close(self) -> None:
         if self._conn is not None:
             with suppress(Exception):  # closing a broken connection may fail: it is gone
                 self._conn.close()
             self._conn = None
-
-    def close(self) -> None:
-        self._drop()
 
 
 def local_time(value: datetime | None) -> datetime | None:
@@ -250,8 +248,3 @@ def as_json(item: Any, **renamed: str) -> dict[str, Any]:
         value = getattr(item, name)
         found[renamed.get(name, name)] = iso_stamp(value) if isinstance(value, datetime) else value
     return found
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

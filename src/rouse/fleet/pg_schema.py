@@ -9,15 +9,29 @@ The ledger's tables are made from the SQLite ledger's column spec
 (:mod:`rouse.state.ledgerschema`; each row names its tree, so many trees share
 one database), with what a fleet adds: a worker's claim on a wake, the leader
 lease, the trees seen, the mirror of each tree's files and the workers' presence.
+
+:class:`PgLedger` is :class:`rouse.sweep.ledger.sqlite.Ledger` on these tables: the
+same states, retry schedule and give-up, the same SQL, scoped to one tree (its
+``.rouse-tree`` id). While a delivery worker's claim on a queued wake is live
+(:data:`FREE`, on the database's clock), the sweeper does not withdraw, hold, give up,
+take back, queue or record a failed attempt on it: it leaves it to the worker and looks
+again next tick. How it meets the schema (``schema``): ``"now"`` migrates as it opens;
+``"lazy"`` (a sweeper's) at its first statement, so a sweeper started while the
+database is down opens all the same and its first tick meets the outage; ``"read"``
+(``status``, ``log``) never migrates — a database with no ledger yet (or one an older
+rouse made, not migrated yet) reads as one with no wakes, and a newer schema is refused.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from rouse.core.errors import TooNew
+from rouse.fleet.pg import PgDatabase
 from rouse.state.ledgerschema import FORMER, TABLES, carry_over, column_name, create, indexes
+from rouse.sweep.ledger import Ledger
+from rouse.sweep.ledger.outbox import Cursor
 
 #: The advisory lock migrations take (an arbitrary constant: "rouse" in ASCII).
 MIGRATION_LOCK = 0x726F757365
@@ -214,3 +228,72 @@ def refuse_newer(db: Any, where: str) -> int:
             f"({SCHEMA_VERSION}): upgrade rouse on this machine"
         )
     return reached
+
+
+# -- the ledger on these tables ---------------------------------------------------
+
+#: Who may take a message (the one rule of every take: a sweeper's, a worker's claim):
+#: no delivery worker holds a live claim on it.
+FREE = "(claim_until IS NULL OR claim_until < now())"
+
+
+class _Nothing:
+    """The rows of a ledger that has no tables yet: none (a count of zero)."""
+
+    rowcount = 0
+
+    def fetchone(self) -> Any:
+        return None
+
+    def fetchall(self) -> list[Any]:
+        return []
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+
+class PgLedger(Ledger):
+    """One tree's ledger in the fleet's database."""
+
+    db: PgDatabase
+    unclaimed = results = f" AND {FREE}"
+    unclaim = ", claimed_by = NULL, claim_until = NULL"
+    shared = True
+
+    def __init__(
+        self,
+        dsn: str,
+        tree: str,
+        *,
+        db: PgDatabase | None = None,
+        schema: Literal["now", "lazy", "read"] = "now",
+    ):
+        self.db = db if db is not None else PgDatabase(dsn)
+        self.where = self.db.where
+        self.tree = tree
+        self.schema = schema
+        #: the schema is known to be there (None: not looked at yet; False: no ledger yet)
+        self.ready: bool | None = None
+        if schema == "now":
+            try:
+                self.prepare()
+            except BaseException:
+                self.db.close()
+                raise
+
+    def prepare(self) -> bool:
+        """Meet the schema once: migrate it (a reader only looks). Whether it has a ledger."""
+        if self.ready:
+            return True
+        if self.schema == "read":
+            # a database an older rouse made and no sweeper migrated yet: no wakes
+            self.ready = refuse_newer(self.db, self.where) >= OUTBOX_SCHEMA
+        else:
+            migrate(self.db, self.where)
+            self.ready = True
+        return self.ready
+
+    def run(self, sql: str, *parameters: object) -> Cursor:
+        if not self.ready and not self.prepare():
+            return _Nothing()  # a reader of a database with no ledger yet
+        return super().run(sql, *parameters)

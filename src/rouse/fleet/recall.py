@@ -100,16 +100,6 @@ def search_config(db: PgDatabase, words: list[str]) -> str:
     return TEXT_CONFIG if int(row["n"]) else SIMPLE_CONFIG
 
 
-def check_mode(mode: str | None) -> None:
-    """``fleet recall --mode``: words only; the mirror holds no vectors, and says so."""
-    if mode is None or mode in MIRROR_MODES:
-        return
-    raise UsageError(
-        f"the fleet's mirror holds no vectors, so fleet recall cannot search by {mode}: "
-        "give --mode words (or run rouse recall on a tree itself, which can)"
-    )
-
-
 def recall(
     db: PgDatabase,
     query: str,
@@ -118,7 +108,11 @@ def recall(
     mode: str | None = None,
 ) -> list[FleetHit]:
     """The best ``limit`` mirrored files for ``query`` across trees, best first."""
-    check_mode(mode)
+    if mode is not None and mode not in MIRROR_MODES:  # the mirror holds no vectors
+        raise UsageError(
+            f"the fleet's mirror holds no vectors, so fleet recall cannot search by {mode}: "
+            "give --mode words (or run rouse recall on a tree itself, which can)"
+        )
     words = query_words(query)
     config = search_config(db, words)
     vector = "m.search" if config == TEXT_CONFIG else SIMPLE_VECTOR

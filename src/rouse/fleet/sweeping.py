@@ -25,7 +25,7 @@ from rouse.fleet import lease as leases
 from rouse.fleet.lease import DEFAULT_LEASE, Lease, check_lease
 from rouse.fleet.mirror import Mirror
 from rouse.fleet.pg import LedgerUnreachable, PgDatabase, redact
-from rouse.fleet.pg_ledger import PgLedger
+from rouse.fleet.pg_schema import PgLedger
 from rouse.fleet.workers import queue_state
 from rouse.state.sweeper import write_fleet_queue
 from rouse.sweep import build
@@ -78,7 +78,13 @@ def join(
     The schema is migrated now if the database answers (a newer one is refused:
     exit 2); if it does not, at the first tick that reaches it.
     """
-    tree, made = _ensure_id(root)
+    try:
+        tree, made = ensure_tree_id(root)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {root / IDENTITY_FILE} ({exc.strerror or exc}): a fleet tells trees "
+            "apart by it; make the tree writable, or write it with `rouse init` where it is"
+        ) from None
     db = PgDatabase(dsn, application=application)
     ledger = PgLedger(dsn, tree, db=db, schema="lazy")
     try:
@@ -89,16 +95,6 @@ def join(
         db.close()
         raise
     return Joined(ledger, Member(root, ledger, lease, origins), made)
-
-
-def _ensure_id(root: Path) -> tuple[str, bool]:
-    try:
-        return ensure_tree_id(root)
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write {root / IDENTITY_FILE} ({exc.strerror or exc}): a fleet tells trees "
-            "apart by it; make the tree writable, or write it with `rouse init` where it is"
-        ) from None
 
 
 def open_ledger(dsn: str, root: Path, *, application: str = "rouse") -> PgLedger:
@@ -127,7 +123,7 @@ class Member:
     def __init__(self, root: Path, ledger: PgLedger, lease: float, origins: OriginReader) -> None:
         self.root = root
         self.ledger = ledger
-        self.db = ledger.database
+        self.db = ledger.db
         self.tree = ledger.tree
         self.held = Lease(self.db, self.tree, lease)
         self.mirror = Mirror(root, self.db, self.tree, origins)
@@ -158,7 +154,11 @@ class Member:
     def leader(self) -> str:
         if self.held.leading:
             return f"this sweeper (token {self.held.token})"
-        return leases.describe(leases.leader(self.db, self.tree))
+        found = leases.leader(self.db, self.tree)
+        if found is None:
+            return "no sweeper yet"
+        who = f"{found['host']} pid {found['pid']}"
+        return who if found["live"] else f"nobody (the lease of {who} lapsed)"
 
     def describe(self) -> str:
         token = f", token {self.held.token}" if self.held.token is not None else ""

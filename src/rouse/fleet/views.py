@@ -16,11 +16,13 @@ from typing import Any
 
 from rouse.core.errors import UsageError
 from rouse.core.timefmt import format_stamp, human_age, iso_stamp
+from rouse.fleet.lease import lease_row
 from rouse.fleet.pg import PgDatabase, local_time, only_trees
 from rouse.fleet.pg_schema import migrate
 from rouse.fleet.workers import WorkerRow, listed
 from rouse.pack.views import clock_time
 from rouse.state.ledgerschema import WAKE_STATES
+from rouse.state.sweeper import stamp_or_none
 
 #: How many characters of a tree id the text views show (``--tree`` takes any unique start).
 SHORT_ID = 8
@@ -153,7 +155,7 @@ def status(db: PgDatabase, trees: list[str] | None = None) -> list[TreeStatus]:
             host=row["t_host"] or row["m_host"] or "",
             last_tick=row["last_tick"],
             last_tick_by=row["last_tick_by"],
-            leader=_leader(row),
+            leader=lease_row(row, "l_host", local=False),
             wakes=counts.get(row["tree"], dict.fromkeys(WAKE_STATES, 0)),
             files=row["files"],
             skipped=row["skipped"],
@@ -186,31 +188,8 @@ def _outbox_counts(
         f"WHERE sink = 'workers' AND state = 'pending'{where} GROUP BY tree",
         params,
     ):
-        queued[row["tree"]] = (int(row["n"]), _stamp(row["oldest"]))
+        queued[row["tree"]] = (int(row["n"]), stamp_or_none(row["oldest"]))
     return counts, queued
-
-
-def _leader(row: Any) -> dict[str, Any] | None:
-    """The lease a status row joined in, as a dict; None when no one holds it."""
-    if row["holder"] is None:
-        return None
-    return {
-        "holder": row["holder"],
-        "host": row["l_host"],
-        "pid": row["pid"],
-        "token": row["token"],
-        "since": row["since"],
-        "expires": row["expires"],
-        "live": bool(row["live"]),
-    }
-
-
-def _stamp(text: str | None) -> datetime | None:
-    """A ledger stamp (local, to the second) as a datetime; None for none or a bad one."""
-    try:
-        return datetime.strptime(text, "%Y-%m-%d %H:%M:%S") if text else None
-    except ValueError:
-        return None
 
 
 def _age(value: datetime | None, now: datetime) -> str:

@@ -148,9 +148,9 @@ class WorkerRow:
         return as_json(self)
 
 
-def _has_table(db: PgDatabase) -> bool:
-    """Whether the database has the workers' table (a reader never migrates)."""
-    return db.execute("SELECT to_regclass('workers') AS t").fetchone()["t"] is not None
+def _has_table(db: PgDatabase, table: str = "workers") -> bool:
+    """Whether the database has ``table`` (a reader never migrates)."""
+    return db.execute("SELECT to_regclass(?) AS t", (table,)).fetchone()["t"] is not None
 
 
 def listed(db: PgDatabase) -> list[WorkerRow]:
@@ -170,7 +170,7 @@ def queue_state(db: PgDatabase, tree: str) -> dict[str, Any]:
     A database without a ledger yet has no queue; one without the workers' table has
     no workers."""
     found: dict[str, Any] = {"queued": 0, "oldest": None, "live": 0, "seen": None}
-    if db.execute("SELECT to_regclass('outbox') AS t").fetchone()["t"] is None:
+    if not _has_table(db, "outbox"):
         return found
     row = db.execute(
         "SELECT count(*) AS n, min(made_at) AS oldest FROM outbox "

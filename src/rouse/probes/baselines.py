@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rouse.core import layout
 from rouse.probes.readings import MAX_READING, UNKNOWN
-from rouse.state.signed import read_signed, write_signed
+from rouse.state.files import read_signed, write_signed
 
 FILE = "baselines.json"
 MAGIC = b"rouse-baselines"

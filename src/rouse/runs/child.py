@@ -237,8 +237,7 @@ class Child:
         self.signal_group(signal.SIGTERM)
         self.wait(grace)
         self.signal_group(signal.SIGKILL)
-        while self.poll() is None:
-            time.sleep(POLL / 5)
+        self.wait(float("inf"))
 
     def close(self) -> None:
         if self.out >= 0:

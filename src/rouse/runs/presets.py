@@ -50,11 +50,6 @@ CODEX_LAST_MESSAGE = "--output-last-message"
 MAX_RESULT = 2000
 
 
-def command(kind: str, extra: list[str]) -> list[str]:
-    """The argv of a run: the preset with the user's ``extra`` arguments, or ``extra``."""
-    return task_command(kind, extra, {})[0]
-
-
 #: What a task's ``model`` or ``reasoning`` may be to become a flag: one plain word of a
 #: model's name (``opus``, ``gpt-5.1-codex``, ``openai/gpt-4o``, ``sonnet[1m]``), never
 #: an option (``-…``), a space or anything a CLI or a TOML value could read as more.

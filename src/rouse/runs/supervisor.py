@@ -155,6 +155,12 @@ def _cancel_stamp(path: str) -> bool:
     return bool((found.fields.get("cancel") or "").strip())
 
 
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def _prompt_file(text: str) -> int:
     """An unlinked scratch file holding the prompt, opened for reading (the run's stdin)."""
     scratch = os.environ.get("TMPDIR") or "/tmp"
@@ -166,9 +172,7 @@ def _prompt_file(text: str) -> int:
         except FileExistsError:
             continue
         os.unlink(path)
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        _write_all(fd, data)
         os.lseek(fd, 0, os.SEEK_SET)
         return fd
     raise FileExistsError(17, f"no scratch file for the prompt in {scratch}")
@@ -273,9 +277,7 @@ def write_atomic(path: str, data: bytes) -> None:
         return
     try:
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            _write_all(fd, data)
             os.fchmod(fd, 0o644)
         finally:
             os.close(fd)

@@ -15,7 +15,7 @@ it costs only the same-minute answers of the wakes still standing (a later
 ``rouse move`` answers them again).
 
 An act answers wakes, so what the agent can write must not forge one: with a
-stamp key the file is MACed like the caches (:func:`rouse.state.signed.write_signed`,
+stamp key the file is MACed like the caches (:func:`rouse.state.files.write_signed`,
 under a key derived for it), and one that does not verify, is damaged or is of
 another format reads as empty (``rouse check`` says so). An act later than now is
 never an answer, and pruning counts back from the act being written, so an act
@@ -29,8 +29,7 @@ from pathlib import Path
 
 from rouse.core import layout
 from rouse.state import shapes
-from rouse.state.files import Damaged
-from rouse.state.signed import read_signed, write_signed
+from rouse.state.files import Damaged, read_signed, write_signed
 
 FILE = "acts.json"
 #: The file's first line: magic, version, MAC (``-`` without a key).

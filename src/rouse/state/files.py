@@ -18,6 +18,12 @@ state behind a link is treated as missing.
 Light to import: the agent hooks run at every prompt and turn's end and read
 their state through here, so it imports nothing Python has not loaded at
 start-up but json's C half (no pathlib, json, re, contextlib, tempfile).
+
+A MACed state file (the walk cache, the snapshot, the acts, the probes' baselines)
+is one first line of magic, version and MAC, then its body (:func:`write_signed`):
+one of another format or version, or (with the stamp key) not MACed under the key
+derived for its use, reads as missing. A watching sweeper's replies are MACed with
+:func:`keyed_mac` too.
 Paths are ``str`` or ``Path``. JSON is read by the C scanner json itself
 uses, under the bounds; what that fast reading cannot decide cheaply (another
 encoding, a BOM, a bound crossed, anything json would refuse) goes to json
@@ -41,6 +47,7 @@ from rouse.state.bounded import suppress as suppress
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from _typeshed import StrPath
@@ -148,3 +155,45 @@ def save_bytes(path: StrPath, text: bytes) -> bool:
             os.unlink(temp)
         return False
     return True
+
+
+# -- a MACed file --------------------------------------------------------------
+
+
+def keyed_mac(secret: bytes, label: bytes, body: bytes) -> bytes:
+    """HMAC-SHA256 of ``body`` (hex) under a key derived from the stamp key's secret for
+    ``label``: one key per use (the walk cache, a watching sweeper's replies)."""
+    import hashlib
+    import hmac
+
+    derived = hmac.new(secret, label, hashlib.sha256).digest()
+    return hmac.new(derived, body, hashlib.sha256).hexdigest().encode()
+
+
+def read_signed(
+    path: Path, max_bytes: int, magic: bytes, version: int, secret: bytes | None, label: bytes
+) -> bytes | None:
+    """The body of a file :func:`write_signed` wrote, or None: missing, of another
+    format or version, or (with a key) not MACed with it (``label``: which key)."""
+    data = load_bytes(path, max_bytes)
+    if data is None:
+        return None
+    first, _, body = data.partition(b"\n")
+    parts = first.split(b" ")
+    if len(parts) != 3 or parts[0] != magic or parts[1] != str(version).encode():
+        return None
+    if secret is not None:
+        import hmac
+
+        if not hmac.compare_digest(parts[2], keyed_mac(secret, label, body)):
+            return None
+    return body
+
+
+def write_signed(
+    path: Path, magic: bytes, version: int, secret: bytes | None, label: bytes, body: bytes
+) -> bool:
+    """Save ``body`` under one line of magic, version and MAC (``-`` unkeyed), best effort
+    (False when it could not be written)."""
+    signed = keyed_mac(secret, label, body) if secret is not None else b"-"
+    return save_bytes(path, b" ".join((magic, str(version).encode(), signed)) + b"\n" + body)

@@ -81,10 +81,7 @@ def sweeper_channels(root: Path, now: datetime) -> tuple[dict[str, str], str | N
         allowed = max(3600.0, 3 * (interval or 0))
         if when is None or abs((now - when).total_seconds()) > allowed:
             return None
-    named = data.get("channels")
-    notify = data.get("notify")
-    channels = {str(k): str(v) for k, v in named.items()} if isinstance(named, dict) else {}
-    return channels, notify if isinstance(notify, str) else None
+    return dict(data.get("channels") or {}), data.get("notify")  # (as its shape has them)
 
 
 # -- a task's claim (rouse work) ---------------------------------------------------

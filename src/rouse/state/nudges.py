@@ -149,7 +149,10 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
         return True
     if record.type == "action" and not levels.is_open(record) and levels.known_status(record):
         return True  # judged: a known outcome closes it for the clock
-    rearmable = reason in ("", "due") and not _rearms_itself(record)  # a one-shot's wake
+    # a one-shot's wake: a nag's next step, a repeating reminder's next occurrence
+    # (``every:``) are rouse's own writes
+    rearms_itself = levels.is_nagging(record) or levels.is_repeating(record)
+    rearmable = reason in ("", "due") and not rearms_itself
     if record.type == "reminder" and status == "pending" and rearmable:
         due = stamp_of(record, "due")
         if due is not None and due > when:
@@ -159,12 +162,6 @@ def acted_since(record: Record, when: datetime, done: acts.Acts, reason: str = "
         return True
     moved = stamp_of(record, "last-moved")
     return moved is not None and moved > when.replace(second=0, microsecond=0)
-
-
-def _rearms_itself(record: Record) -> bool:
-    """A reminder whose fresh ``due`` after a wake is rouse's own write: a nag's next
-    step, a repeating reminder's next occurrence (``every:``)."""
-    return levels.is_nagging(record) or levels.is_repeating(record)
 
 
 def stamp_of(record: Record, key: str) -> datetime | None:

@@ -83,7 +83,7 @@ def last_tick(root: Path) -> tuple[datetime | None, float | None]:
     """The last tick's ``now`` and the sweeper's interval in seconds (None: unknown),
     never more than :data:`LONGEST_INTERVAL` whatever the file claims."""
     data = SWEEP.read(root / STATE_FILE) or {}
-    when = _stamp_or_none(data.get("last_tick"))
+    when = stamp_or_none(data.get("last_tick"))
     if when is None:  # missing, damaged or foreign: unknown
         return None, None
     interval = data.get("interval")
@@ -119,7 +119,8 @@ def write_fleet_queue(
     )
 
 
-def _stamp_or_none(value: object) -> datetime | None:
+def stamp_or_none(value: object) -> datetime | None:
+    """A stamp of :data:`TIME_FORMAT` as a datetime; None for anything else."""
     if not isinstance(value, str):
         return None
     try:
@@ -136,22 +137,19 @@ def fleet_queue(root: Path) -> dict[str, Any] | None:
     last: a later tick without the fleet (or one that could not reach it) makes it moot.
     A damaged or foreign file reads as None.
     """
-    data = FLEET.read(root / FLEET_FILE)
-    if not isinstance(data, dict):
+    data = FLEET.read(root / FLEET_FILE)  # (its shape: whole numbers of wakes and workers)
+    if data is None:
         return None
-    tick = _stamp_or_none(data.get("tick"))
+    tick = stamp_or_none(data["tick"])
     last, _ = last_tick(root)
     if tick is None or last is None or tick != last:
         return None
-    queued, live = data.get("queued"), data.get("live_workers")
-    if type(queued) is not int or type(live) is not int or queued < 0 or live < 0:
-        return None
     return {
         "tick": tick,
-        "queued": queued,
-        "oldest": _stamp_or_none(data.get("oldest")),
-        "live": live,
-        "seen": _stamp_or_none(data.get("worker_seen")),
+        "queued": data["queued"],
+        "oldest": stamp_or_none(data.get("oldest")),
+        "live": data["live_workers"],
+        "seen": stamp_or_none(data.get("worker_seen")),
     }
 
 
@@ -296,12 +294,8 @@ def vouched_nudges(root: Path, receipts: list[str]) -> dict[str, tuple[str, str,
                 return found
             for row in rows:
                 if row["kind"] == "tell":
-                    found[row["receipt"]] = (
-                        str(row["path"]),
-                        f"{row['record']} — a message to the owner could not be delivered",
-                        "tell",
-                        0,
-                    )
+                    title = f"{row['record']} — a message to the owner could not be delivered"
+                    found[row["receipt"]] = (str(row["path"]), title, "tell", 0)
                     continue
                 try:
                     text = json.loads(row["wake"])["text"]
@@ -370,7 +364,7 @@ def run_budget_spent(root: Path, now: datetime) -> dict[str, Any] | None:
     """The run budget (``sweep --max-runs``) when it is spent at ``now``: ``budget``
     (e.g. ``6/day``), ``until`` (when the next run may start) and ``runs``; else None."""
     data = BUDGET.read(root / layout.STATE_DIR / BUDGET_FILE) or {}
-    until = _stamp_or_none(data.get("until"))
+    until = stamp_or_none(data.get("until"))
     if until is None or until <= now:
         return None
     return {"budget": str(data.get("budget")), "until": until, "runs": data.get("runs")}

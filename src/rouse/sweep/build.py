@@ -113,7 +113,7 @@ def _runner(options: SweepOptions) -> Runner:
     assert options.run is not None
     return Runner(
         options.root,
-        presets.command(options.run, list(options.run_command)),
+        presets.task_command(options.run, list(options.run_command), {})[0],
         timeout=parse_timeout(options.run_timeout) if options.run_timeout else DEFAULT_TIMEOUT,
         budget=Budget.parse(options.max_runs) if options.max_runs else None,
         base_env=options.environment,

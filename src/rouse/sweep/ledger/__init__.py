@@ -6,7 +6,7 @@ state machine, the one retry rule, the one take, and the seam to a database).
 :class:`Ledger` (:mod:`~rouse.sweep.ledger.sqlite`, with its schema) is the
 read-write handle on ``.rouse/ledger.sqlite3``, made of one part per kind of
 message (``wakes`` with their digests, ``escalations``, ``tells``) and the agent
-``runs``; a fleet's PostgreSQL ledger is a subclass (:mod:`rouse.fleet.pg_ledger`).
+``runs``; a fleet's PostgreSQL ledger is a subclass (:class:`rouse.fleet.pg_schema.PgLedger`).
 ``entry`` is a wake's row and ``views`` the read-only views of ``rouse log``.
 
 Outside this package, import the names below from here; the parts import each
