@@ -122,6 +122,11 @@ class DamagedRow(ValueError):
 UNREADABLE = (ValueError, KeyError, TypeError, IndexError, RecursionError)
 
 
+def stored_wake(wake: Wake) -> str:
+    """A wake as a ledger keeps it: its JSON, which :func:`read_wake` reads back."""
+    return json.dumps(wake.as_dict(), ensure_ascii=False)
+
+
 def read_wake(text: object) -> Wake:
     """A wake as a ledger keeps it (its JSON); DamagedRow when rouse cannot have written it.
 

@@ -9,11 +9,10 @@ after its first failure. States: ``pending``, ``delivered``, ``withdrawn``
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import NamedTuple
 
-from rouse.sweep.ledger.entry import DamagedRow, as_text, as_time, read_wake
+from rouse.sweep.ledger.entry import DamagedRow, as_text, as_time, read_wake, stored_wake
 from rouse.sweep.ledger.outbox import OutboxRows
 from rouse.sweep.wake import Wake
 
@@ -87,7 +86,7 @@ class EscalationRows(OutboxRows):
             level,
             wake_id,
             as_text(now),
-            json.dumps(message.as_dict(), ensure_ascii=False),
+            stored_wake(message),
             sink,
         )
 

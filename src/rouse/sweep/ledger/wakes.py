@@ -17,7 +17,7 @@ import json
 from datetime import datetime
 
 from rouse.state.ledgerschema import WAKE_STATES
-from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries, escalated
+from rouse.sweep.ledger.entry import COLUMNS, Entry, as_text, entries, escalated, stored_wake
 from rouse.sweep.ledger.outbox import SET_ASIDE, WORKERS, OutboxRows
 from rouse.sweep.wake import Wake, safe_id
 
@@ -123,7 +123,7 @@ class WakeRows(OutboxRows):
             wake.file,
             wake.nudge,
             wake.at,
-            json.dumps(wake.as_dict(), ensure_ascii=False),
+            stored_wake(wake),
             sink,
             "held" if held else "pending",
             int(attempt),
@@ -245,4 +245,4 @@ class WakeRows(OutboxRows):
 def _identity(wake: Wake) -> tuple[object, ...]:
     """A new row's columns from ``id`` to ``wake`` (the wake as JSON), in the schema's order."""
     fields = ("id", "record", "path", "file", "reason", "nudge", "at", "last_moved")
-    return (*(getattr(wake, key) for key in fields), json.dumps(wake.as_dict(), ensure_ascii=False))
+    return (*(getattr(wake, key) for key in fields), stored_wake(wake))
