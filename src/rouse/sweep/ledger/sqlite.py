@@ -75,9 +75,9 @@ def _bring_up(db: sqlite3.Connection, version: int) -> None:
         if not have:
             continue
         fallback = {}
-        if "last_moved" not in have:  # (before 6, a wake's last-moved was only in its JSON)
+        if table == "wakes" and "last_moved" not in have:  # (before 6: only in its JSON)
             fallback["last_moved"] = "json_extract(wake, '$.last_moved')"
-        db.execute(carry_over(table, have, into, fallback if table == "wakes" else {}))
+        db.execute(carry_over(table, have, into, fallback))
         db.execute(f"DROP TABLE {table}")
     for statement in indexes(tuple(TABLES)):
         db.execute(statement)
