@@ -1,7 +1,7 @@
 """One view of every tree: ``rouse fleet status`` over the database, and what the views share.
 
 Everything here reads: the ``trees`` the sweepers report, their ``leaders``,
-the ledger's ``wakes``, the delivery ``workers`` (:mod:`rouse.fleet.workers`)
+the wakes in the ledger's ``outbox``, the delivery ``workers`` (:mod:`rouse.fleet.workers`)
 and the mirror (:mod:`rouse.fleet.mirror`). Each view returns plain objects
 with a ``to_json()`` (ISO 8601 times with the offset) and a ``*_lines``
 rendering for people. ``rouse fleet due`` is :mod:`rouse.fleet.due`'s,

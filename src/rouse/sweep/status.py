@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _local(text: str) -> datetime:
-    """The naive local time an ``_iso`` string names."""
+    """The naive local time an :func:`~rouse.core.timefmt.iso_stamp` string names."""
     return datetime.fromisoformat(text).astimezone().replace(tzinfo=None)
 
 

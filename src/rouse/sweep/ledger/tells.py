@@ -55,7 +55,7 @@ def for_person(text: str, record: str, path: str, when: str) -> str:
 
 
 def outreach(row: Any, text: str | None = None, via: str = "") -> Outreach:
-    """The message of a ``tells`` row (``text``: the text to send, default the row's;
+    """The message of a tell's row (``text``: the text to send, default the row's;
     ``via``: the default channel's name, when the row names no channel)."""
     return Outreach(
         **{key: row[key] for key in ("id", "record", "type", "slug", "path", "channel")},
