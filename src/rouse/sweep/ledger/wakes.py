@@ -210,7 +210,7 @@ class WakeRows(OutboxRows):
         found = {
             row[0]
             for row in self.run(
-                f"SELECT digest FROM outbox WHERE kind = 'wake' AND tree = ? AND id IN ({marks})",
+                f"SELECT digest {WAKES} AND id IN ({marks})",
                 self.tree,
                 *wake_ids,
             )
