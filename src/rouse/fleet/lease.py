@@ -70,7 +70,7 @@ def _choose_clock() -> Callable[[], float]:
     by it would look live after a night with the lid shut. Linux has
     ``CLOCK_BOOTTIME``; macOS's ``CLOCK_MONOTONIC`` counts sleep; elsewhere
     ``time.monotonic()``. (Each send is checked on the database anyway: see
-    :meth:`Claims.start`.)
+    :meth:`rouse.fleet.claims.Claims.start`.)
     """
     name = {"linux": "CLOCK_BOOTTIME", "darwin": "CLOCK_MONOTONIC"}.get(sys.platform, "")
     which = getattr(time, name, None)
