@@ -132,6 +132,16 @@ def members() -> Iterator[list[Member]]:
         one.close()
 
 
+def planner_of(
+    root: Path, dsn: str, tmp_path: Path, members: list[Member], **kwargs: object
+) -> Member:
+    """A plan-only sweeper over ``root`` (a member of the fleet), ticked once at NOW."""
+    planner = Member(root, dsn, tmp_path / "ids", plan_only=True, **kwargs)
+    members.append(planner)
+    planner.tick(NOW)
+    return planner
+
+
 def sent(ids: Path) -> list[str]:
     return ids.read_text().split() if ids.exists() else []
 
@@ -274,9 +284,7 @@ def test_plan_only_writes_a_workers_give_up_as_one_nudge_file(
     clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member]
 ) -> None:
     a, _ = clones
-    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True)
-    members.append(planner)
-    planner.tick(NOW)
+    planner = planner_of(a, pg_dsn, tmp_path, members)
     docs = f"{INTENTIONS}/docs"
     rows(
         pg_dsn,
@@ -304,9 +312,7 @@ def test_plan_only_leaves_a_live_claim_alone_and_withdraws_once_it_lapses(
     clones: tuple[Path, Path], pg_dsn: str, tmp_path: Path, members: list[Member]
 ) -> None:
     a, _ = clones
-    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True, verbosity=2)
-    members.append(planner)
-    planner.tick(NOW)
+    planner = planner_of(a, pg_dsn, tmp_path, members, verbosity=2)
     ship = f"{INTENTIONS}/ship"
     rows(
         pg_dsn,
@@ -355,9 +361,7 @@ def test_plan_only_records_no_failure_on_a_wake_a_worker_holds_a_live_claim_on(
     from rouse.sweep.report import TickReport
 
     a, _ = clones
-    planner = Member(a, pg_dsn, tmp_path / "ids", plan_only=True, verbosity=2)
-    members.append(planner)
-    planner.tick(NOW)
+    planner = planner_of(a, pg_dsn, tmp_path, members, verbosity=2)
     ship = f"{INTENTIONS}/ship"
     rows(
         pg_dsn,

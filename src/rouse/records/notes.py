@@ -209,20 +209,19 @@ def review(
         store.append_log(file.rel, {"reviewed": stamp}, line)
         acts.note(root, file.rel, now, reader.cache_secret)  # answers a drift wake
     head = header.read_header(root / file.rel)
-    measured = _readings(root, head.get("probes") or "", key_path, env or {})
+    measured = _readings(root, head.get("probes") or "", reader, env or {})
     updated = (head.get("updated") or "").strip()
     baselines.take(root, reader.cache_secret, file.rel, updated, measured)
     return Reviewed(file.rel, stamp, measured)
 
 
 def _readings(
-    root: Path, named: str, key_path: Path | None, env: Mapping[str, str]
+    root: Path, named: str, reader: origins.OriginReader, env: Mapping[str, str]
 ) -> dict[str, str]:
     names = [n.strip() for n in named.split(",") if n.strip()]
     if not names:
         return {}
     tree = walk(root)
-    reader = origins.origin_reader(root, key_path)
     allowed = readings.probes_allowed(tree, reader, env)[0]
     known = {p.name: p for p in probes.load_probes(tree)[0]} if allowed else {}
     return {

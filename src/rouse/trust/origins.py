@@ -303,8 +303,8 @@ def origin_reader(root: Path, key_path: Path | None = None) -> OriginReader:
 
 class Finding(Value):
     """One ``check`` finding; ``message`` says what is wrong and what to do. Most are
-    :mod:`rouse.lint`'s; it lives here, below it, for the stamp findings
-    (:mod:`rouse.lint.check`'s) and the probe cache's (``rouse.probes.demand``)."""
+    :mod:`rouse.lint`'s; it lives here, below it, for the probe cache's
+    (``rouse.probes.demand``, a layer under lint)."""
 
     __slots__ = ("level", "path", "message", "line")
     _fields = __slots__
