@@ -133,13 +133,9 @@ class Store:
     def append_log(self, rel: str, updates: Mapping[str, str | None], line: str) -> bytes:
         """Set header fields and append one line to the body's log (see ``rouse.core.body``):
         never to the authored part, which a signature covers."""
-
-        def change(data: bytes) -> bytes:
-            data = header.set_fields(data, updates, rel)
-            _, body = header.split(data, rel)
-            return append_log(data, len(data) - len(body), line)
-
-        return self.update(rel, change)
+        return self.update(
+            rel, lambda data: with_log(header.set_fields(data, updates, rel), rel, line)
+        )
 
     def rename(self, src: str, dst: str) -> None:
         """Move a file or directory within the tree; refuse to replace anything."""
@@ -148,6 +144,12 @@ class Store:
             raise UsageError(f"{dst} already exists: refusing to replace it")
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source, target)
+
+
+def with_log(data: bytes, rel: str, line: str) -> bytes:
+    """The file ``data`` (at ``rel``) with ``line`` appended to its body's log."""
+    _, rest = header.split(data, rel)
+    return append_log(data, len(data) - len(rest), line)
 
 
 def leftovers(directory: Path) -> list[Path]:

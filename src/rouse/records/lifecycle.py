@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from rouse.core import body, clock, header, levels, nextdue
+from rouse.core import clock, header, levels, nextdue
 from rouse.core.errors import UsageError
 from rouse.core.humantime import parse_when
+from rouse.core.store import with_log
 from rouse.core.timefmt import format_stamp, later_by
 from rouse.core.tree import Record, walk
 from rouse.records.inputs import check_body
@@ -86,12 +87,6 @@ def acted(root: Path, record: Record, now: datetime, change: Callable[[bytes], b
 def dated(now: datetime, text: str) -> str:
     """A log line: ``- <stamp>: text``."""
     return f"- {format_stamp(now)}: {text}"
-
-
-def with_log(data: bytes, rel: str, line: str) -> bytes:
-    """The file ``data`` with ``line`` appended to its body's log."""
-    _, rest = header.split(data, rel)
-    return body.append_log(data, len(data) - len(rest), line)
 
 
 def _not_back(record: Record, now: datetime, force: bool) -> None:

@@ -11,9 +11,10 @@ from pathlib import Path
 
 from rouse.core import body, header, layout
 from rouse.core.errors import HeaderError, UsageError
+from rouse.core.store import with_log
 from rouse.core.timefmt import format_stamp
 from rouse.core.tree import Record
-from rouse.records.lifecycle import Changed, acted, close, dated, minute, one_line, with_log
+from rouse.records.lifecycle import Changed, acted, close, dated, minute, one_line
 from rouse.records.locate import find
 from rouse.records.scaffold import article
 from rouse.trust.stamp import SigningStore
