@@ -27,6 +27,10 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
+    from rouse.cache.plans import Survey
+    from rouse.cache.walk import HeaderCache
+    from rouse.core.tree import Tree
+
     #: (directories, files: each one ``\n``-joined string of paths, each from the
     #: tree's root and opening with ``/``; the directories that
     #: stand on their listing; the digest of the identities)
@@ -237,17 +241,17 @@ def _same(root: Path, dir_text: str, file_text: str, digest: str) -> bool:
 
 
 def save(
-    walked: Any,
+    walked: HeaderCache,
     keyed: bool,
     made: datetime,
     fits: tuple[Shape, datetime | None],
     parts: dict[str, Any],
 ) -> None:
-    """Save ``parts`` as found at ``made`` by the walk ``walked`` (a ``HeaderCache``: its
-    root, its secret and the watching sweeper's token it was made at), which ``fits`` as
-    :func:`keepable` says (best effort); the parts of a snapshot already there for the
-    same tree and window are kept beside, but for a part named with a space (the pack
-    for one ``--query``: the newest is kept, not every one asked)."""
+    """Save ``parts`` as found at ``made`` by the walk ``walked`` (its root, its secret and
+    the watching sweeper's token it was made at), which ``fits`` as :func:`keepable`
+    says (best effort); the parts of a snapshot already there for the same tree and
+    window are kept beside, but for a part named with a space (the pack for one
+    ``--query``: the newest is kept, not every one asked)."""
     root, secret = walked.root, walked.secret
     (dir_text, file_text, listed, digest), until = fits
     state: dict[str, Any] = {
@@ -275,11 +279,13 @@ def save(
     write_signed(path_of(root), MAGIC, VERSION, secret, _LABEL, body)
 
 
-def keepable(walked: Any, tree: Any, surveyed: Any) -> tuple[Shape, datetime | None] | None:
-    """What a snapshot of this walk (a ``HeaderCache`` that has just walked ``tree``)
-    and survey (``rouse.cache.plans.survey(tree, now)``) would stand on: its shape and
-    the end of its window; None when the walk cannot vouch for every entry (a file
-    too new to trust, an untrackable one, a record the clock decides afresh)."""
+def keepable(
+    walked: HeaderCache, tree: Tree, surveyed: Survey
+) -> tuple[Shape, datetime | None] | None:
+    """What a snapshot of this walk (that has just walked ``tree``) and survey (of it, at
+    its ``now``) would stand on: its shape and the end of its window; None when the
+    walk cannot vouch for every entry (a file too new to trust, an untrackable one, a
+    record the clock decides afresh)."""
     from rouse.cache.plans import holds_until
 
     if walked.unsettled or tree.untrackable or surveyed.evaluated:

@@ -167,6 +167,7 @@ class _Pieces:
         self.due = [_joined(_due_lines(item)) for item in data["due"]]
         self.index = [(item["fresh"], _joined(_index_lines(item))) for item in data["index"]]
         self.middle = _joined(_middle_lines(data))
+        self.probes = _joined(_probe_lines(data["probes"]))
         self.sizes: dict[str, int] = {}
 
     def pieces(self, caps: Mapping[str, int]) -> list[str]:
@@ -179,13 +180,8 @@ class _Pieces:
                 "read each file marked 'left out' below before you rely on your memory\n"
             )
         out.append(f"now: {data['now']}\n\n")
-        if data["probes"]:
-            out.append(
-                "probes (measured now; a reading outranks any memory file; <unknown> means "
-                "go check):\n"
-                + _joined([f"  {p['name']}: {p['reading']}" for p in data["probes"]])
-                + "\n"
-            )
+        if self.probes:
+            out.append(self.probes)
         woken, woken_cap = data["woken"], caps["woken"]
         if woken:
             out += [f"woken: {len(woken)} record(s) woke you, not answered yet\n"]
@@ -273,6 +269,13 @@ def _message_lines(message: Mapping[str, Any] | None) -> list[str]:
     return fence.message_block(
         message["lines"], message["more"], message["file"], message["origin"]
     )
+
+
+def _probe_lines(probes: list[Mapping[str, str]]) -> list[str]:
+    if not probes:
+        return []
+    head = "probes (measured now; a reading outranks any memory file; <unknown> means go check):"
+    return [head, *(f"  {p['name']}: {p['reading']}" for p in probes), ""]
 
 
 def _woken_lines(item: Mapping[str, Any]) -> list[str]:
