@@ -273,9 +273,8 @@ def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
     data = load_json(path)
     entries = event_hooks(data, str(path), CURSOR_EVENT)
     kept = [e for e in entries if not is_ours(e)]
-    first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
-    position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
-    kept.insert(position, {"command": command})
+    first = next((i for i, e in enumerate(entries) if is_ours(e)), len(kept))
+    kept.insert(first, {"command": command})  # (every entry before the first of ours is kept)
     data.setdefault("version", 1)
     data.setdefault("hooks", {})[CURSOR_EVENT] = kept
     result.done.append(update_file(path, dump(data), CURSOR_LABEL))
