@@ -30,8 +30,8 @@ from rouse.work.queue import TaskEnding, TaskQueue
 @dataclass
 class Slot:
     """One task's claim: its supervisor asked (``asked``), holding the task's lock and
-    waiting for a free job (``ready``), its run in flight (``live``), being recorded
-    (``ending``)."""
+    waiting for a free job (``ready``), its run in flight (``live``); once the run ends it
+    leaves the worker's slots for the recorder."""
 
     record: Record
     held: Supervised
