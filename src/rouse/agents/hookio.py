@@ -38,6 +38,12 @@ PROMPT_EVENTS = {"claude": "UserPromptSubmit", "codex": "UserPromptSubmit", "gem
 TURN_END_EVENTS = {"claude": "Stop", "codex": "Stop", "gemini": "AfterAgent"}
 #: how deep a settings file may nest before it is read as unreadable (never a crash)
 SETTINGS_DEPTH = 64
+#: Where each agent keeps the hooks rouse lays, from the project (or the home directory).
+CLAUDE_LOCAL = ".claude/settings.local.json"
+CLAUDE_SHARED = ".claude/settings.json"
+CODEX_HOOKS = ".codex/hooks.json"
+GEMINI_SETTINGS = ".gemini/settings.json"
+CURSOR_HOOKS = ".cursor/hooks.json"
 #: A settings entry that runs ``rouse pack … --hook KIND``, however rouse is named
 #: (``rouse``, a path ending in it, or the ``"$R"`` of a pinned command).
 HOOK_COMMAND = r"(?:^|[\s;&|(/])(?:rouse|\"\$R\")['\"]?\s+pack\b[^\n]*--hook[ =]{kind}\b"
@@ -237,15 +243,14 @@ def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, 
         where = env.get("CLAUDE_PROJECT_DIR") or session.get("cwd")
         if not isinstance(where, str) or not where:
             return []
-        base = Path(where) / ".claude"
-        return [base / "settings.local.json", base / "settings.json"]
+        return [Path(where) / CLAUDE_LOCAL, Path(where) / CLAUDE_SHARED]
     if kind == "gemini":
         where = env.get("GEMINI_PROJECT_DIR") or session.get("cwd")
-        return [Path(where) / ".gemini" / "settings.json"] if isinstance(where, str) else []
+        return [Path(where) / GEMINI_SETTINGS] if isinstance(where, str) else []
     if kind == "cursor":
         roots = session.get("workspace_roots")
         roots = roots if isinstance(roots, list) else []
-        return [Path(r) / ".cursor" / "hooks.json" for r in roots if isinstance(r, str) and r]
+        return [Path(r) / CURSOR_HOOKS for r in roots if isinstance(r, str) and r]
     cwd = session.get("cwd")
     if not isinstance(cwd, str) or not cwd:
         return []
@@ -256,7 +261,7 @@ def project_hook_files(kind: str, session: Mapping[str, Any], env: Mapping[str, 
     for folder in [Path(cwd), *Path(cwd).parents]:
         if folder.resolve() == home:
             break
-        found.append(folder / ".codex" / "hooks.json")
+        found.append(folder / CODEX_HOOKS)
         if (folder / ".git").exists():
             return found
     return found[:1]

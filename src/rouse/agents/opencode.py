@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from rouse.agents.hook_commands import CANNOT_RUN, CANNOT_RUN_SHARED
-from rouse.agents.wiring import Wired, Wiring, read_text, remove_own, update_file
+from rouse.agents.wiring import Wired, Wiring, is_own, remove_own, update_file
 
 OPENCODE_PLUGIN = ".opencode/plugins/rouse.js"
 GLOBAL_PLUGIN = ".config/opencode/plugins/rouse.js"  # under $HOME (opencode: $XDG_CONFIG_HOME)
@@ -177,8 +177,4 @@ def unwire_opencode(w: Wiring, result: Wired) -> None:
 
 
 def has_plugin(w: Wiring) -> bool:
-    path = opencode_path(w)
-    try:
-        return path.is_file() and read_text(path).startswith(HEAD)
-    except (OSError, UnicodeDecodeError):
-        return False
+    return is_own(opencode_path(w), lambda t: t.startswith(HEAD))

@@ -27,7 +27,16 @@ from rouse.agents.hook_commands import (
     hook_command,
     is_ours,
 )
-from rouse.agents.hookio import PROMPT_EVENTS, SETTINGS_DEPTH, TURN_END_EVENTS
+from rouse.agents.hookio import (
+    CLAUDE_LOCAL,
+    CLAUDE_SHARED,
+    CODEX_HOOKS,
+    CURSOR_HOOKS,
+    GEMINI_SETTINGS,
+    PROMPT_EVENTS,
+    SETTINGS_DEPTH,
+    TURN_END_EVENTS,
+)
 from rouse.agents.stop_hook import HOOK_TIMEOUT
 from rouse.agents.wiring import Wired, Wiring, exclude_locally, update_file
 from rouse.core.errors import RouseError, UsageError
@@ -40,11 +49,6 @@ PROMISES_TIMEOUT = 30
 #: characters at up to 4 bytes each arrives whole.
 CODEX_CONTEXT_LIMIT = 10_000
 
-CLAUDE_LOCAL = ".claude/settings.local.json"
-CLAUDE_SHARED = ".claude/settings.json"
-CODEX_HOOKS = ".codex/hooks.json"
-GEMINI_SETTINGS = ".gemini/settings.json"
-CURSOR_HOOKS = ".cursor/hooks.json"
 CURSOR_EVENT = "sessionStart"
 CURSOR_LABEL = "Cursor sessionStart hook"
 #: Each agent's name, its settings file (from the scope's base: the project, else the home),
@@ -273,9 +277,8 @@ def wire_cursor_hooks(w: Wiring, result: Wired, executable: str | None) -> None:
     data = load_json(path)
     entries = event_hooks(data, str(path), CURSOR_EVENT)
     kept = [e for e in entries if not is_ours(e)]
-    first = next((i for i, e in enumerate(entries) if is_ours(e)), None)
-    position = len(kept) if first is None else sum(1 for e in entries[:first] if e in kept)
-    kept.insert(position, {"command": command})
+    first = next((i for i, e in enumerate(entries) if is_ours(e)), len(kept))
+    kept.insert(first, {"command": command})  # (every entry before the first of ours is kept)
     data.setdefault("version", 1)
     data.setdefault("hooks", {})[CURSOR_EVENT] = kept
     result.done.append(update_file(path, dump(data), CURSOR_LABEL))

@@ -86,15 +86,20 @@ def update_file(path: Path, text: str, label: str) -> str:
     return f"{'updated' if old is not None else 'wrote'} {path} ({label})"
 
 
+def is_own(path: Path, ours: Callable[[str], bool]) -> bool:
+    """Whether ``path`` is a file rouse wrote (``ours`` of its text says so)."""
+    try:
+        return path.is_file() and ours(read_text(path))
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def remove_own(
     path: Path, ours: Callable[[str], bool], what: str, result: Wired, rmdir: bool = True
 ) -> None:
-    """Delete ``path`` when it is rouse's own (``ours`` of its text says so), and with
-    ``rmdir`` its folder when nothing else of the user's is left there."""
-    try:
-        if not (path.is_file() and ours(read_text(path))):
-            return
-    except (OSError, UnicodeDecodeError):
+    """Delete ``path`` when it is rouse's own (:func:`is_own`), and with ``rmdir`` its
+    folder when nothing else of the user's is left there."""
+    if not is_own(path, ours):
         return
     path.unlink()
     result.done.append(f"removed {path} ({what})")

@@ -236,6 +236,10 @@ def _sweep() -> None:
     procs.kill_and_reap(lambda table: procs.descendants(table, me), LEFTOVERS)
 
 
+#: What ends a run log's head: the run's output follows it (the worker reads it from there).
+LOG_HEAD_END = "\n---\n"
+
+
 def finish(
     spec: dict[str, Any], output: Output, code: int | None, seconds: float, stopped: str | None
 ) -> dict[str, Any]:
@@ -252,7 +256,7 @@ def finish(
         + f"duration: {seconds:.1f}s\n"
         + f"output: the last {MAX_OUTPUT // 1024} KiB"
         + (f" ({output.discarded} bytes before them discarded)" if output.discarded else "")
-        + "\n---\n"
+        + LOG_HEAD_END
     )
     log = spec.get("log")
     if log:

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from rouse.core import body
+from rouse.core import body, header
 from rouse.core.statedir import state_path
 from rouse.core.tree import Record, Tree
 from rouse.runs import presets
@@ -174,9 +174,7 @@ def build(
     the pack (its due list would pull the run off its task): it says how to read it."""
     data = (root / record.rel).read_bytes()
     try:
-        from rouse.core.header import split
-
-        _, rest = split(data, record.rel)
+        _, rest = header.split(data, record.rel)
     except ValueError:
         rest = b""
     task = body.split_log(rest)[0].decode("utf-8", "replace").strip()

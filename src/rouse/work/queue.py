@@ -53,7 +53,8 @@ class Report:
 
 @dataclass
 class TaskEnding:
-    """How a task's run ended, in the task's terms (:func:`rouse.work.recorder.verdict`)."""
+    """How a task's run ended, in the task's terms
+    (:meth:`rouse.work.recorder.Recorder.verdict`)."""
 
     ending: str  # done, failed, cancelled, or pending (handed back)
     why: str

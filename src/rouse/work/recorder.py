@@ -22,6 +22,7 @@ from rouse.core.tree import Record
 from rouse.records import tasks
 from rouse.runs import presets
 from rouse.runs.handle import Ended, Supervised
+from rouse.runs.supervisor import LOG_HEAD_END
 from rouse.sweep.ledger import Ledger
 from rouse.work.launch import Launch, RunSetup
 from rouse.work.queue import TaskEnding, TaskQueue
@@ -30,8 +31,8 @@ from rouse.work.queue import TaskEnding, TaskQueue
 @dataclass
 class Slot:
     """One task's claim: its supervisor asked (``asked``), holding the task's lock and
-    waiting for a free job (``ready``), its run in flight (``live``), being recorded
-    (``ending``)."""
+    waiting for a free job (``ready``), its run in flight (``live``); once the run ends it
+    leaves the worker's slots for the recorder."""
 
     record: Record
     held: Supervised
@@ -133,7 +134,7 @@ class Recorder:
         """The run's final message: from its output in ``log`` (after the head), or Codex's
         last-message file (read, then removed, whatever the run's ending)."""
         try:
-            output = log.read_bytes().split(b"\n---\n", 1)[-1]
+            output = log.read_bytes().split(LOG_HEAD_END.encode(), 1)[-1]
         except OSError:
             output = b""
         last = None

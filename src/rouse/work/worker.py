@@ -296,7 +296,6 @@ class TaskWorker:
         if ended is None:
             return
         del self.slots[record.dir]
-        slot.state = "ending"
         self.promote()  # its job is free: the next claim's run starts before this is recorded
         self.recorder.put(slot, ended)  # (which lets its lock go once it is written)
 
